@@ -1,0 +1,151 @@
+//! A batch of frames in one preallocated buffer: the unit every `Link` moves.
+
+/// A fixed-capacity batch of frames stored in one contiguous, preallocated buffer.
+///
+/// Slot `i` occupies `data[i * slot_size ..][.. slot_size]`; `lens[i]` is the frame length.
+/// Frames are built in place with [`FrameBatch::push_with`] or copied in with
+/// [`FrameBatch::push`]. Nothing allocates after construction.
+#[derive(Debug, Clone)]
+pub struct FrameBatch {
+    data: Box<[u8]>,
+    lens: Box<[u32]>,
+    count: usize,
+    slot_size: usize,
+}
+
+impl FrameBatch {
+    /// A batch of `capacity` slots, each able to hold a frame of `slot_size` bytes.
+    pub fn new(capacity: usize, slot_size: usize) -> Self {
+        assert!(capacity > 0 && slot_size > 0, "a batch needs at least one non-empty slot");
+        FrameBatch {
+            data: vec![0u8; capacity * slot_size].into_boxed_slice(),
+            lens: vec![0u32; capacity].into_boxed_slice(),
+            count: 0,
+            slot_size,
+        }
+    }
+
+    /// Number of frames in the batch.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// True when the batch holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Maximum number of frames.
+    pub fn capacity(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// True when no slot is free.
+    pub fn is_full(&self) -> bool {
+        self.count == self.lens.len()
+    }
+
+    /// Largest frame a slot can hold.
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
+    /// Forget all frames (buffers are kept).
+    pub fn clear(&mut self) {
+        self.count = 0;
+    }
+
+    /// Copy `frame` into the next free slot. Returns false (and copies nothing) when the batch
+    /// is full or the frame is larger than a slot.
+    pub fn push(&mut self, frame: &[u8]) -> bool {
+        self.push_with(|slot| {
+            if frame.len() > slot.len() {
+                return 0;
+            }
+            slot[..frame.len()].copy_from_slice(frame);
+            frame.len()
+        })
+    }
+
+    /// Build a frame in place: `build` gets the whole free slot and returns the frame length
+    /// (0 to abandon). Returns false if the batch was full or `build` abandoned the slot.
+    pub fn push_with(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        let start = self.count * self.slot_size;
+        let slot = &mut self.data[start..start + self.slot_size];
+        let len = build(slot).min(self.slot_size);
+        if len == 0 {
+            return false;
+        }
+        self.lens[self.count] = len as u32;
+        self.count += 1;
+        true
+    }
+
+    /// The frame in slot `i`.
+    pub fn get(&self, i: usize) -> &[u8] {
+        assert!(i < self.count, "frame index out of range");
+        let start = i * self.slot_size;
+        &self.data[start..start + self.lens[i] as usize]
+    }
+
+    /// The frame in slot `i`, writable.
+    pub fn get_mut(&mut self, i: usize) -> &mut [u8] {
+        assert!(i < self.count, "frame index out of range");
+        let start = i * self.slot_size;
+        &mut self.data[start..start + self.lens[i] as usize]
+    }
+
+    /// Iterate over the frames in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.count).map(move |i| self.get(i))
+    }
+
+    /// Drop the first `n` frames, moving the rest to the front (used after a partial send).
+    pub fn consume_front(&mut self, n: usize) {
+        let n = n.min(self.count);
+        if n == 0 {
+            return;
+        }
+        for i in n..self.count {
+            let (from, to) = (i * self.slot_size, (i - n) * self.slot_size);
+            let len = self.lens[i] as usize;
+            self.data.copy_within(from..from + len, to);
+            self.lens[i - n] = self.lens[i];
+        }
+        self.count -= n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_get_and_limits() {
+        let mut b = FrameBatch::new(2, 8);
+        assert!(b.push(b"abc"));
+        assert!(!b.push(b"too long frame"));
+        assert!(b.push_with(|s| {
+            s[..2].copy_from_slice(b"xy");
+            2
+        }));
+        assert!(b.is_full());
+        assert!(!b.push(b"z"));
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![&b"abc"[..], &b"xy"[..]]);
+        b.consume_front(1);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b.get(0), b"xy");
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn abandoned_build_takes_no_slot() {
+        let mut b = FrameBatch::new(1, 8);
+        assert!(!b.push_with(|_| 0));
+        assert!(b.is_empty());
+    }
+}

@@ -1,0 +1,136 @@
+//! Links: the physical layer of linerate.
+//!
+//! A [`Link`] moves batches of Ethernet frames (without FCS) through preallocated buffers.
+//! Drivers: an in-process pair ([`mem`]), a shared-memory ring between two processes
+//! ([`shm`]), a Linux TAP device ([`tap`]), AF_PACKET on an interface ([`packet`]), a pcap
+//! writer any link can be wrapped with and a pcap reader ([`pcap`]), and an impairment
+//! wrapper ([`impair`]).
+
+pub mod batch;
+pub mod time;
+
+pub use batch::FrameBatch;
+pub use time::Instant;
+
+/// Largest frame any driver carries: a 9216-byte jumbo MTU plus the Ethernet header and one VLAN tag.
+pub const MAX_FRAME: usize = 9216 + 18;
+
+/// Errors a link driver reports.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// An operating-system call failed.
+    #[error("{op} failed: {source}")]
+    Os {
+        /// What was being done.
+        op: &'static str,
+        /// The error the kernel returned.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration asked for something the driver cannot do.
+    #[error("invalid link configuration: {0}")]
+    Config(String),
+    /// The other end of the link has gone away.
+    #[error("the link's peer has closed")]
+    Closed,
+    /// A capture file could not be read or written.
+    #[error("pcap: {0}")]
+    Pcap(String),
+}
+
+impl LinkError {
+    /// Wrap the current `errno` for operation `op`.
+    pub fn last_os(op: &'static str) -> Self {
+        LinkError::Os { op, source: std::io::Error::last_os_error() }
+    }
+}
+
+/// Counters every link keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Frames handed to the receiver.
+    pub rx_frames: u64,
+    /// Bytes handed to the receiver.
+    pub rx_bytes: u64,
+    /// Frames accepted for transmission.
+    pub tx_frames: u64,
+    /// Bytes accepted for transmission.
+    pub tx_bytes: u64,
+    /// Frames not sent because the transmit queue or ring was full.
+    pub tx_dropped_full: u64,
+    /// Frames dropped because they exceed the link's MTU or slot size.
+    pub dropped_oversize: u64,
+    /// Frames dropped on receive because the receive batch had no room.
+    pub rx_dropped_no_room: u64,
+    /// Frames the impairment wrapper dropped on purpose (simulated loss).
+    pub impair_lost: u64,
+    /// Frames the impairment wrapper duplicated.
+    pub impair_duplicated: u64,
+    /// Frames the impairment wrapper delivered out of order.
+    pub impair_reordered: u64,
+    /// Frames the impairment wrapper dropped because its rate limiter's queue was full.
+    pub impair_rate_dropped: u64,
+}
+
+impl LinkStats {
+    /// Counters as (name, value) pairs, for tables and JSON.
+    pub fn fields(&self) -> [(&'static str, u64); 11] {
+        [
+            ("rx_frames", self.rx_frames),
+            ("rx_bytes", self.rx_bytes),
+            ("tx_frames", self.tx_frames),
+            ("tx_bytes", self.tx_bytes),
+            ("tx_dropped_full", self.tx_dropped_full),
+            ("dropped_oversize", self.dropped_oversize),
+            ("rx_dropped_no_room", self.rx_dropped_no_room),
+            ("impair_lost", self.impair_lost),
+            ("impair_duplicated", self.impair_duplicated),
+            ("impair_reordered", self.impair_reordered),
+            ("impair_rate_dropped", self.impair_rate_dropped),
+        ]
+    }
+}
+
+/// A point-to-point carrier of Ethernet frames.
+///
+/// Both calls move whole batches and never block: `rx_batch` appends whatever frames are
+/// ready (up to the batch's free capacity) and returns how many it appended; `tx_batch`
+/// takes frames from the front of the batch, returns how many were accepted and removes
+/// exactly those from the batch (frames left behind found the queue full and may be retried).
+pub trait Link: Send {
+    /// Largest frame (Ethernet header included, FCS excluded) this link carries.
+    fn max_frame(&self) -> usize;
+    /// Append ready frames to `batch`; returns the number appended.
+    fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
+    /// Send frames from the front of `batch`; returns the number sent and removes them from `batch`.
+    fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
+    /// The link's counters.
+    fn stats(&self) -> LinkStats;
+    /// A short name of the driver for reports ("mem", "shm", "tap", ...).
+    fn kind(&self) -> &'static str;
+    /// A file descriptor that becomes readable when frames arrive, for drivers that have one.
+    fn raw_fd(&self) -> Option<i32> {
+        None
+    }
+}
+
+impl<L: Link + ?Sized> Link for Box<L> {
+    fn max_frame(&self) -> usize {
+        (**self).max_frame()
+    }
+    fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        (**self).rx_batch(now, batch)
+    }
+    fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        (**self).tx_batch(now, batch)
+    }
+    fn stats(&self) -> LinkStats {
+        (**self).stats()
+    }
+    fn kind(&self) -> &'static str {
+        (**self).kind()
+    }
+    fn raw_fd(&self) -> Option<i32> {
+        (**self).raw_fd()
+    }
+}
