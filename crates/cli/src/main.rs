@@ -1,1 +1,77 @@
-fn main() {}
+//! `linerate`: the command-line front end of the linerate platform.
+
+mod bench_link;
+mod bench_udp;
+mod cmd_demo;
+mod cmd_ping;
+mod cmd_stats;
+mod cmd_tap;
+mod output;
+mod runloop;
+mod statsfile;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// linerate: a userspace network stack and platform for network-attached compute.
+#[derive(Parser)]
+#[command(name = "linerate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The tour: every capability on an in-process testbed, with a table of measured figures.
+    Demo(cmd_demo::DemoArgs),
+    /// Run a linerate host on a TAP device in a new network namespace, facing Linux tools.
+    Tap(cmd_tap::TapArgs),
+    /// Ping from a linerate host (to the Linux stack over TAP, or to another linerate host).
+    Ping(cmd_ping::PingArgs),
+    /// Show the live counters of running linerate instances.
+    Stats(cmd_stats::StatsArgs),
+    /// Benchmarks, reported as ratios against peers measured in the same run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Internal: the peer process of a benchmark.
+    #[command(hide = true, subcommand)]
+    BenchPeer(PeerCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Frames/s and Gbit/s over every link kind, beside memcpy bandwidth.
+    Link(bench_link::LinkArgs),
+    /// UDP goodput and 64-byte round trip between two linerate processes, beside Linux UDP.
+    Udp(bench_udp::UdpArgs),
+}
+
+#[derive(Subcommand)]
+enum PeerCommand {
+    /// Drain a shared-memory link and report frame counts.
+    LinkSink(bench_link::SinkArgs),
+    /// A linerate host on a shared-memory link serving UDP echo and a UDP sink.
+    Udp(bench_udp::PeerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd_demo::run(a),
+        Command::Tap(a) => cmd_tap::run(a),
+        Command::Ping(a) => cmd_ping::run(a),
+        Command::Stats(a) => cmd_stats::run(a),
+        Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
+        Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
+        Command::BenchPeer(PeerCommand::LinkSink(a)) => bench_link::run_sink(a),
+        Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("linerate: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

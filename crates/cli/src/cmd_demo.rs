@@ -1,0 +1,363 @@
+//! `linerate demo`: the tour. Every capability that exists so far, exercised on an in-process
+//! testbed (virtual time), with a table of what was measured.
+
+use crate::output::{fmt_si, Table};
+use apps::UdpEcho;
+use link::impair::Impairment;
+use net::{Config, Counter};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddrV4;
+use std::process::ExitCode;
+use std::time::{Duration, Instant as WallClock};
+use testbed::{HostId, HostOptions, Testbed, TestbedConfig};
+
+/// Options of `linerate demo`.
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// Print the table as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Where to write the demo's packet capture.
+    #[arg(long, default_value = "/tmp/linerate-demo.pcap")]
+    pcap: std::path::PathBuf,
+}
+
+type Step = Result<(String, String), String>;
+
+/// Run the tour.
+pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
+    let mut t = Table::new("linerate demo: in-process testbed, virtual time", &["capability", "result", "measured"]);
+    let steps: Vec<(&str, Box<dyn Fn(&DemoArgs) -> Step>)> = vec![
+        ("ARP: gratuitous announce, request/reply, cache", Box::new(|_| arp_step())),
+        ("ICMP echo: 1000 pings between two hosts", Box::new(|_| ping_step())),
+        ("UDP echo: 10 MB in 1400-byte datagrams", Box::new(|_| udp_echo_step())),
+        ("UDP over an impaired link (2% loss, 1% dup, 1% reorder)", Box::new(|_| impaired_step())),
+        ("ICMP port unreachable for a closed UDP port", Box::new(|_| unreachable_step())),
+        ("Raw Ethernet (EtherType 0x88b5): 10,000 frames", Box::new(|_| raw_step())),
+        ("Robustness: 200,000 mutated frames into a host", Box::new(|_| robustness_step())),
+        ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
+    ];
+    let mut failed = 0;
+    for (name, step) in steps {
+        if !a.json {
+            eprintln!("demo: {name} ...");
+        }
+        match step(&a) {
+            Ok((result, figure)) => t.row(vec![name.into(), result, figure]),
+            Err(e) => {
+                failed += 1;
+                t.row(vec![name.into(), format!("FAILED: {e}"), String::new()]);
+            }
+        }
+    }
+    t.print(a.json);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn testbed_with(n: usize) -> Result<(Testbed, Vec<HostId>), String> {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let ids = (1..=n).map(|i| tb.add_host(&format!("10.0.0.{i}/24")).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    Ok((tb, ids))
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+fn arp_step() -> Step {
+    let (mut tb, h) = testbed_with(3)?;
+    tb.run_for(Duration::from_millis(1)).map_err(err)?;
+    let announced = (0..3).map(|i| tb.host_ref(h[i]).counters().get(Counter::arp_requests_sent)).sum::<u64>();
+    let p = tb.host(h[0]).udp_bind(0).map_err(err)?;
+    for i in 1..3 {
+        let dst = SocketAddrV4::new(tb.host_ref(h[i]).ip(), 9);
+        tb.host(h[0]).udp_send_to(p, dst, b"x").map_err(err)?;
+    }
+    let start = tb.now();
+    let ok = tb.run_until(Duration::from_millis(10), |tb| tb.host_ref(h[0]).arp_entries().len() == 2).map_err(err)?;
+    if !ok {
+        return Err("addresses were not resolved".into());
+    }
+    Ok((
+        format!("{announced} gratuitous ARPs; host 1 resolved 2 neighbours"),
+        format!("resolution took {} µs of virtual time", (tb.now() - start).as_micros()),
+    ))
+}
+
+fn ping_step() -> Step {
+    let (mut tb, h) = testbed_with(2)?;
+    let dst = tb.host_ref(h[1]).ip();
+    let wall = WallClock::now();
+    let mut got = 0;
+    for seq in 0..1000u16 {
+        tb.host(h[0]).ping(dst, seq, 56).map_err(err)?;
+        if tb.run_until(Duration::from_millis(50), |tb| tb.host(h[0]).ping_reply().is_some()).map_err(err)? {
+            got += 1;
+        }
+    }
+    let per = wall.elapsed().as_nanos() as f64 / 1000.0;
+    if got != 1000 {
+        return Err(format!("{got}/1000 replies"));
+    }
+    Ok(("1000/1000 replies".into(), format!("{:.1} µs of wall clock per simulated round trip", per / 1e3)))
+}
+
+fn udp_echo_step() -> Step {
+    let (mut tb, h) = testbed_with(2)?;
+    let mut echo = UdpEcho::bind(tb.host(h[1]), 7).map_err(err)?;
+    let dst = SocketAddrV4::new(tb.host_ref(h[1]).ip(), 7);
+    let data: Vec<u8> = (0..10_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let (sent_hash, got_hash, wall) = echo_through(&mut tb, h[0], h[1], &mut echo, dst, &data)?;
+    if sent_hash != got_hash {
+        return Err("sha256 of the echoed data differs".into());
+    }
+    let rate = data.len() as f64 * 8.0 / wall.as_secs_f64();
+    Ok(("sha256 of the 10 MB echoed back matches".into(), format!("{} wall-clock through two stacks and a switch", fmt_si(rate, "bit/s"))))
+}
+
+/// Send `data` through the echo service in order, at most 256 datagrams in flight, and hash
+/// what returns (datagrams are numbered so order is checked).
+fn echo_through(
+    tb: &mut Testbed,
+    client: HostId,
+    server: HostId,
+    echo: &mut UdpEcho,
+    dst: SocketAddrV4,
+    data: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>, Duration), String> {
+    let sock = tb.host(client).udp_bind(0).map_err(err)?;
+    let chunks: Vec<&[u8]> = data.chunks(1400).collect();
+    let (mut next, mut received) = (0usize, 0usize);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 2048];
+    let wall = WallClock::now();
+    let limit = tb.now() + Duration::from_secs(60);
+    while received < chunks.len() {
+        if tb.now() >= limit {
+            return Err(format!("only {received}/{} datagrams came back", chunks.len()));
+        }
+        while next < chunks.len() && next - received < 256 {
+            if !tb.host(client).udp_send_to(sock, dst, chunks[next]).map_err(err)? {
+                break;
+            }
+            next += 1;
+        }
+        tb.step().map_err(err)?;
+        echo.serve(tb.host(server)).map_err(err)?;
+        while let Some((n, _)) = tb.host(client).udp_recv_from(sock, &mut buf).map_err(err)? {
+            if buf[..n] != *chunks[received] {
+                return Err(format!("datagram {received} came back changed or out of order"));
+            }
+            hasher.update(&buf[..n]);
+            received += 1;
+        }
+    }
+    Ok((Sha256::digest(data).to_vec(), hasher.finalize().to_vec(), wall.elapsed()))
+}
+
+fn impaired_step() -> Step {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let imp = Impairment { loss: 0.02, duplicate: 0.01, reorder: 0.01, delay: Duration::from_micros(50), seed: 7, ..Default::default() };
+    let a = tb.add_host_with(Config::host("10.0.0.1/24"), HostOptions { impairment: Some(imp), ..Default::default() }).map_err(err)?;
+    let b = tb.add_host("10.0.0.2/24").map_err(err)?;
+    let rx = tb.host(b).udp_bind(9).map_err(err)?;
+    let tx = tb.host(a).udp_bind(0).map_err(err)?;
+    let dst = SocketAddrV4::new(tb.host_ref(b).ip(), 9);
+    tb.run_for(Duration::from_millis(2)).map_err(err)?;
+    let (mut seen, mut dups, mut reordered, mut last) = (vec![false; 10_000], 0, 0, 0u32);
+    let mut buf = [0u8; 64];
+    for i in 0..10_000u32 {
+        tb.host(a).udp_send_to(tx, dst, &i.to_be_bytes()).map_err(err)?;
+        tb.run_for(Duration::from_micros(20)).map_err(err)?;
+        drain(&mut tb, b, rx, &mut buf, &mut seen, &mut dups, &mut reordered, &mut last)?;
+    }
+    tb.run_for(Duration::from_millis(5)).map_err(err)?;
+    drain(&mut tb, b, rx, &mut buf, &mut seen, &mut dups, &mut reordered, &mut last)?;
+    let delivered = seen.iter().filter(|s| **s).count();
+    Ok((
+        format!("{delivered}/10000 delivered, {dups} duplicates, {reordered} out of order"),
+        format!("{:.2}% loss seen (2% configured, seeded)", 100.0 - delivered as f64 / 100.0),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn drain(
+    tb: &mut Testbed,
+    b: HostId,
+    rx: net::UdpHandle,
+    buf: &mut [u8],
+    seen: &mut [bool],
+    dups: &mut u32,
+    reordered: &mut u32,
+    last: &mut u32,
+) -> Result<(), String> {
+    while let Some((n, _)) = tb.host(b).udp_recv_from(rx, buf).map_err(err)? {
+        if n != 4 {
+            return Err("unexpected datagram".into());
+        }
+        let i = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+        if seen[i as usize] {
+            *dups += 1;
+        }
+        seen[i as usize] = true;
+        if i < *last {
+            *reordered += 1;
+        }
+        *last = (*last).max(i);
+    }
+    Ok(())
+}
+
+fn unreachable_step() -> Step {
+    let (mut tb, h) = testbed_with(2)?;
+    let s = tb.host(h[0]).udp_bind(0).map_err(err)?;
+    let dst = SocketAddrV4::new(tb.host_ref(h[1]).ip(), 4444);
+    tb.host(h[0]).udp_send_to(s, dst, b"anyone?").map_err(err)?;
+    let ok = tb.run_until(Duration::from_millis(10), |tb| tb.host_ref(h[0]).udp_icmp_errors(s).unwrap_or(0) == 1).map_err(err)?;
+    if !ok {
+        return Err("no ICMP port unreachable came back".into());
+    }
+    Ok(("the sender's socket saw 1 ICMP port unreachable".into(), "drop_udp_no_socket = 1 on the receiver".into()))
+}
+
+fn raw_step() -> Step {
+    let (mut tb, h) = testbed_with(2)?;
+    let ra = tb.host(h[0]).raw_bind(0x88b5).map_err(err)?;
+    let rb = tb.host(h[1]).raw_bind(0x88b5).map_err(err)?;
+    let dst = tb.host_ref(h[1]).mac();
+    let mut buf = [0u8; 1600];
+    let mut got = 0u32;
+    for i in 0..10_000u32 {
+        let mut payload = [0u8; 64];
+        payload[..4].copy_from_slice(&i.to_be_bytes());
+        tb.host(h[0]).raw_send(ra, dst, &payload).map_err(err)?;
+        if i % 32 == 31 {
+            tb.run_for(Duration::from_micros(30)).map_err(err)?;
+        }
+        while let Some((n, _)) = tb.host(h[1]).raw_recv(rb, &mut buf).map_err(err)? {
+            if n != 64 || buf[..4] != got.to_be_bytes() {
+                return Err(format!("frame {got} changed or out of order"));
+            }
+            got += 1;
+        }
+    }
+    tb.run_for(Duration::from_millis(1)).map_err(err)?;
+    while tb.host(h[1]).raw_recv(rb, &mut buf).map_err(err)?.is_some() {
+        got += 1;
+    }
+    if got != 10_000 {
+        return Err(format!("{got}/10000 frames arrived"));
+    }
+    Ok(("10000/10000 frames in order".into(), String::new()))
+}
+
+fn robustness_step() -> Step {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let victim = tb.add_bench_host(Config::host("10.0.0.2/24")).map_err(err)?;
+    let seeds = seed_frames();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut frame = Vec::with_capacity(2048);
+    let wall = WallClock::now();
+    for i in 0..200_000u32 {
+        mutate(&seeds[i as usize % seeds.len()], &mut rng, &mut frame);
+        tb.host(victim).inject(&frame).map_err(err)?;
+        if i % 1024 == 0 {
+            tb.bench_collect(victim).map_err(err)?;
+            tb.step().map_err(err)?;
+        }
+    }
+    let rate = 200_000.0 / wall.elapsed().as_secs_f64();
+    let c = tb.host_ref(victim).counters().clone();
+    let accounted = c.get(Counter::rx_delivered) + c.rx_drops();
+    if accounted != c.get(Counter::rx_frames) {
+        return Err(format!("{} frames received but {accounted} accounted for", c.get(Counter::rx_frames)));
+    }
+    let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
+    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    Ok((
+        format!("every frame accounted for; {} drop reasons seen, top: {}", reasons.len(), reasons.first().map(|r| r.0).unwrap_or("-")),
+        format!("{} frames/s through the receive path (debug checks included)", fmt_si(rate, "")),
+    ))
+}
+
+/// Valid frames of every kind the stack understands, as seeds for mutation.
+pub(crate) fn seed_frames() -> Vec<Vec<u8>> {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let a = tb.add_bench_host(Config::host("10.0.0.1/24")).expect("valid config");
+    let target = std::net::Ipv4Addr::new(10, 0, 0, 2);
+    let u = tb.host(a).udp_bind(5000).expect("free port");
+    tb.host(a).inject(&arp_reply_frame(target)).expect("inject");
+    let _ = tb.host(a).udp_send_to(u, SocketAddrV4::new(target, 7), b"hello world");
+    let _ = tb.host(a).ping(target, 1, 56);
+    let _ = tb.step();
+    let frames = tb.bench_collect(a).unwrap_or_default();
+    frames.into_iter().map(|mut f| {
+        // Re-address to the victim (10.0.0.2 / 02:00:0a:00:00:02) from a third party.
+        f[..6].copy_from_slice(&[2, 0, 10, 0, 0, 2]);
+        f
+    }).collect()
+}
+
+fn arp_reply_frame(from: std::net::Ipv4Addr) -> Vec<u8> {
+    let mut f = vec![0u8; 42];
+    let mac = [2, 0, 10, 0, 0, 2];
+    f[..6].copy_from_slice(&[2, 0, 10, 0, 0, 1]);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 2]);
+    f[22..28].copy_from_slice(&mac);
+    f[28..32].copy_from_slice(&from.octets());
+    f[32..38].copy_from_slice(&[2, 0, 10, 0, 0, 1]);
+    f[38..42].copy_from_slice(&[10, 0, 0, 1]);
+    f
+}
+
+/// A byte mutation of `seed` into `out`: flips, random bytes, truncation or extension.
+pub(crate) fn mutate(seed: &[u8], rng: &mut u64, out: &mut Vec<u8>) {
+    let mut next = || {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    };
+    out.clear();
+    out.extend_from_slice(seed);
+    match next() % 4 {
+        0 => {
+            let n = (next() % out.len().max(1) as u64) as usize;
+            out.truncate(n);
+        }
+        1 => {
+            for _ in 0..(next() % 64) {
+                out.push(next() as u8);
+            }
+        }
+        _ => {}
+    }
+    if out.is_empty() {
+        return;
+    }
+    for _ in 0..=(next() % 4) {
+        let i = (next() % out.len() as u64) as usize;
+        out[i] = next() as u8;
+    }
+}
+
+fn pcap_step(path: &std::path::Path) -> Step {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let a = tb
+        .add_host_with(Config::host("10.0.0.1/24"), HostOptions { pcap: Some(path.to_path_buf()), ..Default::default() })
+        .map_err(err)?;
+    let b = tb.add_host("10.0.0.2/24").map_err(err)?;
+    let dst = tb.host_ref(b).ip();
+    for seq in 0..10 {
+        tb.host(a).ping(dst, seq, 56).map_err(err)?;
+        tb.run_for(Duration::from_micros(200)).map_err(err)?;
+    }
+    let s = tb.host(a).udp_bind(0).map_err(err)?;
+    tb.host(a).udp_send_to(s, SocketAddrV4::new(dst, 53), b"query").map_err(err)?;
+    tb.run_for(Duration::from_millis(1)).map_err(err)?;
+    drop(tb);
+    let frames = link::pcap::read_frames(path).map_err(err)?;
+    Ok((format!("{} frames written to {}", frames.len(), path.display()), "open it with tshark or Wireshark".into()))
+}

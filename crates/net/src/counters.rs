@@ -1,0 +1,229 @@
+//! Named counters of a stack: what it received and sent, and every drop by reason.
+
+use wire::WireError;
+
+macro_rules! define_counters {
+    ($($(#[doc = $doc:literal])* $name:ident),* $(,)?) => {
+        /// One counter of a [`Stack`](crate::Stack). Names starting with `drop_` count frames
+        /// or packets that were discarded, one counter per reason.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum Counter {
+            $($(#[doc = $doc])* $name),*
+        }
+
+        impl Counter {
+            /// Every counter, in display order.
+            pub const ALL: &'static [Counter] = &[$(Counter::$name),*];
+
+            /// The counter's snake_case name (used by the CLI, Python and JSON).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Counter::$name => stringify!($name)),*
+                }
+            }
+        }
+    };
+}
+
+define_counters! {
+    /// Frames received from the link.
+    rx_frames,
+    /// Bytes received from the link.
+    rx_bytes,
+    /// Received frames that were processed (not dropped): with the `drop_*` counters of
+    /// the receive path this accounts for every received frame.
+    rx_delivered,
+    /// Frames handed to the link.
+    tx_frames,
+    /// Bytes handed to the link.
+    tx_bytes,
+    /// ARP requests sent (including gratuitous ARP).
+    arp_requests_sent,
+    /// ARP replies sent.
+    arp_replies_sent,
+    /// ARP cache entries learned or refreshed.
+    arp_learned,
+    /// ICMP echo requests answered.
+    icmp_echo_replied,
+    /// ICMP echo replies received for our pings.
+    icmp_echo_reply_received,
+    /// ICMP destination-unreachable messages sent.
+    icmp_unreachable_sent,
+    /// ICMP error messages received.
+    icmp_errors_received,
+    /// UDP datagrams delivered to a socket.
+    udp_rx_datagrams,
+    /// UDP datagrams sent.
+    udp_tx_datagrams,
+    /// Raw Ethernet frames delivered to a raw socket.
+    raw_rx_frames,
+    /// Raw Ethernet frames sent.
+    raw_tx_frames,
+    /// Frame shorter than an Ethernet header or with an incomplete VLAN tag.
+    drop_eth_truncated,
+    /// Frame addressed to another MAC address.
+    drop_eth_not_for_us,
+    /// Frame whose source MAC is multicast/broadcast (never valid).
+    drop_eth_bad_src,
+    /// EtherType nobody handles.
+    drop_eth_unknown_ethertype,
+    /// ARP packet truncated.
+    drop_arp_truncated,
+    /// ARP for a hardware/protocol pair other than Ethernet/IPv4.
+    drop_arp_unsupported,
+    /// ARP with an opcode other than request/reply.
+    drop_arp_bad_op,
+    /// ARP whose target is not our address (not learned from).
+    drop_arp_not_for_us,
+    /// ARP claiming our own IP address from another MAC (address conflict).
+    drop_arp_conflict,
+    /// IPv4 packet shorter than its header.
+    drop_ipv4_truncated,
+    /// IP version field is not 4.
+    drop_ipv4_bad_version,
+    /// IPv4 header length field invalid.
+    drop_ipv4_bad_header_len,
+    /// IPv4 total length field invalid.
+    drop_ipv4_bad_total_len,
+    /// IPv4 header checksum wrong.
+    drop_ipv4_bad_checksum,
+    /// IPv4 fragment (this host does not reassemble).
+    drop_ipv4_fragment,
+    /// IPv4 packet addressed to another host.
+    drop_ipv4_not_for_us,
+    /// IPv4 source address that can never be a sender (broadcast, multicast, our own).
+    drop_ipv4_bad_src,
+    /// IPv4 protocol nobody handles (answered with ICMP protocol unreachable).
+    drop_ipv4_unknown_protocol,
+    /// TCP segment: no TCP engine in this stack yet.
+    drop_tcp_no_engine,
+    /// ICMP message truncated.
+    drop_icmp_truncated,
+    /// ICMP checksum wrong.
+    drop_icmp_bad_checksum,
+    /// ICMP echo request to a broadcast address (not answered, like Linux by default).
+    drop_icmp_broadcast_echo,
+    /// ICMP echo reply matching no ping of ours.
+    drop_icmp_unmatched_reply,
+    /// ICMP type this host ignores.
+    drop_icmp_unhandled_type,
+    /// UDP datagram truncated or with a bad length field.
+    drop_udp_truncated,
+    /// UDP checksum wrong.
+    drop_udp_bad_checksum,
+    /// UDP datagram to a port with no socket (answered with ICMP port unreachable).
+    drop_udp_no_socket,
+    /// UDP datagram dropped because the socket's receive queue was full.
+    drop_udp_rx_queue_full,
+    /// Raw frame dropped because the raw socket's receive queue was full.
+    drop_raw_rx_queue_full,
+    // Transmit-side drops follow; they are not part of the receive accounting.
+    /// ICMP error not sent because of rate limiting.
+    drop_icmp_rate_limited,
+    /// Outgoing packet dropped: its next hop's MAC address could not be resolved.
+    drop_arp_unresolved,
+    /// Outgoing packet dropped: too many packets already waiting for ARP resolution.
+    drop_arp_pending_full,
+    /// Outgoing frame dropped because the link's transmit queue stayed full.
+    drop_tx_link_full,
+    /// Link receive error.
+    drop_link_rx_error,
+}
+
+/// The counter values of one stack, indexed by [`Counter`].
+#[derive(Debug, Clone)]
+pub struct Counters {
+    values: [u64; Counter::ALL.len()],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters { values: [0; Counter::ALL.len()] }
+    }
+}
+
+impl Counters {
+    /// Add one to `c`.
+    #[inline]
+    pub fn bump(&mut self, c: Counter) {
+        self.values[c as usize] += 1;
+    }
+
+    /// Add `n` to `c`.
+    #[inline]
+    pub fn add(&mut self, c: Counter, n: u64) {
+        self.values[c as usize] += n;
+    }
+
+    /// The value of `c`.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.values[c as usize]
+    }
+
+    /// The value of the counter called `name`, if such a counter exists.
+    pub fn by_name(&self, name: &str) -> Option<u64> {
+        Counter::ALL.iter().find(|c| c.name() == name).map(|&c| self.get(c))
+    }
+
+    /// All counters as (name, value), in display order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        Counter::ALL.iter().map(move |&c| (c.name(), self.get(c)))
+    }
+
+    /// Total of the receive-path `drop_*` counters: with `rx_delivered` these add up to
+    /// `rx_frames` (every received frame is accounted for exactly once).
+    pub fn rx_drops(&self) -> u64 {
+        let first_tx = Counter::drop_icmp_rate_limited as usize;
+        self.iter()
+            .enumerate()
+            .filter(|(i, (n, _))| *i < first_tx && n.starts_with("drop_"))
+            .map(|(_, (_, v))| v)
+            .sum()
+    }
+
+    /// Total of all `drop_*` counters.
+    pub fn total_drops(&self) -> u64 {
+        self.iter().filter(|(n, _)| n.starts_with("drop_")).map(|(_, v)| v).sum()
+    }
+}
+
+/// The drop counter for an IPv4 header that failed to parse.
+pub(crate) fn ipv4_drop_reason(e: WireError) -> Counter {
+    match e {
+        WireError::BadVersion => Counter::drop_ipv4_bad_version,
+        WireError::BadHeaderLen => Counter::drop_ipv4_bad_header_len,
+        WireError::BadTotalLen | WireError::BadLength => Counter::drop_ipv4_bad_total_len,
+        WireError::BadChecksum => Counter::drop_ipv4_bad_checksum,
+        _ => Counter::drop_ipv4_truncated,
+    }
+}
+
+/// The drop counter for an ARP packet that failed to parse.
+pub(crate) fn arp_drop_reason(e: WireError) -> Counter {
+    match e {
+        WireError::Unsupported => Counter::drop_arp_unsupported,
+        _ => Counter::drop_arp_truncated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_lookup_works() {
+        let mut names: Vec<_> = Counter::ALL.iter().map(|c| c.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Counter::ALL.len());
+        let mut c = Counters::default();
+        c.bump(Counter::drop_udp_no_socket);
+        c.add(Counter::rx_frames, 3);
+        assert_eq!(c.by_name("drop_udp_no_socket"), Some(1));
+        assert_eq!(c.by_name("rx_frames"), Some(3));
+        assert_eq!(c.by_name("nope"), None);
+        assert_eq!(c.total_drops(), 1);
+    }
+}

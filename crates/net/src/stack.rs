@@ -1,0 +1,201 @@
+//! `Stack`: one host's network stack over one link, advanced by `poll(now)`.
+
+use crate::iface::Core;
+use crate::ping::{PingClient, PingReply, STAMP_LEN};
+use crate::raw::RawHandle;
+use crate::udp::UdpHandle;
+use crate::{Config, Counters, NetError};
+use link::{FrameBatch, Instant, Link};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use wire::{IcmpMessage, IcmpRepr, MacAddr};
+
+/// A host's network stack (Ethernet, ARP, IPv4, ICMP, UDP, raw Ethernet) driving one link.
+///
+/// Single-threaded and poll-driven: nothing happens between calls to [`Stack::poll`], which
+/// receives and processes one batch of frames, runs due timers and flushes what was sent.
+/// Time is injected, so the same stack runs on virtual or real time.
+pub struct Stack<L: Link> {
+    link: L,
+    rx: FrameBatch,
+    core: Core,
+    started: bool,
+}
+
+impl<L: Link> Stack<L> {
+    /// A stack with configuration `cfg` on `link`.
+    pub fn new(cfg: Config, link: L) -> Result<Self, NetError> {
+        cfg.validate()?;
+        if cfg.max_frame() > link.max_frame() + 4 {
+            return Err(NetError::BadConfig(format!(
+                "mtu {} needs frames of {} bytes but the link carries at most {}",
+                cfg.mtu,
+                cfg.max_frame() - 4,
+                link.max_frame()
+            )));
+        }
+        let rx = FrameBatch::new(cfg.batch, link.max_frame().max(cfg.max_frame()));
+        Ok(Stack { link, rx, core: Core::new(cfg), started: false })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.core.cfg
+    }
+
+    /// Our IPv4 address.
+    pub fn ip(&self) -> Ipv4Addr {
+        self.core.cfg.ip
+    }
+
+    /// Our MAC address.
+    pub fn mac(&self) -> MacAddr {
+        self.core.cfg.mac
+    }
+
+    /// The link.
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+
+    /// The link, mutable (for test benches that inject frames).
+    pub fn link_mut(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// The stack's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.core.counters
+    }
+
+    /// The time of the last poll.
+    pub fn now(&self) -> Instant {
+        self.core.now
+    }
+
+    /// One round: receive and process one batch, run due timers, flush transmissions.
+    /// Returns the number of frames received.
+    pub fn poll(&mut self, now: Instant) -> Result<usize, NetError> {
+        self.core.now = now;
+        if !self.started {
+            self.started = true;
+            if self.core.cfg.gratuitous_arp {
+                self.core.send_gratuitous_arp(&mut self.link)?;
+            }
+        }
+        self.rx.clear();
+        let n = self.link.rx_batch(now, &mut self.rx)?;
+        for i in 0..self.rx.len() {
+            self.core.handle_frame(&mut self.link, self.rx.get(i))?;
+        }
+        self.core.on_timers(&mut self.link)?;
+        self.core.flush(&mut self.link, true)?;
+        Ok(n)
+    }
+
+    /// Process one frame as if it had been received from the link (test benches, replays).
+    pub fn inject(&mut self, frame: &[u8]) -> Result<(), NetError> {
+        self.core.handle_frame(&mut self.link, frame)
+    }
+
+    /// Earliest instant a timer needs a poll, if any is armed.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.core.next_deadline()
+    }
+
+    /// Send what is queued now instead of at the end of the next poll.
+    pub fn flush(&mut self) -> Result<(), NetError> {
+        self.core.flush(&mut self.link, false)
+    }
+
+    /// The MAC address learned for `ip`, if any.
+    pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.core.arp.lookup(ip, self.core.now)
+    }
+
+    /// The ARP cache as (ip, mac) pairs.
+    pub fn arp_entries(&self) -> Vec<(Ipv4Addr, MacAddr)> {
+        self.core.arp.entries().map(|(ip, mac, _)| (ip, mac)).collect()
+    }
+
+    /// Bind a UDP socket to `port` (0: an ephemeral port).
+    pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, NetError> {
+        self.core.udp.bind(port)
+    }
+
+    /// The local port of a UDP socket.
+    pub fn udp_port(&self, h: UdpHandle) -> Result<u16, NetError> {
+        Ok(self.core.udp.get(h)?.port)
+    }
+
+    /// Close a UDP socket; its queued datagrams are discarded.
+    pub fn udp_close(&mut self, h: UdpHandle) -> Result<(), NetError> {
+        self.core.udp.close(h)
+    }
+
+    /// Send one datagram. `Ok(false)` means the link's queue is full (back-pressure: retry
+    /// after a poll); a datagram waiting for ARP counts as sent.
+    pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, NetError> {
+        let port = self.core.udp.get(h)?.port;
+        self.core.send_udp(&mut self.link, port, dst, payload)
+    }
+
+    /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its
+    /// full length and sender.
+    pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, NetError> {
+        Ok(self.core.udp.get_mut(h)?.queue.pop_into(buf).map(|(m, n)| (n, m.0)))
+    }
+
+    /// Datagrams waiting on a socket.
+    pub fn udp_queued(&self, h: UdpHandle) -> Result<usize, NetError> {
+        Ok(self.core.udp.get(h)?.queue.len())
+    }
+
+    /// ICMP errors (port/host unreachable) received about datagrams this socket sent.
+    pub fn udp_icmp_errors(&self, h: UdpHandle) -> Result<u64, NetError> {
+        Ok(self.core.udp.get(h)?.icmp_errors)
+    }
+
+    /// Send an ICMP echo request with `payload_len` bytes (at least 8: the send time).
+    pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, payload_len: usize) -> Result<bool, NetError> {
+        let len = payload_len.max(STAMP_LEN);
+        let ident = self.core.ping.ident;
+        let now = self.core.now;
+        let mut data = [0u8; 9000];
+        let max = data.len().min(self.core.cfg.mtu - 28);
+        if len > max {
+            return Err(NetError::TooLarge { len, max });
+        }
+        PingClient::fill_payload(&mut data[..len], now);
+        let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
+        self.core.send_icmp(&mut self.link, dst, &repr)
+    }
+
+    /// The next answered ping, if any.
+    pub fn ping_reply(&mut self) -> Option<PingReply> {
+        self.core.ping.take()
+    }
+
+    /// Bind a raw Ethernet socket to `ethertype` (not IPv4/ARP/VLAN, at least 0x0600).
+    pub fn raw_bind(&mut self, ethertype: u16) -> Result<RawHandle, NetError> {
+        self.core.raw.bind(ethertype)
+    }
+
+    /// Close a raw socket.
+    pub fn raw_close(&mut self, h: RawHandle) -> Result<(), NetError> {
+        self.core.raw.close(h)
+    }
+
+    /// Send `payload` in one Ethernet frame of the socket's EtherType to `dst`.
+    pub fn raw_send(&mut self, h: RawHandle, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
+        if !self.core.raw.is_bound(h.0) {
+            return Err(NetError::BadHandle);
+        }
+        self.core.send_raw(&mut self.link, h.0, dst, payload)
+    }
+
+    /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.
+    pub fn raw_recv(&mut self, h: RawHandle, buf: &mut [u8]) -> Result<Option<(usize, MacAddr)>, NetError> {
+        let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
+        Ok(q.pop_into(buf))
+    }
+}

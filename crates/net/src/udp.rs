@@ -1,0 +1,129 @@
+//! The UDP socket table: bound ports, ephemeral allocation and per-socket receive queues.
+
+use crate::queue::PacketQueue;
+use crate::NetError;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A bound UDP socket of a stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpHandle(pub(crate) u32);
+
+/// One bound socket.
+#[derive(Debug)]
+pub(crate) struct UdpSocket {
+    pub port: u16,
+    pub queue: PacketQueue<SocketAddrV4Meta>,
+    pub icmp_errors: u64,
+}
+
+/// The sender of a queued datagram (a `Default` stand-in for `SocketAddrV4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SocketAddrV4Meta(pub SocketAddrV4);
+
+impl Default for SocketAddrV4Meta {
+    fn default() -> Self {
+        SocketAddrV4Meta(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+    }
+}
+
+/// All UDP sockets of a stack, with an O(1) port -> socket map.
+#[derive(Debug)]
+pub(crate) struct UdpTable {
+    sockets: Vec<Option<UdpSocket>>,
+    by_port: Box<[u32]>,
+    next_ephemeral: u16,
+    first_ephemeral: u16,
+    queue_len: usize,
+    max_payload: usize,
+}
+
+impl UdpTable {
+    pub fn new(first_ephemeral: u16, queue_len: usize, max_payload: usize) -> Self {
+        UdpTable {
+            sockets: Vec::new(),
+            by_port: vec![0u32; 65536].into_boxed_slice(),
+            next_ephemeral: first_ephemeral,
+            first_ephemeral,
+            queue_len,
+            max_payload,
+        }
+    }
+
+    /// Bind `port` (0: pick a free ephemeral port).
+    pub fn bind(&mut self, port: u16) -> Result<UdpHandle, NetError> {
+        let port = if port == 0 { self.free_ephemeral()? } else { port };
+        if self.by_port[port as usize] != 0 {
+            return Err(NetError::PortInUse(port));
+        }
+        let socket = UdpSocket { port, queue: PacketQueue::new(self.queue_len, self.max_payload), icmp_errors: 0 };
+        let idx = match self.sockets.iter().position(Option::is_none) {
+            Some(i) => {
+                self.sockets[i] = Some(socket);
+                i
+            }
+            None => {
+                self.sockets.push(Some(socket));
+                self.sockets.len() - 1
+            }
+        };
+        self.by_port[port as usize] = idx as u32 + 1;
+        Ok(UdpHandle(idx as u32))
+    }
+
+    fn free_ephemeral(&mut self) -> Result<u16, NetError> {
+        let span = 65536 - self.first_ephemeral as u32;
+        for _ in 0..span {
+            let p = self.next_ephemeral;
+            self.next_ephemeral = if p == u16::MAX { self.first_ephemeral } else { p + 1 };
+            if self.by_port[p as usize] == 0 {
+                return Ok(p);
+            }
+        }
+        Err(NetError::NoFreePort)
+    }
+
+    pub fn close(&mut self, h: UdpHandle) -> Result<(), NetError> {
+        let s = self.sockets.get_mut(h.0 as usize).and_then(Option::take).ok_or(NetError::BadHandle)?;
+        self.by_port[s.port as usize] = 0;
+        Ok(())
+    }
+
+    pub fn get(&self, h: UdpHandle) -> Result<&UdpSocket, NetError> {
+        self.sockets.get(h.0 as usize).and_then(Option::as_ref).ok_or(NetError::BadHandle)
+    }
+
+    pub fn get_mut(&mut self, h: UdpHandle) -> Result<&mut UdpSocket, NetError> {
+        self.sockets.get_mut(h.0 as usize).and_then(Option::as_mut).ok_or(NetError::BadHandle)
+    }
+
+    /// The socket bound to `port`, if any.
+    #[inline]
+    pub fn by_port_mut(&mut self, port: u16) -> Option<&mut UdpSocket> {
+        match self.by_port[port as usize] {
+            0 => None,
+            i => self.sockets[i as usize - 1].as_mut(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_close_and_ephemeral() {
+        let mut t = UdpTable::new(65534, 4, 100);
+        let a = t.bind(5000).unwrap();
+        assert!(matches!(t.bind(5000), Err(NetError::PortInUse(5000))));
+        let e1 = t.bind(0).unwrap();
+        let e2 = t.bind(0).unwrap();
+        assert_eq!((t.get(e1).unwrap().port, t.get(e2).unwrap().port), (65534, 65535));
+        assert!(matches!(t.bind(0), Err(NetError::NoFreePort)));
+        t.close(e1).unwrap();
+        assert_eq!(t.get(t.bind(0).unwrap()).unwrap().port, 65534);
+        assert!(t.by_port_mut(5000).is_some());
+        t.close(a).unwrap();
+        assert!(t.by_port_mut(5000).is_none());
+        assert!(matches!(t.close(a), Err(NetError::BadHandle)));
+    }
+}

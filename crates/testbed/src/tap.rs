@@ -1,0 +1,47 @@
+//! A linerate host on a TAP device inside a namespace of its own, facing the Linux stack of
+//! that namespace (in-circuit emulation, seed 000 sections IV-E to IV-G).
+
+use crate::netns::Netns;
+use crate::TestbedError;
+use link::pcap::PcapWriter;
+use link::Link;
+use net::{Config, Stack};
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+/// Name of the TAP device inside the namespace.
+pub const TAP_IFNAME: &str = "lrtap0";
+
+/// A namespace whose Linux stack reaches a linerate host through a TAP device.
+pub struct TapSetup {
+    /// The namespace (deleted on drop, which removes the TAP too).
+    pub ns: Netns,
+    /// The linerate host.
+    pub stack: Stack<Box<dyn Link>>,
+    /// The Linux side's address.
+    pub linux_ip: Ipv4Addr,
+}
+
+impl TapSetup {
+    /// Create namespace `<prefix>-…` with TAP `lrtap0` addressed `linux_cidr` (e.g.
+    /// "10.77.0.1/24"), and a linerate host with `host` configuration on its other side.
+    /// With `pcap`, the host's traffic is recorded.
+    pub fn create(prefix: &str, linux_cidr: &str, host: Config, pcap: Option<&Path>) -> Result<TapSetup, TestbedError> {
+        let linux_ip: Ipv4Addr = linux_cidr
+            .split('/')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| TestbedError::Setup(format!("bad address {linux_cidr}")))?;
+        let ns = Netns::create(prefix)?;
+        let tap = link::tap::create_in_netns(ns.name(), TAP_IFNAME, host.mtu)?;
+        ns.ip(&["addr", "add", linux_cidr, "dev", TAP_IFNAME])?;
+        ns.ip(&["link", "set", TAP_IFNAME, "txqueuelen", "10000"])?;
+        ns.ip(&["link", "set", TAP_IFNAME, "up"])?;
+        let mut link: Box<dyn Link> = Box::new(tap);
+        if let Some(p) = pcap {
+            link = Box::new(PcapWriter::new(link, p)?);
+        }
+        let stack = Stack::new(host, link)?;
+        Ok(TapSetup { ns, stack, linux_ip })
+    }
+}
