@@ -1,0 +1,276 @@
+//! The Internet checksum (RFC 1071): a simple reference, a fast wide
+//! accumulator, the IPv4 pseudo header, and incremental updates (RFC 1624).
+//!
+//! Conventions: a *sum* (`u64`) is an un-complemented ones-complement partial
+//! sum whose 16-bit fold is in network byte order; partial sums may be
+//! combined with [`combine`]. A *checksum* (`u16`) is the complemented folded
+//! sum, i.e. the value written into a header.
+
+use std::net::Ipv4Addr;
+
+/// RFC 1071 checksum computed the obvious way, one 16-bit word at a time.
+///
+/// Returns the complemented value to store in a header. Kept as the oracle
+/// that the fast path is tested against.
+pub fn reference(data: &[u8]) -> u16 {
+    let mut sum: u64 = 0;
+    let mut pairs = data.chunks_exact(2);
+    for p in &mut pairs {
+        sum += u64::from(u16::from_be_bytes([p[0], p[1]]));
+    }
+    if let [last] = pairs.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Adds two partial sums with end-around carry (ones-complement addition).
+#[inline]
+pub fn combine(a: u64, b: u64) -> u64 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u64::from(carry)
+}
+
+/// Fast un-complemented ones-complement sum of `data`.
+///
+/// Reads 8 bytes at a time in native order into four independent u64
+/// accumulators with end-around carry, then converts to network order (the
+/// ones-complement sum is byte-order independent up to a final swap). An odd
+/// trailing byte is padded with zero, as RFC 1071 requires. Works for any
+/// length and alignment.
+pub fn ones_sum(data: &[u8]) -> u64 {
+    let (words, tail) = data.as_chunks::<8>();
+    let mut acc = [0u64; 4];
+    let mut quads = words.chunks_exact(4);
+    for quad in &mut quads {
+        for (a, w) in acc.iter_mut().zip(quad) {
+            *a = combine(*a, u64::from_ne_bytes(*w));
+        }
+    }
+    for w in quads.remainder() {
+        acc[0] = combine(acc[0], u64::from_ne_bytes(*w));
+    }
+    if !tail.is_empty() {
+        let mut last = [0u8; 8];
+        last[..tail.len()].copy_from_slice(tail);
+        acc[1] = combine(acc[1], u64::from_ne_bytes(last));
+    }
+    let native = combine(combine(acc[0], acc[1]), combine(acc[2], acc[3]));
+    // Swapping all 8 bytes swaps each 16-bit lane (and reorders lanes, which
+    // does not matter for the sum), turning a native-order sum into a
+    // network-order one.
+    u64::from_be(native)
+}
+
+/// Folds a partial sum to 16 bits with end-around carry. Not complemented.
+#[inline]
+pub fn fold(sum: u64) -> u16 {
+    let mut s = (sum & 0xffff_ffff) + (sum >> 32);
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s as u16
+}
+
+/// Internet checksum of `data` via the fast path: `!fold(ones_sum(data))`.
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(ones_sum(data))
+}
+
+/// Un-complemented partial sum of the IPv4 pseudo header used by UDP and TCP.
+#[inline]
+pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16) -> u64 {
+    u64::from(u32::from(src)) + u64::from(u32::from(dst)) + u64::from(protocol) + u64::from(length)
+}
+
+/// UDP/TCP checksum over pseudo header + `segment` (header and payload).
+///
+/// To fill a header, zero its checksum field first and store the result. To
+/// verify a received segment, compute over the segment with the checksum
+/// field in place: the result is 0 when it is correct. The pseudo-header
+/// length is `segment.len()` truncated to 16 bits.
+#[inline]
+pub fn transport_checksum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, segment: &[u8]) -> u16 {
+    let pseudo = pseudo_header_sum(src, dst, protocol, segment.len() as u16);
+    !fold(combine(pseudo, ones_sum(segment)))
+}
+
+/// Incrementally updates `old_checksum` after a 16-bit field changed from
+/// `old` to `new` (RFC 1624 eqn. 3: `HC' = ~(~HC + ~m + m')`).
+///
+/// Equals a full recompute except when the covered data becomes all zero
+/// (then the full recompute yields 0xffff and this yields 0; both verify).
+#[inline]
+pub fn update16(old_checksum: u16, old: u16, new: u16) -> u16 {
+    let s = u64::from(!old_checksum) + u64::from(!old) + u64::from(new);
+    !fold(s)
+}
+
+/// Incrementally updates `old_checksum` after a 32-bit field (e.g. an IPv4
+/// address or a TCP sequence number) changed from `old` to `new`.
+#[inline]
+pub fn update32(old_checksum: u16, old: u32, new: u32) -> u16 {
+    let s = u64::from(!old_checksum)
+        + u64::from(!(old >> 16) as u16)
+        + u64::from(!(old as u16))
+        + u64::from((new >> 16) as u16)
+        + u64::from(new as u16);
+    !fold(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 section 3 example: sum of these words is ddf2 (un-complemented).
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(ones_sum(&data)), 0xddf2);
+        assert_eq!(reference(&data), !0xddf2);
+        assert_eq!(checksum(&data), !0xddf2);
+    }
+
+    #[test]
+    fn empty_and_edges() {
+        assert_eq!(reference(&[]), 0xffff);
+        assert_eq!(checksum(&[]), 0xffff);
+        assert_eq!(checksum(&[0x12]), reference(&[0x12]));
+        assert_eq!(checksum(&[0x12]), !0x1200);
+        assert_eq!(fold(u64::MAX), 0xffff);
+        assert_eq!(fold(0), 0);
+        assert_eq!(combine(u64::MAX, 1), 1);
+    }
+
+    #[test]
+    fn all_ones_every_length_and_offset() {
+        let buf = [0xffu8; 300];
+        for start in 0..8 {
+            for len in 0..(buf.len() - start) {
+                let d = &buf[start..start + len];
+                assert_eq!(checksum(d), reference(d), "start {start} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn patterned_every_length_and_offset() {
+        let buf: Vec<u8> = (0..400u32).map(|i| (i * 37 + 11) as u8).collect();
+        for start in 0..8 {
+            for len in 0..(buf.len() - start) {
+                let d = &buf[start..start + len];
+                assert_eq!(checksum(d), reference(d), "start {start} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_all_ones_does_not_overflow() {
+        let buf = vec![0xffu8; 1 << 20];
+        assert_eq!(checksum(&buf), reference(&buf));
+        assert_eq!(checksum(&buf), 0);
+    }
+
+    #[test]
+    fn ipv4_header_golden() {
+        // Wikipedia / classic example header, checksum b861.
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(checksum(&h), 0xb861);
+        assert_eq!(reference(&h), 0xb861);
+        h[10] = 0xb8;
+        h[11] = 0x61;
+        assert_eq!(checksum(&h), 0);
+    }
+
+    #[test]
+    fn transport_verifies_to_zero() {
+        let src = Ipv4Addr::new(10, 0, 0, 1);
+        let dst = Ipv4Addr::new(10, 0, 0, 2);
+        let mut seg = [0x12u8, 0x34, 0x00, 0x35, 0x00, 0x0b, 0, 0, b'a', b'b', b'c'];
+        let c = transport_checksum(src, dst, 17, &seg);
+        seg[6..8].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(transport_checksum(src, dst, 17, &seg), 0);
+        // Reference computation with an explicit pseudo header.
+        let mut ph = Vec::new();
+        ph.extend_from_slice(&src.octets());
+        ph.extend_from_slice(&dst.octets());
+        ph.extend_from_slice(&[0, 17, 0, seg.len() as u8]);
+        seg[6..8].copy_from_slice(&[0, 0]);
+        ph.extend_from_slice(&seg);
+        assert_eq!(reference(&ph), c);
+    }
+
+    proptest! {
+        #[test]
+        fn fast_matches_reference(data in proptest::collection::vec(any::<u8>(), 0..2048), off in 0usize..8) {
+            let off = off.min(data.len());
+            let d = &data[off..];
+            prop_assert_eq!(checksum(d), reference(d));
+        }
+
+        #[test]
+        fn split_sums_combine(data in proptest::collection::vec(any::<u8>(), 0..512), cut in 0usize..256) {
+            // Splitting at an even offset and combining partial sums gives the same result.
+            let cut = (cut * 2).min(data.len() & !1);
+            let s = combine(ones_sum(&data[..cut]), ones_sum(&data[cut..]));
+            prop_assert_eq!(!fold(s), reference(&data));
+        }
+
+        #[test]
+        fn update16_matches_recompute(
+            mut words in proptest::collection::vec(any::<u16>(), 1..64),
+            idx in any::<proptest::sample::Index>(),
+            new in any::<u16>(),
+        ) {
+            // Keep one fixed non-zero word so the data never becomes all zero.
+            words.push(0x4500);
+            let i = idx.index(words.len() - 1);
+            let bytes = |w: &[u16]| w.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>();
+            let before = reference(&bytes(&words));
+            let old = words[i];
+            words[i] = new;
+            let full = reference(&bytes(&words));
+            let fast_full = checksum(&bytes(&words));
+            let inc = update16(before, old, new);
+            prop_assert_eq!(inc, full);
+            prop_assert_eq!(fast_full, full);
+        }
+
+        #[test]
+        fn update32_matches_recompute(
+            mut words in proptest::collection::vec(any::<u32>(), 1..32),
+            idx in any::<proptest::sample::Index>(),
+            new in any::<u32>(),
+        ) {
+            words.push(0x4500_0000);
+            let i = idx.index(words.len() - 1);
+            let bytes = |w: &[u32]| w.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>();
+            let before = checksum(&bytes(&words));
+            let old = words[i];
+            words[i] = new;
+            let full = reference(&bytes(&words));
+            prop_assert_eq!(update32(before, old, new), full);
+        }
+
+        #[test]
+        fn update_then_verify(data in proptest::collection::vec(any::<u8>(), 2..64), new in any::<u16>()) {
+            // Even in the all-zero corner case the updated checksum verifies.
+            let mut d = data.clone();
+            if d.len() % 2 == 1 { d.push(0); }
+            let c = checksum(&d);
+            let old = u16::from_be_bytes([d[0], d[1]]);
+            d[0..2].copy_from_slice(&new.to_be_bytes());
+            let c2 = update16(c, old, new);
+            d.extend_from_slice(&c2.to_be_bytes());
+            prop_assert_eq!(fold(ones_sum(&d)) == 0xffff || d.iter().all(|&b| b == 0), true);
+        }
+    }
+}

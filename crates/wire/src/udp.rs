@@ -1,0 +1,293 @@
+//! UDP datagrams (RFC 768) over IPv4.
+
+use crate::checksum::transport_checksum;
+use crate::error::WireError;
+use crate::field::{get_u16, set_u16};
+use crate::ipv4::protocol;
+use std::net::Ipv4Addr;
+
+/// A zero-copy view of a UDP datagram.
+#[derive(Debug, Clone)]
+pub struct UdpPacket<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    /// Wraps `buf` without checks; accessors may panic if it would fail [`Self::new_checked`].
+    pub fn new_unchecked(buf: T) -> Self {
+        UdpPacket { buf }
+    }
+
+    /// Wraps `buf` (the IPv4 payload) after checking the header.
+    ///
+    /// Errors: `Truncated` if shorter than 8 bytes or than the length field,
+    /// `BadLength` if the length field is below 8. Bytes past the length field
+    /// are ignored.
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        let b = buf.as_ref();
+        if b.len() < UdpRepr::HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let len = usize::from(get_u16(b, 4));
+        if len < UdpRepr::HEADER_LEN {
+            return Err(WireError::BadLength);
+        }
+        if len > b.len() {
+            return Err(WireError::Truncated);
+        }
+        Ok(UdpPacket { buf })
+    }
+
+    /// Returns the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buf
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        get_u16(self.buf.as_ref(), 0)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        get_u16(self.buf.as_ref(), 2)
+    }
+
+    /// Length field (header + payload).
+    pub fn len(&self) -> u16 {
+        get_u16(self.buf.as_ref(), 4)
+    }
+
+    /// True if the datagram has no payload.
+    pub fn is_empty(&self) -> bool {
+        usize::from(self.len()) <= UdpRepr::HEADER_LEN
+    }
+
+    /// Checksum field (0 = not computed).
+    pub fn checksum(&self) -> u16 {
+        get_u16(self.buf.as_ref(), 6)
+    }
+
+    /// The payload, cut at the length field.
+    pub fn payload(&self) -> &[u8] {
+        let len = usize::from(self.len());
+        self.buf
+            .as_ref()
+            .get(UdpRepr::HEADER_LEN..len)
+            .unwrap_or(&[])
+    }
+
+    /// True if the checksum is absent (0) or correct for this pseudo header.
+    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        if self.checksum() == 0 {
+            return true;
+        }
+        match self.buf.as_ref().get(..usize::from(self.len())) {
+            Some(d) => transport_checksum(src, dst, protocol::UDP, d) == 0,
+            None => false,
+        }
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    /// Mutable payload, cut at the length field.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let len = usize::from(self.len());
+        self.buf
+            .as_mut()
+            .get_mut(UdpRepr::HEADER_LEN..len)
+            .unwrap_or(&mut [])
+    }
+
+    /// Recomputes and stores the checksum (a 0 result is sent as 0xffff).
+    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
+        let len = usize::from(self.len());
+        let b = self.buf.as_mut();
+        set_u16(b, 6, 0);
+        if let Some(d) = b.get(..len) {
+            let c = nonzero(transport_checksum(src, dst, protocol::UDP, d));
+            set_u16(b, 6, c);
+        }
+    }
+}
+
+/// UDP transmits a computed checksum of 0 as 0xffff (0 means "none").
+#[inline]
+fn nonzero(c: u16) -> u16 {
+    if c == 0 {
+        0xffff
+    } else {
+        c
+    }
+}
+
+/// A high-level description of a UDP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpRepr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+}
+
+impl UdpRepr {
+    /// Length of the UDP header.
+    pub const HEADER_LEN: usize = 8;
+
+    /// Writes the header in front of a payload ALREADY at `buf[8..8 + payload_len]`
+    /// and fills the checksum; returns `8 + payload_len`.
+    ///
+    /// Errors: `Truncated` if `buf` is too short, `BadLength` if the datagram
+    /// would exceed 65535 bytes.
+    pub fn emit(
+        &self,
+        buf: &mut [u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+    ) -> Result<usize, WireError> {
+        let len = payload_len
+            .checked_add(Self::HEADER_LEN)
+            .ok_or(WireError::BadLength)?;
+        let len16 = u16::try_from(len).map_err(|_| WireError::BadLength)?;
+        let d = buf.get_mut(..len).ok_or(WireError::Truncated)?;
+        set_u16(d, 0, self.src_port);
+        set_u16(d, 2, self.dst_port);
+        set_u16(d, 4, len16);
+        set_u16(d, 6, 0);
+        let c = nonzero(transport_checksum(src, dst, protocol::UDP, d));
+        set_u16(d, 6, c);
+        Ok(len)
+    }
+
+    /// Describes a checked datagram.
+    pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>) -> UdpRepr {
+        UdpRepr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
+    const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
+    // UDP part of a DNS query for example.com (A, RD) from 54321 to 53, checksum 1984.
+    const DNS: [u8; 37] = [
+        0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 0x03, 0x63,
+        0x6f, 0x6d, 0x00, 0x00, 0x01, 0x00, 0x01,
+    ];
+
+    #[test]
+    fn golden_dns_query() {
+        let p = UdpPacket::new_checked(&DNS[..]).unwrap();
+        assert_eq!(p.src_port(), 54321);
+        assert_eq!(p.dst_port(), 53);
+        assert_eq!(p.len(), 37);
+        assert!(!p.is_empty());
+        assert_eq!(p.checksum(), 0x1984);
+        assert!(p.verify_checksum(SRC, DST));
+        assert!(!p.verify_checksum(SRC, Ipv4Addr::new(192, 168, 1, 2)));
+        assert_eq!(p.payload(), &DNS[8..]);
+        let r = UdpRepr::parse(&p);
+        let mut out = [0u8; 37];
+        out[8..].copy_from_slice(&DNS[8..]);
+        assert_eq!(r.emit(&mut out, SRC, DST, 29), Ok(37));
+        assert_eq!(out, DNS);
+    }
+
+    #[test]
+    fn zero_checksum_and_padding() {
+        let mut b = DNS.to_vec();
+        b[6] = 0;
+        b[7] = 0;
+        b.extend_from_slice(&[0, 0, 0]); // trailing padding beyond the length field
+        let mut p = UdpPacket::new_checked(&mut b[..]).unwrap();
+        assert!(p.verify_checksum(SRC, Ipv4Addr::UNSPECIFIED));
+        assert_eq!(p.payload().len(), 29);
+        p.payload_mut()[0] = 0;
+        p.fill_checksum(SRC, DST);
+        assert!(p.verify_checksum(SRC, DST));
+        assert_ne!(p.checksum(), 0);
+    }
+
+    #[test]
+    fn zero_result_sent_as_ffff() {
+        // Search for a payload word that makes the computed checksum 0.
+        let r = UdpRepr {
+            src_port: 1,
+            dst_port: 2,
+        };
+        let src = Ipv4Addr::new(10, 0, 0, 1);
+        let dst = Ipv4Addr::new(10, 0, 0, 2);
+        let mut buf = [0u8; 10];
+        r.emit(&mut buf, src, dst, 2).unwrap();
+        let c = u16::from_be_bytes([buf[6], buf[7]]);
+        // Adding the checksum value into the payload drives the sum to all-ones.
+        buf[8..10].copy_from_slice(&c.to_be_bytes());
+        r.emit(&mut buf, src, dst, 2).unwrap();
+        assert_eq!(&buf[6..8], &[0xff, 0xff]);
+        assert!(UdpPacket::new_checked(&buf[..])
+            .unwrap()
+            .verify_checksum(src, dst));
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(
+            UdpPacket::new_checked(&DNS[..7]).err(),
+            Some(WireError::Truncated)
+        );
+        assert_eq!(
+            UdpPacket::new_checked(&DNS[..36]).err(),
+            Some(WireError::Truncated)
+        );
+        let mut b = DNS;
+        b[5] = 7;
+        assert_eq!(
+            UdpPacket::new_checked(&b[..]).err(),
+            Some(WireError::BadLength)
+        );
+        let r = UdpRepr {
+            src_port: 1,
+            dst_port: 2,
+        };
+        assert_eq!(
+            r.emit(&mut [0u8; 9], SRC, DST, 2),
+            Err(WireError::Truncated)
+        );
+        let mut big = vec![0u8; 70000];
+        assert_eq!(r.emit(&mut big, SRC, DST, 65528), Err(WireError::BadLength));
+        assert_eq!(r.emit(&mut big, SRC, DST, 65527), Ok(65535));
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip(sp in any::<u16>(), dp in any::<u16>(), s in any::<u32>(), d in any::<u32>(),
+                     payload in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let r = UdpRepr { src_port: sp, dst_port: dp };
+            let (src, dst) = (Ipv4Addr::from(s), Ipv4Addr::from(d));
+            let mut buf = vec![0u8; 8 + payload.len()];
+            buf[8..].copy_from_slice(&payload);
+            prop_assert_eq!(r.emit(&mut buf, src, dst, payload.len()), Ok(8 + payload.len()));
+            let p = UdpPacket::new_checked(&buf[..]).unwrap();
+            prop_assert!(p.checksum() != 0);
+            prop_assert!(p.verify_checksum(src, dst));
+            prop_assert_eq!(UdpRepr::parse(&p), r);
+            prop_assert_eq!(p.payload(), &payload[..]);
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(p) = UdpPacket::new_checked(&data[..]) {
+                let _ = (p.payload().len(), p.verify_checksum(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
+                let _ = UdpRepr::parse(&p);
+            }
+        }
+    }
+}
