@@ -196,6 +196,6 @@ impl<L: Link> Stack<L> {
     /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.
     pub fn raw_recv(&mut self, h: RawHandle, buf: &mut [u8]) -> Result<Option<(usize, MacAddr)>, NetError> {
         let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
-        Ok(q.pop_into(buf))
+        Ok(q.pop_into(buf).map(|(mac, n)| (n, mac)))
     }
 }

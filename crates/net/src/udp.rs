@@ -120,7 +120,8 @@ mod tests {
         assert_eq!((t.get(e1).unwrap().port, t.get(e2).unwrap().port), (65534, 65535));
         assert!(matches!(t.bind(0), Err(NetError::NoFreePort)));
         t.close(e1).unwrap();
-        assert_eq!(t.get(t.bind(0).unwrap()).unwrap().port, 65534);
+        let again = t.bind(0).unwrap();
+        assert_eq!(t.get(again).unwrap().port, 65534);
         assert!(t.by_port_mut(5000).is_some());
         t.close(a).unwrap();
         assert!(t.by_port_mut(5000).is_none());
