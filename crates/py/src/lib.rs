@@ -1,1 +1,342 @@
+//! Python bindings of linerate: testbeds of hosts, UDP and raw sockets, ping, counters, and
+//! frame injection/collection for test benches (the scapy bridge lives in Python).
 
+use link::impair::Impairment;
+use net::{Config, RawHandle, UdpHandle};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+use testbed::{HostId, HostOptions, Testbed, TestbedConfig};
+
+fn rt<E: std::fmt::Display>(e: E) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+fn val<E: std::fmt::Display>(e: E) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn parse_ip(s: &str) -> PyResult<Ipv4Addr> {
+    s.parse().map_err(|_| PyValueError::new_err(format!("'{s}' is not an IPv4 address")))
+}
+
+/// An in-process network of linerate hosts on one Ethernet segment, on virtual time.
+#[pyclass(name = "Testbed", unsendable)]
+struct PyTestbed {
+    tb: Testbed,
+}
+
+#[pymethods]
+impl PyTestbed {
+    #[new]
+    #[pyo3(signature = (mtu = 1500, step_us = 10))]
+    fn new(mtu: usize, step_us: u64) -> PyResult<Self> {
+        if !(68..=9216).contains(&mtu) {
+            return Err(PyValueError::new_err(format!("mtu {mtu} is outside 68..=9216")));
+        }
+        let cfg = TestbedConfig { mtu, step: Duration::from_micros(step_us.max(1)), ..Default::default() };
+        Ok(PyTestbed { tb: Testbed::new(cfg) })
+    }
+
+    /// Add a host ("10.0.0.1/24"). Impairments apply between the host and the switch; with
+    /// `bench=True` the host is wired to the test bench instead (inject/collect frames).
+    #[pyo3(signature = (cidr, loss = 0.0, duplicate = 0.0, reorder = 0.0, delay_us = 0, seed = 1, pcap = None, bench = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn host(
+        slf: Bound<'_, Self>,
+        cidr: &str,
+        loss: f64,
+        duplicate: f64,
+        reorder: f64,
+        delay_us: u64,
+        seed: u64,
+        pcap: Option<std::path::PathBuf>,
+        bench: bool,
+    ) -> PyResult<PyHost> {
+        for (name, p) in [("loss", loss), ("duplicate", duplicate), ("reorder", reorder)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(PyValueError::new_err(format!("{name} must be a probability in [0, 1], got {p}")));
+            }
+        }
+        let mut this = slf.borrow_mut();
+        let mtu = this.tb_mtu();
+        let cfg = Config::parse_host(cidr).map_err(val)?.mtu(mtu);
+        let id = if bench {
+            this.tb.add_bench_host(cfg).map_err(rt)?
+        } else {
+            let impaired = loss > 0.0 || duplicate > 0.0 || reorder > 0.0 || delay_us > 0;
+            let impairment = impaired.then(|| Impairment {
+                loss,
+                duplicate,
+                reorder,
+                delay: Duration::from_micros(delay_us),
+                seed,
+                ..Default::default()
+            });
+            this.tb.add_host_with(cfg, HostOptions { impairment, pcap }).map_err(rt)?
+        };
+        Ok(PyHost { tb: slf.clone().unbind(), id })
+    }
+
+    /// Advance virtual time by `ms` milliseconds, polling every host at every step.
+    #[pyo3(signature = (ms = 1.0))]
+    fn run(&mut self, ms: f64) -> PyResult<()> {
+        self.tb.run_for(Duration::from_secs_f64(ms.max(0.0) / 1e3)).map_err(rt)
+    }
+
+    /// One step: poll every host once and advance time by one step. Returns frames moved.
+    fn step(&mut self) -> PyResult<usize> {
+        self.tb.step().map_err(rt)
+    }
+
+    /// Virtual time in nanoseconds.
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.tb.now().as_nanos()
+    }
+}
+
+impl PyTestbed {
+    fn tb_mtu(&self) -> usize {
+        self.tb.config().mtu
+    }
+}
+
+/// A host of a testbed.
+#[pyclass(name = "Host", unsendable)]
+struct PyHost {
+    tb: Py<PyTestbed>,
+    id: HostId,
+}
+
+impl PyHost {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut Testbed) -> PyResult<T>) -> PyResult<T> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        f(&mut t.tb)
+    }
+}
+
+#[pymethods]
+impl PyHost {
+    /// The host's IPv4 address.
+    #[getter]
+    fn ip(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |tb| Ok(tb.host_ref(self.id).ip().to_string()))
+    }
+
+    /// The host's MAC address.
+    #[getter]
+    fn mac(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |tb| Ok(tb.host_ref(self.id).mac().to_string()))
+    }
+
+    /// Bind a UDP socket (port 0: ephemeral).
+    #[pyo3(signature = (port = 0))]
+    fn udp_bind(&self, py: Python<'_>, port: u16) -> PyResult<PyUdpSocket> {
+        let h = self.with(py, |tb| tb.host(self.id).udp_bind(port).map_err(val))?;
+        Ok(PyUdpSocket { tb: self.tb.clone_ref(py), id: self.id, h })
+    }
+
+    /// Bind a raw Ethernet socket to an EtherType.
+    fn raw_bind(&self, py: Python<'_>, ethertype: u16) -> PyResult<PyRawSocket> {
+        let h = self.with(py, |tb| tb.host(self.id).raw_bind(ethertype).map_err(val))?;
+        Ok(PyRawSocket { tb: self.tb.clone_ref(py), id: self.id, h })
+    }
+
+    /// Ping `dst` `count` times (running the testbed); returns the round-trip times in µs of
+    /// virtual time of the replies that came back within `timeout_ms` each.
+    #[pyo3(signature = (dst, count = 1, size = 56, timeout_ms = 1000.0))]
+    fn ping(&self, py: Python<'_>, dst: &str, count: u16, size: usize, timeout_ms: f64) -> PyResult<Vec<f64>> {
+        let dst = parse_ip(dst)?;
+        self.with(py, |tb| {
+            let mut rtts = Vec::new();
+            for seq in 0..count {
+                tb.host(self.id).ping(dst, seq, size).map_err(val)?;
+                let mut got = None;
+                tb.run_until(Duration::from_secs_f64(timeout_ms.max(0.0) / 1e3), |tb| {
+                    while let Some(r) = tb.host(self.id).ping_reply() {
+                        if r.seq == seq {
+                            got = Some(r.rtt);
+                        }
+                    }
+                    got.is_some()
+                })
+                .map_err(rt)?;
+                if let Some(rtt) = got {
+                    rtts.push(rtt.as_nanos() as f64 / 1e3);
+                }
+            }
+            Ok(rtts)
+        })
+    }
+
+    /// All counters as a dict name -> value.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let values: Vec<(&'static str, u64)> = self.with(py, |tb| Ok(tb.host_ref(self.id).counters().iter().collect()))?;
+        for (k, v) in values {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// The ARP cache as a dict ip -> mac.
+    fn arp_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let entries = self.with(py, |tb| Ok(tb.host_ref(self.id).arp_entries()))?;
+        for (ip, mac) in entries {
+            d.set_item(ip.to_string(), mac.to_string())?;
+        }
+        Ok(d)
+    }
+
+    /// Feed one frame straight into the host's receive path.
+    fn inject(&self, py: Python<'_>, frame: &[u8]) -> PyResult<()> {
+        self.with(py, |tb| tb.host(self.id).inject(frame).map_err(rt))
+    }
+
+    /// Feed many frames: `data` holds them back to back, `lengths` gives each one's size.
+    fn inject_many(&self, py: Python<'_>, data: &[u8], lengths: Vec<usize>) -> PyResult<()> {
+        if lengths.iter().sum::<usize>() != data.len() {
+            return Err(PyValueError::new_err("the lengths do not add up to the size of data"));
+        }
+        self.with(py, |tb| {
+            let mut off = 0;
+            for (i, n) in lengths.into_iter().enumerate() {
+                tb.host(self.id).inject(&data[off..off + n]).map_err(rt)?;
+                off += n;
+                if i % 256 == 255 {
+                    tb.step().map_err(rt)?;
+                    if tb.is_bench(self.id) {
+                        tb.bench_collect(self.id).map_err(rt)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Feed `count` byte mutations (flips, random bytes, truncation, extension) of the
+    /// `seeds` frames into the receive path, deterministically from `seed`.
+    #[pyo3(signature = (seeds, count, seed = 1))]
+    fn inject_mutations(&self, py: Python<'_>, seeds: Vec<Vec<u8>>, count: usize, seed: u64) -> PyResult<()> {
+        if seeds.is_empty() {
+            return Err(PyValueError::new_err("at least one seed frame is needed"));
+        }
+        self.with(py, |tb| {
+            let mut rng = seed | 1;
+            let mut frame = Vec::with_capacity(16384);
+            for i in 0..count {
+                testbed::mutate::mutate(&seeds[i % seeds.len()], &mut rng, &mut frame);
+                tb.host(self.id).inject(&frame).map_err(rt)?;
+                if i % 256 == 255 {
+                    tb.step().map_err(rt)?;
+                    if tb.is_bench(self.id) {
+                        tb.bench_collect(self.id).map_err(rt)?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Put a frame on the wire towards a bench host (it is received at the next step).
+    fn send_frame(&self, py: Python<'_>, frame: &[u8]) -> PyResult<bool> {
+        self.with(py, |tb| tb.bench_inject(self.id, frame).map_err(rt))
+    }
+
+    /// Every frame a bench host has sent since the last call.
+    fn collect<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let frames = self.with(py, |tb| tb.bench_collect(self.id).map_err(rt))?;
+        Ok(frames.iter().map(|f| PyBytes::new(py, f)).collect())
+    }
+}
+
+/// A UDP socket of a testbed host.
+#[pyclass(name = "UdpSocket", unsendable)]
+struct PyUdpSocket {
+    tb: Py<PyTestbed>,
+    id: HostId,
+    h: UdpHandle,
+}
+
+#[pymethods]
+impl PyUdpSocket {
+    /// The local port.
+    #[getter]
+    fn port(&self, py: Python<'_>) -> PyResult<u16> {
+        self.tb.try_borrow(py).map_err(rt)?.tb.host_ref(self.id).udp_port(self.h).map_err(val)
+    }
+
+    /// ICMP errors received about datagrams this socket sent.
+    #[getter]
+    fn icmp_errors(&self, py: Python<'_>) -> PyResult<u64> {
+        self.tb.try_borrow(py).map_err(rt)?.tb.host_ref(self.id).udp_icmp_errors(self.h).map_err(val)
+    }
+
+    /// Send a datagram to `(ip, port)`; False if the link is full (retry after `run`).
+    fn send_to(&self, py: Python<'_>, data: &[u8], addr: (String, u16)) -> PyResult<bool> {
+        let dst = SocketAddrV4::new(parse_ip(&addr.0)?, addr.1);
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        t.tb.host(self.id).udp_send_to(self.h, dst, data).map_err(val)
+    }
+
+    /// The next datagram as `(data, (ip, port))`, or None.
+    fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, (String, u16))>> {
+        let mut buf = vec![0u8; 65536];
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        Ok(t.tb.host(self.id).udp_recv_from(self.h, &mut buf).map_err(val)?.map(|(n, from)| {
+            (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))
+        }))
+    }
+
+    /// Close the socket.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        t.tb.host(self.id).udp_close(self.h).map_err(val)
+    }
+}
+
+/// A raw Ethernet socket of a testbed host.
+#[pyclass(name = "RawSocket", unsendable)]
+struct PyRawSocket {
+    tb: Py<PyTestbed>,
+    id: HostId,
+    h: RawHandle,
+}
+
+#[pymethods]
+impl PyRawSocket {
+    /// Send `payload` in one frame to MAC `dst` ("aa:bb:cc:dd:ee:ff").
+    fn send(&self, py: Python<'_>, dst: &str, payload: &[u8]) -> PyResult<bool> {
+        let mac: wire::MacAddr = dst.parse().map_err(|_| PyValueError::new_err(format!("'{dst}' is not a MAC address")))?;
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        t.tb.host(self.id).raw_send(self.h, mac, payload).map_err(val)
+    }
+
+    /// The next frame's payload and sender MAC, or None.
+    fn recv<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, String)>> {
+        let mut buf = vec![0u8; 9216];
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        Ok(t.tb.host(self.id).raw_recv(self.h, &mut buf).map_err(val)?.map(|(n, from)| (PyBytes::new(py, &buf[..n]), from.to_string())))
+    }
+}
+
+/// Names of every counter a host keeps, in display order.
+#[pyfunction]
+fn counter_names() -> Vec<&'static str> {
+    net::Counter::ALL.iter().map(|c| c.name()).collect()
+}
+
+/// The native module.
+#[pymodule]
+fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTestbed>()?;
+    m.add_class::<PyHost>()?;
+    m.add_class::<PyUdpSocket>()?;
+    m.add_class::<PyRawSocket>()?;
+    m.add_function(wrap_pyfunction!(counter_names, m)?)?;
+    Ok(())
+}

@@ -89,9 +89,9 @@ impl Testbed {
         let mut host_link: Box<dyn Link> = Box::new(host_end);
         let mut far_link: Box<dyn Link> = Box::new(far_end);
         if let Some(imp) = &opts.impairment {
-            host_link = Box::new(Impaired::new(host_link, imp.clone()));
+            host_link = Box::new(Impaired::new(host_link, imp.clone())?);
             let back = Impairment { seed: imp.seed ^ 0x9e37_79b9_7f4a_7c15, ..imp.clone() };
-            far_link = Box::new(Impaired::new(far_link, back));
+            far_link = Box::new(Impaired::new(far_link, back)?);
         }
         if let Some(path) = &opts.pcap {
             host_link = Box::new(PcapWriter::new(host_link, path)?);
@@ -120,6 +120,16 @@ impl Testbed {
     /// The stack of host `id`, read-only.
     pub fn host_ref(&self, id: HostId) -> &HostStack {
         &self.hosts[id.0].stack
+    }
+
+    /// The testbed's settings.
+    pub fn config(&self) -> &TestbedConfig {
+        &self.cfg
+    }
+
+    /// True if host `id` is wired to the test bench rather than the switch.
+    pub fn is_bench(&self, id: HostId) -> bool {
+        self.hosts[id.0].bench.is_some()
     }
 
     /// Number of hosts.

@@ -1,0 +1,132 @@
+//! Interop with the real Linux stack: `linerate tap` puts a linerate host on a TAP device in a
+//! namespace of its own, and Linux tools inside that namespace talk to it. Needs root; without
+//! it each test says why and fails under CI (CI=true), where it must run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const HOST: &str = "10.77.0.2";
+
+/// Why these tests cannot run here, or None.
+fn unavailable(tools: &[&str]) -> Option<String> {
+    if let Some(why) = testbed::netns_unavailable() {
+        return Some(why);
+    }
+    for t in tools {
+        let found = Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map(|o| o.status.success());
+        if found != Ok(true) {
+            return Some(format!("the tool `{t}` is not installed (make setup installs it)"));
+        }
+    }
+    None
+}
+
+/// Returns false (after saying why) if the test cannot run; panics instead under CI.
+fn can_run(tools: &[&str]) -> bool {
+    match unavailable(tools) {
+        None => true,
+        Some(why) if std::env::var_os("CI").is_some() => panic!("interop test cannot run under CI: {why}"),
+        Some(why) => {
+            eprintln!("NOT RUN (not CI): {why}");
+            false
+        }
+    }
+}
+
+/// Run `linerate tap` with `extra` flags and `script` as its --run command.
+fn tap_run(script: &str, extra: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .arg("tap")
+        .args(extra)
+        .args(["--run", script])
+        .output()
+        .expect("linerate runs");
+    eprintln!("--- stdout\n{}--- stderr\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("linerate-interop-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn linux_ping_gets_100_of_100_replies() {
+    if !can_run(&["ping"]) {
+        return;
+    }
+    let out = tap_run(&format!("ping -c 100 -i 0.01 -W 1 {HOST}"), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ping failed");
+    assert!(text.contains("100 packets transmitted, 100 received"), "{text}");
+}
+
+#[test]
+fn arping_resolves_the_mac() {
+    if !can_run(&["arping"]) {
+        return;
+    }
+    let out = tap_run(&format!("arping -c 3 -i lrtap0 {HOST}"), &[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(out.status.success(), "arping failed");
+    // The host's MAC is derived from its address: 02:00:0a:4d:00:02.
+    assert!(text.contains("02:00:0a:4d:00:02"), "{text}");
+    assert!(text.contains("3 packets received") || text.matches("from").count() >= 3, "{text}");
+}
+
+#[test]
+fn ten_megabytes_through_socat_udp_echo_keep_their_sha256() {
+    if !can_run(&["socat", "sha256sum"]) {
+        return;
+    }
+    let dir = scratch("socat");
+    let (input, output) = (dir.join("in"), dir.join("out"));
+    let script = format!(
+        "head -c 10000000 /dev/urandom > {i} && socat -b1400 -t 3 -T 10 - UDP:{HOST}:7 < {i} > {o}",
+        i = input.display(),
+        o = output.display()
+    );
+    let out = tap_run(&script, &[]);
+    assert!(out.status.success(), "socat failed");
+    let sum = |p: &PathBuf| {
+        let o = Command::new("sha256sum").arg(p).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap_or("").to_string()
+    };
+    let (a, b) = (sum(&input), sum(&output));
+    let sizes = (std::fs::metadata(&input).unwrap().len(), std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(sizes.0, 10_000_000);
+    assert_eq!(a, b, "sha256 differs; bytes in/out = {sizes:?}");
+}
+
+#[test]
+fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
+    if !can_run(&["tshark", "ping", "socat"]) {
+        return;
+    }
+    let dir = scratch("pcap");
+    let pcap = dir.join("host.pcap");
+    let script = format!("ping -c 5 -i 0.01 {HOST} && echo hello | socat -t 1 - UDP:{HOST}:7 && echo x | socat - UDP:{HOST}:9 ; true");
+    let out = tap_run(&script, &["--pcap", pcap.to_str().unwrap()]);
+    assert!(out.status.success());
+    let tshark = |filter: &str| -> String {
+        let o = Command::new("tshark")
+            .args(["-n", "-r", pcap.to_str().unwrap()])
+            .args(["-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE"])
+            .args(["-Y", filter])
+            .output()
+            .expect("tshark runs");
+        assert!(o.status.success(), "tshark failed: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let all = tshark("frame");
+    eprintln!("{all}");
+    assert!(all.lines().count() >= 14, "expected ARP, 5 pings, echo, port unreachable; got:\n{all}");
+    for proto in ["arp", "icmp.type == 0", "icmp.type == 3", "udp"] {
+        assert!(!tshark(proto).is_empty(), "no {proto} in the capture");
+    }
+    let bad = tshark("_ws.malformed || _ws.expert.severity >= \"error\" || ip.checksum.status == \"Bad\" || udp.checksum.status == \"Bad\" || icmp.checksum.status == \"Bad\"");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{bad}");
+}

@@ -1,0 +1,21 @@
+"""linerate from Python: in-process testbeds of linerate hosts on virtual time.
+
+>>> import linerate as lr
+>>> net = lr.Testbed()
+>>> a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
+>>> len(a.ping("10.0.0.2", count=3))
+3
+"""
+
+from ._linerate import Host, RawSocket, Testbed, UdpSocket, counter_names
+
+__all__ = ["Testbed", "Host", "UdpSocket", "RawSocket", "counter_names", "rx_accounted"]
+
+
+def rx_accounted(counters: dict) -> bool:
+    """True if every received frame is either delivered or counted under one drop reason."""
+    first_tx_drop = counter_names().index("drop_icmp_rate_limited")
+    rx_drops = sum(
+        counters[name] for name in counter_names()[:first_tx_drop] if name.startswith("drop_")
+    )
+    return counters["rx_delivered"] + rx_drops == counters["rx_frames"]

@@ -1,0 +1,25 @@
+"""Test-bench bridge to scapy (as Rosebud's Python framework does): inject scapy packets into
+a linerate host and get back what the host sends, as scapy packets.
+
+The host must be a bench host: ``net.host("10.0.0.2/24", bench=True)``.
+"""
+
+from scapy.layers.l2 import Ether
+
+
+def inject(host, pkt) -> None:
+    """Put a scapy packet on the wire towards a bench host (it arrives at the next step)."""
+    if not host.send_frame(bytes(pkt)):
+        raise RuntimeError("the bench link is full")
+
+
+def collect(host) -> list:
+    """Everything the host has sent since the last call, as scapy Ether packets."""
+    return [Ether(f) for f in host.collect()]
+
+
+def exchange(net, host, pkt, ms: float = 1.0) -> list:
+    """Inject ``pkt``, run the testbed for ``ms`` milliseconds, return what the host sent."""
+    inject(host, pkt)
+    net.run(ms=ms)
+    return collect(host)
