@@ -7,9 +7,20 @@
 //! wrapper ([`impair`]).
 
 pub mod batch;
+pub mod config;
+mod ifreq;
+pub mod impair;
+pub mod mem;
+pub mod netns;
+pub mod packet;
+pub mod pcap;
+pub mod ring;
+pub mod shm;
+pub mod tap;
 pub mod time;
 
 pub use batch::FrameBatch;
+pub use config::LinkConfig;
 pub use time::Instant;
 
 /// Largest frame any driver carries: a 9216-byte jumbo MTU plus the Ethernet header and one VLAN tag.

@@ -1,0 +1,91 @@
+//! Interface ioctls shared by the TAP and AF_PACKET drivers: name checks, MTU, up, index.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use crate::LinkError;
+
+/// An `ifreq` carrying interface name `ifname` (checked: 1..=15 bytes, no NUL or '/').
+pub(crate) fn ifreq(ifname: &str) -> Result<libc::ifreq, LinkError> {
+    let bytes = ifname.as_bytes();
+    if bytes.is_empty()
+        || bytes.len() >= libc::IFNAMSIZ
+        || bytes.iter().any(|&b| b == 0 || b == b'/' || b.is_ascii_whitespace())
+    {
+        return Err(LinkError::Config(format!(
+            "interface name {ifname:?} must be 1..=15 bytes without '/', NUL or spaces"
+        )));
+    }
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in req.ifr_name.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    Ok(req)
+}
+
+/// A datagram socket for interface ioctls, in the calling thread's network namespace.
+fn ctl_socket() -> Result<OwnedFd, LinkError> {
+    // SAFETY: plain socket(2) call.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(LinkError::last_os("socket for interface ioctls"));
+    }
+    // SAFETY: fd was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Set the MTU of `ifname` and bring it up (in the calling thread's network namespace).
+pub(crate) fn set_mtu_and_up(ifname: &str, mtu: usize) -> Result<(), LinkError> {
+    let sock = ctl_socket()?;
+    let mut req = ifreq(ifname)?;
+    req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
+    // SAFETY: req is a valid ifreq naming the interface; SIOCSIFMTU reads ifru_mtu.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFMTU, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCSIFMTU"));
+    }
+    let mut req = ifreq(ifname)?;
+    // SAFETY: SIOCGIFFLAGS fills ifru_flags of a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCGIFFLAGS"));
+    }
+    // SAFETY: the kernel has just written ifru_flags, the active member.
+    unsafe { req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: SIOCSIFFLAGS reads ifru_flags of a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCSIFFLAGS"));
+    }
+    Ok(())
+}
+
+/// Index of interface `ifname` in the calling thread's network namespace.
+pub(crate) fn index(ifname: &str) -> Result<i32, LinkError> {
+    ifreq(ifname)?;
+    let c = std::ffi::CString::new(ifname).map_err(|e| LinkError::Config(e.to_string()))?;
+    // SAFETY: valid C string.
+    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if idx == 0 {
+        return Err(LinkError::Config(format!(
+            "no interface named {ifname:?} in this network namespace"
+        )));
+    }
+    Ok(idx as i32)
+}
+
+/// True if the error is "try again later" (EAGAIN / EWOULDBLOCK).
+pub(crate) fn would_block(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(ifreq("lrtap0").is_ok());
+        assert!(ifreq("").is_err());
+        assert!(ifreq("0123456789abcdef").is_err());
+        assert!(ifreq("a/b").is_err());
+        assert!(index("surely-no-such").is_err());
+    }
+}
