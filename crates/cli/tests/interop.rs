@@ -14,7 +14,7 @@ fn unavailable(tools: &[&str]) -> Option<String> {
     }
     for t in tools {
         let found = Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map(|o| o.status.success());
-        if found != Ok(true) {
+        if !matches!(found, Ok(true)) {
             return Some(format!("the tool `{t}` is not installed (make setup installs it)"));
         }
     }
@@ -82,8 +82,11 @@ fn ten_megabytes_through_socat_udp_echo_keep_their_sha256() {
     }
     let dir = scratch("socat");
     let (input, output) = (dir.join("in"), dir.join("out"));
+    // UDP has no flow control and socat sends as fast as it reads its input, so the echoes
+    // come back faster than socat drains its socket: its receive buffer is raised with
+    // SO_RCVBUFFORCE (SOL_SOCKET=1, option 33) on socat's own socket, no system setting.
     let script = format!(
-        "head -c 10000000 /dev/urandom > {i} && socat -b1400 -t 3 -T 10 - UDP:{HOST}:7 < {i} > {o}",
+        "head -c 10000000 /dev/urandom > {i} && socat -b1400 -t 3 -T 10 - UDP:{HOST}:7,setsockopt-int=1:33:33554432 < {i} > {o}",
         i = input.display(),
         o = output.display()
     );
