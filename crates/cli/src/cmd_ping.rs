@@ -38,7 +38,7 @@ pub fn run(a: PingArgs) -> Result<ExitCode, String> {
     let replies = if a.via == "tap" {
         let mut setup = testbed::TapSetup::create("lr-ping", "10.77.0.1/24", ours, None).map_err(|e| e.to_string())?;
         let target = setup.linux_ip;
-        ping_loop(&mut setup.stack, None, target, &a)?
+        ping_loop::<_, Box<dyn Link>>(&mut setup.stack, None, target, &a)?
     } else {
         let (la, lb) = mem::pair(LinkConfig::default());
         let mut me = Stack::new(ours, la).map_err(|e| e.to_string())?;
@@ -99,9 +99,7 @@ fn ping_loop<A: Link, B: Link>(
         if replies.len() >= a.count as usize || t >= end_limit {
             break;
         }
-        if peer.is_none() {
-            std::thread::sleep(Duration::from_micros(20));
-        }
+        std::hint::spin_loop();
     }
     Ok(replies)
 }
