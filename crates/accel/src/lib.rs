@@ -1,0 +1,1 @@
+//! Accelerator kernels: they take bytes or addresses and return results; no networking.

@@ -1,0 +1,1 @@
+//! Sum-Product Network inference.
