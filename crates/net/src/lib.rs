@@ -24,6 +24,7 @@
 pub mod arp;
 pub mod config;
 pub mod counters;
+mod egress;
 pub mod error;
 mod iface;
 pub mod ping;

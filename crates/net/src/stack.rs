@@ -39,17 +39,17 @@ impl<L: Link> Stack<L> {
 
     /// The configuration.
     pub fn config(&self) -> &Config {
-        &self.core.cfg
+        &self.core.eg.cfg
     }
 
     /// Our IPv4 address.
     pub fn ip(&self) -> Ipv4Addr {
-        self.core.cfg.ip
+        self.core.eg.cfg.ip
     }
 
     /// Our MAC address.
     pub fn mac(&self) -> MacAddr {
-        self.core.cfg.mac
+        self.core.eg.cfg.mac
     }
 
     /// The link.
@@ -64,22 +64,22 @@ impl<L: Link> Stack<L> {
 
     /// The stack's counters.
     pub fn counters(&self) -> &Counters {
-        &self.core.counters
+        &self.core.eg.counters
     }
 
     /// The time of the last poll.
     pub fn now(&self) -> Instant {
-        self.core.now
+        self.core.eg.now
     }
 
     /// One round: receive and process one batch, run due timers, flush transmissions.
     /// Returns the number of frames received.
     pub fn poll(&mut self, now: Instant) -> Result<usize, NetError> {
-        self.core.now = now;
+        self.core.eg.now = now;
         if !self.started {
             self.started = true;
-            if self.core.cfg.gratuitous_arp {
-                self.core.send_gratuitous_arp(&mut self.link)?;
+            if self.core.eg.cfg.gratuitous_arp {
+                self.core.eg.send_gratuitous_arp(&mut self.link)?;
             }
         }
         self.rx.clear();
@@ -87,8 +87,8 @@ impl<L: Link> Stack<L> {
         for i in 0..self.rx.len() {
             self.core.handle_frame(&mut self.link, self.rx.get(i))?;
         }
-        self.core.on_timers(&mut self.link)?;
-        self.core.flush(&mut self.link, true)?;
+        self.core.eg.on_timers(&mut self.link)?;
+        self.core.eg.flush(&mut self.link, true)?;
         Ok(n)
     }
 
@@ -99,22 +99,22 @@ impl<L: Link> Stack<L> {
 
     /// Earliest instant a timer needs a poll, if any is armed.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.next_deadline()
+        self.core.eg.next_deadline()
     }
 
     /// Send what is queued now instead of at the end of the next poll.
     pub fn flush(&mut self) -> Result<(), NetError> {
-        self.core.flush(&mut self.link, false)
+        self.core.eg.flush(&mut self.link, false)
     }
 
     /// The MAC address learned for `ip`, if any.
     pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<MacAddr> {
-        self.core.arp.lookup(ip, self.core.now)
+        self.core.eg.arp.lookup(ip, self.core.eg.now)
     }
 
     /// The ARP cache as (ip, mac) pairs.
     pub fn arp_entries(&self) -> Vec<(Ipv4Addr, MacAddr)> {
-        self.core.arp.entries().map(|(ip, mac, _)| (ip, mac)).collect()
+        self.core.eg.arp.entries().map(|(ip, mac, _)| (ip, mac)).collect()
     }
 
     /// Bind a UDP socket to `port` (0: an ephemeral port).
@@ -136,7 +136,7 @@ impl<L: Link> Stack<L> {
     /// after a poll); a datagram waiting for ARP counts as sent.
     pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, NetError> {
         let port = self.core.udp.get(h)?.port;
-        self.core.send_udp(&mut self.link, port, dst, payload)
+        self.core.eg.send_udp(&mut self.link, port, dst, payload)
     }
 
     /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its
@@ -159,15 +159,15 @@ impl<L: Link> Stack<L> {
     pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, payload_len: usize) -> Result<bool, NetError> {
         let len = payload_len.max(STAMP_LEN);
         let ident = self.core.ping.ident;
-        let now = self.core.now;
+        let now = self.core.eg.now;
         let mut data = [0u8; 9000];
-        let max = data.len().min(self.core.cfg.mtu - 28);
+        let max = data.len().min(self.core.eg.cfg.mtu - 28);
         if len > max {
             return Err(NetError::TooLarge { len, max });
         }
         PingClient::fill_payload(&mut data[..len], now);
         let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
-        self.core.send_icmp(&mut self.link, dst, &repr)
+        self.core.eg.send_icmp(&mut self.link, dst, &repr)
     }
 
     /// The next answered ping, if any.
@@ -190,7 +190,7 @@ impl<L: Link> Stack<L> {
         if !self.core.raw.is_bound(h.0) {
             return Err(NetError::BadHandle);
         }
-        self.core.send_raw(&mut self.link, h.0, dst, payload)
+        self.core.eg.send_raw(&mut self.link, h.0, dst, payload)
     }
 
     /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.

@@ -1,0 +1,302 @@
+//! The transmit path of a stack: next hop, ARP resolution and waiting packets, header building
+//! in place in the link's batch, and flushing to the link.
+
+use crate::arp::{ArpCache, ResolveAction, Resolver};
+use crate::counters::{Counter, Counters};
+use crate::queue::PacketQueue;
+use crate::{Config, NetError};
+use link::{FrameBatch, Instant, Link};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+use wire::ethernet::ethertype;
+use wire::ipv4::protocol;
+use wire::{ArpOp, ArpRepr, EthernetRepr, IcmpRepr, Ipv4Repr, MacAddr, UdpRepr};
+
+/// Shortest Ethernet frame on the wire (without FCS); shorter frames are zero-padded.
+const MIN_FRAME: usize = 60;
+
+/// A frame waiting for its next hop's MAC address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    next_hop: Ipv4Addr,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending { next_hop: Ipv4Addr::UNSPECIFIED }
+    }
+}
+
+/// Everything the transmit path needs: configuration, the transmit batch, ARP state and the
+/// counters (shared with the receive path, which reaches them through `Core::eg`).
+#[derive(Debug)]
+pub(crate) struct Egress {
+    pub cfg: Config,
+    pub tx: FrameBatch,
+    pub arp: ArpCache,
+    pub resolver: Resolver,
+    pub pending: PacketQueue<Pending>,
+    pub counters: Counters,
+    pub now: Instant,
+    ip_ident: u16,
+    actions: Vec<ResolveAction>,
+    last_sweep: Instant,
+}
+
+impl Egress {
+    pub fn new(cfg: Config) -> Egress {
+        let max_frame = cfg.max_frame();
+        Egress {
+            tx: FrameBatch::new(cfg.batch * 2, max_frame),
+            arp: ArpCache::new(cfg.arp_cache_size, cfg.arp_ttl),
+            resolver: Resolver::default(),
+            pending: PacketQueue::new(cfg.arp_max_pending, max_frame),
+            counters: Counters::default(),
+            now: Instant::ZERO,
+            ip_ident: u32::from(cfg.ip) as u16,
+            actions: Vec::with_capacity(16),
+            last_sweep: Instant::ZERO,
+            cfg,
+        }
+    }
+
+    /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
+    /// flush unless `must_drain` is set, in which case they are dropped and counted.
+    pub fn flush<L: Link>(&mut self, link: &mut L, must_drain: bool) -> Result<(), NetError> {
+        if self.tx.is_empty() {
+            return Ok(());
+        }
+        let before: u64 = self.tx.iter().map(|f| f.len() as u64).sum();
+        let n = link.tx_batch(self.now, &mut self.tx)?;
+        let after: u64 = self.tx.iter().map(|f| f.len() as u64).sum();
+        self.counters.add(Counter::tx_frames, n as u64);
+        self.counters.add(Counter::tx_bytes, before - after);
+        if must_drain && !self.tx.is_empty() {
+            self.counters.add(Counter::drop_tx_link_full, self.tx.len() as u64);
+            self.tx.clear();
+        }
+        Ok(())
+    }
+
+    /// Build one frame in the transmit batch, flushing first if it is full. Returns false if
+    /// the link stays full (the frame is not sent).
+    pub fn emit_frame<L: Link>(&mut self, link: &mut L, build: impl FnOnce(&mut [u8]) -> usize) -> Result<bool, NetError> {
+        if self.tx.is_full() {
+            self.flush(link, false)?;
+            if self.tx.is_full() {
+                return Ok(false);
+            }
+        }
+        Ok(self.tx.push_with(|buf| {
+            let n = build(buf);
+            pad(buf, n)
+        }))
+    }
+
+    /// The MAC address to send to for IPv4 destination `dst`, or the next hop to resolve.
+    pub fn next_hop(&self, dst: Ipv4Addr) -> Result<Result<MacAddr, Ipv4Addr>, NetError> {
+        if self.cfg.is_broadcast(dst) {
+            return Ok(Ok(MacAddr::BROADCAST));
+        }
+        if dst.is_multicast() || dst.is_unspecified() || dst == self.cfg.ip {
+            return Err(NetError::NoRoute(dst));
+        }
+        let hop = if self.cfg.on_link(dst) { dst } else { self.cfg.gateway.ok_or(NetError::NoRoute(dst))? };
+        Ok(self.arp.lookup(hop, self.now).ok_or(hop))
+    }
+
+    /// Send an IPv4 packet whose transport part (`l4_len` bytes) is written by `fill_l4`.
+    /// Returns Ok(false) if the link is full. Packets to unresolved next hops wait for ARP.
+    pub fn send_ip<L: Link>(
+        &mut self,
+        link: &mut L,
+        dst: Ipv4Addr,
+        proto: u8,
+        l4_len: usize,
+        fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
+    ) -> Result<bool, NetError> {
+        let max = self.cfg.mtu - Ipv4Repr::HEADER_LEN;
+        if l4_len > max {
+            return Err(NetError::TooLarge { len: l4_len, max });
+        }
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let ip = Ipv4Repr {
+            src: self.cfg.ip,
+            dst,
+            protocol: proto,
+            payload_len: l4_len,
+            ttl: self.cfg.ttl,
+            ident: self.ip_ident,
+            dont_frag: true,
+            dscp_ecn: 0,
+        };
+        let src_mac = self.cfg.mac;
+        let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
+            let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
+            let Ok(eh) = eth.emit(buf) else { return 0 };
+            let Ok(ih) = ip.emit(&mut buf[eh..]) else { return 0 };
+            let start = eh + ih;
+            fill_l4(&mut buf[start..start + l4_len], ip.src, ip.dst);
+            start + l4_len
+        };
+        match self.next_hop(dst)? {
+            Ok(mac) => self.emit_frame(link, |buf| build(buf, mac)),
+            Err(hop) => {
+                let queued = self.pending.push_with(Pending { next_hop: hop }, |buf| Some(build(buf, MacAddr::ZERO)));
+                if !queued {
+                    self.counters.bump(Counter::drop_arp_pending_full);
+                } else if self.resolver.start(hop, self.now, self.cfg.arp_retry) {
+                    self.send_arp_request(link, hop)?;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Send a UDP datagram.
+    pub fn send_udp<L: Link>(
+        &mut self,
+        link: &mut L,
+        src_port: u16,
+        dst: SocketAddrV4,
+        payload: &[u8],
+    ) -> Result<bool, NetError> {
+        let len = UdpRepr::HEADER_LEN + payload.len();
+        let repr = UdpRepr { src_port, dst_port: dst.port() };
+        let sent = self.send_ip(link, *dst.ip(), protocol::UDP, len, |buf, s, d| {
+            buf[UdpRepr::HEADER_LEN..].copy_from_slice(payload);
+            let _ = repr.emit(buf, s, d, payload.len());
+        })?;
+        if sent {
+            self.counters.bump(Counter::udp_tx_datagrams);
+        }
+        Ok(sent)
+    }
+
+    /// Send an ICMP message.
+    pub fn send_icmp<L: Link>(&mut self, link: &mut L, dst: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, NetError> {
+        self.send_ip(link, dst, protocol::ICMP, repr.buffer_len(), |buf, _, _| {
+            let _ = repr.emit(buf);
+        })
+    }
+
+    /// Send a raw Ethernet frame with our source MAC.
+    pub fn send_raw<L: Link>(&mut self, link: &mut L, et: u16, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
+        if payload.len() > self.cfg.mtu {
+            return Err(NetError::TooLarge { len: payload.len(), max: self.cfg.mtu });
+        }
+        let src = self.cfg.mac;
+        let sent = self.emit_frame(link, |buf| {
+            let eth = EthernetRepr { src, dst, ethertype: et, vlan: None };
+            let Ok(eh) = eth.emit(buf) else { return 0 };
+            buf[eh..eh + payload.len()].copy_from_slice(payload);
+            eh + payload.len()
+        })?;
+        if sent {
+            self.counters.bump(Counter::raw_tx_frames);
+        }
+        Ok(sent)
+    }
+
+    pub fn send_arp<L: Link>(&mut self, link: &mut L, dst_mac: MacAddr, arp: ArpRepr) -> Result<bool, NetError> {
+        let src = self.cfg.mac;
+        self.emit_frame(link, |buf| {
+            let eth = EthernetRepr { src, dst: dst_mac, ethertype: ethertype::ARP, vlan: None };
+            let Ok(eh) = eth.emit(buf) else { return 0 };
+            match arp.emit(&mut buf[eh..]) {
+                Ok(n) => eh + n,
+                Err(_) => 0,
+            }
+        })
+    }
+
+    /// Broadcast an ARP request for `ip`.
+    pub fn send_arp_request<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), NetError> {
+        let arp = ArpRepr {
+            op: ArpOp::Request,
+            sender_mac: self.cfg.mac,
+            sender_ip: self.cfg.ip,
+            target_mac: MacAddr::ZERO,
+            target_ip: ip,
+        };
+        if self.send_arp(link, MacAddr::BROADCAST, arp)? {
+            self.counters.bump(Counter::arp_requests_sent);
+        }
+        Ok(())
+    }
+
+    /// Announce our own address (gratuitous ARP request: sender and target are our IP).
+    pub fn send_gratuitous_arp<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+        self.send_arp_request(link, self.cfg.ip)
+    }
+
+    /// Send the frames that were waiting for `ip`, now that its MAC is known.
+    pub fn release_pending<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr, mac: MacAddr) -> Result<(), NetError> {
+        self.resolver.done(ip);
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut pending = std::mem::replace(&mut self.pending, PacketQueue::new(1, 1));
+        let mut result = Ok(());
+        pending.retain(
+            |p, _| p.next_hop != ip,
+            |_, frame| {
+                if result.is_err() {
+                    return;
+                }
+                let sent = self.emit_frame(link, |buf| {
+                    buf[..frame.len()].copy_from_slice(frame);
+                    buf[..6].copy_from_slice(&mac.0);
+                    frame.len()
+                });
+                match sent {
+                    Ok(true) => {}
+                    Ok(false) => self.counters.bump(Counter::drop_tx_link_full),
+                    Err(e) => result = Err(e),
+                }
+            },
+        );
+        self.pending = pending;
+        result
+    }
+
+    /// Timers: ARP retries and give-ups, cache sweeps.
+    pub fn on_timers<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+        let now = self.now;
+        if self.resolver.next_deadline().is_some_and(|t| t <= now) {
+            let mut actions = std::mem::take(&mut self.actions);
+            self.resolver.due(now, self.cfg.arp_retry, self.cfg.arp_max_tries, &mut actions);
+            for action in actions.drain(..) {
+                match action {
+                    ResolveAction::Request(ip) => self.send_arp_request(link, ip)?,
+                    ResolveAction::GiveUp(ip) => {
+                        let mut dropped = 0;
+                        self.pending.retain(|p, _| p.next_hop != ip, |_, _| dropped += 1);
+                        self.counters.add(Counter::drop_arp_unresolved, dropped);
+                    }
+                }
+            }
+            self.actions = actions;
+        }
+        if now - self.last_sweep >= Duration::from_secs(1) {
+            self.arp.expire(now);
+            self.last_sweep = now;
+        }
+        Ok(())
+    }
+
+    /// Earliest instant at which a timer needs a poll.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.resolver.next_deadline()
+    }
+
+}
+
+/// Zero-pad a frame of `len` bytes in `buf` to the Ethernet minimum; returns the padded length.
+fn pad(buf: &mut [u8], len: usize) -> usize {
+    if len == 0 || len >= MIN_FRAME || buf.len() < MIN_FRAME {
+        return len;
+    }
+    buf[len..MIN_FRAME].fill(0);
+    MIN_FRAME
+}
