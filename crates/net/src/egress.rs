@@ -61,8 +61,8 @@ impl Egress {
     }
 
     /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
-    /// flush unless `must_drain` is set, in which case they are dropped and counted.
-    pub fn flush<L: Link>(&mut self, link: &mut L, must_drain: bool) -> Result<(), NetError> {
+    /// flush (back-pressure reaches senders as a full batch, see `emit_frame`).
+    pub fn flush<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
         if self.tx.is_empty() {
             return Ok(());
         }
@@ -71,10 +71,6 @@ impl Egress {
         let after: u64 = self.tx.iter().map(|f| f.len() as u64).sum();
         self.counters.add(Counter::tx_frames, n as u64);
         self.counters.add(Counter::tx_bytes, before - after);
-        if must_drain && !self.tx.is_empty() {
-            self.counters.add(Counter::drop_tx_link_full, self.tx.len() as u64);
-            self.tx.clear();
-        }
         Ok(())
     }
 
@@ -82,7 +78,7 @@ impl Egress {
     /// the link stays full (the frame is not sent).
     pub fn emit_frame<L: Link>(&mut self, link: &mut L, build: impl FnOnce(&mut [u8]) -> usize) -> Result<bool, NetError> {
         if self.tx.is_full() {
-            self.flush(link, false)?;
+            self.flush(link)?;
             if self.tx.is_full() {
                 return Ok(false);
             }

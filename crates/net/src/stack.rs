@@ -88,7 +88,7 @@ impl<L: Link> Stack<L> {
             self.core.handle_frame(&mut self.link, self.rx.get(i))?;
         }
         self.core.eg.on_timers(&mut self.link)?;
-        self.core.eg.flush(&mut self.link, true)?;
+        self.core.eg.flush(&mut self.link)?;
         Ok(n)
     }
 
@@ -104,7 +104,7 @@ impl<L: Link> Stack<L> {
 
     /// Send what is queued now instead of at the end of the next poll.
     pub fn flush(&mut self) -> Result<(), NetError> {
-        self.core.eg.flush(&mut self.link, false)
+        self.core.eg.flush(&mut self.link)
     }
 
     /// The MAC address learned for `ip`, if any.

@@ -1,0 +1,253 @@
+//! What the benchmark commands share: the child-process guard, the receiver's tally, CPU
+//! pinning and accounting, the progress bar and table printing.
+
+use crate::output::Table;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use link::Instant;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+use crate::runloop::stop_requested;
+
+/// Extra time a consumer or child process waits beyond the run itself before it gives up.
+pub(crate) const GRACE: Duration = Duration::from_secs(10);
+/// The line a child prints once it is ready for traffic.
+pub(crate) const READY: &str = "ready";
+
+/// What a receiver counted: frames (or datagrams), bytes, and the time from the first to the last.
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Tally {
+    /// Frames or datagrams received.
+    pub frames: u64,
+    /// Bytes received (whole frames, or UDP payload).
+    pub bytes: u64,
+    /// Nanoseconds from the first arrival to the last.
+    pub span_ns: u64,
+    /// Share of its run the counting thread was on a CPU (link benchmark only; below ~90%
+    /// the machine was busy with other work and the figures are low).
+    #[serde(default)]
+    pub cpu_share: f64,
+    /// When the first arrived.
+    #[serde(skip)]
+    first: Option<Instant>,
+}
+
+impl Tally {
+    /// Count `frames` frames (or datagrams) of `bytes` bytes in all that arrived at `now`.
+    pub fn record(&mut self, now: Instant, frames: u64, bytes: u64) {
+        let first = *self.first.get_or_insert(now);
+        self.frames += frames;
+        self.bytes += bytes;
+        self.span_ns = (now - first).as_nanos() as u64;
+    }
+
+    /// `count` per second of the span (0 if the span is empty).
+    pub fn per_sec(&self, count: f64) -> f64 {
+        if self.span_ns == 0 {
+            return 0.0;
+        }
+        count * 1e9 / self.span_ns as f64
+    }
+}
+
+/// Check a number of seconds given on the command line: positive and at most an hour.
+pub(crate) fn check_secs(secs: f64) -> Result<Duration, String> {
+    if !(secs > 0.0 && secs <= 3600.0) {
+        return Err(format!("{secs} seconds is outside (0, 3600]"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// An error as text (the commands report errors as strings).
+pub(crate) fn msg(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// True once `deadline` has passed or the user asked to stop (so guards get to clean up).
+pub(crate) fn time_up(now: Instant, deadline: Instant) -> bool {
+    now >= deadline || stop_requested()
+}
+
+/// The two CPUs the two sides of a benchmark are pinned to, if this process may use two.
+/// Call it first before pinning anything: it reads the affinity of the calling thread once.
+pub(crate) fn bench_cpus() -> Option<[usize; 2]> {
+    static CPUS: std::sync::OnceLock<Option<[usize; 2]>> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| {
+        // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity fills it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
+        if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+            return None;
+        }
+        // SAFETY: every index is below CPU_SETSIZE.
+        let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) });
+        Some([cpus.next()?, cpus.next()?])
+    })
+}
+
+/// Pin the calling thread to CPU `cpu` (ignored if that fails: the figures just get noisier).
+pub(crate) fn pin_cpu(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET on a valid set; sched_setaffinity reads the set of the size passed and
+    // affects only the calling thread.
+    unsafe {
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Pin the calling thread to side `side` (0 or 1) of [`bench_cpus`], if there are two CPUs.
+pub(crate) fn pin_side(side: usize) {
+    if let Some(cpus) = bench_cpus() {
+        pin_cpu(cpus[side]);
+    }
+}
+
+/// The `--cpu` arguments that pin a child process to side 1, if there are two CPUs.
+pub(crate) fn child_cpu_args() -> Vec<String> {
+    bench_cpus().map(|c| vec!["--cpu".to_string(), c[1].to_string()]).unwrap_or_default()
+}
+
+/// Measures the share of wall time the calling thread spends on a CPU.
+pub(crate) struct CpuMeter {
+    /// Wall clock at the start.
+    wall: Instant,
+    /// Thread CPU time at the start.
+    cpu: Duration,
+}
+
+impl CpuMeter {
+    /// Start measuring on the calling thread.
+    pub(crate) fn start() -> CpuMeter {
+        CpuMeter { wall: Instant::now(), cpu: thread_cpu_time() }
+    }
+
+    /// CPU time over wall time since the start, on the calling thread (the one that started).
+    pub(crate) fn share(&self) -> f64 {
+        let wall = (Instant::now() - self.wall).as_secs_f64();
+        (thread_cpu_time().saturating_sub(self.cpu)).as_secs_f64() / wall.max(1e-9)
+    }
+}
+
+/// CPU time the calling thread has used.
+pub(crate) fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the thread CPU clock always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A name for a shared-memory link that no other run uses.
+pub(crate) fn unique_name(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Make the kernel kill this (child) process if the thread that spawned it dies.
+pub(crate) fn die_with_parent() {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) only sets a flag of the calling process.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+}
+
+/// A progress bar on stderr with `steps` steps, or a hidden one when `hidden`.
+pub(crate) fn progress(steps: u64, hidden: bool) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed})") {
+        pb.set_style(style);
+    }
+    pb.enable_steady_tick(Duration::from_millis(200));
+    pb
+}
+
+/// Run one step of a benchmark under the progress bar's message `what`, advancing it after.
+pub(crate) fn step<T>(pb: &ProgressBar, what: &str, f: impl FnOnce() -> T) -> T {
+    pb.set_message(what.to_string());
+    let r = f();
+    pb.inc(1);
+    r
+}
+
+/// Print tables as text separated by blank lines, or as one JSON array.
+pub(crate) fn print_tables(tables: &[Table], json: bool) {
+    if json {
+        let all: Vec<_> = tables.iter().map(Table::to_json).collect();
+        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+    } else {
+        let text: Vec<String> = tables.iter().map(Table::render).collect();
+        print!("{}", text.join("\n"));
+    }
+}
+
+/// A child `linerate bench-peer ...` process whose stdout lines we read; killed on drop.
+pub(crate) struct PeerProcess {
+    /// The child.
+    child: Child,
+    /// Its stdout, line by line, from a reader thread.
+    lines: mpsc::Receiver<String>,
+}
+
+impl PeerProcess {
+    /// Start `linerate bench-peer <args> [--cpu N]` (pinned to side 1) with stdout piped to
+    /// us and stderr shared.
+    pub(crate) fn spawn(args: &[&str]) -> Result<PeerProcess, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find our own executable: {e}"))?;
+        let mut child = Command::new(exe)
+            .arg("bench-peer")
+            .args(args)
+            .args(child_cpu_args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the peer process: {e}"))?;
+        let out = child.stdout.take();
+        let (tx, lines) = mpsc::channel();
+        // From here on the guard kills the child on every path.
+        let guard = PeerProcess { child, lines };
+        let out = out.ok_or("the peer process has no stdout")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(guard)
+    }
+
+    /// The next line the child prints, waiting at most `timeout`.
+    pub(crate) fn next_line(&mut self, timeout: Duration) -> Result<String, String> {
+        self.lines.recv_timeout(timeout).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => format!("the peer process said nothing for {timeout:?}"),
+            mpsc::RecvTimeoutError::Disconnected => "the peer process exited early (its message is above)".to_string(),
+        })
+    }
+
+    /// The next line, parsed as JSON.
+    pub(crate) fn next_json<T: DeserializeOwned>(&mut self, timeout: Duration) -> Result<T, String> {
+        let line = self.next_line(timeout)?;
+        serde_json::from_str(&line).map_err(|e| format!("the peer process printed {line:?}: {e}"))
+    }
+
+    /// Wait (up to ten seconds) for the child to print [`READY`].
+    pub(crate) fn expect_ready(&mut self) -> Result<(), String> {
+        match self.next_line(Duration::from_secs(10))? {
+            line if line == READY => Ok(()),
+            line => Err(format!("the peer process printed {line:?} instead of {READY:?}")),
+        }
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

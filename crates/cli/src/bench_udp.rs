@@ -1,0 +1,564 @@
+//! `linerate bench udp`: UDP goodput and 64-byte round trip between two linerate processes on
+//! a shared-memory link (both busy-poll), beside the Linux kernel's UDP between two network
+//! namespaces over veth, measured in the same run; and the hidden `linerate bench-peer udp`
+//! child that serves the linerate side.
+
+use crate::bench_common::{
+    bench_cpus, check_secs, die_with_parent, msg, pin_cpu, pin_side, print_tables, progress, step, time_up, unique_name, PeerProcess, Tally, GRACE,
+    READY,
+};
+use crate::output::{fmt_si, fmt_us, Table};
+use crate::runloop::{install_stop_handler, stop_requested};
+use apps::UdpEcho;
+use indicatif::ProgressBar;
+use link::shm::ShmLink;
+use link::{Instant, LinkConfig, LinkError};
+use net::{Config, NetError, Stack, UdpHandle};
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use testbed::netns::veth_pair;
+use testbed::{netns_unavailable, Netns};
+
+/// Our address on the shared-memory link (a /24).
+const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The child's address on the shared-memory link.
+const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// The kernel client's address (namespace A) on the veth pair (a /24).
+const KERNEL_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
+/// The kernel server's address (namespace B) on the veth pair.
+const KERNEL_SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+/// IP MTU of both links.
+const MTU: usize = 1500;
+/// Port of the UDP sink that counts bytes.
+const SINK_PORT: u16 = 9;
+/// Port of the UDP echo service.
+const ECHO_PORT: u16 = 7;
+/// Port the linerate peer answers "REPORT" on with its sink's tally.
+const CONTROL_PORT: u16 = 10;
+/// Payload of a goodput datagram: the largest that fits a 1500-byte MTU.
+const DATAGRAM: usize = 1472;
+/// Payload of a round-trip datagram.
+const RTT_PAYLOAD: usize = 64;
+/// Round trips before measuring.
+const WARMUP: u64 = 1_000;
+/// Round trips measured.
+const EXCHANGES: u64 = 20_000;
+/// How long to wait for one reply before counting it lost.
+const REPLY_TIMEOUT: Duration = Duration::from_millis(100);
+/// Lost replies tolerated before the measurement is abandoned.
+const MAX_LOST: u64 = 50;
+/// How long a blocking kernel socket waits before checking whether to stop.
+const SOCKET_TICK: Duration = Duration::from_millis(20);
+
+/// Options of `linerate bench udp`.
+#[derive(clap::Args)]
+pub struct UdpArgs {
+    /// Seconds of sending for each goodput measurement.
+    #[arg(long, default_value_t = 2.0)]
+    secs: f64,
+    /// Print JSON (and no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of the hidden `linerate bench-peer udp` child.
+#[derive(clap::Args)]
+pub struct PeerArgs {
+    /// Name of the shared-memory link to open (side B).
+    #[arg(long)]
+    shm: String,
+    /// Seconds after which the peer gives up even if the link stays open.
+    #[arg(long, default_value_t = 120.0)]
+    limit_secs: f64,
+    /// CPU to pin the peer to.
+    #[arg(long)]
+    cpu: Option<usize>,
+}
+
+/// What one side of the comparison measured.
+struct Figures {
+    /// What the receiver of the goodput run counted (datagrams and payload bytes).
+    goodput: Tally,
+    /// Datagrams the sender handed over.
+    sent: u64,
+    /// Round-trip times in ns, sorted, with both sides busy-polling.
+    rtt: Vec<u64>,
+    /// Round-trip times in ns, sorted, with blocking sockets (kernel only).
+    rtt_blocking: Option<Vec<u64>>,
+}
+
+/// Run `linerate bench udp`.
+pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
+    let secs = check_secs(a.secs)?;
+    install_stop_handler();
+    bench_cpus();
+    let pb = progress(5, a.json);
+    let ours = bench_linerate(secs, &pb);
+    let skipped = netns_unavailable();
+    let kernel = if skipped.is_none() { Some(bench_kernel(secs, &pb)) } else { None };
+    pb.finish_and_clear();
+    if stop_requested() {
+        return Err("interrupted".into());
+    }
+    let ours = ours?;
+    let missing = match (&kernel, skipped) {
+        (Some(Err(e)), _) => format!("failed: {e}"),
+        (_, Some(why)) => format!("skipped: {why}"),
+        _ => String::new(),
+    };
+    let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
+    print_tables(&[table(&ours, kernel_figures)], a.json);
+    Ok(if matches!(kernel, Some(Err(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The value at percentile `p` (0..=100) of `sorted` (nearest rank), as f64 (NaN if empty).
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1] as f64
+}
+
+/// Run [`WARMUP`] then [`EXCHANGES`] round trips with `exchange(seq)` (which returns the
+/// round-trip time in ns, or None if the reply did not come); returns the measured times, sorted.
+fn rtt_samples(mut exchange: impl FnMut(u64) -> Result<Option<u64>, String>) -> Result<Vec<u64>, String> {
+    let mut samples = Vec::with_capacity(EXCHANGES as usize);
+    let mut lost = 0;
+    for seq in 0..WARMUP + EXCHANGES {
+        match exchange(seq)? {
+            Some(ns) if seq >= WARMUP => samples.push(ns),
+            Some(_) => {}
+            None => lost += 1,
+        }
+        if lost > MAX_LOST || stop_requested() {
+            return Err(format!("round trip: {lost} replies lost after {seq} requests"));
+        }
+    }
+    samples.sort_unstable();
+    Ok(samples)
+}
+
+/// A round-trip request: `seq` in the first 8 bytes, then padding to [`RTT_PAYLOAD`] bytes.
+fn request(seq: u64) -> [u8; RTT_PAYLOAD] {
+    let mut p = [0u8; RTT_PAYLOAD];
+    p[..8].copy_from_slice(&seq.to_le_bytes());
+    p
+}
+
+/// True if `reply` answers request `seq`.
+fn answers(reply: &[u8], seq: u64) -> bool {
+    reply.len() >= 8 && reply[..8] == seq.to_le_bytes()
+}
+
+// ------------------------------------------------------------------ linerate over shm
+
+/// Our side of the linerate measurement: a stack on the shared-memory link and one socket.
+struct Client {
+    /// Our stack (host 10.0.0.1) on side A of the link.
+    stack: Stack<ShmLink>,
+    /// Our socket (ephemeral port).
+    sock: UdpHandle,
+    /// Receive buffer.
+    buf: Vec<u8>,
+}
+
+/// The child's address, port `port`.
+fn peer_addr(port: u16) -> SocketAddrV4 {
+    SocketAddrV4::new(PEER_IP, port)
+}
+
+/// `ip` with a /24 prefix, as stack configurations and `ip addr` take it.
+fn cidr(ip: Ipv4Addr) -> String {
+    format!("{ip}/24")
+}
+
+/// Start the child on a fresh shared-memory link and measure round trip and goodput against it.
+fn bench_linerate(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+    let name = unique_name("bench-udp");
+    let link = ShmLink::create(&name, LinkConfig::default().mtu(MTU)).map_err(msg)?;
+    let limit = (secs + GRACE * 6).as_secs_f64().to_string();
+    let mut peer = PeerProcess::spawn(&["udp", "--shm", &name, "--limit-secs", &limit])?;
+    peer.expect_ready()?;
+    pin_side(0);
+    let mut stack = Stack::new(Config::host(&cidr(OUR_IP)).mtu(MTU), link).map_err(msg)?;
+    let sock = stack.udp_bind(0).map_err(msg)?;
+    let mut c = Client { stack, sock, buf: vec![0u8; 2048] };
+    let rtt = step(pb, "linerate: round trips", || rtt_samples(|seq| c.exchange(seq)))?;
+    let (sent, goodput) = step(pb, "linerate: goodput", || -> Result<_, String> {
+        let sent = c.blast(secs)?;
+        Ok((sent, c.report()?))
+    })?;
+    Ok(Figures { goodput, sent, rtt, rtt_blocking: None })
+}
+
+impl Client {
+    /// Poll (busy) until a datagram for which `wanted(payload, from)` holds arrives, or
+    /// `timeout` passes. Returns its length in `self.buf`.
+    fn await_datagram(&mut self, timeout: Duration, wanted: impl Fn(&[u8], SocketAddrV4) -> bool) -> Result<Option<usize>, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = Instant::now();
+            self.stack.poll(now).map_err(msg)?;
+            while let Some((n, from)) = self.stack.udp_recv_from(self.sock, &mut self.buf).map_err(msg)? {
+                if wanted(&self.buf[..n.min(self.buf.len())], from) {
+                    return Ok(Some(n));
+                }
+            }
+            if time_up(now, deadline) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Send `payload` to `dst` now, waiting out back-pressure (bounded by [`REPLY_TIMEOUT`]).
+    fn send_now(&mut self, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, String> {
+        let deadline = Instant::now() + REPLY_TIMEOUT;
+        while !self.stack.udp_send_to(self.sock, dst, payload).map_err(msg)? {
+            if time_up(Instant::now(), deadline) {
+                return Ok(false);
+            }
+            self.stack.flush().map_err(msg)?;
+        }
+        self.stack.flush().map_err(msg)?;
+        Ok(true)
+    }
+
+    /// One 64-byte request/response with the echo; the round-trip time in ns.
+    fn exchange(&mut self, seq: u64) -> Result<Option<u64>, String> {
+        let t0 = Instant::now();
+        if !self.send_now(peer_addr(ECHO_PORT), &request(seq))? {
+            return Ok(None);
+        }
+        let got = self.await_datagram(REPLY_TIMEOUT, |p, _| answers(p, seq))?;
+        Ok(got.map(|_| (Instant::now() - t0).as_nanos() as u64))
+    }
+
+    /// Send [`DATAGRAM`]-byte datagrams to the sink for `secs`, waiting out back-pressure
+    /// (flush, not poll: a poll drops what the full link refuses). Returns datagrams sent.
+    fn blast(&mut self, secs: Duration) -> Result<u64, String> {
+        let payload = vec![0x5au8; DATAGRAM];
+        let dst = peer_addr(SINK_PORT);
+        let deadline = Instant::now() + secs;
+        let mut sent = 0u64;
+        for attempt in 0u64.. {
+            if attempt.is_multiple_of(32) && time_up(Instant::now(), deadline) {
+                break;
+            }
+            if self.stack.udp_send_to(self.sock, dst, &payload).map_err(msg)? {
+                sent += 1;
+            } else {
+                self.stack.flush().map_err(msg)?;
+            }
+        }
+        // The last batch: the peer drains the ring within microseconds.
+        for _ in 0..10_000 {
+            self.stack.flush().map_err(msg)?;
+        }
+        Ok(sent)
+    }
+
+    /// Ask the peer for its sink's tally (retrying a few times).
+    fn report(&mut self) -> Result<Tally, String> {
+        for _ in 0..20 {
+            if !self.send_now(peer_addr(CONTROL_PORT), b"REPORT")? {
+                continue;
+            }
+            if let Some(n) = self.await_datagram(REPLY_TIMEOUT, |_, from| from.port() == CONTROL_PORT)? {
+                return serde_json::from_slice(&self.buf[..n]).map_err(|e| format!("bad report from the peer: {e}"));
+            }
+        }
+        Err("the peer did not answer REPORT".into())
+    }
+}
+
+/// The child's services: an echo, a counting sink and the control socket.
+struct Services {
+    /// UDP echo on [`ECHO_PORT`].
+    echo: UdpEcho,
+    /// The sink socket on [`SINK_PORT`].
+    sink: UdpHandle,
+    /// The control socket on [`CONTROL_PORT`].
+    control: UdpHandle,
+    /// What the sink counted.
+    tally: Tally,
+    /// Scratch buffer.
+    buf: Vec<u8>,
+}
+
+impl Services {
+    /// Bind the services on `stack`.
+    fn bind(stack: &mut Stack<ShmLink>) -> Result<Services, NetError> {
+        Ok(Services {
+            echo: UdpEcho::bind(stack, ECHO_PORT)?,
+            sink: stack.udp_bind(SINK_PORT)?,
+            control: stack.udp_bind(CONTROL_PORT)?,
+            tally: Tally::default(),
+            buf: vec![0u8; 2048],
+        })
+    }
+
+    /// Serve everything that arrived in the last poll (at `now`).
+    fn serve(&mut self, stack: &mut Stack<ShmLink>, now: Instant) -> Result<(), NetError> {
+        while let Some((n, _)) = stack.udp_recv_from(self.sink, &mut self.buf)? {
+            self.tally.record(now, 1, n as u64);
+        }
+        self.echo.serve(stack)?;
+        while let Some((_, from)) = stack.udp_recv_from(self.control, &mut self.buf)? {
+            let report = serde_json::to_vec(&self.tally).unwrap_or_default();
+            // If the link is full the client asks again.
+            stack.udp_send_to(self.control, from, &report)?;
+        }
+        stack.flush()
+    }
+}
+
+/// Run the hidden `bench-peer udp` child: host 10.0.0.2 on the link, busy-polling, until the
+/// parent closes the link or the time limit passes.
+pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
+    die_with_parent();
+    if let Some(cpu) = a.cpu {
+        pin_cpu(cpu);
+    }
+    let limit = check_secs(a.limit_secs)?;
+    let link = ShmLink::open(&a.shm, Duration::from_secs(5)).map_err(msg)?;
+    let mut stack = Stack::new(Config::host(&cidr(PEER_IP)).mtu(MTU), link).map_err(msg)?;
+    let mut services = Services::bind(&mut stack).map_err(msg)?;
+    println!("{READY}");
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err("bench peer: time limit reached with the link still open".into());
+        }
+        match stack.poll(now).and_then(|_| services.serve(&mut stack, now)) {
+            Err(NetError::Link(LinkError::Closed)) => return Ok(ExitCode::SUCCESS),
+            r => r.map_err(msg)?,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ Linux kernel over veth
+
+/// How a kernel socket waits for data.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Non-blocking, spinning on `WouldBlock`.
+    Spin,
+    /// Blocking (with a short timeout so loops can check whether to stop).
+    Block,
+}
+
+impl Mode {
+    /// Configure `sock` for this mode.
+    fn apply(self, sock: &UdpSocket) -> std::io::Result<()> {
+        match self {
+            Mode::Spin => sock.set_nonblocking(true),
+            Mode::Block => sock.set_read_timeout(Some(SOCKET_TICK)),
+        }
+    }
+}
+
+/// True for the errors a non-blocking or timed-out receive returns when nothing arrived.
+fn nothing_yet(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// A server thread in a namespace, bound to a port, stopped and joined by [`Server::finish`].
+struct Server<T> {
+    /// Set to ask the server to stop.
+    stop: Arc<AtomicBool>,
+    /// The server thread.
+    handle: std::thread::JoinHandle<Result<Result<T, String>, testbed::TestbedError>>,
+}
+
+impl<T: Send + 'static> Server<T> {
+    /// Bind `KERNEL_SERVER_IP:port` in `ns` in `mode`, then run `serve(socket, stop)` there.
+    fn start(
+        ns: &Netns,
+        port: u16,
+        mode: Mode,
+        serve: impl FnOnce(UdpSocket, &AtomicBool) -> Result<T, String> + Send + 'static,
+    ) -> Result<Server<T>, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready, bound) = mpsc::channel();
+        let flag = stop.clone();
+        let handle = ns.spawn(move || {
+            pin_side(1);
+            let bound = UdpSocket::bind((KERNEL_SERVER_IP, port)).and_then(|sock| mode.apply(&sock).map(|_| sock));
+            let _ = ready.send(bound.as_ref().map(|_| ()).map_err(msg));
+            serve(bound.map_err(msg)?, &flag)
+        });
+        let server = Server { stop, handle };
+        match bound.recv_timeout(Duration::from_secs(5)) {
+            Ok(Ok(())) => Ok(server),
+            Ok(Err(e)) => Err(format!("server bind: {e}")),
+            Err(_) => Err(server.finish().err().unwrap_or_else(|| "the server thread did not start".into())),
+        }
+    }
+
+    /// Ask the server to stop and collect its result.
+    fn finish(self) -> Result<T, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().map_err(|_| "the server thread panicked".to_string())?.map_err(msg)?
+    }
+}
+
+/// Serve `sock` until `stop` is set (or the grace limit passes): `on(datagram, from)` for
+/// each datagram received.
+fn serve_loop(sock: &UdpSocket, stop: &AtomicBool, mut on: impl FnMut(&[u8], std::net::SocketAddr)) -> Result<(), String> {
+    let mut buf = vec![0u8; 2048];
+    let deadline = Instant::now() + GRACE * 6;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => on(&buf[..n], from),
+            Err(e) if nothing_yet(&e) => std::hint::spin_loop(),
+            Err(e) => return Err(format!("server receive: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// The kernel sink: counts datagrams and payload bytes (blocking socket).
+fn kernel_sink(sock: UdpSocket, stop: &AtomicBool) -> Result<Tally, String> {
+    let mut tally = Tally::default();
+    serve_loop(&sock, stop, |d, _| tally.record(Instant::now(), 1, d.len() as u64))?;
+    Ok(tally)
+}
+
+/// The kernel echo: sends every datagram back.
+fn kernel_echo(sock: UdpSocket, stop: &AtomicBool) -> Result<(), String> {
+    serve_loop(&sock, stop, |d, from| {
+        let _ = sock.send_to(d, from);
+    })
+}
+
+/// A client socket in the calling thread's namespace, connected to the server's `port`.
+fn kernel_client(port: u16, mode: Mode) -> Result<UdpSocket, String> {
+    let sock = UdpSocket::bind((KERNEL_CLIENT_IP, 0)).map_err(msg)?;
+    sock.connect((KERNEL_SERVER_IP, port)).map_err(msg)?;
+    mode.apply(&sock).map_err(msg)?;
+    Ok(sock)
+}
+
+/// One request/response on a connected kernel socket; the round-trip time in ns.
+fn kernel_exchange(sock: &UdpSocket, seq: u64, buf: &mut [u8]) -> Result<Option<u64>, String> {
+    let t0 = Instant::now();
+    sock.send(&request(seq)).map_err(msg)?;
+    loop {
+        match sock.recv(buf) {
+            Ok(n) if answers(&buf[..n], seq) => return Ok(Some((Instant::now() - t0).as_nanos() as u64)),
+            Ok(_) => {}
+            Err(e) if nothing_yet(&e) => std::hint::spin_loop(),
+            Err(e) => return Err(format!("client receive: {e}")),
+        }
+        if Instant::now() - t0 > REPLY_TIMEOUT {
+            return Ok(None);
+        }
+    }
+}
+
+/// Round trips from namespace `a` to an echo in namespace `b`, both sides in `mode`.
+fn kernel_rtt(a: &Netns, b: &Netns, mode: Mode) -> Result<Vec<u64>, String> {
+    let server = Server::start(b, ECHO_PORT, mode, kernel_echo)?;
+    let rtt = a.enter(move || {
+        pin_side(0);
+        let sock = kernel_client(ECHO_PORT, mode)?;
+        let mut buf = vec![0u8; 2048];
+        rtt_samples(|seq| kernel_exchange(&sock, seq, &mut buf))
+    });
+    server.finish()?;
+    rtt.map_err(msg)?
+}
+
+/// Send [`DATAGRAM`]-byte datagrams from namespace `a` to a sink in `b` for `secs`.
+fn kernel_goodput(a: &Netns, b: &Netns, secs: Duration) -> Result<(u64, Tally), String> {
+    let server = Server::start(b, SINK_PORT, Mode::Block, kernel_sink)?;
+    let sent = a.enter(move || -> Result<u64, String> {
+        pin_side(0);
+        let sock = kernel_client(SINK_PORT, Mode::Block)?;
+        let payload = vec![0x5au8; DATAGRAM];
+        let (deadline, mut sent) = (Instant::now() + secs, 0u64);
+        while !time_up(Instant::now(), deadline) {
+            match sock.send(&payload) {
+                Ok(_) => sent += 1,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) || nothing_yet(&e) => {}
+                Err(e) => return Err(format!("client send: {e}")),
+            }
+        }
+        Ok(sent)
+    });
+    std::thread::sleep(Duration::from_millis(100)); // let the sink drain its socket
+    let got = server.finish()?;
+    Ok((sent.map_err(msg)??, got))
+}
+
+/// Two namespaces joined by veth (MTU 1500); the kernel's round trips (busy and blocking) and goodput.
+fn bench_kernel(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+    let a = Netns::create("lr-bench-ua").map_err(msg)?;
+    let b = Netns::create("lr-bench-ub").map_err(msg)?;
+    veth_pair(&a, "lrudp-a", &cidr(KERNEL_CLIENT_IP), &b, "lrudp-b", &cidr(KERNEL_SERVER_IP), MTU).map_err(msg)?;
+    let rtt = step(pb, "Linux: round trips, busy-polling", || kernel_rtt(&a, &b, Mode::Spin))?;
+    let blocking = step(pb, "Linux: round trips, blocking", || kernel_rtt(&a, &b, Mode::Block))?;
+    let (sent, goodput) = step(pb, "Linux: goodput", || kernel_goodput(&a, &b, secs))?;
+    Ok(Figures { goodput, sent, rtt, rtt_blocking: Some(blocking) })
+}
+
+// ------------------------------------------------------------------ the table
+
+/// One table row: metric, our figure, the kernel's figure (or why there is none) and their
+/// ratio (ours / kernel's).
+fn row(t: &mut Table, metric: &str, ours: f64, kernel: Result<f64, &str>, fmt: impl Fn(f64) -> String) {
+    let (k, ratio) = match kernel {
+        Ok(k) => (fmt(k), format!("{:.2}", ours / k)),
+        Err(why) => (why.to_string(), "-".into()),
+    };
+    t.row(vec![metric.into(), fmt(ours), k, ratio]);
+}
+
+/// The comparison table.
+fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+    let mut t = Table::new(
+        "UDP: linerate, two processes on the shared-memory link, both busy-polling, \
+         MTU 1500, vs Linux kernel UDP between two namespaces over veth (MTU 1500); the two sides pinned to two CPUs",
+        &["metric", "linerate (shm)", "Linux (veth)", "ratio"],
+    );
+    let gbps = |f: &Figures| f.goodput.per_sec(f.goodput.bytes as f64 * 8.0);
+    let delivered = |f: &Figures| 100.0 * f.goodput.frames as f64 / f.sent.max(1) as f64;
+    row(&mut t, "goodput, 1472 B datagrams, at receiver", gbps(ours), kernel.map(gbps), |v| fmt_si(v, "bit/s"));
+    row(&mut t, "datagrams delivered", delivered(ours), kernel.map(delivered), |v| format!("{v:.1}%"));
+    let pct = |v: &[u64], p| percentile(v, p);
+    for (name, p) in [("median", 50.0), ("p99", 99.0)] {
+        let metric = format!("64 B round trip {name}, Linux busy-polling");
+        row(&mut t, &metric, pct(&ours.rtt, p), kernel.map(|k| pct(&k.rtt, p)), fmt_us);
+    }
+    for (name, p) in [("median", 50.0), ("p99", 99.0)] {
+        let metric = format!("64 B round trip {name}, Linux blocking");
+        let k = kernel.and_then(|k| k.rtt_blocking.as_deref().ok_or("-")).map(|v| pct(v, p));
+        row(&mut t, &metric, pct(&ours.rtt, p), k, fmt_us);
+    }
+    t.row(goal_row(ours, kernel));
+    t
+}
+
+/// The goal line: our median round trip at most 0.1 of the kernel's.
+fn goal_row(ours: &Figures, kernel: Result<&Figures, &str>) -> Vec<String> {
+    let ours_med = percentile(&ours.rtt, 50.0);
+    let verdict = |k: f64| {
+        let r = ours_med / k;
+        format!("{r:.2} ({})", if r <= 0.1 { "met" } else { "MISSED" })
+    };
+    let cell = match kernel {
+        Ok(k) => {
+            let busy = verdict(percentile(&k.rtt, 50.0));
+            let block = k.rtt_blocking.as_deref().map(|v| verdict(percentile(v, 50.0))).unwrap_or_default();
+            format!("vs busy-polling {busy}; vs blocking {block}")
+        }
+        Err(_) => "-".into(),
+    };
+    vec!["goal: median round trip ≤ 0.1 × the kernel's".into(), String::new(), String::new(), cell]
+}
