@@ -43,6 +43,8 @@ pub struct Config {
     pub ephemeral_first: u16,
     /// Verify UDP checksums on receive.
     pub verify_udp_checksum: bool,
+    /// TCP settings.
+    pub tcp: crate::tcp::TcpConfig,
 }
 
 impl Config {
@@ -84,6 +86,7 @@ impl Config {
             icmp_error_rate: 1000,
             ephemeral_first: 49152,
             verify_udp_checksum: true,
+            tcp: crate::tcp::TcpConfig::default(),
         })
     }
 
@@ -102,6 +105,18 @@ impl Config {
     /// Set the IP MTU.
     pub fn mtu(mut self, mtu: usize) -> Self {
         self.mtu = mtu;
+        self
+    }
+
+    /// Set the TCP MSS we announce.
+    pub fn mss(mut self, mss: u16) -> Self {
+        self.tcp.mss = mss;
+        self
+    }
+
+    /// Set our TCP window-scale shift (`None` disables the option).
+    pub fn window_scale(mut self, shift: Option<u8>) -> Self {
+        self.tcp.window_scale = shift;
         self
     }
 

@@ -61,6 +61,36 @@ define_counters! {
     raw_rx_frames,
     /// Raw Ethernet frames sent.
     raw_tx_frames,
+    /// TCP segments received (checksum and header valid).
+    tcp_rx_segments,
+    /// TCP segments sent.
+    tcp_tx_segments,
+    /// TCP segments retransmitted by fast retransmit or SACK recovery.
+    tcp_retransmits,
+    /// Fast-retransmit / recovery episodes.
+    tcp_fast_retransmits,
+    /// Retransmission timeouts.
+    tcp_rto_fired,
+    /// Connections given up after too many retransmissions.
+    tcp_timeouts_fatal,
+    /// Zero-window probes sent.
+    tcp_window_probes,
+    /// Resets sent.
+    tcp_resets_sent,
+    /// Resets accepted.
+    tcp_resets_received,
+    /// Challenge ACKs sent (RFC 5961).
+    tcp_challenge_acks,
+    /// SYNs accepted by a listener.
+    tcp_passive_opens,
+    /// Passive connections established.
+    tcp_established_passive,
+    /// Active connections established.
+    tcp_active_opens,
+    /// Duplicate ACKs received.
+    tcp_dup_acks,
+    /// Out-of-order segments stored for reassembly.
+    tcp_out_of_order,
     /// Frame shorter than an Ethernet header or with an incomplete VLAN tag.
     drop_eth_truncated,
     /// Frame addressed to another MAC address.
@@ -97,8 +127,44 @@ define_counters! {
     drop_ipv4_bad_src,
     /// IPv4 protocol nobody handles (answered with ICMP protocol unreachable).
     drop_ipv4_unknown_protocol,
-    /// TCP segment: no TCP engine in this stack yet.
-    drop_tcp_no_engine,
+    /// TCP segment shorter than its header, bad data offset, zero port, or to a broadcast address.
+    drop_tcp_malformed,
+    /// TCP checksum wrong.
+    drop_tcp_bad_checksum,
+    /// TCP options malformed.
+    drop_tcp_bad_options,
+    /// TCP segment for no connection and no listener (answered with RST unless it was one).
+    drop_tcp_no_session,
+    /// SYN dropped: the listener's backlog (half-open plus unaccepted) is full.
+    drop_tcp_backlog_full,
+    /// SYN dropped: the session table is full.
+    drop_tcp_table_full,
+    /// ACK not matching what we sent in SYN-SENT or SYN-RECEIVED.
+    drop_tcp_bad_ack,
+    /// RST without acceptable ACK in SYN-SENT.
+    drop_tcp_rst_ignored,
+    /// Segment without ACK in a synchronized state.
+    drop_tcp_no_ack,
+    /// Segment failing PAWS (old timestamp).
+    drop_tcp_paws,
+    /// Segment outside the receive window (answered with an ACK).
+    drop_tcp_out_of_window,
+    /// Retransmitted SYN in SYN-RECEIVED (the SYN-ACK is repeated).
+    drop_tcp_duplicate_syn,
+    /// SYN on a synchronized connection (RFC 5961 challenge ACK).
+    drop_tcp_syn_challenged,
+    /// RST in the window but not at the expected sequence (RFC 5961 challenge ACK).
+    drop_tcp_rst_challenged,
+    /// ACK for data never sent.
+    drop_tcp_ack_unsent,
+    /// ACK older than the largest window (RFC 5961 challenge ACK).
+    drop_tcp_ack_too_old,
+    /// Data after the peer's FIN or after we stopped receiving.
+    drop_tcp_data_after_fin,
+    /// Data beyond the receive buffer.
+    drop_tcp_rx_buffer_full,
+    /// Out-of-order data needing more reassembly ranges than kept.
+    drop_tcp_ooo_full,
     /// ICMP message truncated.
     drop_icmp_truncated,
     /// ICMP checksum wrong.
@@ -128,6 +194,8 @@ define_counters! {
     drop_arp_pending_full,
     /// Outgoing frame dropped because the link's transmit queue stayed full.
     drop_tx_link_full,
+    /// Challenge ACK not sent because of its rate limit.
+    drop_tcp_challenge_limited,
     /// Link receive error.
     drop_link_rx_error,
 }

@@ -32,6 +32,15 @@ pub enum NetError {
     /// The EtherType is already bound or reserved by the stack.
     #[error("EtherType 0x{0:04x} is reserved or already bound")]
     EtherTypeInUse(u16),
+    /// A table (sessions) is full.
+    #[error("the session table is full")]
+    TableFull,
+    /// The connection is not in a state that allows this.
+    #[error("the connection is not open for this operation")]
+    NotConnected,
+    /// The connection ended abnormally.
+    #[error(transparent)]
+    Tcp(#[from] crate::tcp::TcpError),
     /// The link failed.
     #[error(transparent)]
     Link(#[from] link::LinkError),

@@ -4,6 +4,7 @@
 use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
 use crate::ping::PingClient;
+use crate::tcp::engine::TcpEngine;
 use crate::raw::RawTable;
 use crate::udp::{SocketAddrV4Meta, UdpTable};
 use crate::{Config, NetError};
@@ -53,6 +54,7 @@ pub(crate) struct Core {
     pub udp: UdpTable,
     pub raw: RawTable,
     pub ping: PingClient,
+    pub tcp: TcpEngine,
     rx_drops: u64,
     icmp_limit: RateLimit,
 }
@@ -65,6 +67,7 @@ impl Core {
             udp: UdpTable::new(cfg.ephemeral_first, cfg.socket_rx_queue, max_udp),
             raw: RawTable::new(cfg.socket_rx_queue, cfg.mtu),
             ping: PingClient::new((seed ^ (seed >> 16)) as u16 | 1),
+            tcp: TcpEngine::new(cfg.tcp.clone(), cfg.ip, cfg.mtu, cfg.ephemeral_first),
             rx_drops: 0,
             icmp_limit: RateLimit { per_sec: cfg.icmp_error_rate, tokens: cfg.icmp_error_rate, refilled: Instant::ZERO },
             eg: Egress::new(cfg),
@@ -188,7 +191,11 @@ impl Core {
         match ip.protocol() {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
-            protocol::TCP => self.drop(Counter::drop_tcp_no_engine),
+            protocol::TCP if broadcast => self.drop(Counter::drop_tcp_malformed),
+            protocol::TCP => match self.tcp.on_segment(&mut self.eg, link, src, dst, l4)? {
+                Ok(()) => Ok(()),
+                Err(reason) => self.drop(reason),
+            },
             _ => {
                 self.drop(Counter::drop_ipv4_unknown_protocol)?;
                 if !broadcast {

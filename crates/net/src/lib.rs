@@ -31,6 +31,8 @@ pub mod ping;
 pub mod queue;
 pub mod raw;
 pub mod stack;
+mod stack_tcp;
+pub mod tcp;
 pub mod udp;
 
 pub use config::Config;
@@ -40,4 +42,5 @@ pub use link::Instant;
 pub use ping::PingReply;
 pub use raw::RawHandle;
 pub use stack::Stack;
+pub use tcp::{CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState};
 pub use udp::UdpHandle;

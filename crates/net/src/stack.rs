@@ -15,9 +15,9 @@ use wire::{IcmpMessage, IcmpRepr, MacAddr};
 /// receives and processes one batch of frames, runs due timers and flushes what was sent.
 /// Time is injected, so the same stack runs on virtual or real time.
 pub struct Stack<L: Link> {
-    link: L,
+    pub(crate) link: L,
     rx: FrameBatch,
-    core: Core,
+    pub(crate) core: Core,
     started: bool,
 }
 
@@ -88,6 +88,7 @@ impl<L: Link> Stack<L> {
             self.core.handle_frame(&mut self.link, self.rx.get(i))?;
         }
         self.core.eg.on_timers(&mut self.link)?;
+        self.core.tcp.on_timers(&mut self.core.eg, &mut self.link, now)?;
         self.core.eg.flush(&mut self.link)?;
         Ok(n)
     }
@@ -99,7 +100,10 @@ impl<L: Link> Stack<L> {
 
     /// Earliest instant a timer needs a poll, if any is armed.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.eg.next_deadline()
+        match (self.core.eg.next_deadline(), self.core.tcp.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Send what is queued now instead of at the end of the next poll.

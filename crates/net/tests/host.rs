@@ -236,7 +236,7 @@ fn malformed_frames_are_counted_by_reason_and_accounted() {
         (fragment, Counter::drop_ipv4_fragment),
         (stranger_arp, Counter::drop_arp_not_for_us),
         (eth(me, ethertype::ARP, &[0u8; 10]), Counter::drop_arp_truncated),
-        (ipv4(me, 6, &[0u8; 20]), Counter::drop_tcp_no_engine),
+        (ipv4(me, 6, &[0u8; 20]), Counter::drop_tcp_malformed),
     ];
     for (frame, reason) in cases {
         let before = b.host.counters().get(reason);

@@ -1,0 +1,283 @@
+//! The TCP application interface of a [`Stack`] (seeds 000 and 003): listen/accept, connect
+//! with a completion result, send with back-pressure and a transfer-based send, receive by
+//! copy or zero-copy borrow, shutdown, close, abort, and per-connection statistics.
+
+use crate::tcp::seq::dist;
+use crate::tcp::timer::TimerKind;
+use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState};
+use crate::{NetError, Stack};
+use link::Link;
+use std::net::SocketAddrV4;
+
+impl<L: Link> Stack<L> {
+    /// Listen on `port`; up to `backlog` connections may wait (half-open or unaccepted).
+    pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, NetError> {
+        self.core.tcp.listen(port, backlog)
+    }
+
+    /// Stop listening; connections not yet accepted are reset.
+    pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), NetError> {
+        let orphans = self.core.tcp.unlisten(l)?;
+        for sid in orphans {
+            self.core.tcp.send_abort_reset(&mut self.core.eg, &mut self.link, sid)?;
+            self.core.tcp.abort(sid);
+        }
+        Ok(())
+    }
+
+    /// The next established connection waiting on `l`.
+    pub fn tcp_accept(&mut self, l: TcpListener) -> Option<TcpHandle> {
+        let tcp = &mut self.core.tcp;
+        let sid = tcp.listeners.get_mut(&l.0)?.ready.pop_front()?;
+        tcp.state[sid as usize].listener = None;
+        Some(tcp.handle(sid))
+    }
+
+    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now. Watch
+    /// [`Stack::tcp_connect_result`] for completion.
+    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<TcpHandle, NetError> {
+        let port = self.core.tcp.ephemeral_port(remote)?;
+        self.tcp_connect_from(port, remote)
+    }
+
+    /// Open a connection to `remote` from local port `local_port`.
+    pub fn tcp_connect_from(&mut self, local_port: u16, remote: SocketAddrV4) -> Result<TcpHandle, NetError> {
+        if remote.ip().is_broadcast() || remote.ip().is_multicast() || remote.port() == 0 {
+            return Err(NetError::NoRoute(*remote.ip()));
+        }
+        let now = self.core.eg.now;
+        let sid = self.core.tcp.connect(remote, local_port, now)?;
+        self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)?;
+        Ok(self.core.tcp.handle(sid))
+    }
+
+    /// `None` while connecting; then `Ok(())` once established or `Err` if it failed.
+    pub fn tcp_connect_result(&self, h: TcpHandle) -> Result<Option<Result<(), TcpError>>, NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let s = &self.core.tcp.state[sid as usize];
+        Ok(match (s.state, s.error) {
+            (_, Some(e)) => Some(Err(e)),
+            (TcpState::SynSent | TcpState::SynReceived, None) => None,
+            _ => Some(Ok(())),
+        })
+    }
+
+    /// The connection's state.
+    pub fn tcp_state(&self, h: TcpHandle) -> Result<TcpState, NetError> {
+        Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].state)
+    }
+
+    /// Why the connection ended, if it ended abnormally.
+    pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, NetError> {
+        Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].error)
+    }
+
+    fn sendable(&self, sid: u32) -> Result<(), NetError> {
+        let s = &self.core.tcp.state[sid as usize];
+        if let Some(e) = s.error {
+            return Err(NetError::Tcp(e));
+        }
+        if !s.state.can_send() || self.core.tcp.tx[sid as usize].fin_queued {
+            return Err(NetError::NotConnected);
+        }
+        Ok(())
+    }
+
+    /// Queue as much of `data` as the send buffer takes; returns the bytes accepted (0 when
+    /// the buffer is full: back-pressure).
+    pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        self.sendable(sid)?;
+        let b = &mut self.core.tcp.bufs[sid as usize];
+        if !b.transfers.is_empty() {
+            b.drain_transfers();
+            if !b.transfers.is_empty() {
+                return Ok(0);
+            }
+        }
+        let n = b.tx.enqueue(data);
+        if n > 0 {
+            self.kick(sid)?;
+        }
+        Ok(n)
+    }
+
+    /// Hand over a whole buffer (the transfer-based API of seeds 000/003): the stack segments
+    /// it to MSS and sends it as the windows allow; nothing more to do for the caller.
+    pub fn tcp_send_transfer(&mut self, h: TcpHandle, data: Vec<u8>) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        self.sendable(sid)?;
+        if !data.is_empty() {
+            self.core.tcp.bufs[sid as usize].transfers.push_back((data, 0));
+            self.kick(sid)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes queued for sending and not yet acknowledged (send ring plus transfers).
+    pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, NetError> {
+        let b = &self.core.tcp.bufs[self.core.tcp.sid(h)? as usize];
+        Ok(b.tx.len() + b.transfer_backlog())
+    }
+
+    /// Free space in the send buffer.
+    pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, NetError> {
+        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].tx.free())
+    }
+
+    fn kick(&mut self, sid: u32) -> Result<(), NetError> {
+        let now = self.core.eg.now;
+        self.core.tcp.output(&mut self.core.eg, &mut self.link, sid, now)
+    }
+
+    /// Copy received in-order data into `buf`.
+    pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let n = self.core.tcp.bufs[sid as usize].rx.copy_out(0, buf);
+        if n > 0 {
+            self.tcp_recv_consume(h, n)?;
+            return Ok(Recv::Data(n));
+        }
+        self.recv_idle(sid)
+    }
+
+    fn recv_idle(&self, sid: u32) -> Result<Recv, NetError> {
+        let s = &self.core.tcp.state[sid as usize];
+        if self.core.tcp.rx[sid as usize].fin_received {
+            return Ok(Recv::Eof);
+        }
+        match s.error {
+            Some(e) => Err(NetError::Tcp(e)),
+            None if s.state == TcpState::Closed => Ok(Recv::Eof),
+            None => Ok(Recv::WouldBlock),
+        }
+    }
+
+    /// Borrow the next contiguous run of received in-order data without copying; release it
+    /// with [`Stack::tcp_recv_consume`].
+    pub fn tcp_recv_borrow(&self, h: TcpHandle) -> Result<&[u8], NetError> {
+        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.contiguous())
+    }
+
+    /// Bytes of in-order data ready to read.
+    pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, NetError> {
+        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.len())
+    }
+
+    /// True once the peer's FIN arrived and every byte before it was read.
+    pub fn tcp_at_eof(&self, h: TcpHandle) -> Result<bool, NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        Ok(self.core.tcp.bufs[sid as usize].rx.is_empty() && self.recv_idle(sid)? == Recv::Eof)
+    }
+
+    /// Release `n` bytes of received data; sends a window update at once if the window opened
+    /// noticeably (a delayed ACK never holds back a window update).
+    pub fn tcp_recv_consume(&mut self, h: TcpHandle, n: usize) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let tcp = &mut self.core.tcp;
+        tcp.bufs[sid as usize].rx.consume(n);
+        let free = tcp.bufs[sid as usize].rx.free() as u32;
+        let rx = &mut tcp.rx[sid as usize];
+        let advertised = dist(rx.rcv_nxt, rx.rcv_adv);
+        let mss = tcp.tx[sid as usize].mss as u32;
+        let cap = tcp.bufs[sid as usize].rx.capacity() as u32;
+        if free >= advertised + (2 * mss).min(cap / 2) && tcp.state[sid as usize].state.can_receive() {
+            rx.ack_now = true;
+            self.kick(sid)?;
+        }
+        Ok(())
+    }
+
+    /// Close our direction: a FIN follows the queued data. Receiving continues.
+    pub fn tcp_shutdown(&mut self, h: TcpHandle) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let now = self.core.eg.now;
+        let tcp = &mut self.core.tcp;
+        let next = match tcp.state[sid as usize].state {
+            TcpState::SynSent => {
+                tcp.finish(sid, None);
+                return Ok(());
+            }
+            TcpState::SynReceived | TcpState::Established => TcpState::FinWait1,
+            TcpState::CloseWait => TcpState::LastAck,
+            _ => return Ok(()),
+        };
+        tcp.state[sid as usize].state = next;
+        tcp.tx[sid as usize].fin_queued = true;
+        tcp.output(&mut self.core.eg, &mut self.link, sid, now)
+    }
+
+    /// Close the connection and give up the handle: queued data and a FIN still go out, and
+    /// the stack finishes the close (TIME-WAIT included) on its own.
+    pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let now = self.core.eg.now;
+        if self.core.tcp.state[sid as usize].state == TcpState::Closed {
+            self.core.tcp.state[sid as usize].released = true;
+            self.core.tcp.free_session(sid);
+            return Ok(());
+        }
+        self.tcp_shutdown(h)?;
+        let tcp = &mut self.core.tcp;
+        if !tcp.state[sid as usize].in_use {
+            return Ok(());
+        }
+        tcp.state[sid as usize].released = true;
+        if tcp.state[sid as usize].state == TcpState::FinWait2 {
+            tcp.timers.arm(sid, TimerKind::Linger, now + tcp.cfg.time_wait);
+        }
+        Ok(())
+    }
+
+    /// Abort: send RST and drop everything.
+    pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        self.core.tcp.send_abort_reset(&mut self.core.eg, &mut self.link, sid)?;
+        self.core.tcp.abort(sid);
+        Ok(())
+    }
+
+    /// Statistics of a connection.
+    pub fn tcp_stats(&self, h: TcpHandle) -> Result<TcpConnStats, NetError> {
+        let tcp = &self.core.tcp;
+        let sid = tcp.sid(h)? as usize;
+        let (tx, rx) = (&tcp.tx[sid], &tcp.rx[sid]);
+        Ok(TcpConnStats {
+            state: tcp.state[sid].state,
+            cwnd: tx.cc.cwnd,
+            ssthresh: tx.cc.ssthresh,
+            srtt: tx.rtt.srtt(),
+            rttvar: tx.rtt.rttvar(),
+            rto: tx.rtt.rto(),
+            retransmits: tx.retransmits,
+            timeouts: tx.timeouts,
+            fast_recoveries: tx.fast_recoveries,
+            bytes_acked: tx.bytes_acked,
+            bytes_received: rx.bytes_received,
+            mss: tx.mss,
+            snd_wnd: tx.snd_wnd,
+            rcv_wnd: dist(rx.rcv_nxt, rx.rcv_adv),
+            wscale: rx.ws_ok.then_some((rx.rcv_shift, tx.snd_shift)),
+            sack: rx.sack_ok,
+            timestamps: rx.ts_ok,
+            cc: tx.cc.algo,
+        })
+    }
+
+    /// Choose the congestion control of a connection.
+    pub fn tcp_set_cc(&mut self, h: TcpHandle, algo: crate::tcp::CcAlgorithm) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        self.core.tcp.tx[sid as usize].cc.algo = algo;
+        Ok(())
+    }
+
+    /// Sessions in use (all states).
+    pub fn tcp_sessions(&self) -> usize {
+        self.core.tcp.sessions()
+    }
+
+    /// Table memory per session slot in bytes (buffers not included).
+    pub fn tcp_table_bytes_per_session(&self) -> usize {
+        self.core.tcp.table_bytes_per_session()
+    }
+}

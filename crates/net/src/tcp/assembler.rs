@@ -1,0 +1,147 @@
+//! Out-of-order reassembly bookkeeping: which byte ranges beyond the next expected byte have
+//! arrived (the data itself sits in the receive ring), and the SACK blocks that describe them.
+
+/// Most separate out-of-order ranges kept; segments that would need more are dropped.
+pub const MAX_RANGES: usize = 32;
+
+/// Received ranges as offsets from the next expected byte, sorted and disjoint.
+#[derive(Debug, Default, Clone)]
+pub struct Assembler {
+    ranges: Vec<(u32, u32)>,
+    /// Index of the range touched last (reported first in SACK, RFC 2018).
+    recent: Option<usize>,
+}
+
+impl Assembler {
+    /// An empty assembler.
+    pub fn new() -> Self {
+        Assembler { ranges: Vec::with_capacity(MAX_RANGES), recent: None }
+    }
+
+    /// True if no out-of-order data is held.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Record `[start, end)`; returns false if it needs a new range and none is left.
+    pub fn add(&mut self, start: u32, end: u32) -> bool {
+        if start >= end {
+            return true;
+        }
+        let mut i = 0;
+        while i < self.ranges.len() && self.ranges[i].1 < start {
+            i += 1;
+        }
+        let mut j = i;
+        while j < self.ranges.len() && self.ranges[j].0 <= end {
+            j += 1;
+        }
+        if i == j {
+            if self.ranges.len() >= MAX_RANGES {
+                return false;
+            }
+            self.ranges.insert(i, (start, end));
+        } else {
+            let s = start.min(self.ranges[i].0);
+            let e = end.max(self.ranges[j - 1].1);
+            self.ranges.drain(i + 1..j);
+            self.ranges[i] = (s, e);
+        }
+        self.recent = Some(i);
+        true
+    }
+
+    /// If data now starts at offset 0, remove that range and return its length.
+    pub fn take_front(&mut self) -> u32 {
+        match self.ranges.first() {
+            Some(&(0, end)) => {
+                self.ranges.remove(0);
+                self.recent = None;
+                self.shift(end);
+                end
+            }
+            _ => 0,
+        }
+    }
+
+    /// The expected byte moved forward by `n`: rebase all ranges.
+    pub fn shift(&mut self, n: u32) {
+        self.ranges.retain_mut(|r| {
+            r.0 = r.0.saturating_sub(n);
+            r.1 = r.1.saturating_sub(n);
+            r.1 > r.0
+        });
+        if self.recent.is_some_and(|i| i >= self.ranges.len()) {
+            self.recent = None;
+        }
+    }
+
+    /// Up to `max` SACK blocks as absolute sequence numbers, most recent first.
+    pub fn sack_blocks(&self, rcv_nxt: u32, max: usize) -> [Option<(u32, u32)>; 4] {
+        let mut out = [None; 4];
+        let mut n = 0;
+        let abs = |r: &(u32, u32)| (rcv_nxt.wrapping_add(r.0), rcv_nxt.wrapping_add(r.1));
+        if let Some(i) = self.recent {
+            out[0] = Some(abs(&self.ranges[i]));
+            n = 1;
+        }
+        for (k, r) in self.ranges.iter().enumerate().rev() {
+            if n >= max.min(4) {
+                break;
+            }
+            if Some(k) != self.recent {
+                out[n] = Some(abs(r));
+                n += 1;
+            }
+        }
+        out
+    }
+
+    /// Highest offset held (0 if none).
+    pub fn end(&self) -> u32 {
+        self.ranges.last().map(|r| r.1).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_and_releases_in_order() {
+        let mut a = Assembler::new();
+        assert!(a.add(10, 20));
+        assert!(a.add(30, 40));
+        assert!(a.add(20, 30));
+        assert_eq!(a.ranges, vec![(10, 40)]);
+        assert_eq!(a.take_front(), 0);
+        assert!(a.add(0, 10));
+        assert_eq!(a.take_front(), 40);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn sack_blocks_put_the_latest_first() {
+        let mut a = Assembler::new();
+        a.add(10, 20);
+        a.add(30, 40);
+        a.add(50, 60);
+        a.add(32, 35);
+        let b = a.sack_blocks(1000, 3);
+        assert_eq!(b[0], Some((1030, 1040)));
+        assert_eq!(b[1], Some((1050, 1060)));
+        assert_eq!(b[2], Some((1010, 1020)));
+        a.shift(15);
+        assert_eq!(a.ranges, vec![(0, 5), (15, 25), (35, 45)]);
+    }
+
+    #[test]
+    fn range_limit_is_reported() {
+        let mut a = Assembler::new();
+        for i in 0..MAX_RANGES as u32 {
+            assert!(a.add(i * 10 + 1, i * 10 + 2));
+        }
+        assert!(!a.add(1000, 1001));
+        assert!(a.add(1, 2), "an existing range can still grow");
+    }
+}

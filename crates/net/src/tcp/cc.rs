@@ -1,0 +1,177 @@
+//! Congestion control: NewReno (RFC 5681, 6582) and CUBIC (RFC 9438), selectable per
+//! connection. Windows are in bytes.
+
+use link::Instant;
+use std::time::Duration;
+
+/// Which algorithm a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CcAlgorithm {
+    /// Slow start and additive increase, halving on loss.
+    #[default]
+    NewReno,
+    /// CUBIC window growth, multiplicative decrease by 0.7.
+    Cubic,
+}
+
+const CUBIC_C: f64 = 0.4;
+const CUBIC_BETA: f64 = 0.7;
+
+/// Congestion state of one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Congestion {
+    /// The algorithm.
+    pub algo: CcAlgorithm,
+    /// Congestion window.
+    pub cwnd: u32,
+    /// Slow-start threshold.
+    pub ssthresh: u32,
+    mss: u32,
+    /// CUBIC: window before the last reduction, in segments.
+    w_max: f64,
+    /// CUBIC: start of the current congestion-avoidance epoch.
+    epoch: Option<Instant>,
+    /// CUBIC: time to regain `w_max`, seconds.
+    k: f64,
+    /// CUBIC: the Reno-friendly window estimate, in segments.
+    w_est: f64,
+    /// Bytes acknowledged but not yet turned into window growth (Reno byte counting).
+    acked_carry: u32,
+}
+
+impl Congestion {
+    /// Initial state: IW = min(10 * MSS, max(2 * MSS, 14600)) (RFC 6928), ssthresh unbounded.
+    pub fn new(algo: CcAlgorithm, mss: u32) -> Self {
+        let iw = (10 * mss).min((2 * mss).max(14_600));
+        Congestion {
+            algo,
+            cwnd: iw,
+            ssthresh: u32::MAX,
+            mss,
+            w_max: 0.0,
+            epoch: None,
+            k: 0.0,
+            w_est: 0.0,
+            acked_carry: 0,
+        }
+    }
+
+    /// Change the segment size (after MSS negotiation), keeping the window in segments.
+    pub fn set_mss(&mut self, mss: u32) {
+        let segs = (self.cwnd / self.mss.max(1)).max(1);
+        self.mss = mss.max(1);
+        self.cwnd = segs * self.mss;
+    }
+
+    /// True in slow start.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// New data acknowledged: grow the window.
+    pub fn on_ack(&mut self, acked: u32, now: Instant, srtt: Option<Duration>) {
+        if self.in_slow_start() {
+            self.cwnd = self.cwnd.saturating_add(acked.min(2 * self.mss));
+            return;
+        }
+        match self.algo {
+            CcAlgorithm::NewReno => self.reno_avoidance(acked),
+            CcAlgorithm::Cubic => self.cubic_avoidance(acked, now, srtt),
+        }
+    }
+
+    fn reno_avoidance(&mut self, acked: u32) {
+        self.acked_carry = self.acked_carry.saturating_add(acked);
+        if self.acked_carry >= self.cwnd {
+            self.acked_carry -= self.cwnd;
+            self.cwnd = self.cwnd.saturating_add(self.mss);
+        }
+    }
+
+    fn cubic_avoidance(&mut self, acked: u32, now: Instant, srtt: Option<Duration>) {
+        let mss = self.mss as f64;
+        let cwnd_segs = self.cwnd as f64 / mss;
+        let epoch = *self.epoch.get_or_insert_with(|| {
+            if self.w_max < cwnd_segs {
+                self.w_max = cwnd_segs;
+            }
+            self.k = ((self.w_max - cwnd_segs) / CUBIC_C).max(0.0).cbrt();
+            self.w_est = cwnd_segs;
+            now
+        });
+        let rtt = srtt.unwrap_or(Duration::from_millis(100)).as_secs_f64();
+        let t = (now - epoch).as_secs_f64() + rtt;
+        let target = CUBIC_C * (t - self.k).powi(3) + self.w_max;
+        self.w_est += 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA) * (acked as f64 / mss) / cwnd_segs;
+        let goal = target.max(self.w_est).min(cwnd_segs * 1.5);
+        if goal > cwnd_segs {
+            let inc = (goal - cwnd_segs) / cwnd_segs * (acked as f64 / mss);
+            self.cwnd = (self.cwnd as f64 + inc * mss).min(u32::MAX as f64) as u32;
+        }
+    }
+
+    /// Loss detected by duplicate ACKs or SACK: multiplicative decrease. `flight` is the data
+    /// outstanding when the loss was detected.
+    pub fn on_loss(&mut self, flight: u32) {
+        let beta = match self.algo {
+            CcAlgorithm::NewReno => 0.5,
+            CcAlgorithm::Cubic => CUBIC_BETA,
+        };
+        if self.algo == CcAlgorithm::Cubic {
+            let segs = self.cwnd as f64 / self.mss as f64;
+            // Fast convergence (RFC 9438 4.7).
+            self.w_max = if segs < self.w_max { segs * (1.0 + CUBIC_BETA) / 2.0 } else { segs };
+            self.epoch = None;
+        }
+        let base = match self.algo {
+            CcAlgorithm::NewReno => flight,
+            CcAlgorithm::Cubic => self.cwnd,
+        };
+        self.ssthresh = ((base as f64 * beta) as u32).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.acked_carry = 0;
+    }
+
+    /// Retransmission timeout: back to one segment (RFC 5681 3.1).
+    pub fn on_timeout(&mut self, flight: u32) {
+        self.on_loss(flight);
+        self.cwnd = self.mss;
+        self.epoch = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reno_slow_start_then_linear_then_halving() {
+        let mut c = Congestion::new(CcAlgorithm::NewReno, 1000);
+        assert_eq!(c.cwnd, 10_000);
+        c.on_ack(1000, Instant::ZERO, None);
+        assert_eq!(c.cwnd, 11_000);
+        c.on_loss(20_000);
+        assert_eq!((c.cwnd, c.ssthresh), (10_000, 10_000));
+        for _ in 0..10 {
+            c.on_ack(1000, Instant::ZERO, None);
+        }
+        assert_eq!(c.cwnd, 11_000, "one MSS per window of ACKs");
+        c.on_timeout(11_000);
+        assert_eq!((c.cwnd, c.ssthresh), (1000, 5500));
+    }
+
+    #[test]
+    fn cubic_reduces_by_beta_and_regrows_towards_w_max() {
+        let mut c = Congestion::new(CcAlgorithm::Cubic, 1000);
+        c.ssthresh = 10_000;
+        c.cwnd = 100_000;
+        c.on_loss(100_000);
+        assert_eq!(c.cwnd, 70_000);
+        let mut now = Instant::ZERO;
+        for _ in 0..2000 {
+            now = now + Duration::from_millis(1);
+            c.on_ack(1000, now, Some(Duration::from_millis(10)));
+        }
+        assert!(c.cwnd > 90_000, "{}", c.cwnd);
+    }
+}

@@ -1,0 +1,76 @@
+//! TCP configuration: a plain struct with defaults.
+
+use super::cc::CcAlgorithm;
+use std::time::Duration;
+
+/// How the TCP engine behaves; part of [`crate::Config`].
+#[derive(Debug, Clone)]
+pub struct TcpConfig {
+    /// Sessions one stack can hold (preallocated tables).
+    pub max_sessions: usize,
+    /// MSS we announce (clamped to the MTU minus 40).
+    pub mss: u16,
+    /// Our window-scale shift (RFC 7323), 0..=14; `None` disables the option.
+    pub window_scale: Option<u8>,
+    /// Offer and use SACK (RFC 2018, 6675).
+    pub sack: bool,
+    /// Offer and use timestamps (RFC 7323).
+    pub timestamps: bool,
+    /// Per-connection send buffer, bytes.
+    pub tx_buffer: usize,
+    /// Per-connection receive buffer, bytes.
+    pub rx_buffer: usize,
+    /// Congestion control for new connections.
+    pub cc: CcAlgorithm,
+    /// Nagle's algorithm (off by default).
+    pub nagle: bool,
+    /// Longest an ACK of in-order data is delayed; 0 acknowledges every segment.
+    pub delayed_ack: Duration,
+    /// Lower bound of the RTO.
+    pub min_rto: Duration,
+    /// Upper bound of the RTO.
+    pub max_rto: Duration,
+    /// TIME-WAIT duration (2 MSL).
+    pub time_wait: Duration,
+    /// SYN (or SYN-ACK) retransmissions before giving up.
+    pub syn_retries: u32,
+    /// Data retransmissions in a row before the connection times out.
+    pub max_retries: u32,
+    /// Keep-alive idle time; `None` disables keep-alive.
+    pub keepalive: Option<Duration>,
+    /// Half-open connections (SYN-RECEIVED) per listener before new SYNs are dropped.
+    pub syn_backlog: usize,
+    /// Challenge ACKs per second at most (RFC 5961 section 7).
+    pub challenge_ack_limit: u32,
+    /// Secret key of the ISN hash (RFC 6528); random by default.
+    pub secret: [u64; 2],
+    /// Duplicate ACKs that trigger fast retransmit.
+    pub dup_thresh: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            max_sessions: 4096,
+            mss: 1460,
+            window_scale: Some(7),
+            sack: true,
+            timestamps: true,
+            tx_buffer: 256 * 1024,
+            rx_buffer: 256 * 1024,
+            cc: CcAlgorithm::NewReno,
+            nagle: false,
+            delayed_ack: Duration::from_millis(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            time_wait: Duration::from_secs(60),
+            syn_retries: 6,
+            max_retries: 15,
+            keepalive: None,
+            syn_backlog: 1024,
+            challenge_ack_limit: 1000,
+            secret: super::isn::random_key(),
+            dup_thresh: 3,
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The per-session tables, one per Limago module, each indexed by session id: the state table,
+//! the send (tx SAR) and receive (rx SAR) sequence tables, and the session buffers.
+
+use super::assembler::Assembler;
+use super::cc::{CcAlgorithm, Congestion};
+use super::lookup::FourTuple;
+use super::ringbuf::RingBuf;
+use super::rtt::RttEstimator;
+use super::sack::Scoreboard;
+use super::{TcpError, TcpState};
+use link::Instant;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// State-table entry: what the session is and who owns it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StateEntry {
+    /// Generation, bumped when the slot is reused (stale handles are refused).
+    pub gen: u32,
+    /// Connection state.
+    pub state: TcpState,
+    /// True while the slot holds a session.
+    pub in_use: bool,
+    /// Peer and ports.
+    pub tuple: FourTuple,
+    /// Listener that created it (passive opens) until accepted.
+    pub listener: Option<u16>,
+    /// The application gave the handle up (close/abort); free the slot when done.
+    pub released: bool,
+    /// Why the connection ended, if abnormally.
+    pub error: Option<TcpError>,
+}
+
+/// Send sequence variables (RFC 9293 3.3.1), congestion and loss-recovery state.
+#[derive(Debug, Clone)]
+pub struct TxSar {
+    /// Initial send sequence number.
+    pub iss: u32,
+    /// Oldest unacknowledged sequence number.
+    pub snd_una: u32,
+    /// Next sequence number to send.
+    pub snd_nxt: u32,
+    /// Highest sequence number sent so far.
+    pub snd_max: u32,
+    /// Peer's window, bytes (already scaled).
+    pub snd_wnd: u32,
+    /// Largest window the peer ever offered (RFC 5961 ACK check).
+    pub max_snd_wnd: u32,
+    /// Segment sequence number of the last window update.
+    pub snd_wl1: u32,
+    /// Segment acknowledgment number of the last window update.
+    pub snd_wl2: u32,
+    /// Peer's window-scale shift.
+    pub snd_shift: u8,
+    /// Effective MSS of our segments' payload.
+    pub mss: u16,
+    /// The application asked to close: send FIN after the data.
+    pub fin_queued: bool,
+    /// Sequence number of our FIN once sent.
+    pub fin_seq: Option<u32>,
+    /// Duplicate ACKs in a row.
+    pub dupacks: u32,
+    /// In loss recovery until `snd_una` passes this point.
+    pub recover: Option<u32>,
+    /// Highest sequence retransmitted in this recovery.
+    pub retx_high: u32,
+    /// Retransmit the segment at `snd_una` at the next output, regardless of the window.
+    pub retx_front: bool,
+    /// Congestion control.
+    pub cc: Congestion,
+    /// RTT estimation and RTO.
+    pub rtt: RttEstimator,
+    /// The segment being timed for an RTT sample (Karn: discarded on retransmission).
+    pub timed: Option<(u32, Instant)>,
+    /// Consecutive timeouts.
+    pub retries: u32,
+    /// SACK scoreboard.
+    pub sb: Scoreboard,
+    /// Zero-window probes sent in a row.
+    pub probes: u32,
+    /// Keep-alive probes sent without answer.
+    pub keepalives: u32,
+    /// Retransmitted segments.
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Recovery episodes.
+    pub fast_recoveries: u64,
+    /// Application bytes acknowledged.
+    pub bytes_acked: u64,
+}
+
+impl TxSar {
+    /// Fresh send state for a new connection.
+    pub fn new(iss: u32, mss: u16, algo: CcAlgorithm, min_rto: Duration, max_rto: Duration) -> Self {
+        TxSar {
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            max_snd_wnd: 0,
+            snd_wl1: 0,
+            snd_wl2: 0,
+            snd_shift: 0,
+            mss,
+            fin_queued: false,
+            fin_seq: None,
+            dupacks: 0,
+            recover: None,
+            retx_high: iss,
+            retx_front: false,
+            cc: Congestion::new(algo, mss as u32),
+            rtt: RttEstimator::new(min_rto, max_rto),
+            timed: None,
+            retries: 0,
+            sb: Scoreboard::default(),
+            probes: 0,
+            keepalives: 0,
+            retransmits: 0,
+            timeouts: 0,
+            fast_recoveries: 0,
+            bytes_acked: 0,
+        }
+    }
+
+    /// Bytes sent and not yet acknowledged.
+    pub fn in_flight(&self) -> u32 {
+        self.snd_max.wrapping_sub(self.snd_una)
+    }
+}
+
+/// Receive sequence variables and option state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RxSar {
+    /// Initial receive sequence number.
+    pub irs: u32,
+    /// Next sequence number expected.
+    pub rcv_nxt: u32,
+    /// Right edge of the window we last advertised.
+    pub rcv_adv: u32,
+    /// Our window-scale shift (0 if the option was not agreed).
+    pub rcv_shift: u8,
+    /// The peer's FIN has been received.
+    pub fin_received: bool,
+    /// In-order segments received since our last ACK.
+    pub segs_unacked: u32,
+    /// An ACK must go out at the next output.
+    pub ack_now: bool,
+    /// Window scaling agreed (both SYNs carried the option).
+    pub ws_ok: bool,
+    /// Timestamps agreed.
+    pub ts_ok: bool,
+    /// Latest peer timestamp to echo (TS.Recent).
+    pub ts_recent: u32,
+    /// SACK agreed.
+    pub sack_ok: bool,
+    /// Application bytes received in order.
+    pub bytes_received: u64,
+}
+
+/// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order
+/// unread data, out-of-order data ahead of it), the reassembly map and queued transfers.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    /// Data accepted from the application, from `snd_una` on.
+    pub tx: RingBuf,
+    /// Data received, from the first unread byte on.
+    pub rx: RingBuf,
+    /// Out-of-order ranges beyond `rcv_nxt`.
+    pub asm: Assembler,
+    /// Whole buffers handed over with the transfer API, drained into `tx` as space opens.
+    pub transfers: VecDeque<(Vec<u8>, usize)>,
+}
+
+impl Buffers {
+    /// Buffers of the given sizes.
+    pub fn new(tx: usize, rx: usize) -> Self {
+        Buffers { tx: RingBuf::new(tx), rx: RingBuf::new(rx), asm: Assembler::new(), transfers: VecDeque::new() }
+    }
+
+    /// Move queued transfer data into the send ring; returns bytes moved.
+    pub fn drain_transfers(&mut self) -> usize {
+        let mut moved = 0;
+        while let Some((buf, off)) = self.transfers.front_mut() {
+            let n = self.tx.enqueue(&buf[*off..]);
+            *off += n;
+            moved += n;
+            if *off < buf.len() {
+                break;
+            }
+            self.transfers.pop_front();
+        }
+        moved
+    }
+
+    /// Bytes queued by transfers and not yet in the send ring.
+    pub fn transfer_backlog(&self) -> usize {
+        self.transfers.iter().map(|(b, off)| b.len() - off).sum()
+    }
+
+    /// Bytes of memory the buffers hold.
+    pub fn memory_bytes(&self) -> usize {
+        self.tx.capacity() + self.rx.capacity()
+    }
+}

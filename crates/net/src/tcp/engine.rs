@@ -1,0 +1,364 @@
+//! The TCP engine: session tables, the port table of listeners, session allocation and
+//! release, opening and closing, and the timer event dispatch.
+
+use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::isn::IsnGenerator;
+use super::lookup::{CuckooTable, FourTuple, TableFull};
+use super::timer::{TimerKind, Timers};
+use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
+use crate::counters::Counter;
+use crate::egress::Egress;
+use crate::NetError;
+use link::{Instant, Link};
+use std::collections::{HashMap, VecDeque};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A listening port: its backlog and the connections waiting to be accepted.
+#[derive(Debug)]
+pub struct Listener {
+    /// Most connections waiting in `accept` plus half-open ones.
+    pub backlog: usize,
+    /// Established connections not yet accepted.
+    pub ready: VecDeque<u32>,
+    /// Connections in SYN-RECEIVED.
+    pub half_open: usize,
+}
+
+/// A rate limit for challenge ACKs (RFC 5961 section 7).
+#[derive(Debug)]
+pub(crate) struct ChallengeLimit {
+    per_sec: u32,
+    used: u32,
+    window: Instant,
+}
+
+impl ChallengeLimit {
+    pub fn allow(&mut self, now: Instant) -> bool {
+        if now - self.window >= std::time::Duration::from_secs(1) {
+            self.window = now;
+            self.used = 0;
+        }
+        self.used += 1;
+        self.used <= self.per_sec
+    }
+}
+
+/// All TCP state of one stack.
+#[derive(Debug)]
+pub struct TcpEngine {
+    /// Configuration.
+    pub cfg: TcpConfig,
+    /// Our address.
+    pub local_ip: Ipv4Addr,
+    /// Our MSS (announced).
+    pub local_mss: u16,
+    /// State table.
+    pub state: Vec<StateEntry>,
+    /// Send sequence table.
+    pub tx: Vec<TxSar>,
+    /// Receive sequence table.
+    pub rx: Vec<RxSar>,
+    /// Session buffers.
+    pub bufs: Vec<Buffers>,
+    /// Timers.
+    pub timers: Timers,
+    /// 4-tuple -> session id.
+    pub lookup: CuckooTable,
+    /// Port table: listening ports.
+    pub listeners: HashMap<u16, Listener>,
+    free: Vec<u32>,
+    isn: IsnGenerator,
+    pub(crate) challenge: ChallengeLimit,
+    next_ephemeral: u16,
+    first_ephemeral: u16,
+    /// Sessions that have something to send.
+    pub(crate) dirty: Vec<u32>,
+    dirty_flag: Vec<bool>,
+    /// Reused list for processing `dirty`.
+    pub(crate) scratch: Vec<u32>,
+}
+
+impl TcpEngine {
+    /// An engine for host `local_ip` with IP MTU `mtu`.
+    pub fn new(cfg: TcpConfig, local_ip: Ipv4Addr, mtu: usize, first_ephemeral: u16) -> Self {
+        let n = cfg.max_sessions.max(1);
+        let local_mss = (cfg.mss as usize).min(mtu - 40) as u16;
+        let proto = TxSar::new(0, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
+        TcpEngine {
+            state: vec![StateEntry::default(); n],
+            tx: vec![proto; n],
+            rx: vec![RxSar::default(); n],
+            bufs: (0..n).map(|_| Buffers::default()).collect(),
+            timers: Timers::new(n),
+            lookup: CuckooTable::new(n, cfg.secret[0] ^ cfg.secret[1]),
+            listeners: HashMap::new(),
+            free: (0..n as u32).rev().collect(),
+            isn: IsnGenerator::new(cfg.secret),
+            challenge: ChallengeLimit { per_sec: cfg.challenge_ack_limit, used: 0, window: Instant::ZERO },
+            next_ephemeral: first_ephemeral,
+            first_ephemeral,
+            dirty: Vec::with_capacity(64),
+            dirty_flag: vec![false; n],
+            scratch: Vec::with_capacity(64),
+            local_ip,
+            local_mss,
+            cfg,
+        }
+    }
+
+    /// Sessions in use.
+    pub fn sessions(&self) -> usize {
+        self.state.len() - self.free.len()
+    }
+
+    /// Bytes of table memory per session (state, sequence tables, timers, lookup), excluding
+    /// the per-connection buffers, which are allocated when a connection opens.
+    pub fn table_bytes_per_session(&self) -> usize {
+        let per = std::mem::size_of::<StateEntry>()
+            + std::mem::size_of::<TxSar>()
+            + std::mem::size_of::<RxSar>()
+            + std::mem::size_of::<Buffers>()
+            + 2 * 5 * std::mem::size_of::<Option<Instant>>()
+            + 1;
+        per + self.lookup.memory_bytes() / self.state.len().max(1)
+    }
+
+    /// The session id of a live handle.
+    pub fn sid(&self, h: TcpHandle) -> Result<u32, NetError> {
+        match self.state.get(h.id as usize) {
+            Some(s) if s.in_use && s.gen == h.gen && !s.released => Ok(h.id),
+            _ => Err(NetError::BadHandle),
+        }
+    }
+
+    /// The handle of session `sid`.
+    pub fn handle(&self, sid: u32) -> TcpHandle {
+        TcpHandle { id: sid, gen: self.state[sid as usize].gen }
+    }
+
+    /// Note that `sid` has something to send.
+    pub fn mark_dirty(&mut self, sid: u32) {
+        if !self.dirty_flag[sid as usize] {
+            self.dirty_flag[sid as usize] = true;
+            self.dirty.push(sid);
+        }
+    }
+
+    /// Take the dirty list (flags cleared).
+    pub fn take_dirty(&mut self, out: &mut Vec<u32>) {
+        for &sid in &self.dirty {
+            self.dirty_flag[sid as usize] = false;
+        }
+        out.append(&mut self.dirty);
+    }
+
+    /// Start listening on `port`.
+    pub fn listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, NetError> {
+        if port == 0 || self.listeners.contains_key(&port) {
+            return Err(NetError::PortInUse(port));
+        }
+        self.listeners.insert(port, Listener { backlog: backlog.max(1), ready: VecDeque::new(), half_open: 0 });
+        Ok(TcpListener(port))
+    }
+
+    /// Stop listening; connections not yet accepted are reset by the caller.
+    pub fn unlisten(&mut self, l: TcpListener) -> Result<Vec<u32>, NetError> {
+        let lst = self.listeners.remove(&l.0).ok_or(NetError::BadHandle)?;
+        let mut orphans: Vec<u32> = lst.ready.into_iter().collect();
+        for (sid, s) in self.state.iter().enumerate() {
+            if s.in_use && s.listener == Some(l.0) && s.state == TcpState::SynReceived {
+                orphans.push(sid as u32);
+            }
+        }
+        Ok(orphans)
+    }
+
+    /// Allocate a session for `tuple` in `state`, with buffers; `Err` if the table is full.
+    pub fn alloc(&mut self, tuple: FourTuple, state: TcpState, now: Instant) -> Result<u32, TableFull> {
+        let sid = self.free.pop().ok_or(TableFull)?;
+        if let Err(e) = self.lookup.insert(&tuple, sid) {
+            self.free.push(sid);
+            return Err(e);
+        }
+        let s = &mut self.state[sid as usize];
+        s.gen = s.gen.wrapping_add(1);
+        *s = StateEntry { gen: s.gen, state, in_use: true, tuple, listener: None, released: false, error: None };
+        let iss = self.isn.isn(self.local_ip, &tuple, now);
+        self.tx[sid as usize] = TxSar::new(iss, self.local_mss, self.cfg.cc, self.cfg.min_rto, self.cfg.max_rto);
+        self.rx[sid as usize] = RxSar::default();
+        let b = &mut self.bufs[sid as usize];
+        if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
+            *b = Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer);
+        } else {
+            b.tx.consume(usize::MAX);
+            b.rx.consume(usize::MAX);
+            b.asm = Default::default();
+            b.transfers.clear();
+        }
+        Ok(sid)
+    }
+
+    /// Free session `sid` (it leaves the lookup table; its slot can be reused).
+    pub fn free_session(&mut self, sid: u32) {
+        let s = &mut self.state[sid as usize];
+        if !s.in_use {
+            return;
+        }
+        if s.state == TcpState::SynReceived {
+            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
+                l.half_open = l.half_open.saturating_sub(1);
+            }
+        }
+        let tuple = s.tuple;
+        s.in_use = false;
+        s.state = TcpState::Closed;
+        self.lookup.remove(&tuple);
+        self.timers.cancel_all(sid);
+        self.free.push(sid);
+    }
+
+    /// The connection ended (normally or not): free it now if the application released it,
+    /// else keep it in CLOSED with `error` for the application to see.
+    pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
+        let s = &mut self.state[sid as usize];
+        s.state = TcpState::Closed;
+        if s.error.is_none() {
+            s.error = error;
+        }
+        self.timers.cancel_all(sid);
+        if s.released || s.listener.is_some() {
+            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
+                l.ready.retain(|&x| x != sid);
+            }
+            self.free_session(sid);
+        } else {
+            let tuple = s.tuple;
+            self.lookup.remove(&tuple);
+        }
+    }
+
+    /// A free local port towards `remote` (the tuple must be unused).
+    pub fn ephemeral_port(&mut self, remote: SocketAddrV4) -> Result<u16, NetError> {
+        let span = 65536 - self.first_ephemeral as u32;
+        for _ in 0..span {
+            let p = self.next_ephemeral;
+            self.next_ephemeral = if p == u16::MAX { self.first_ephemeral } else { p + 1 };
+            let t = FourTuple { local_port: p, remote_ip: *remote.ip(), remote_port: remote.port() };
+            if self.lookup.get(&t).is_none() && !self.listeners.contains_key(&p) {
+                return Ok(p);
+            }
+        }
+        Err(NetError::NoFreePort)
+    }
+
+    /// Active open towards `remote` from `local_port`: allocate and queue the SYN.
+    pub fn connect(&mut self, remote: SocketAddrV4, local_port: u16, now: Instant) -> Result<u32, NetError> {
+        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
+        if self.lookup.get(&t).is_some() {
+            return Err(NetError::PortInUse(local_port));
+        }
+        let sid = self.alloc(t, TcpState::SynSent, now).map_err(|_| NetError::TableFull)?;
+        self.mark_dirty(sid);
+        Ok(sid)
+    }
+
+    /// Mark a connection as errored by the application and let the caller send RST.
+    pub fn abort(&mut self, sid: u32) {
+        self.state[sid as usize].released = true;
+        self.finish(sid, Some(TcpError::Aborted));
+    }
+
+    /// Process timers due at `now`.
+    pub(crate) fn on_timers<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
+        while let Some((sid, kind)) = self.timers.pop_due(now) {
+            if !self.state[sid as usize].in_use {
+                continue;
+            }
+            match kind {
+                TimerKind::Retransmit => self.on_rto(eg, sid, now),
+                TimerKind::DelayedAck => {
+                    self.rx[sid as usize].ack_now = true;
+                    self.mark_dirty(sid);
+                }
+                TimerKind::Persist => self.on_persist(sid, now),
+                TimerKind::Keepalive => self.on_keepalive(eg, link, sid, now)?,
+                TimerKind::Linger => self.finish(sid, None),
+            }
+        }
+        self.flush_dirty(eg, link, now)
+    }
+
+    /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
+    fn on_rto(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+        let st = self.state[sid as usize].state;
+        let tx = &mut self.tx[sid as usize];
+        if tx.snd_una == tx.snd_max {
+            return;
+        }
+        tx.retries += 1;
+        let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
+        if tx.retries > limit {
+            eg.counters.bump(Counter::tcp_timeouts_fatal);
+            self.finish(sid, Some(TcpError::TimedOut));
+            return;
+        }
+        eg.counters.bump(Counter::tcp_rto_fired);
+        tx.timeouts += 1;
+        let flight = tx.in_flight();
+        if st.is_synchronized() {
+            tx.cc.on_timeout(flight);
+        }
+        tx.rtt.back_off();
+        tx.timed = None;
+        tx.snd_nxt = tx.snd_una;
+        tx.recover = None;
+        tx.dupacks = 0;
+        tx.sb.clear();
+        tx.retx_high = tx.snd_una;
+        if let Some(f) = tx.fin_seq {
+            if super::seq::le(tx.snd_una, f) {
+                tx.fin_seq = None;
+            }
+        }
+        let rto = tx.rtt.rto();
+        self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+        self.mark_dirty(sid);
+    }
+
+    /// Zero-window probe due: the output path sends one byte beyond the window.
+    fn on_persist(&mut self, sid: u32, _now: Instant) {
+        self.tx[sid as usize].probes += 1;
+        self.mark_dirty(sid);
+    }
+
+    fn on_keepalive<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
+        let Some(idle) = self.cfg.keepalive else { return Ok(()) };
+        let tx = &mut self.tx[sid as usize];
+        if !self.state[sid as usize].state.is_synchronized() {
+            return Ok(());
+        }
+        if tx.keepalives >= 9 {
+            self.finish(sid, Some(TcpError::TimedOut));
+            return Ok(());
+        }
+        tx.keepalives += 1;
+        // A keep-alive carries SEG.SEQ = SND.NXT - 1 and no data (RFC 9293 3.8.4).
+        let seq = tx.snd_nxt.wrapping_sub(1);
+        self.send_control(eg, link, sid, seq, wire::tcp::flags::ACK)?;
+        self.timers.arm(sid, TimerKind::Keepalive, now + idle / 10);
+        Ok(())
+    }
+
+    /// The next instant a timer may fire.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Re-arm keep-alive after activity.
+    pub fn touch_keepalive(&mut self, sid: u32, now: Instant) {
+        if let Some(idle) = self.cfg.keepalive {
+            self.tx[sid as usize].keepalives = 0;
+            self.timers.arm(sid, TimerKind::Keepalive, now + idle);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
+//! ([`lookup`]), port table and state table ([`engine`]), send/receive sequence tables
+//! ([`conn`]), timers ([`timer`]), receive engine ([`rx`]), transmit engine ([`output`]),
+//! congestion control ([`cc`]), SACK scoreboard ([`sack`]), out-of-order reassembly
+//! ([`assembler`]), buffers ([`ringbuf`]) and the application interface (methods on
+//! [`crate::Stack`]).
+
+pub mod assembler;
+pub mod cc;
+pub mod config;
+pub mod conn;
+pub mod engine;
+pub mod isn;
+pub mod lookup;
+pub mod output;
+pub mod ringbuf;
+pub mod rtt;
+pub mod rx;
+pub mod sack;
+pub mod seq;
+pub mod timer;
+
+pub use cc::CcAlgorithm;
+pub use config::TcpConfig;
+
+use std::time::Duration;
+
+/// The states of a TCP connection (RFC 9293 section 3.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TcpState {
+    /// No connection (or one that ended; the handle stays until the application closes it).
+    #[default]
+    Closed,
+    /// Active open: SYN sent.
+    SynSent,
+    /// Passive open: SYN received and SYN-ACK sent.
+    SynReceived,
+    /// Data flows both ways.
+    Established,
+    /// We closed; our FIN is not yet acknowledged.
+    FinWait1,
+    /// We closed and our FIN is acknowledged; waiting for the peer's FIN.
+    FinWait2,
+    /// The peer closed; we may still send.
+    CloseWait,
+    /// Both closed at once; waiting for the ACK of our FIN.
+    Closing,
+    /// The peer closed, then we did; waiting for the ACK of our FIN.
+    LastAck,
+    /// Both closed; waiting 2 MSL for stray segments.
+    TimeWait,
+}
+
+impl TcpState {
+    /// True once the three-way handshake has completed (RFC 9293 "synchronized" states).
+    pub fn is_synchronized(self) -> bool {
+        !matches!(self, TcpState::Closed | TcpState::SynSent | TcpState::SynReceived)
+    }
+
+    /// True in states where the peer may still send us data.
+    pub fn can_receive(self) -> bool {
+        matches!(self, TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2)
+    }
+
+    /// True in states where we may still queue data to send.
+    pub fn can_send(self) -> bool {
+        matches!(self, TcpState::SynSent | TcpState::SynReceived | TcpState::Established | TcpState::CloseWait)
+    }
+}
+
+/// A TCP connection of a stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpHandle {
+    pub(crate) id: u32,
+    pub(crate) gen: u32,
+}
+
+/// A listening port of a stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpListener(pub(crate) u16);
+
+impl TcpListener {
+    /// The port listened on.
+    pub fn port(&self) -> u16 {
+        self.0
+    }
+}
+
+/// Why a connection ended abnormally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TcpError {
+    /// The peer answered our SYN with a reset (nothing listens there).
+    #[error("connection refused")]
+    Refused,
+    /// The peer reset the connection.
+    #[error("connection reset by peer")]
+    Reset,
+    /// Retransmissions went unanswered.
+    #[error("connection timed out")]
+    TimedOut,
+    /// The application aborted the connection.
+    #[error("connection aborted")]
+    Aborted,
+}
+
+/// What `tcp_recv` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recv {
+    /// This many bytes were copied.
+    Data(usize),
+    /// Nothing to read now; more may come.
+    WouldBlock,
+    /// The peer closed its direction and everything was read.
+    Eof,
+}
+
+/// Statistics of one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TcpConnStats {
+    /// Current state.
+    pub state: TcpState,
+    /// Congestion window, bytes.
+    pub cwnd: u32,
+    /// Slow-start threshold, bytes.
+    pub ssthresh: u32,
+    /// Smoothed round-trip time.
+    pub srtt: Option<Duration>,
+    /// Round-trip time variation.
+    pub rttvar: Duration,
+    /// Current retransmission timeout.
+    pub rto: Duration,
+    /// Segments retransmitted (all causes).
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Fast retransmits / recovery episodes.
+    pub fast_recoveries: u64,
+    /// Application bytes acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Application bytes received in order.
+    pub bytes_received: u64,
+    /// Effective send MSS.
+    pub mss: u16,
+    /// Peer's window, bytes.
+    pub snd_wnd: u32,
+    /// Our advertised window, bytes.
+    pub rcv_wnd: u32,
+    /// Options in use: window scale (ours, peer's), SACK, timestamps.
+    pub wscale: Option<(u8, u8)>,
+    /// SACK in use.
+    pub sack: bool,
+    /// Timestamps in use.
+    pub timestamps: bool,
+    /// Congestion control.
+    pub cc: CcAlgorithm,
+}

@@ -1,0 +1,446 @@
+//! The transmit engine: decides what each session sends (SYN, SYN-ACK, data within the
+//! congestion and receive windows, retransmissions in loss recovery, FIN, window probes,
+//! ACKs) and builds the segments in place in the link's batch.
+
+use super::engine::TcpEngine;
+use super::lookup::FourTuple;
+use super::seq::{dist, gt, le, lt, max};
+use super::timer::TimerKind;
+use super::TcpState;
+use crate::counters::Counter;
+use crate::egress::Egress;
+use crate::NetError;
+use link::{Instant, Link};
+use std::net::Ipv4Addr;
+use wire::ipv4::protocol;
+use wire::tcp::flags::{ACK, FIN, PSH, RST, SYN};
+use wire::{TcpOptions, TcpRepr};
+
+/// One segment to build.
+struct Seg {
+    seq: u32,
+    flags: u8,
+    /// Offset of the payload in the send ring (from `snd_una`).
+    data_off: usize,
+    len: usize,
+}
+
+impl TcpEngine {
+    /// Run the output of every session marked as having something to send.
+    pub(crate) fn flush_dirty<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
+        let mut work = std::mem::take(&mut self.scratch);
+        self.take_dirty(&mut work);
+        for &sid in &work {
+            self.output(eg, link, sid, now)?;
+        }
+        work.clear();
+        self.scratch = work;
+        Ok(())
+    }
+
+    /// Send whatever session `sid` may send now.
+    pub(crate) fn output<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
+        let s = self.state[sid as usize];
+        if !s.in_use {
+            return Ok(());
+        }
+        match s.state {
+            TcpState::SynSent | TcpState::SynReceived => return self.output_handshake(eg, link, sid, now),
+            TcpState::Closed => return Ok(()),
+            TcpState::TimeWait => {
+                if self.rx[sid as usize].ack_now {
+                    let seq = self.tx[sid as usize].snd_nxt;
+                    self.send_control(eg, link, sid, seq, ACK)?;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        self.bufs[sid as usize].drain_transfers();
+        let mut sent_any = false;
+        if self.tx[sid as usize].retx_front {
+            sent_any |= self.retransmit_front(eg, link, sid)?;
+        }
+        if self.tx[sid as usize].recover.is_some() && self.rx[sid as usize].sack_ok {
+            sent_any |= self.output_sack_recovery(eg, link, sid, now)?;
+        }
+        sent_any |= self.output_new_data(eg, link, sid, now)?;
+        sent_any |= self.output_probe(eg, link, sid, now)?;
+        let rx = &mut self.rx[sid as usize];
+        if !sent_any && rx.ack_now {
+            let seq = self.tx[sid as usize].snd_nxt;
+            self.send_control(eg, link, sid, seq, ACK)?;
+        }
+        let tx = &self.tx[sid as usize];
+        if tx.snd_una != tx.snd_max {
+            let rto = tx.rtt.rto();
+            self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
+        }
+        Ok(())
+    }
+
+    fn output_handshake<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
+        let st = self.state[sid as usize].state;
+        let tx = &self.tx[sid as usize];
+        if tx.snd_nxt != tx.iss {
+            if self.rx[sid as usize].ack_now && st == TcpState::SynReceived {
+                // A duplicate SYN: repeat the SYN-ACK.
+                let iss = tx.iss;
+                self.emit(eg, link, sid, Seg { seq: iss, flags: SYN | ACK, data_off: 0, len: 0 }, now)?;
+            }
+            return Ok(());
+        }
+        let flags = if st == TcpState::SynSent { SYN } else { SYN | ACK };
+        let iss = tx.iss;
+        if self.emit(eg, link, sid, Seg { seq: iss, flags, data_off: 0, len: 0 }, now)? {
+            let tx = &mut self.tx[sid as usize];
+            tx.snd_nxt = iss.wrapping_add(1);
+            tx.snd_max = max(tx.snd_max, tx.snd_nxt);
+            if tx.retries == 0 {
+                tx.timed = Some((iss, now));
+            }
+            let rto = tx.rtt.rto();
+            self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
+        } else {
+            self.mark_dirty(sid);
+        }
+        Ok(())
+    }
+
+    /// Sequence number just past the last byte of data in the send ring.
+    fn data_end(&self, sid: u32) -> u32 {
+        let tx = &self.tx[sid as usize];
+        tx.snd_una.wrapping_add(self.bufs[sid as usize].tx.len() as u32)
+    }
+
+    fn output_new_data<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+        let data_end = self.data_end(sid);
+        let mut sent_any = false;
+        loop {
+            let tx = &self.tx[sid as usize];
+            let in_recovery_sack = tx.recover.is_some() && self.rx[sid as usize].sack_ok;
+            let wnd = tx.snd_wnd.min(if in_recovery_sack { u32::MAX } else { tx.cc.cwnd });
+            let wnd_end = tx.snd_una.wrapping_add(wnd);
+            let fin_due = tx.fin_queued && tx.fin_seq.is_none();
+            if !lt(tx.snd_nxt, data_end) {
+                if fin_due && tx.snd_nxt == data_end && (le(tx.snd_nxt, wnd_end) || tx.snd_wnd == 0) {
+                    let seq = tx.snd_nxt;
+                    if !self.emit(eg, link, sid, Seg { seq, flags: FIN | ACK, data_off: 0, len: 0 }, now)? {
+                        self.mark_dirty(sid);
+                        return Ok(sent_any);
+                    }
+                    self.after_send(sid, seq, 0, true, now);
+                    sent_any = true;
+                }
+                return Ok(sent_any);
+            }
+            if in_recovery_sack && self.pipe(sid) + tx.mss as u32 > tx.cc.cwnd {
+                return Ok(sent_any);
+            }
+            if !lt(tx.snd_nxt, wnd_end) {
+                return Ok(sent_any);
+            }
+            let avail = dist(tx.snd_nxt, data_end) as usize;
+            let room = dist(tx.snd_nxt, wnd_end) as usize;
+            let len = avail.min(room).min(tx.mss as usize);
+            if self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
+                return Ok(sent_any);
+            }
+            let last = tx.snd_nxt.wrapping_add(len as u32) == data_end;
+            let mut flags = ACK;
+            if last {
+                flags |= PSH;
+                if fin_due {
+                    flags |= FIN;
+                }
+            }
+            let seq = tx.snd_nxt;
+            let data_off = dist(tx.snd_una, seq) as usize;
+            if !self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
+                self.mark_dirty(sid);
+                return Ok(sent_any);
+            }
+            self.after_send(sid, seq, len, flags & FIN != 0, now);
+            sent_any = true;
+        }
+    }
+
+    /// Bookkeeping after a data or FIN segment at `seq` went out.
+    fn after_send(&mut self, sid: u32, seq: u32, len: usize, fin: bool, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        let retransmission = lt(seq, tx.snd_max);
+        if retransmission {
+            tx.retransmits += 1;
+            tx.timed = None;
+        } else if tx.timed.is_none() && len > 0 {
+            tx.timed = Some((seq, now));
+        }
+        let mut next = seq.wrapping_add(len as u32);
+        if fin {
+            tx.fin_seq = Some(next);
+            next = next.wrapping_add(1);
+        }
+        if gt(next, tx.snd_nxt) {
+            tx.snd_nxt = next;
+        }
+        tx.snd_max = max(tx.snd_max, tx.snd_nxt);
+        let rto = tx.rtt.rto();
+        self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
+    }
+
+    /// Retransmit the first unacknowledged segment (fast retransmit, NewReno partial ACK).
+    fn retransmit_front<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32) -> Result<bool, NetError> {
+        let now = eg.now;
+        let data_end = self.data_end(sid);
+        let tx = &mut self.tx[sid as usize];
+        tx.retx_front = false;
+        let seq = tx.snd_una;
+        let len = (dist(seq, data_end) as usize).min(tx.mss as usize);
+        let fin = tx.fin_seq == Some(seq.wrapping_add(len as u32));
+        if len == 0 && !fin {
+            return Ok(false);
+        }
+        let mut flags = ACK;
+        if fin {
+            flags |= FIN;
+        }
+        if !self.emit(eg, link, sid, Seg { seq, flags, data_off: 0, len }, now)? {
+            self.tx[sid as usize].retx_front = true;
+            self.mark_dirty(sid);
+            return Ok(false);
+        }
+        let tx = &mut self.tx[sid as usize];
+        tx.retransmits += 1;
+        tx.timed = None;
+        tx.retx_high = max(tx.retx_high, seq.wrapping_add(len as u32));
+        eg.counters.bump(Counter::tcp_retransmits);
+        Ok(true)
+    }
+
+    /// RFC 6675 pipe: bytes believed in the network.
+    fn pipe(&self, sid: u32) -> u32 {
+        let tx = &self.tx[sid as usize];
+        let outstanding = tx.sb.unsacked_between(tx.snd_una, tx.snd_max);
+        let lost_unsent = match tx.sb.high() {
+            Some(h) if lt(max(tx.retx_high, tx.snd_una), h) => tx.sb.unsacked_between(max(tx.retx_high, tx.snd_una), h),
+            _ => 0,
+        };
+        outstanding.saturating_sub(lost_unsent)
+    }
+
+    /// Loss recovery with SACK: retransmit lost holes while the pipe has room (RFC 6675 5).
+    fn output_sack_recovery<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+        let mut sent_any = false;
+        loop {
+            let tx = &self.tx[sid as usize];
+            if self.pipe(sid) + tx.mss as u32 > tx.cc.cwnd {
+                return Ok(sent_any);
+            }
+            let from = max(tx.retx_high, tx.snd_una);
+            let Some((s, e)) = tx.sb.next_hole(from, tx.mss as u32, self.cfg.dup_thresh) else {
+                return Ok(sent_any);
+            };
+            let data_off = dist(tx.snd_una, s) as usize;
+            let len = dist(s, e) as usize;
+            if !self.emit(eg, link, sid, Seg { seq: s, flags: ACK, data_off, len }, now)? {
+                self.mark_dirty(sid);
+                return Ok(sent_any);
+            }
+            let tx = &mut self.tx[sid as usize];
+            tx.retx_high = e;
+            tx.retransmits += 1;
+            tx.timed = None;
+            eg.counters.bump(Counter::tcp_retransmits);
+            sent_any = true;
+        }
+    }
+
+    /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
+    /// timer; when it fires, send one byte beyond the window.
+    fn output_probe<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+        let data_end = self.data_end(sid);
+        let tx = &self.tx[sid as usize];
+        let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
+        if tx.snd_wnd != 0 || !waiting {
+            self.tx[sid as usize].probes = 0;
+            self.timers.cancel(sid, TimerKind::Persist);
+            return Ok(false);
+        }
+        if tx.snd_una != tx.snd_max && tx.probes == 0 {
+            return Ok(false);
+        }
+        let interval = (tx.rtt.rto() * (1u32 << tx.probes.min(6))).min(self.cfg.max_rto);
+        if tx.probes == 0 || self.timers.deadline(sid, TimerKind::Persist).is_some() {
+            self.timers.arm_if_idle(sid, TimerKind::Persist, now + interval);
+            return Ok(false);
+        }
+        // The persist timer fired (probes > 0 and no deadline armed): probe with one byte.
+        let seq = tx.snd_nxt;
+        let (len, flags) = if lt(seq, data_end) { (1, ACK) } else { (0, FIN | ACK) };
+        let data_off = dist(tx.snd_una, seq) as usize;
+        if self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
+            eg.counters.bump(Counter::tcp_window_probes);
+            self.after_send(sid, seq, len, flags & FIN != 0, now);
+            self.timers.cancel(sid, TimerKind::Retransmit);
+        }
+        self.timers.arm(sid, TimerKind::Persist, now + interval);
+        Ok(true)
+    }
+
+    /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
+    pub(crate) fn send_control<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, seq: u32, flags: u8) -> Result<bool, NetError> {
+        let now = eg.now;
+        self.emit(eg, link, sid, Seg { seq, flags, data_off: 0, len: 0 }, now)
+    }
+
+    /// Options for a segment of session `sid`.
+    fn options_for(&self, sid: u32, flags: u8, now: Instant) -> TcpOptions {
+        let rx = &self.rx[sid as usize];
+        let st = self.state[sid as usize].state;
+        let mut o = TcpOptions::default();
+        let tsval = ts_clock(now);
+        if flags & SYN != 0 {
+            o.mss = Some(self.local_mss);
+            let passive = st == TcpState::SynReceived;
+            if let Some(ws) = self.cfg.window_scale {
+                if !passive || rx.ws_ok {
+                    o.window_scale = Some(ws.min(14));
+                }
+            }
+            if self.cfg.sack && (!passive || rx.sack_ok) {
+                o.sack_permitted = true;
+            }
+            if self.cfg.timestamps && (!passive || rx.ts_ok) {
+                o.timestamps = Some((tsval, if passive { rx.ts_recent } else { 0 }));
+            }
+            return o;
+        }
+        if rx.ts_ok {
+            o.timestamps = Some((tsval, rx.ts_recent));
+        }
+        if rx.sack_ok && flags & ACK != 0 {
+            let b = &self.bufs[sid as usize].asm;
+            if !b.is_empty() {
+                let max_blocks = if rx.ts_ok { 3 } else { 4 };
+                o.sack_blocks = b.sack_blocks(rx.rcv_nxt, max_blocks);
+            }
+        }
+        o
+    }
+
+    /// The window field to advertise now (never moving the right edge left), updating `rcv_adv`.
+    fn advertise(&mut self, sid: u32, syn: bool) -> u16 {
+        let free = self.bufs[sid as usize].rx.free() as u32;
+        let rx = &mut self.rx[sid as usize];
+        if syn {
+            let w = free.min(65535);
+            rx.rcv_adv = rx.rcv_nxt.wrapping_add(w);
+            return w as u16;
+        }
+        let shift = rx.rcv_shift as u32;
+        let promised = if gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 };
+        let wnd = free.max(promised);
+        let field = ((wnd + (1 << shift) - 1) >> shift).min(65535);
+        rx.rcv_adv = rx.rcv_nxt.wrapping_add(field << shift);
+        field as u16
+    }
+
+    /// Build and emit one segment of session `sid`. Returns false if the link is full.
+    fn emit<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, seg: Seg, now: Instant) -> Result<bool, NetError> {
+        let syn = seg.flags & SYN != 0;
+        let mut options = self.options_for(sid, seg.flags, now);
+        if 20 + options.emitted_len() + 20 + seg.len > eg.cfg.mtu {
+            // SACK blocks do not fit beside a full-sized data segment: leave them out.
+            options.sack_blocks = [None; 4];
+        }
+        let window = self.advertise(sid, syn);
+        let tuple = self.state[sid as usize].tuple;
+        let rx = &self.rx[sid as usize];
+        let ack = if seg.flags & ACK != 0 { rx.rcv_nxt } else { 0 };
+        let repr = TcpRepr {
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            seq: seg.seq,
+            ack,
+            flags: seg.flags,
+            window,
+            urgent: 0,
+            options,
+        };
+        let ring = &self.bufs[sid as usize].tx;
+        let hl = repr.header_len();
+        let sent = eg.send_ip(link, tuple.remote_ip, protocol::TCP, hl + seg.len, |buf, src, dst| {
+            let copied = ring.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
+            debug_assert_eq!(copied, seg.len);
+            let _ = repr.emit(buf, src, dst, seg.len);
+        })?;
+        if sent {
+            eg.counters.bump(Counter::tcp_tx_segments);
+            if seg.flags & ACK != 0 {
+                let rx = &mut self.rx[sid as usize];
+                rx.ack_now = false;
+                rx.segs_unacked = 0;
+                self.timers.cancel(sid, TimerKind::DelayedAck);
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Answer a segment that belongs to no connection with a reset (RFC 9293 3.10.7.1).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_reset<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        to: Ipv4Addr,
+        tuple: FourTuple,
+        seg_seq: u32,
+        seg_ack: u32,
+        seg_flags: u8,
+        seg_len: u32,
+    ) -> Result<(), NetError> {
+        if seg_flags & RST != 0 {
+            return Ok(());
+        }
+        let (seq, ack, flags) = if seg_flags & ACK != 0 {
+            (seg_ack, 0, RST)
+        } else {
+            let syn_fin = (seg_flags & SYN != 0) as u32 + (seg_flags & FIN != 0) as u32;
+            (0, seg_seq.wrapping_add(seg_len + syn_fin), RST | ACK)
+        };
+        let repr = TcpRepr {
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            seq,
+            ack,
+            flags,
+            window: 0,
+            urgent: 0,
+            options: TcpOptions::default(),
+        };
+        if eg.send_ip(link, to, protocol::TCP, repr.header_len(), |buf, s, d| {
+            let _ = repr.emit(buf, s, d, 0);
+        })? {
+            eg.counters.bump(Counter::tcp_resets_sent);
+        }
+        Ok(())
+    }
+
+    /// Send a reset on an existing connection (abort).
+    pub(crate) fn send_abort_reset<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32) -> Result<(), NetError> {
+        let st = self.state[sid as usize];
+        if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
+            return Ok(());
+        }
+        let seq = self.tx[sid as usize].snd_nxt;
+        if self.send_control(eg, link, sid, seq, RST | ACK)? {
+            eg.counters.bump(Counter::tcp_resets_sent);
+        }
+        Ok(())
+    }
+}
+
+/// The timestamp clock: milliseconds (RFC 7323 allows 1 ms to 1 s per tick).
+pub fn ts_clock(now: Instant) -> u32 {
+    (now.as_nanos() / 1_000_000) as u32
+}

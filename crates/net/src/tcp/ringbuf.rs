@@ -1,0 +1,136 @@
+//! A fixed-capacity byte ring: the per-session send buffer (data kept until acknowledged) and
+//! receive buffer (in-order data not yet read, plus out-of-order data written ahead of it).
+
+/// A byte ring of fixed capacity. `len` bytes starting at `head` are readable; the rest is free
+/// and may be written ahead at an offset (for out-of-order data) before being committed.
+#[derive(Debug, Default)]
+pub struct RingBuf {
+    buf: Box<[u8]>,
+    head: usize,
+    len: usize,
+}
+
+impl RingBuf {
+    /// A ring of `capacity` bytes.
+    pub fn new(capacity: usize) -> Self {
+        RingBuf { buf: vec![0u8; capacity].into_boxed_slice(), head: 0, len: 0 }
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Readable bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if nothing is readable.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Free bytes.
+    pub fn free(&self) -> usize {
+        self.buf.len() - self.len
+    }
+
+    #[inline]
+    fn wrap(&self, pos: usize) -> usize {
+        let cap = self.buf.len();
+        if pos >= cap {
+            pos - cap
+        } else {
+            pos
+        }
+    }
+
+    /// Append as much of `data` as fits; returns the number of bytes taken.
+    pub fn enqueue(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.free());
+        self.write_at(0, &data[..n]);
+        self.len += n;
+        n
+    }
+
+    /// Write `data` into the free space, `offset` bytes after the readable data, without
+    /// making it readable. Returns the number of bytes written (clipped to the free space).
+    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> usize {
+        if offset >= self.free() {
+            return 0;
+        }
+        let n = data.len().min(self.free() - offset);
+        let cap = self.buf.len();
+        let start = self.wrap(self.head + self.len + offset);
+        let first = n.min(cap - start);
+        self.buf[start..start + first].copy_from_slice(&data[..first]);
+        self.buf[..n - first].copy_from_slice(&data[first..n]);
+        n
+    }
+
+    /// Make `n` bytes written ahead with `write_at(0, ..)` readable.
+    pub fn commit(&mut self, n: usize) {
+        self.len = (self.len + n).min(self.buf.len());
+    }
+
+    /// The readable bytes from `offset`, at most `max`, as up to two slices.
+    pub fn peek(&self, offset: usize, max: usize) -> (&[u8], &[u8]) {
+        if offset >= self.len {
+            return (&[], &[]);
+        }
+        let n = max.min(self.len - offset);
+        let cap = self.buf.len();
+        let start = self.wrap(self.head + offset);
+        let first = n.min(cap - start);
+        (&self.buf[start..start + first], &self.buf[..n - first])
+    }
+
+    /// The first contiguous run of readable bytes (zero-copy borrow).
+    pub fn contiguous(&self) -> &[u8] {
+        self.peek(0, self.len).0
+    }
+
+    /// Copy up to `out.len()` readable bytes from `offset` into `out`; returns the count.
+    pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
+        let (a, b) = self.peek(offset, out.len());
+        out[..a.len()].copy_from_slice(a);
+        out[a.len()..a.len() + b.len()].copy_from_slice(b);
+        a.len() + b.len()
+    }
+
+    /// Drop `n` readable bytes from the front.
+    pub fn consume(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.head = self.wrap(self.head + n);
+        self.len -= n;
+        if self.len == 0 {
+            self.head = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wraps_and_writes_ahead() {
+        let mut r = RingBuf::new(8);
+        assert_eq!(r.enqueue(b"abcdef"), 6);
+        r.consume(4);
+        assert_eq!(r.enqueue(b"ghijklmn"), 6);
+        let mut out = [0u8; 8];
+        assert_eq!(r.copy_out(0, &mut out), 8);
+        assert_eq!(&out, b"efghijkl");
+        assert_eq!(r.contiguous(), b"efgh");
+        r.consume(8);
+        assert!(r.is_empty());
+        assert_eq!(r.write_at(3, b"XY"), 2);
+        assert_eq!(r.write_at(0, b"abc"), 3);
+        r.commit(5);
+        assert_eq!(r.copy_out(0, &mut out[..5]), 5);
+        assert_eq!(&out[..5], b"abcXY");
+        assert_eq!(r.write_at(3, b"0123456789"), 0, "offset past the free space");
+    }
+}

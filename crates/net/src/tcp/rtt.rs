@@ -1,0 +1,101 @@
+//! Retransmission timeout estimation per RFC 6298 (SRTT, RTTVAR, exponential backoff).
+
+use std::time::Duration;
+
+/// RTT estimator and RTO for one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct RttEstimator {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    rto: Duration,
+    backoff: u32,
+    min_rto: Duration,
+    max_rto: Duration,
+}
+
+impl RttEstimator {
+    /// An estimator with RFC 6298's initial RTO of 1 s, clamped to `[min_rto, max_rto]`.
+    pub fn new(min_rto: Duration, max_rto: Duration) -> Self {
+        RttEstimator {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            rto: Duration::from_secs(1).clamp(min_rto, max_rto),
+            backoff: 0,
+            min_rto,
+            max_rto,
+        }
+    }
+
+    /// Feed one RTT measurement (RFC 6298 2.2 and 2.3); clears the backoff.
+    pub fn sample(&mut self, rtt: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.rttvar = rtt / 2;
+            }
+            Some(srtt) => {
+                let delta = if srtt > rtt { srtt - rtt } else { rtt - srtt };
+                self.rttvar = (self.rttvar * 3 + delta) / 4;
+                self.srtt = Some((srtt * 7 + rtt) / 8);
+            }
+        }
+        self.backoff = 0;
+        self.rto = self.base_rto();
+    }
+
+    fn base_rto(&self) -> Duration {
+        let srtt = self.srtt.unwrap_or(Duration::from_secs(1));
+        let k_var = (self.rttvar * 4).max(Duration::from_millis(1));
+        (srtt + k_var).clamp(self.min_rto, self.max_rto)
+    }
+
+    /// Double the RTO after a timeout (RFC 6298 5.5), up to the maximum.
+    pub fn back_off(&mut self) {
+        self.backoff = (self.backoff + 1).min(16);
+        self.rto = (self.rto * 2).min(self.max_rto);
+    }
+
+    /// The current RTO.
+    pub fn rto(&self) -> Duration {
+        self.rto
+    }
+
+    /// Smoothed RTT, if measured.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// RTT variation.
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
+    /// Consecutive backoffs.
+    pub fn backoffs(&self) -> u32 {
+        self.backoff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_rfc6298() {
+        let mut e = RttEstimator::new(Duration::from_millis(200), Duration::from_secs(60));
+        assert_eq!(e.rto(), Duration::from_secs(1));
+        e.sample(Duration::from_millis(100));
+        assert_eq!(e.srtt(), Some(Duration::from_millis(100)));
+        assert_eq!(e.rto(), Duration::from_millis(300));
+        e.sample(Duration::from_millis(100));
+        assert_eq!(e.rttvar(), Duration::from_micros(37_500));
+        assert_eq!(e.rto(), Duration::from_millis(250));
+        e.back_off();
+        e.back_off();
+        assert_eq!(e.rto(), Duration::from_millis(1000));
+        for _ in 0..20 {
+            e.back_off();
+        }
+        assert_eq!(e.rto(), Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,524 @@
+//! The receive engine (RFC 9293 section 3.10.7): demultiplexing a segment to its session,
+//! passive opens, the SYN-SENT and synchronized-state processing (PAWS, sequence check, RST
+//! and SYN handling with RFC 5961 challenge ACKs, ACK processing with fast retransmit and
+//! recovery, data and out-of-order reassembly, FIN).
+
+use super::engine::TcpEngine;
+use super::lookup::FourTuple;
+use super::output::ts_clock;
+use super::seq::{dist, ge, gt, le, lt};
+use super::timer::TimerKind;
+use super::{TcpError, TcpState};
+use crate::counters::Counter;
+use crate::egress::Egress;
+use crate::NetError;
+use link::{Instant, Link};
+use std::net::Ipv4Addr;
+use wire::tcp::flags::{ACK, FIN, RST, SYN};
+use wire::{TcpRepr, TcpSegment};
+
+/// What happened to a received segment: processed, or dropped for a reason.
+pub type Verdict = Result<(), Counter>;
+
+impl TcpEngine {
+    /// Process one TCP segment (`l4`: header and payload) from `src` to `dst` (our address).
+    pub(crate) fn on_segment<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        l4: &[u8],
+    ) -> Result<Verdict, NetError> {
+        let seg = match TcpSegment::new_checked(l4) {
+            Ok(s) => s,
+            Err(_) => return Ok(Err(Counter::drop_tcp_malformed)),
+        };
+        if !seg.verify_checksum(src, dst) {
+            return Ok(Err(Counter::drop_tcp_bad_checksum));
+        }
+        let repr = match TcpRepr::parse(&seg) {
+            Ok(r) => r,
+            Err(_) => return Ok(Err(Counter::drop_tcp_bad_options)),
+        };
+        if repr.src_port == 0 || repr.dst_port == 0 {
+            return Ok(Err(Counter::drop_tcp_malformed));
+        }
+        eg.counters.bump(Counter::tcp_rx_segments);
+        let payload = seg.payload();
+        let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port };
+        let verdict = match self.lookup.get(&tuple) {
+            Some(sid) => {
+                let v = if self.state[sid as usize].state == TcpState::SynSent {
+                    self.on_syn_sent(eg, link, sid, &repr)?
+                } else {
+                    self.on_synchronized(eg, sid, &repr, payload)
+                };
+                if self.state[sid as usize].in_use {
+                    self.touch_keepalive(sid, eg.now);
+                    self.mark_dirty(sid);
+                }
+                v
+            }
+            None => self.on_no_session(eg, link, tuple, &repr, payload.len() as u32)?,
+        };
+        self.flush_dirty(eg, link, eg.now)?;
+        Ok(verdict)
+    }
+
+    /// A segment for no session: a SYN to a listener opens one; anything else is reset.
+    fn on_no_session<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        len: u32,
+    ) -> Result<Verdict, NetError> {
+        let syn_only = repr.flags & (SYN | ACK | RST) == SYN;
+        if syn_only {
+            if let Some(l) = self.listeners.get(&tuple.local_port) {
+                if l.half_open + l.ready.len() >= l.backlog || l.half_open >= self.cfg.syn_backlog {
+                    return Ok(Err(Counter::drop_tcp_backlog_full));
+                }
+                return Ok(self.passive_open(eg, tuple, repr));
+            }
+        }
+        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, len)?;
+        Ok(Err(Counter::drop_tcp_no_session))
+    }
+
+    fn passive_open(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
+        let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, eg.now) else {
+            return Err(Counter::drop_tcp_table_full);
+        };
+        let s = &mut self.state[sid as usize];
+        s.listener = Some(tuple.local_port);
+        if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
+            l.half_open += 1;
+        }
+        self.accept_syn(sid, repr);
+        self.mark_dirty(sid);
+        eg.counters.bump(Counter::tcp_passive_opens);
+        Ok(())
+    }
+
+    /// Take the peer's SYN: initial receive sequence and the options both sides agree on.
+    fn accept_syn(&mut self, sid: u32, repr: &TcpRepr) {
+        let o = &repr.options;
+        let rx = &mut self.rx[sid as usize];
+        let tx = &mut self.tx[sid as usize];
+        rx.irs = repr.seq;
+        rx.rcv_nxt = repr.seq.wrapping_add(1);
+        rx.rcv_adv = rx.rcv_nxt;
+        match (self.cfg.window_scale, o.window_scale) {
+            (Some(ours), Some(theirs)) => {
+                rx.ws_ok = true;
+                rx.rcv_shift = ours.min(14);
+                tx.snd_shift = theirs.min(14);
+            }
+            _ => {
+                rx.ws_ok = false;
+                rx.rcv_shift = 0;
+                tx.snd_shift = 0;
+            }
+        }
+        rx.sack_ok = self.cfg.sack && o.sack_permitted;
+        rx.ts_ok = self.cfg.timestamps && o.timestamps.is_some();
+        if let Some((tsval, _)) = o.timestamps {
+            rx.ts_recent = tsval;
+        }
+        let peer_mss = o.mss.unwrap_or(536).max(64);
+        let overhead = if rx.ts_ok { 12 } else { 0 };
+        tx.mss = peer_mss.min(self.local_mss) - overhead;
+        tx.cc.set_mss(tx.mss as u32);
+        tx.snd_wnd = repr.window as u32;
+        tx.max_snd_wnd = tx.snd_wnd;
+        tx.snd_wl1 = repr.seq;
+        tx.snd_wl2 = repr.ack;
+    }
+
+    /// RFC 9293 3.10.7.3: our SYN is out.
+    fn on_syn_sent<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, repr: &TcpRepr) -> Result<Verdict, NetError> {
+        let tx = &self.tx[sid as usize];
+        let has_ack = repr.flags & ACK != 0;
+        if has_ack && (le(repr.ack, tx.iss) || gt(repr.ack, tx.snd_max)) {
+            if repr.flags & RST == 0 {
+                let tuple = self.state[sid as usize].tuple;
+                self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0)?;
+            }
+            return Ok(Err(Counter::drop_tcp_bad_ack));
+        }
+        if repr.flags & RST != 0 {
+            if has_ack {
+                eg.counters.bump(Counter::tcp_resets_received);
+                self.finish(sid, Some(TcpError::Refused));
+                return Ok(Ok(()));
+            }
+            return Ok(Err(Counter::drop_tcp_rst_ignored));
+        }
+        if repr.flags & SYN == 0 {
+            return Ok(Err(Counter::drop_tcp_no_ack));
+        }
+        self.accept_syn(sid, repr);
+        if has_ack {
+            self.ack_advances(eg, sid, repr);
+            self.state[sid as usize].state = TcpState::Established;
+            eg.counters.bump(Counter::tcp_active_opens);
+        } else {
+            // Simultaneous open: answer with SYN-ACK carrying the same ISS.
+            self.state[sid as usize].state = TcpState::SynReceived;
+            let tx = &mut self.tx[sid as usize];
+            tx.snd_nxt = tx.iss;
+        }
+        self.rx[sid as usize].ack_now = true;
+        Ok(Ok(()))
+    }
+
+    /// RFC 9293 3.10.7.4: every state from SYN-RECEIVED on.
+    fn on_synchronized(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
+        let now = eg.now;
+        let (ts_ok, ts_recent) = (self.rx[sid as usize].ts_ok, self.rx[sid as usize].ts_recent);
+        let tsval = repr.options.timestamps.map(|t| t.0);
+        // PAWS (RFC 7323 5.3).
+        if ts_ok && repr.flags & RST == 0 {
+            if let Some(v) = tsval {
+                if lt(v, ts_recent) {
+                    self.rx[sid as usize].ack_now = true;
+                    return Err(Counter::drop_tcp_paws);
+                }
+            }
+        }
+        let len = payload.len() as u32 + (repr.flags & SYN != 0) as u32 + (repr.flags & FIN != 0) as u32;
+        if !self.acceptable(sid, repr.seq, len) {
+            if repr.flags & RST == 0 {
+                self.rx[sid as usize].ack_now = true;
+            }
+            return Err(Counter::drop_tcp_out_of_window);
+        }
+        if repr.flags & RST != 0 {
+            return self.on_rst(eg, sid, repr.seq);
+        }
+        if repr.flags & SYN != 0 {
+            if self.state[sid as usize].state == TcpState::SynReceived && repr.seq == self.rx[sid as usize].irs {
+                self.rx[sid as usize].ack_now = true;
+                return Err(Counter::drop_tcp_duplicate_syn);
+            }
+            self.challenge_ack(eg, sid);
+            return Err(Counter::drop_tcp_syn_challenged);
+        }
+        if repr.flags & ACK == 0 {
+            return Err(Counter::drop_tcp_no_ack);
+        }
+        // TS.Recent update (RFC 7323 4.3): the segment covers the last ACK we sent.
+        if let (true, Some(v)) = (ts_ok, tsval) {
+            if le(repr.seq, self.rx[sid as usize].rcv_nxt) {
+                self.rx[sid as usize].ts_recent = v;
+            }
+        }
+        if self.state[sid as usize].state == TcpState::SynReceived {
+            let tx = &self.tx[sid as usize];
+            if !(lt(tx.snd_una, repr.ack) && le(repr.ack, tx.snd_max)) {
+                return Err(Counter::drop_tcp_bad_ack);
+            }
+            self.establish_passive(eg, sid);
+        }
+        self.on_ack(eg, sid, repr, payload.len() as u32, now)?;
+        if !self.state[sid as usize].in_use {
+            return Ok(());
+        }
+        let mut verdict = Ok(());
+        if !payload.is_empty() {
+            verdict = self.on_data(eg, sid, repr.seq, payload, now);
+        }
+        if repr.flags & FIN != 0 {
+            self.on_fin(sid, repr.seq.wrapping_add(payload.len() as u32), now);
+        }
+        verdict
+    }
+
+    /// RFC 9293 sequence acceptability test against the window we advertised.
+    fn acceptable(&self, sid: u32, seq: u32, len: u32) -> bool {
+        let rx = &self.rx[sid as usize];
+        let wnd = if gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 };
+        let in_wnd = |s: u32| le(rx.rcv_nxt, s) && lt(s, rx.rcv_nxt.wrapping_add(wnd));
+        match (len, wnd) {
+            (0, 0) => seq == rx.rcv_nxt,
+            (0, _) => in_wnd(seq),
+            (_, 0) => false,
+            _ => in_wnd(seq) || in_wnd(seq.wrapping_add(len - 1)),
+        }
+    }
+
+    /// RST in window: exact match resets, anything else gets a challenge ACK (RFC 5961 3).
+    fn on_rst(&mut self, eg: &mut Egress, sid: u32, seq: u32) -> Verdict {
+        if seq != self.rx[sid as usize].rcv_nxt {
+            self.challenge_ack(eg, sid);
+            return Err(Counter::drop_tcp_rst_challenged);
+        }
+        eg.counters.bump(Counter::tcp_resets_received);
+        let s = self.state[sid as usize];
+        if s.state == TcpState::SynReceived && s.listener.is_some() {
+            self.free_session(sid);
+        } else {
+            let err = if s.state == TcpState::TimeWait { None } else { Some(TcpError::Reset) };
+            self.finish(sid, err);
+        }
+        Ok(())
+    }
+
+    fn challenge_ack(&mut self, eg: &mut Egress, sid: u32) {
+        if self.challenge.allow(eg.now) {
+            eg.counters.bump(Counter::tcp_challenge_acks);
+            self.rx[sid as usize].ack_now = true;
+        } else {
+            eg.counters.bump(Counter::drop_tcp_challenge_limited);
+        }
+    }
+
+    /// SYN-RECEIVED -> ESTABLISHED: hand the connection to its listener's accept queue.
+    fn establish_passive(&mut self, eg: &mut Egress, sid: u32) {
+        let s = &mut self.state[sid as usize];
+        s.state = TcpState::Established;
+        if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
+            l.half_open = l.half_open.saturating_sub(1);
+            l.ready.push_back(sid);
+        }
+        eg.counters.bump(Counter::tcp_established_passive);
+    }
+
+    /// ACK processing: window update, new data acknowledged, duplicate ACKs and recovery.
+    fn on_ack(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, seg_len: u32, now: Instant) -> Verdict {
+        let tx = &self.tx[sid as usize];
+        if gt(repr.ack, tx.snd_max) {
+            self.rx[sid as usize].ack_now = true;
+            return Err(Counter::drop_tcp_ack_unsent);
+        }
+        if lt(repr.ack, tx.snd_una.wrapping_sub(tx.max_snd_wnd.max(1))) {
+            self.challenge_ack(eg, sid);
+            return Err(Counter::drop_tcp_ack_too_old);
+        }
+        let window = (repr.window as u32) << tx.snd_shift;
+        let window_changed = window != tx.snd_wnd;
+        if self.rx[sid as usize].sack_ok {
+            let tx = &mut self.tx[sid as usize];
+            tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
+        }
+        if gt(repr.ack, self.tx[sid as usize].snd_una) {
+            self.ack_advances(eg, sid, repr);
+        } else if repr.ack == self.tx[sid as usize].snd_una && seg_len == 0 && !window_changed && repr.flags & FIN == 0 {
+            self.duplicate_ack(eg, sid);
+        }
+        let tx = &mut self.tx[sid as usize];
+        if lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack)) {
+            tx.snd_wnd = window;
+            tx.max_snd_wnd = tx.max_snd_wnd.max(window);
+            tx.snd_wl1 = repr.seq;
+            tx.snd_wl2 = repr.ack;
+        }
+        self.our_fin_acked(sid, now);
+        Ok(())
+    }
+
+    /// `SND.UNA < SEG.ACK`: release acknowledged data, sample RTT, grow the window, leave or
+    /// continue recovery.
+    fn ack_advances(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr) {
+        let now = eg.now;
+        let state = self.state[sid as usize].state;
+        let tx = &mut self.tx[sid as usize];
+        let mut acked = dist(tx.snd_una, repr.ack);
+        if !state.is_synchronized() || tx.snd_una == tx.iss {
+            acked = acked.saturating_sub(1); // the SYN
+        }
+        let ring = &mut self.bufs[sid as usize].tx;
+        let data_acked = (acked as usize).min(ring.len());
+        ring.consume(data_acked);
+        tx.bytes_acked += data_acked as u64;
+        tx.snd_una = repr.ack;
+        if lt(tx.snd_nxt, tx.snd_una) {
+            tx.snd_nxt = tx.snd_una;
+        }
+        if lt(tx.retx_high, tx.snd_una) {
+            tx.retx_high = tx.snd_una;
+        }
+        // RTT: the timed segment (Karn), else the echoed timestamp.
+        match tx.timed {
+            Some((seq, sent)) if gt(repr.ack, seq) => {
+                tx.rtt.sample(now - sent);
+                tx.timed = None;
+            }
+            _ => {
+                if let (true, Some((_, ecr))) = (self.rx[sid as usize].ts_ok, repr.options.timestamps) {
+                    let ms = ts_clock(now).wrapping_sub(ecr);
+                    if ecr != 0 && ms > 0 && ms < 60_000 {
+                        tx.rtt.sample(std::time::Duration::from_millis(ms as u64));
+                    }
+                }
+            }
+        }
+        tx.retries = 0;
+        tx.probes = 0;
+        let srtt = tx.rtt.srtt();
+        match tx.recover {
+            Some(point) if ge(tx.snd_una, point) => {
+                tx.recover = None;
+                tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
+                tx.dupacks = 0;
+            }
+            Some(_) => {
+                if !self.rx[sid as usize].sack_ok {
+                    // NewReno partial ACK (RFC 6582): retransmit the next hole, deflate.
+                    tx.retx_front = true;
+                    tx.cc.cwnd = tx.cc.cwnd.saturating_sub(acked).saturating_add(tx.mss as u32).max(tx.mss as u32);
+                }
+            }
+            None => {
+                tx.dupacks = 0;
+                if state.is_synchronized() && data_acked > 0 {
+                    tx.cc.on_ack(data_acked as u32, now, srtt);
+                }
+            }
+        }
+        if tx.snd_una == tx.snd_max {
+            self.timers.cancel(sid, TimerKind::Retransmit);
+        } else {
+            let rto = tx.rtt.rto();
+            self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+        }
+    }
+
+    /// A duplicate ACK: count it; the third (or SACK evidence of loss) starts fast
+    /// retransmit and recovery (RFC 5681 3.2, RFC 6675 5).
+    fn duplicate_ack(&mut self, eg: &mut Egress, sid: u32) {
+        let sack_ok = self.rx[sid as usize].sack_ok;
+        let dup_thresh = self.cfg.dup_thresh;
+        let tx = &mut self.tx[sid as usize];
+        if tx.snd_una == tx.snd_max {
+            return;
+        }
+        tx.dupacks += 1;
+        eg.counters.bump(Counter::tcp_dup_acks);
+        let mss = tx.mss as u32;
+        let lost = sack_ok && tx.sb.is_lost(tx.snd_una, mss, dup_thresh);
+        if tx.recover.is_none() && (tx.dupacks >= dup_thresh || lost) {
+            tx.recover = Some(tx.snd_max);
+            let flight = tx.in_flight();
+            tx.cc.on_loss(flight);
+            tx.fast_recoveries += 1;
+            tx.retx_front = true;
+            tx.retx_high = tx.snd_una;
+            if !sack_ok {
+                tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
+            }
+            eg.counters.bump(Counter::tcp_fast_retransmits);
+        } else if tx.recover.is_some() && !sack_ok {
+            tx.cc.cwnd = tx.cc.cwnd.saturating_add(mss);
+        }
+    }
+
+    /// State changes once our FIN is acknowledged.
+    fn our_fin_acked(&mut self, sid: u32, now: Instant) {
+        let tx = &self.tx[sid as usize];
+        let Some(f) = tx.fin_seq else { return };
+        if !gt(tx.snd_una, f) {
+            return;
+        }
+        let linger = self.cfg.time_wait;
+        match self.state[sid as usize].state {
+            TcpState::FinWait1 => {
+                self.state[sid as usize].state = TcpState::FinWait2;
+                if self.state[sid as usize].released {
+                    self.timers.arm(sid, TimerKind::Linger, now + linger);
+                }
+            }
+            TcpState::Closing => {
+                self.state[sid as usize].state = TcpState::TimeWait;
+                self.timers.arm(sid, TimerKind::Linger, now + linger);
+            }
+            TcpState::LastAck => self.finish(sid, None),
+            _ => {}
+        }
+    }
+
+    /// Payload: in-order data is appended, out-of-order data is stored ahead and tracked.
+    fn on_data(&mut self, eg: &mut Egress, sid: u32, seq: u32, payload: &[u8], now: Instant) -> Verdict {
+        if !self.state[sid as usize].state.can_receive() {
+            return Err(Counter::drop_tcp_data_after_fin);
+        }
+        let rx = &mut self.rx[sid as usize];
+        let b = &mut self.bufs[sid as usize];
+        let (mut start, mut data) = (seq, payload);
+        if lt(start, rx.rcv_nxt) {
+            let skip = dist(start, rx.rcv_nxt) as usize;
+            if skip >= data.len() {
+                rx.ack_now = true;
+                return Ok(());
+            }
+            data = &data[skip..];
+            start = rx.rcv_nxt;
+        }
+        let off = dist(rx.rcv_nxt, start) as usize;
+        let had_holes = !b.asm.is_empty();
+        let written = b.rx.write_at(off, data);
+        if written == 0 {
+            rx.ack_now = true;
+            return Err(Counter::drop_tcp_rx_buffer_full);
+        }
+        if !b.asm.add(off as u32, (off + written) as u32) {
+            rx.ack_now = true;
+            return Err(Counter::drop_tcp_ooo_full);
+        }
+        let ready = b.asm.take_front() as usize;
+        if ready > 0 {
+            b.rx.commit(ready);
+            rx.rcv_nxt = rx.rcv_nxt.wrapping_add(ready as u32);
+            rx.bytes_received += ready as u64;
+        }
+        if off > 0 || had_holes {
+            // Out of order, or a hole just filled: acknowledge at once (RFC 5681 4.2).
+            rx.ack_now = true;
+            eg.counters.bump(Counter::tcp_out_of_order);
+        } else {
+            rx.segs_unacked += 1;
+            if rx.segs_unacked >= 2 || self.cfg.delayed_ack.is_zero() {
+                rx.ack_now = true;
+            } else {
+                let at = now + self.cfg.delayed_ack;
+                self.timers.arm_if_idle(sid, TimerKind::DelayedAck, at);
+            }
+        }
+        Ok(())
+    }
+
+    /// The peer's FIN at `fin_seq` (after its data): accept it if it is the next byte.
+    fn on_fin(&mut self, sid: u32, fin_seq: u32, now: Instant) {
+        let rx = &mut self.rx[sid as usize];
+        if rx.fin_received {
+            rx.ack_now = true;
+            if self.state[sid as usize].state == TcpState::TimeWait {
+                self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
+            }
+            return;
+        }
+        if fin_seq != rx.rcv_nxt {
+            return;
+        }
+        rx.rcv_nxt = rx.rcv_nxt.wrapping_add(1);
+        rx.fin_received = true;
+        rx.ack_now = true;
+        let tx = &self.tx[sid as usize];
+        let fin_acked = tx.fin_seq.is_some_and(|f| gt(tx.snd_una, f));
+        let next = match self.state[sid as usize].state {
+            TcpState::Established | TcpState::SynReceived => TcpState::CloseWait,
+            TcpState::FinWait1 if fin_acked => TcpState::TimeWait,
+            TcpState::FinWait1 => TcpState::Closing,
+            TcpState::FinWait2 => TcpState::TimeWait,
+            other => other,
+        };
+        self.state[sid as usize].state = next;
+        if next == TcpState::TimeWait {
+            self.timers.cancel(sid, TimerKind::Retransmit);
+            self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
+        }
+    }
+}

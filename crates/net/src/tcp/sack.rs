@@ -1,0 +1,165 @@
+//! The sender's SACK scoreboard (RFC 6675): which bytes above `snd_una` the peer has
+//! reported, which holes count as lost, and what to retransmit next.
+
+/// SACKed ranges above the cumulative ACK, sorted and disjoint (absolute sequence numbers).
+#[derive(Debug, Default, Clone)]
+pub struct Scoreboard {
+    ranges: Vec<(u32, u32)>,
+    /// Bytes covered by `ranges`.
+    pub sacked: u32,
+}
+
+use super::seq::{gt, le, lt, max};
+
+/// Most ranges tracked; further blocks are ignored (the sender then falls back to timeouts).
+const MAX_RANGES: usize = 64;
+
+impl Scoreboard {
+    /// Forget everything (after an RTO or when all is acknowledged).
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+        self.sacked = 0;
+    }
+
+    /// True if nothing is SACKed.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Apply a cumulative ACK and the SACK blocks of one segment. Blocks outside
+    /// `(snd_una, snd_max]` are ignored (D-SACK and bogus blocks).
+    pub fn update(&mut self, snd_una: u32, snd_max: u32, blocks: &[Option<(u32, u32)>]) {
+        for &(s, e) in blocks.iter().flatten() {
+            if !lt(s, e) || le(e, snd_una) || gt(e, snd_max) {
+                continue;
+            }
+            self.insert(max(s, snd_una), e);
+        }
+        self.trim(snd_una);
+    }
+
+    fn insert(&mut self, s: u32, e: u32) {
+        let mut i = 0;
+        while i < self.ranges.len() && lt(self.ranges[i].1, s) {
+            i += 1;
+        }
+        let mut j = i;
+        while j < self.ranges.len() && le(self.ranges[j].0, e) {
+            j += 1;
+        }
+        if i == j {
+            if self.ranges.len() < MAX_RANGES {
+                self.ranges.insert(i, (s, e));
+            }
+        } else {
+            let ns = if lt(s, self.ranges[i].0) { s } else { self.ranges[i].0 };
+            let ne = if gt(e, self.ranges[j - 1].1) { e } else { self.ranges[j - 1].1 };
+            self.ranges.drain(i + 1..j);
+            self.ranges[i] = (ns, ne);
+        }
+        self.recount();
+    }
+
+    fn trim(&mut self, snd_una: u32) {
+        self.ranges.retain_mut(|r| {
+            if le(r.1, snd_una) {
+                return false;
+            }
+            if lt(r.0, snd_una) {
+                r.0 = snd_una;
+            }
+            true
+        });
+        self.recount();
+    }
+
+    fn recount(&mut self) {
+        self.sacked = self.ranges.iter().map(|r| r.1.wrapping_sub(r.0)).sum();
+    }
+
+    /// Highest SACKed sequence number (end of the last block).
+    pub fn high(&self) -> Option<u32> {
+        self.ranges.last().map(|r| r.1)
+    }
+
+    /// True if `seq` is covered by a SACK block.
+    pub fn is_sacked(&self, seq: u32) -> bool {
+        self.ranges.iter().any(|r| le(r.0, seq) && lt(seq, r.1))
+    }
+
+    /// RFC 6675 IsLost: at least `dup_thresh` discontiguous blocks or `dup_thresh * mss` bytes
+    /// are SACKed above `seq`.
+    pub fn is_lost(&self, seq: u32, mss: u32, dup_thresh: u32) -> bool {
+        let above: Vec<_> = self.ranges.iter().filter(|r| gt(r.1, seq)).collect();
+        let bytes: u32 = above.iter().map(|r| r.1.wrapping_sub(max(r.0, seq))).sum();
+        above.len() as u32 >= dup_thresh || bytes >= dup_thresh * mss
+    }
+
+    /// The first un-SACKed, lost range at or after `from` and below the highest SACK, at most
+    /// `mss` bytes: what to retransmit next.
+    pub fn next_hole(&self, from: u32, mss: u32, dup_thresh: u32) -> Option<(u32, u32)> {
+        let mut seq = from;
+        for r in &self.ranges {
+            if lt(seq, r.0) {
+                if !self.is_lost(seq, mss, dup_thresh) {
+                    return None;
+                }
+                let end = if lt(seq.wrapping_add(mss), r.0) { seq.wrapping_add(mss) } else { r.0 };
+                return Some((seq, end));
+            }
+            if lt(seq, r.1) {
+                seq = r.1;
+            }
+        }
+        None
+    }
+
+    /// Bytes in `[from, to)` not covered by SACK blocks.
+    pub fn unsacked_between(&self, from: u32, to: u32) -> u32 {
+        let total = to.wrapping_sub(from);
+        let covered: u32 = self
+            .ranges
+            .iter()
+            .map(|r| {
+                let s = max(r.0, from);
+                let e = if lt(r.1, to) { r.1 } else { to };
+                if lt(s, e) {
+                    e.wrapping_sub(s)
+                } else {
+                    0
+                }
+            })
+            .sum();
+        total.saturating_sub(covered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_blocks_and_finds_holes() {
+        let mut sb = Scoreboard::default();
+        // Segments of 100 bytes from 1000; 1000..1100 and 1300..1400 lost.
+        sb.update(1000, 2000, &[Some((1100, 1300))]);
+        sb.update(1000, 2000, &[Some((1400, 1700)), Some((1100, 1300))]);
+        assert_eq!(sb.sacked, 500);
+        assert!(sb.is_sacked(1150) && !sb.is_sacked(1300));
+        assert_eq!(sb.next_hole(1000, 100, 3), Some((1000, 1100)));
+        assert_eq!(sb.next_hole(1100, 100, 3), Some((1300, 1400)));
+        assert_eq!(sb.next_hole(1400, 100, 3), None);
+        assert_eq!(sb.unsacked_between(1000, 2000), 500);
+        sb.update(1300, 2000, &[]);
+        assert_eq!(sb.sacked, 300);
+        sb.update(1700, 2000, &[]);
+        assert!(sb.is_empty());
+    }
+
+    #[test]
+    fn ignores_bogus_blocks() {
+        let mut sb = Scoreboard::default();
+        sb.update(1000, 2000, &[Some((500, 900)), Some((1900, 2500)), Some((1500, 1400))]);
+        assert!(sb.is_empty());
+    }
+}
