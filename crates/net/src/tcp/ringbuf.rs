@@ -104,9 +104,8 @@ impl RingBuf {
         let n = n.min(self.len);
         self.head = self.wrap(self.head + n);
         self.len -= n;
-        if self.len == 0 {
-            self.head = 0;
-        }
+        // The head is never reset when the ring empties: data written ahead (out of order)
+        // stays where `write_at` put it.
     }
 }
 
@@ -128,6 +127,15 @@ mod tests {
         assert!(r.is_empty());
         assert_eq!(r.write_at(3, b"XY"), 2);
         assert_eq!(r.write_at(0, b"abc"), 3);
+        // Written-ahead data must survive the readable part emptying.
+        let mut q = RingBuf::new(8);
+        q.enqueue(b"xy");
+        q.write_at(2, b"Z");
+        q.consume(2);
+        q.write_at(0, b"ab");
+        q.commit(3);
+        assert_eq!(q.copy_out(0, &mut out[..3]), 3);
+        assert_eq!(&out[..3], b"abZ");
         r.commit(5);
         assert_eq!(r.copy_out(0, &mut out[..5]), 5);
         assert_eq!(&out[..5], b"abcXY");

@@ -1,0 +1,136 @@
+//! TCP between two stacks on a mem link, in virtual time.
+
+use link::impair::{Impaired, Impairment};
+use link::{mem, Instant, Link, LinkConfig};
+use net::{Config, Recv, Stack, TcpHandle, TcpState};
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+struct Pair<L: Link> {
+    a: Stack<L>,
+    b: Stack<L>,
+    now: Instant,
+}
+
+impl<L: Link> Pair<L> {
+    fn step(&mut self) {
+        self.now = self.now + Duration::from_micros(10);
+        self.a.poll(self.now).unwrap();
+        self.b.poll(self.now).unwrap();
+    }
+
+    fn run_until(&mut self, limit: Duration, mut f: impl FnMut(&mut Self) -> bool) -> bool {
+        let end = self.now + limit;
+        while self.now < end {
+            if f(self) {
+                return true;
+            }
+            self.step();
+        }
+        f(self)
+    }
+}
+
+fn cfg(ip: &str) -> Config {
+    let mut c = Config::host(ip);
+    c.tcp.secret = [1, 2];
+    c.tcp.max_sessions = 64;
+    c
+}
+
+fn plain_pair() -> Pair<mem::MemLink> {
+    let (la, lb) = mem::pair(LinkConfig::default());
+    Pair { a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(), b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), now: Instant::ZERO }
+}
+
+fn connect<L: Link>(p: &mut Pair<L>, port: u16) -> (TcpHandle, TcpHandle) {
+    let l = p.b.tcp_listen(port, 16).unwrap();
+    let c = p.a.tcp_connect(SocketAddrV4::new(p.b.ip(), port)).unwrap();
+    let mut server = None;
+    assert!(p.run_until(Duration::from_secs(10), |p| {
+        if server.is_none() {
+            server = p.b.tcp_accept(l);
+        }
+        server.is_some() && p.a.tcp_connect_result(c).unwrap() == Some(Ok(()))
+    }));
+    (c, server.unwrap())
+}
+
+/// Send `data` from a to b through the connection; returns what b received.
+fn transfer<L: Link>(p: &mut Pair<L>, c: TcpHandle, s: TcpHandle, data: &[u8], limit: Duration) -> Vec<u8> {
+    let mut sent = 0;
+    let mut got = Vec::with_capacity(data.len());
+    let mut buf = vec![0u8; 65536];
+    let ok = p.run_until(limit, |p| {
+        if sent < data.len() {
+            sent += p.a.tcp_send(c, &data[sent..]).unwrap();
+        }
+        loop {
+            match p.b.tcp_recv(s, &mut buf).unwrap() {
+                Recv::Data(n) => got.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        got.len() == data.len()
+    });
+    assert!(ok, "transfer incomplete: {} of {} bytes; a: {:?}", got.len(), data.len(), p.a.tcp_stats(c).unwrap());
+    got
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect()
+}
+
+#[test]
+fn handshake_negotiates_options() {
+    let mut p = plain_pair();
+    let (c, s) = connect(&mut p, 5001);
+    for st in [p.a.tcp_stats(c).unwrap(), p.b.tcp_stats(s).unwrap()] {
+        assert_eq!(st.state, TcpState::Established);
+        assert!(st.sack && st.timestamps);
+        assert_eq!(st.wscale, Some((7, 7)));
+        assert_eq!(st.mss, 1460 - 12);
+    }
+}
+
+#[test]
+fn bulk_transfer_and_close_both_ways() {
+    let mut p = plain_pair();
+    let (c, s) = connect(&mut p, 5001);
+    let data = pattern(3_000_000);
+    assert_eq!(transfer(&mut p, c, s, &data, Duration::from_secs(30)), data);
+    p.a.tcp_close(c).unwrap();
+    let mut buf = [0u8; 16];
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_recv(s, &mut buf).unwrap() == Recv::Eof));
+    assert_eq!(p.b.tcp_state(s).unwrap(), TcpState::CloseWait);
+    p.b.tcp_close(s).unwrap();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.b.tcp_sessions() == 0));
+    assert_eq!(p.a.tcp_sessions(), 1, "a lingers in TIME-WAIT");
+}
+
+#[test]
+fn refused_connection_reports_refused() {
+    let mut p = plain_pair();
+    let c = p.a.tcp_connect(SocketAddrV4::new(p.b.ip(), 9)).unwrap();
+    assert!(p.run_until(Duration::from_secs(1), |p| p.a.tcp_connect_result(c).unwrap().is_some()));
+    assert_eq!(p.a.tcp_connect_result(c).unwrap(), Some(Err(net::TcpError::Refused)));
+}
+
+#[test]
+fn transfer_survives_loss_reordering_and_duplication() {
+    for (loss, seed) in [(0.01, 1u64), (0.05, 2), (0.10, 3)] {
+        let imp = Impairment { loss, duplicate: 0.01, reorder: 0.01, delay: Duration::from_micros(100), seed, ..Default::default() };
+        let (la, lb) = mem::pair(LinkConfig::default());
+        let la: Box<dyn Link> = Box::new(Impaired::new(la, imp.clone()).unwrap());
+        let lb: Box<dyn Link> = Box::new(Impaired::new(lb, Impairment { seed: seed + 100, ..imp }).unwrap());
+        let mut p = Pair { a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(), b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), now: Instant::ZERO };
+        let (c, s) = connect(&mut p, 5001);
+        let data = pattern(1_000_000);
+        let got = transfer(&mut p, c, s, &data, Duration::from_secs(120));
+        if let Some(i) = (0..data.len()).find(|&i| got[i] != data[i]) {
+            panic!("loss {loss}: first difference at byte {i} of {}", data.len());
+        }
+        let st = p.a.tcp_stats(c).unwrap();
+        assert!(st.retransmits > 0, "loss {loss}: {st:?}");
+    }
+}
