@@ -11,6 +11,7 @@ pub struct FrameBatch {
     lens: Box<[u32]>,
     count: usize,
     slot_size: usize,
+    bytes: usize,
 }
 
 impl FrameBatch {
@@ -22,6 +23,7 @@ impl FrameBatch {
             lens: vec![0u32; capacity].into_boxed_slice(),
             count: 0,
             slot_size,
+            bytes: 0,
         }
     }
 
@@ -50,9 +52,15 @@ impl FrameBatch {
         self.slot_size
     }
 
+    /// Total bytes of the frames in the batch.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Forget all frames (buffers are kept).
     pub fn clear(&mut self) {
         self.count = 0;
+        self.bytes = 0;
     }
 
     /// Copy `frame` into the next free slot. Returns false (and copies nothing) when the batch
@@ -81,6 +89,7 @@ impl FrameBatch {
         }
         self.lens[self.count] = len as u32;
         self.count += 1;
+        self.bytes += len;
         true
     }
 
@@ -109,6 +118,7 @@ impl FrameBatch {
         if n == 0 {
             return;
         }
+        self.bytes -= self.lens[..n].iter().map(|&l| l as usize).sum::<usize>();
         for i in n..self.count {
             let (from, to) = (i * self.slot_size, (i - n) * self.slot_size);
             let len = self.lens[i] as usize;

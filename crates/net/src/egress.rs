@@ -66,11 +66,10 @@ impl Egress {
         if self.tx.is_empty() {
             return Ok(());
         }
-        let before: u64 = self.tx.iter().map(|f| f.len() as u64).sum();
+        let before = self.tx.bytes();
         let n = link.tx_batch(self.now, &mut self.tx)?;
-        let after: u64 = self.tx.iter().map(|f| f.len() as u64).sum();
         self.counters.add(Counter::tx_frames, n as u64);
-        self.counters.add(Counter::tx_bytes, before - after);
+        self.counters.add(Counter::tx_bytes, (before - self.tx.bytes()) as u64);
         Ok(())
     }
 

@@ -95,7 +95,9 @@ impl<L: Link> Stack<L> {
 
     /// Process one frame as if it had been received from the link (test benches, replays).
     pub fn inject(&mut self, frame: &[u8]) -> Result<(), NetError> {
-        self.core.handle_frame(&mut self.link, frame)
+        self.core.handle_frame(&mut self.link, frame)?;
+        let now = self.core.eg.now;
+        self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)
     }
 
     /// Earliest instant a timer needs a poll, if any is armed.

@@ -261,6 +261,11 @@ impl<L: Link> Stack<L> {
             sack: rx.sack_ok,
             timestamps: rx.ts_ok,
             cc: tx.cc.algo,
+            local_port: tcp.state[sid].tuple.local_port,
+            remote: Some(SocketAddrV4::new(tcp.state[sid].tuple.remote_ip, tcp.state[sid].tuple.remote_port)),
+            snd_una: tx.snd_una,
+            snd_nxt: tx.snd_nxt,
+            rcv_nxt: rx.rcv_nxt,
         })
     }
 

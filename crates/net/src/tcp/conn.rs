@@ -153,6 +153,8 @@ pub struct RxSar {
     pub ts_ok: bool,
     /// Latest peer timestamp to echo (TS.Recent).
     pub ts_recent: u32,
+    /// The acknowledgment number of the last ACK we sent (Last.ACK.sent, RFC 7323 4.3).
+    pub last_ack_sent: u32,
     /// SACK agreed.
     pub sack_ok: bool,
     /// Application bytes received in order.

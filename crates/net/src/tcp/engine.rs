@@ -221,7 +221,6 @@ impl TcpEngine {
     /// else keep it in CLOSED with `error` for the application to see.
     pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
         let s = &mut self.state[sid as usize];
-        s.state = TcpState::Closed;
         if s.error.is_none() {
             s.error = error;
         }
@@ -230,8 +229,11 @@ impl TcpEngine {
             if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
                 l.ready.retain(|&x| x != sid);
             }
+            // `free_session` must still see SYN-RECEIVED to give the listener's half-open
+            // slot back; it sets CLOSED itself.
             self.free_session(sid);
         } else {
+            s.state = TcpState::Closed;
             let tuple = s.tuple;
             self.lookup.remove(&tuple);
         }

@@ -153,4 +153,14 @@ pub struct TcpConnStats {
     pub timestamps: bool,
     /// Congestion control.
     pub cc: CcAlgorithm,
+    /// Our port.
+    pub local_port: u16,
+    /// The peer.
+    pub remote: Option<std::net::SocketAddrV4>,
+    /// Oldest unacknowledged sequence number.
+    pub snd_una: u32,
+    /// Next sequence number to send.
+    pub snd_nxt: u32,
+    /// Next sequence number expected from the peer.
+    pub rcv_nxt: u32,
 }

@@ -30,7 +30,17 @@ impl TcpEngine {
     pub(crate) fn flush_dirty<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
         let mut work = std::mem::take(&mut self.scratch);
         self.take_dirty(&mut work);
-        for &sid in &work {
+        for (i, &sid) in work.iter().enumerate() {
+            if eg.tx.is_full() {
+                eg.flush(link)?;
+                if eg.tx.is_full() {
+                    // The link is full: the rest waits for the next poll.
+                    for &rest in &work[i..] {
+                        self.mark_dirty(rest);
+                    }
+                    break;
+                }
+            }
             self.output(eg, link, sid, now)?;
         }
         work.clear();
@@ -72,7 +82,9 @@ impl TcpEngine {
             self.send_control(eg, link, sid, seq, ACK)?;
         }
         let tx = &self.tx[sid as usize];
-        if tx.snd_una != tx.snd_max {
+        // In persist mode the persist timer replaces the retransmission timer (the probe byte
+        // must not time the connection out while the peer answers, RFC 1122 4.2.2.17).
+        if tx.snd_una != tx.snd_max && self.timers.deadline(sid, TimerKind::Persist).is_none() {
             let rto = tx.rtt.rto();
             self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
         }
@@ -195,7 +207,9 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         tx.retx_front = false;
         let seq = tx.snd_una;
-        let len = (dist(seq, data_end) as usize).min(tx.mss as usize);
+        // Only data sent before: a full MSS from `snd_una` may reach into data never sent
+        // and beyond the peer's window when the original segments were small.
+        let len = (dist(seq, data_end) as usize).min(tx.mss as usize).min(dist(seq, tx.snd_max) as usize);
         let fin = tx.fin_seq == Some(seq.wrapping_add(len as u32));
         if len == 0 && !fin {
             return Ok(false);
@@ -266,12 +280,15 @@ impl TcpEngine {
             self.timers.cancel(sid, TimerKind::Persist);
             return Ok(false);
         }
-        if tx.snd_una != tx.snd_max && tx.probes == 0 {
+        // Data sent before the window closed is left to the retransmission timer; when it
+        // expires, `snd_nxt` is pulled back to `snd_una` and probing starts.
+        if tx.snd_una != tx.snd_nxt && tx.probes == 0 {
             return Ok(false);
         }
         let interval = (tx.rtt.rto() * (1u32 << tx.probes.min(6))).min(self.cfg.max_rto);
         if tx.probes == 0 || self.timers.deadline(sid, TimerKind::Persist).is_some() {
             self.timers.arm_if_idle(sid, TimerKind::Persist, now + interval);
+            self.timers.cancel(sid, TimerKind::Retransmit);
             return Ok(false);
         }
         // The persist timer fired (probes > 0 and no deadline armed): probe with one byte.
@@ -280,7 +297,15 @@ impl TcpEngine {
         let data_off = dist(tx.snd_una, seq) as usize;
         if self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
             eg.counters.bump(Counter::tcp_window_probes);
-            self.after_send(sid, seq, len, flags & FIN != 0, now);
+            if len == 0 {
+                self.after_send(sid, seq, len, true, now);
+            } else {
+                // The probe byte does not advance `snd_nxt` (as in BSD): every probe carries
+                // the same first unacknowledged byte, and sending resumes with it once the
+                // window opens.
+                let tx = &mut self.tx[sid as usize];
+                tx.snd_max = max(tx.snd_max, seq.wrapping_add(1));
+            }
             self.timers.cancel(sid, TimerKind::Retransmit);
         }
         self.timers.arm(sid, TimerKind::Persist, now + interval);
@@ -340,7 +365,11 @@ impl TcpEngine {
         let shift = rx.rcv_shift as u32;
         let promised = if gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 };
         let wnd = free.max(promised);
-        let field = ((wnd + (1 << shift) - 1) >> shift).min(65535);
+        // Round down: rounding up promised up to 2^shift - 1 bytes the buffer does not have,
+        // and re-rounding that promise on every ACK made the right edge creep further past
+        // the buffer. Rounding down may retract the edge by less than one scale unit, which
+        // RFC 7323 2.4 allows for; the buffer still holds everything promised before.
+        let field = (wnd >> shift).min(65535);
         rx.rcv_adv = rx.rcv_nxt.wrapping_add(field << shift);
         field as u16
     }
@@ -378,6 +407,7 @@ impl TcpEngine {
             eg.counters.bump(Counter::tcp_tx_segments);
             if seg.flags & ACK != 0 {
                 let rx = &mut self.rx[sid as usize];
+                rx.last_ack_sent = ack;
                 rx.ack_now = false;
                 rx.segs_unacked = 0;
                 self.timers.cancel(sid, TimerKind::DelayedAck);

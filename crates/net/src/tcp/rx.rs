@@ -62,7 +62,8 @@ impl TcpEngine {
             }
             None => self.on_no_session(eg, link, tuple, &repr, payload.len() as u32)?,
         };
-        self.flush_dirty(eg, link, eg.now)?;
+        // Sessions marked dirty send at the end of the poll's receive batch, so one ACK can
+        // cover several segments of the batch.
         Ok(verdict)
     }
 
@@ -178,6 +179,19 @@ impl TcpEngine {
     /// RFC 9293 3.10.7.4: every state from SYN-RECEIVED on.
     fn on_synchronized(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
         let now = eg.now;
+        // Simultaneous open (RFC 9293 figure 8): in SYN-RECEIVED, the peer's SYN-ACK repeats
+        // the SYN we already took. Drop that SYN and process the rest as the ACK of ours (as
+        // BSD and Linux do); otherwise it fails the sequence check and both sides keep
+        // answering each other's SYN-ACK with their own.
+        let mut trimmed = *repr;
+        if self.state[sid as usize].state == TcpState::SynReceived
+            && repr.flags & (SYN | ACK | RST) == SYN | ACK
+            && repr.seq == self.rx[sid as usize].irs
+        {
+            trimmed.flags &= !SYN;
+            trimmed.seq = repr.seq.wrapping_add(1);
+        }
+        let repr = &trimmed;
         let (ts_ok, ts_recent) = (self.rx[sid as usize].ts_ok, self.rx[sid as usize].ts_recent);
         let tsval = repr.options.timestamps.map(|t| t.0);
         // PAWS (RFC 7323 5.3).
@@ -193,6 +207,15 @@ impl TcpEngine {
         if !self.acceptable(sid, repr.seq, len) {
             if repr.flags & RST == 0 {
                 self.rx[sid as usize].ack_now = true;
+                // A retransmitted FIN in TIME-WAIT: re-ACK it and restart the 2 MSL timer
+                // (RFC 9293 3.10.7.4; it never passes the sequence check, so `on_fin` does not
+                // see it).
+                if self.state[sid as usize].state == TcpState::TimeWait
+                    && repr.flags & FIN != 0
+                    && repr.seq.wrapping_add(len) == self.rx[sid as usize].rcv_nxt
+                {
+                    self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
+                }
             }
             return Err(Counter::drop_tcp_out_of_window);
         }
@@ -210,9 +233,10 @@ impl TcpEngine {
         if repr.flags & ACK == 0 {
             return Err(Counter::drop_tcp_no_ack);
         }
-        // TS.Recent update (RFC 7323 4.3): the segment covers the last ACK we sent.
+        // TS.Recent update (RFC 7323 4.3): the segment covers the last ACK we sent, so that
+        // a delayed ACK echoes the earliest segment it acknowledges.
         if let (true, Some(v)) = (ts_ok, tsval) {
-            if le(repr.seq, self.rx[sid as usize].rcv_nxt) {
+            if le(repr.seq, self.rx[sid as usize].last_ack_sent) {
                 self.rx[sid as usize].ts_recent = v;
             }
         }
@@ -306,11 +330,20 @@ impl TcpEngine {
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
             self.ack_advances(eg, sid, repr);
-        } else if repr.ack == self.tx[sid as usize].snd_una && seg_len == 0 && !window_changed && repr.flags & FIN == 0 {
+        } else if repr.ack == self.tx[sid as usize].snd_una
+            && seg_len == 0
+            && !window_changed
+            && window != 0
+            && repr.flags & FIN == 0
+        {
+            // Not while the window is closed: those ACKs answer window probes, and nothing
+            // may be retransmitted into a zero window anyway.
             self.duplicate_ack(eg, sid);
         }
         let tx = &mut self.tx[sid as usize];
-        if lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack)) {
+        // Only an ACK at or beyond SND.UNA carries a usable window (RFC 9293 3.10.7.4): the
+        // window is relative to SEG.ACK, but `snd_wnd` is used from `snd_una`.
+        if le(tx.snd_una, repr.ack) && (lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack))) {
             tx.snd_wnd = window;
             tx.max_snd_wnd = tx.max_snd_wnd.max(window);
             tx.snd_wl1 = repr.seq;
