@@ -2,7 +2,7 @@
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
 use link::impair::Impairment;
-use net::{Config, RawHandle, UdpHandle};
+use net::{Config, RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -137,6 +137,21 @@ impl PyHost {
     fn udp_bind(&self, py: Python<'_>, port: u16) -> PyResult<PyUdpSocket> {
         let h = self.with(py, |tb| tb.host(self.id).udp_bind(port).map_err(val))?;
         Ok(PyUdpSocket { tb: self.tb.clone_ref(py), id: self.id, h })
+    }
+
+    /// Listen for TCP connections on `port`.
+    #[pyo3(signature = (port, backlog = 128))]
+    fn tcp_listen(&self, py: Python<'_>, port: u16, backlog: usize) -> PyResult<PyTcpListener> {
+        let l = self.with(py, |tb| tb.host(self.id).tcp_listen(port, backlog).map_err(val))?;
+        Ok(PyTcpListener { tb: self.tb.clone_ref(py), id: self.id, l })
+    }
+
+    /// Open a TCP connection to `(ip, port)`; the handshake completes as the testbed runs
+    /// (see `TcpConn.connected`).
+    fn tcp_connect(&self, py: Python<'_>, addr: (String, u16)) -> PyResult<PyTcpConn> {
+        let dst = SocketAddrV4::new(parse_ip(&addr.0)?, addr.1);
+        let h = self.with(py, |tb| tb.host(self.id).tcp_connect(dst).map_err(val))?;
+        Ok(PyTcpConn { tb: self.tb.clone_ref(py), id: self.id, h })
     }
 
     /// Bind a raw Ethernet socket to an EtherType.
@@ -324,6 +339,123 @@ impl PyRawSocket {
     }
 }
 
+/// A listening TCP port of a testbed host.
+#[pyclass(name = "TcpListener", unsendable)]
+struct PyTcpListener {
+    tb: Py<PyTestbed>,
+    id: HostId,
+    l: TcpListener,
+}
+
+#[pymethods]
+impl PyTcpListener {
+    /// The next established connection, or None.
+    fn accept(&self, py: Python<'_>) -> PyResult<Option<PyTcpConn>> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        Ok(t.tb.host(self.id).tcp_accept(self.l).map(|h| PyTcpConn { tb: self.tb.clone_ref(py), id: self.id, h }))
+    }
+
+    /// The port.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.l.port()
+    }
+}
+
+/// A TCP connection of a testbed host.
+#[pyclass(name = "TcpConn", unsendable)]
+struct PyTcpConn {
+    tb: Py<PyTestbed>,
+    id: HostId,
+    h: TcpHandle,
+}
+
+impl PyTcpConn {
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut testbed::HostStack, TcpHandle) -> PyResult<T>) -> PyResult<T> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        f(t.tb.host(self.id), self.h)
+    }
+}
+
+#[pymethods]
+impl PyTcpConn {
+    /// True once established; raises if the connection failed.
+    #[getter]
+    fn connected(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |s, h| match s.tcp_connect_result(h).map_err(val)? {
+            None => Ok(false),
+            Some(Ok(())) => Ok(true),
+            Some(Err(e)) => Err(PyRuntimeError::new_err(e.to_string())),
+        })
+    }
+
+    /// The connection state, e.g. "Established".
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |s, h| Ok(format!("{:?}", s.tcp_state(h).map_err(val)?)))
+    }
+
+    /// Queue as much of `data` as fits; returns the number of bytes taken (back-pressure).
+    fn send(&self, py: Python<'_>, data: &[u8]) -> PyResult<usize> {
+        self.with(py, |s, h| s.tcp_send(h, data).map_err(rt))
+    }
+
+    /// Hand over the whole buffer; the stack segments and sends it as the windows allow.
+    fn send_all(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<()> {
+        self.with(py, |s, h| s.tcp_send_transfer(h, data).map_err(rt))
+    }
+
+    /// Up to `max` received bytes; b"" at end of stream; None if nothing is ready yet.
+    #[pyo3(signature = (max = 65536))]
+    fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let mut buf = vec![0u8; max.max(1)];
+        let r = self.with(py, |s, h| s.tcp_recv(h, &mut buf).map_err(rt))?;
+        Ok(match r {
+            Recv::Data(n) => Some(PyBytes::new(py, &buf[..n])),
+            Recv::Eof => Some(PyBytes::new(py, b"")),
+            Recv::WouldBlock => None,
+        })
+    }
+
+    /// Close our direction (FIN after queued data); receiving continues.
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s, h| s.tcp_shutdown(h).map_err(rt))
+    }
+
+    /// Close and release the connection.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s, h| s.tcp_close(h).map_err(rt))
+    }
+
+    /// Abort with a reset.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s, h| s.tcp_abort(h).map_err(rt))
+    }
+
+    /// Per-connection statistics as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.with(py, |s, h| s.tcp_stats(h).map_err(val))?;
+        let d = PyDict::new(py);
+        d.set_item("state", format!("{:?}", st.state))?;
+        d.set_item("cwnd", st.cwnd)?;
+        d.set_item("ssthresh", st.ssthresh)?;
+        d.set_item("srtt_us", st.srtt.map(|d| d.as_secs_f64() * 1e6))?;
+        d.set_item("rttvar_us", st.rttvar.as_secs_f64() * 1e6)?;
+        d.set_item("rto_ms", st.rto.as_secs_f64() * 1e3)?;
+        d.set_item("retransmits", st.retransmits)?;
+        d.set_item("timeouts", st.timeouts)?;
+        d.set_item("fast_recoveries", st.fast_recoveries)?;
+        d.set_item("bytes_acked", st.bytes_acked)?;
+        d.set_item("bytes_received", st.bytes_received)?;
+        d.set_item("mss", st.mss)?;
+        d.set_item("sack", st.sack)?;
+        d.set_item("timestamps", st.timestamps)?;
+        d.set_item("wscale", st.wscale)?;
+        d.set_item("cc", format!("{:?}", st.cc))?;
+        Ok(d)
+    }
+}
+
 /// Names of every counter a host keeps, in display order.
 #[pyfunction]
 fn counter_names() -> Vec<&'static str> {
@@ -337,6 +469,8 @@ fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHost>()?;
     m.add_class::<PyUdpSocket>()?;
     m.add_class::<PyRawSocket>()?;
+    m.add_class::<PyTcpListener>()?;
+    m.add_class::<PyTcpConn>()?;
     m.add_function(wrap_pyfunction!(counter_names, m)?)?;
     Ok(())
 }

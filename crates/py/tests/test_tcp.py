@@ -1,0 +1,50 @@
+"""TCP from Python on an in-process testbed."""
+
+import hashlib
+
+import linerate as lr
+
+
+def establish(net, a, b, port=5001):
+    lst = b.tcp_listen(port)
+    c = a.tcp_connect(("10.0.0.2", port))
+    for _ in range(1000):
+        net.run(ms=0.05)
+        s = lst.accept()
+        if s is not None and c.connected:
+            return c, s
+    raise AssertionError("no connection")
+
+
+def test_transfer_with_loss_keeps_the_hash():
+    net = lr.Testbed()
+    a = net.host("10.0.0.1/24", loss=0.02, seed=5)
+    b = net.host("10.0.0.2/24")
+    c, s = establish(net, a, b)
+    data = bytes(range(256)) * 4000
+    c.send_all(data)
+    c.shutdown()
+    got = bytearray()
+    for _ in range(200_000):
+        net.run(ms=0.05)
+        chunk = s.recv()
+        if chunk == b"":
+            break
+        if chunk:
+            got += chunk
+    assert hashlib.sha256(got).hexdigest() == hashlib.sha256(data).hexdigest()
+    st = c.stats()
+    assert st["retransmits"] > 0 and st["sack"] and st["timestamps"]
+
+
+def test_refused_connection_raises():
+    net = lr.Testbed()
+    a, _ = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
+    c = a.tcp_connect(("10.0.0.2", 9))
+    net.run(ms=2)
+    try:
+        c.connected
+    except RuntimeError as e:
+        assert "refused" in str(e)
+    else:
+        raise AssertionError("expected refused")
