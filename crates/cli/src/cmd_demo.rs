@@ -35,6 +35,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
         ("ICMP port unreachable for a closed UDP port", Box::new(|_| unreachable_step())),
         ("Raw Ethernet (EtherType 0x88b5): 10,000 frames", Box::new(|_| raw_step())),
         ("Robustness: 200,000 mutated frames into a host", Box::new(|_| robustness_step())),
+        ("TCP: 20 MB over a link with 1% loss, 1% reorder, 0.5% dup", Box::new(|_| tcp_transfer_step())),
+        ("TCP: 10,000 concurrent connections, data on each", Box::new(|_| tcp_many_step())),
         ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
     ];
     let mut failed = 0;
@@ -297,4 +299,104 @@ fn pcap_step(path: &std::path::Path) -> Step {
     drop(tb);
     let frames = link::pcap::read_frames(path).map_err(err)?;
     Ok((format!("{} frames written to {}", frames.len(), path.display()), "open it with tshark or Wireshark".into()))
+}
+
+fn tcp_testbed(imp: Option<Impairment>, sessions: usize) -> Result<(Testbed, HostId, HostId), String> {
+    let mut tb = Testbed::new(TestbedConfig::default());
+    let mut ids = vec![];
+    for (i, ip) in ["10.0.0.1/24", "10.0.0.2/24"].iter().enumerate() {
+        let mut cfg = Config::host(ip);
+        cfg.tcp.max_sessions = sessions;
+        cfg.ephemeral_first = 1024;
+        if sessions > 1000 {
+            cfg.tcp.tx_buffer = 4096;
+            cfg.tcp.rx_buffer = 4096;
+        }
+        let opts = HostOptions { impairment: if i == 0 { imp.clone() } else { None }, ..Default::default() };
+        ids.push(tb.add_host_with(cfg, opts).map_err(err)?);
+    }
+    Ok((tb, ids[0], ids[1]))
+}
+
+fn tcp_transfer_step() -> Step {
+    let imp = Impairment { loss: 0.01, reorder: 0.01, duplicate: 0.005, delay: Duration::from_micros(100), seed: 11, ..Default::default() };
+    let (mut tb, a, b) = tcp_testbed(Some(imp), 16)?;
+    let l = tb.host(b).tcp_listen(5001, 8).map_err(err)?;
+    let dst = SocketAddrV4::new(tb.host_ref(b).ip(), 5001);
+    let c = tb.host(a).tcp_connect(dst).map_err(err)?;
+    let mut server = None;
+    tb.run_until(Duration::from_secs(5), |tb| {
+        server = server.or_else(|| tb.host(b).tcp_accept(l));
+        server.is_some()
+    })
+    .map_err(err)?;
+    let s = server.ok_or("the connection was not accepted")?;
+    let data: Vec<u8> = (0..20_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8).collect();
+    let wall = WallClock::now();
+    tb.host(a).tcp_send_transfer(c, data.clone()).map_err(err)?;
+    let mut hasher = Sha256::new();
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 65536];
+    let done = tb
+        .run_until(Duration::from_secs(120), |tb| {
+            while let Ok(net::Recv::Data(n)) = tb.host(b).tcp_recv(s, &mut buf) {
+                hasher.update(&buf[..n]);
+                got += n;
+            }
+            got == data.len()
+        })
+        .map_err(err)?;
+    if !done {
+        return Err(format!("{got} of {} bytes arrived", data.len()));
+    }
+    let secs = wall.elapsed().as_secs_f64();
+    if hasher.finalize().as_slice() != Sha256::digest(&data).as_slice() {
+        return Err("sha256 differs".into());
+    }
+    let st = tb.host_ref(a).tcp_stats(c).map_err(err)?;
+    Ok((
+        format!("sha256 matches; {} retransmits, {} recoveries, {} timeouts", st.retransmits, st.fast_recoveries, st.timeouts),
+        format!("{} wall-clock; SACK {}, timestamps {}, wscale {:?}", fmt_si(data.len() as f64 * 8.0 / secs, "bit/s"), st.sack, st.timestamps, st.wscale),
+    ))
+}
+
+fn tcp_many_step() -> Step {
+    const N: usize = 10_000;
+    let (mut tb, a, b) = tcp_testbed(None, N + 16)?;
+    let l = tb.host(b).tcp_listen(5001, N).map_err(err)?;
+    let dst = SocketAddrV4::new(tb.host_ref(b).ip(), 5001);
+    let wall = WallClock::now();
+    let mut clients = Vec::with_capacity(N);
+    let mut servers = Vec::with_capacity(N);
+    let limit = tb.now() + Duration::from_secs(30);
+    while servers.len() < N && tb.now() < limit {
+        while clients.len() < N && clients.len() - servers.len() < 256 {
+            clients.push(tb.host(a).tcp_connect(dst).map_err(err)?);
+        }
+        tb.step().map_err(err)?;
+        while let Some(h) = tb.host(b).tcp_accept(l) {
+            servers.push(h);
+        }
+    }
+    let setup = wall.elapsed().as_secs_f64();
+    if servers.len() < N {
+        return Err(format!("{} of {N} connections established", servers.len()));
+    }
+    for (i, &c) in clients.iter().enumerate() {
+        tb.host(a).tcp_send(c, &(i as u32).to_be_bytes()).map_err(err)?;
+    }
+    let mut buf = [0u8; 8];
+    let mut pending: Vec<usize> = (0..N).collect();
+    tb.run_until(Duration::from_secs(10), |tb| {
+        pending.retain(|&j| !matches!(tb.host(b).tcp_recv(servers[j], &mut buf), Ok(net::Recv::Data(4))));
+        pending.is_empty()
+    })
+    .map_err(err)?;
+    if !pending.is_empty() {
+        return Err(format!("{} connections did not deliver", pending.len()));
+    }
+    Ok((
+        format!("{N}/{N} established and delivered"),
+        format!("{} connections/s set up (wall clock, both stacks on one core)", fmt_si(N as f64 / setup, "")),
+    ))
 }
