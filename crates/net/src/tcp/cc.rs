@@ -71,7 +71,10 @@ impl Congestion {
     /// New data acknowledged: grow the window.
     pub fn on_ack(&mut self, acked: u32, now: Instant, srtt: Option<Duration>) {
         if self.in_slow_start() {
-            self.cwnd = self.cwnd.saturating_add(acked.min(2 * self.mss));
+            // Byte counting (RFC 3465) without the per-ACK limit, as Linux does: the receiver
+            // acknowledges a whole receive batch at once (stretch ACKs), and capping each ACK
+            // at 2 MSS would slow slow start down by the batch size.
+            self.cwnd = self.cwnd.saturating_add(acked).min(self.ssthresh.max(self.cwnd));
             return;
         }
         match self.algo {

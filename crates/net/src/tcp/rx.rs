@@ -57,6 +57,12 @@ impl TcpEngine {
                 if self.state[sid as usize].in_use {
                     self.touch_keepalive(sid, eg.now);
                     self.mark_dirty(sid);
+                    // An ACK due while data waits out of order is a duplicate ACK the sender
+                    // counts (RFC 5681 3.2, 4.2: one, at once, per out-of-order segment): it
+                    // cannot wait to be merged at the end of the batch.
+                    if self.rx[sid as usize].ack_now && !self.bufs[sid as usize].asm.is_empty() {
+                        self.output(eg, link, sid, eg.now)?;
+                    }
                 }
                 v
             }
@@ -343,7 +349,9 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         // Only an ACK at or beyond SND.UNA carries a usable window (RFC 9293 3.10.7.4): the
         // window is relative to SEG.ACK, but `snd_wnd` is used from `snd_una`.
-        if le(tx.snd_una, repr.ack) && (lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack))) {
+        if le(tx.snd_una, repr.ack)
+            && (lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack)))
+        {
             tx.snd_wnd = window;
             tx.max_snd_wnd = tx.max_snd_wnd.max(window);
             tx.snd_wl1 = repr.seq;
