@@ -1,1 +1,14 @@
 //! Accelerator kernels: they take bytes or addresses and return results; no networking.
+//!
+//! - [`prefix`]: an IPv4 prefix set (firewall blacklist) with fast longest-prefix lookups.
+//! - [`ids`]: a Snort 3 rule engine in the Pigasus style (port groups, fast-pattern
+//!   multi-string prefilter, full verification of every candidate rule).
+//! - `hs` (feature `hyperscan`): Hyperscan's literal matcher, the benchmark peer.
+
+pub mod error;
+#[cfg(feature = "hyperscan")]
+pub mod hs;
+pub mod ids;
+pub mod prefix;
+
+pub use error::AccelError;

@@ -1,0 +1,30 @@
+//! Snort 3 rule IDS engine in the Pigasus style.
+//!
+//! - [`parse`] reads rule text into the [`rule`] AST, expanding [`vars`].
+//! - [`engine`] compiles a [`RuleSet`]: a fast-pattern [`prefilter`] (one multi-string
+//!   matcher over every rule's fast pattern, plus port groups for rules without one), then full
+//!   verification of every candidate ([`detect`], [`content`], [`pcre`], [`bytes`], with HTTP
+//!   sticky buffers from [`http`]).
+//! - [`report`] says what loaded and what is unsupported; [`reload`] swaps rule sets at run
+//!   time; [`synth`] builds payloads that trigger a given rule.
+
+pub mod bytes;
+pub mod content;
+pub mod detect;
+pub mod engine;
+pub mod http;
+pub mod mpm;
+pub mod parse;
+pub mod pcre;
+pub mod prefilter;
+pub mod reload;
+pub mod report;
+pub mod rule;
+pub mod synth;
+pub mod vars;
+
+pub use engine::{fast_patterns, FlowBits, HeaderFields, Matches, PacketMeta, Proto, RuleSet, Scratch};
+pub use reload::RuleSetHandle;
+pub use report::LoadReport;
+pub use rule::Rule;
+pub use vars::Vars;
