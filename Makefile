@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 CARGO ?= cargo
-APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat tcpdump tshark iperf3 libpcap-dev libhyperscan-dev
+APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat curl tcpdump tshark iperf3 libpcap-dev libhyperscan-dev
 
 .PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-build clean
 
@@ -51,6 +51,7 @@ test-python: py-develop
 bench: build-release
 	./target/release/linerate bench link
 	./target/release/linerate bench udp
+	./target/release/linerate bench tcp
 
 # Fuzz targets (see fuzz/README.md); needs the nightly toolchain and cargo-fuzz.
 fuzz-build:

@@ -8,7 +8,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 use crate::runloop::stop_requested;
@@ -183,6 +184,126 @@ pub(crate) fn print_tables(tables: &[Table], json: bool) {
     } else {
         let text: Vec<String> = tables.iter().map(Table::render).collect();
         print!("{}", text.join("\n"));
+    }
+}
+
+/// Round trips before measuring.
+pub(crate) const WARMUP: u64 = 1_000;
+/// Round trips measured.
+pub(crate) const EXCHANGES: u64 = 20_000;
+/// Lost replies tolerated before a round-trip measurement is abandoned.
+pub(crate) const MAX_LOST: u64 = 50;
+
+/// The value at percentile `p` (0..=100) of `sorted` (nearest rank), as f64 (NaN if empty).
+pub(crate) fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1] as f64
+}
+
+/// Run [`WARMUP`] then [`EXCHANGES`] round trips with `exchange(seq)` (which returns the
+/// round-trip time in ns, or None if the reply did not come); returns the measured times, sorted.
+pub(crate) fn rtt_samples(mut exchange: impl FnMut(u64) -> Result<Option<u64>, String>) -> Result<Vec<u64>, String> {
+    let mut samples = Vec::with_capacity(EXCHANGES as usize);
+    let mut lost = 0;
+    for seq in 0..WARMUP + EXCHANGES {
+        match exchange(seq)? {
+            Some(ns) if seq >= WARMUP => samples.push(ns),
+            Some(_) => {}
+            None => lost += 1,
+        }
+        if lost > MAX_LOST || stop_requested() {
+            return Err(format!("round trip: {lost} replies lost after {seq} requests"));
+        }
+    }
+    samples.sort_unstable();
+    Ok(samples)
+}
+
+/// One comparison row: metric, our figure, the peer's figure (or why there is none) and
+/// their ratio (ours / the peer's).
+pub(crate) fn ratio_row(t: &mut Table, metric: &str, ours: f64, peer: Result<f64, &str>, fmt: impl Fn(f64) -> String) {
+    let (k, ratio) = match peer {
+        Ok(k) => (fmt(k), format!("{:.2}", ours / k)),
+        Err(why) => (why.to_string(), "-".into()),
+    };
+    t.row(vec![metric.into(), fmt(ours), k, ratio]);
+}
+
+/// How long a blocking kernel socket waits before checking whether to stop.
+pub(crate) const SOCKET_TICK: Duration = Duration::from_millis(20);
+
+/// How a kernel socket of a benchmark waits for data.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Non-blocking, spinning on `WouldBlock` (busy-polling).
+    Spin,
+    /// Blocking (with a short timeout so loops can check whether to stop).
+    Block,
+}
+
+impl Mode {
+    /// Configure a UDP socket for this mode.
+    pub(crate) fn apply_udp(self, sock: &std::net::UdpSocket) -> std::io::Result<()> {
+        match self {
+            Mode::Spin => sock.set_nonblocking(true),
+            Mode::Block => sock.set_read_timeout(Some(SOCKET_TICK)),
+        }
+    }
+
+    /// Configure a TCP stream for this mode.
+    pub(crate) fn apply_tcp(self, sock: &std::net::TcpStream) -> std::io::Result<()> {
+        match self {
+            Mode::Spin => sock.set_nonblocking(true),
+            Mode::Block => sock.set_nonblocking(false).and_then(|_| sock.set_read_timeout(Some(SOCKET_TICK))),
+        }
+    }
+}
+
+/// True for the errors a non-blocking or timed-out receive returns when nothing arrived.
+pub(crate) fn nothing_yet(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+}
+
+/// A kernel server thread in a namespace (pinned to side 1), stopped and joined by
+/// [`NsServer::finish`].
+pub(crate) struct NsServer<T> {
+    /// Set to ask the server to stop.
+    stop: Arc<AtomicBool>,
+    /// The server thread.
+    handle: std::thread::JoinHandle<Result<Result<T, String>, testbed::TestbedError>>,
+}
+
+impl<T: Send + 'static> NsServer<T> {
+    /// In `ns`, make a socket with `bind`, then run `serve(socket, stop)` there.
+    pub(crate) fn start<S: 'static>(
+        ns: &testbed::Netns,
+        bind: impl FnOnce() -> std::io::Result<S> + Send + 'static,
+        serve: impl FnOnce(S, &AtomicBool) -> Result<T, String> + Send + 'static,
+    ) -> Result<NsServer<T>, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready, bound) = mpsc::channel();
+        let flag = stop.clone();
+        let handle = ns.spawn(move || {
+            pin_side(1);
+            let bound = bind();
+            let _ = ready.send(bound.as_ref().map(|_| ()).map_err(msg));
+            serve(bound.map_err(msg)?, &flag)
+        });
+        let server = NsServer { stop, handle };
+        match bound.recv_timeout(Duration::from_secs(5)) {
+            Ok(Ok(())) => Ok(server),
+            Ok(Err(e)) => Err(format!("server bind: {e}")),
+            Err(_) => Err(server.finish().err().unwrap_or_else(|| "the server thread did not start".into())),
+        }
+    }
+
+    /// Ask the server to stop and collect its result.
+    pub(crate) fn finish(self) -> Result<T, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().map_err(|_| "the server thread panicked".to_string())?.map_err(msg)?
     }
 }
 

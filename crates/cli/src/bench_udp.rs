@@ -4,8 +4,8 @@
 //! child that serves the linerate side.
 
 use crate::bench_common::{
-    bench_cpus, check_secs, die_with_parent, msg, pin_cpu, pin_side, print_tables, progress, step, time_up, unique_name, PeerProcess, Tally, GRACE,
-    READY,
+    bench_cpus, check_secs, die_with_parent, msg, nothing_yet, percentile, pin_cpu, pin_side, print_tables, progress, ratio_row as row, rtt_samples, step,
+    time_up, unique_name, Mode, NsServer, PeerProcess, Tally, GRACE, READY,
 };
 use crate::output::{fmt_si, fmt_us, Table};
 use crate::runloop::{install_stop_handler, stop_requested};
@@ -14,11 +14,9 @@ use indicatif::ProgressBar;
 use link::shm::ShmLink;
 use link::{Instant, LinkConfig, LinkError};
 use net::{Config, NetError, Stack, UdpHandle};
-use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use testbed::netns::veth_pair;
 use testbed::{netns_unavailable, Netns};
@@ -43,16 +41,8 @@ const CONTROL_PORT: u16 = 10;
 const DATAGRAM: usize = 1472;
 /// Payload of a round-trip datagram.
 const RTT_PAYLOAD: usize = 64;
-/// Round trips before measuring.
-const WARMUP: u64 = 1_000;
-/// Round trips measured.
-const EXCHANGES: u64 = 20_000;
 /// How long to wait for one reply before counting it lost.
 const REPLY_TIMEOUT: Duration = Duration::from_millis(100);
-/// Lost replies tolerated before the measurement is abandoned.
-const MAX_LOST: u64 = 50;
-/// How long a blocking kernel socket waits before checking whether to stop.
-const SOCKET_TICK: Duration = Duration::from_millis(20);
 
 /// Options of `linerate bench udp`.
 #[derive(clap::Args)]
@@ -113,34 +103,6 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
     print_tables(&[table(&ours, kernel_figures)], a.json);
     Ok(if matches!(kernel, Some(Err(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-/// The value at percentile `p` (0..=100) of `sorted` (nearest rank), as f64 (NaN if empty).
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1] as f64
-}
-
-/// Run [`WARMUP`] then [`EXCHANGES`] round trips with `exchange(seq)` (which returns the
-/// round-trip time in ns, or None if the reply did not come); returns the measured times, sorted.
-fn rtt_samples(mut exchange: impl FnMut(u64) -> Result<Option<u64>, String>) -> Result<Vec<u64>, String> {
-    let mut samples = Vec::with_capacity(EXCHANGES as usize);
-    let mut lost = 0;
-    for seq in 0..WARMUP + EXCHANGES {
-        match exchange(seq)? {
-            Some(ns) if seq >= WARMUP => samples.push(ns),
-            Some(_) => {}
-            None => lost += 1,
-        }
-        if lost > MAX_LOST || stop_requested() {
-            return Err(format!("round trip: {lost} replies lost after {seq} requests"));
-        }
-    }
-    samples.sort_unstable();
-    Ok(samples)
 }
 
 /// A round-trip request: `seq` in the first 8 bytes, then padding to [`RTT_PAYLOAD`] bytes.
@@ -344,68 +306,15 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 
 // ------------------------------------------------------------------ Linux kernel over veth
 
-/// How a kernel socket waits for data.
-#[derive(Clone, Copy)]
-enum Mode {
-    /// Non-blocking, spinning on `WouldBlock`.
-    Spin,
-    /// Blocking (with a short timeout so loops can check whether to stop).
-    Block,
-}
-
-impl Mode {
-    /// Configure `sock` for this mode.
-    fn apply(self, sock: &UdpSocket) -> std::io::Result<()> {
-        match self {
-            Mode::Spin => sock.set_nonblocking(true),
-            Mode::Block => sock.set_read_timeout(Some(SOCKET_TICK)),
-        }
-    }
-}
-
-/// True for the errors a non-blocking or timed-out receive returns when nothing arrived.
-fn nothing_yet(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
-}
-
-/// A server thread in a namespace, bound to a port, stopped and joined by [`Server::finish`].
-struct Server<T> {
-    /// Set to ask the server to stop.
-    stop: Arc<AtomicBool>,
-    /// The server thread.
-    handle: std::thread::JoinHandle<Result<Result<T, String>, testbed::TestbedError>>,
-}
-
-impl<T: Send + 'static> Server<T> {
-    /// Bind `KERNEL_SERVER_IP:port` in `ns` in `mode`, then run `serve(socket, stop)` there.
-    fn start(
-        ns: &Netns,
-        port: u16,
-        mode: Mode,
-        serve: impl FnOnce(UdpSocket, &AtomicBool) -> Result<T, String> + Send + 'static,
-    ) -> Result<Server<T>, String> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (ready, bound) = mpsc::channel();
-        let flag = stop.clone();
-        let handle = ns.spawn(move || {
-            pin_side(1);
-            let bound = UdpSocket::bind((KERNEL_SERVER_IP, port)).and_then(|sock| mode.apply(&sock).map(|_| sock));
-            let _ = ready.send(bound.as_ref().map(|_| ()).map_err(msg));
-            serve(bound.map_err(msg)?, &flag)
-        });
-        let server = Server { stop, handle };
-        match bound.recv_timeout(Duration::from_secs(5)) {
-            Ok(Ok(())) => Ok(server),
-            Ok(Err(e)) => Err(format!("server bind: {e}")),
-            Err(_) => Err(server.finish().err().unwrap_or_else(|| "the server thread did not start".into())),
-        }
-    }
-
-    /// Ask the server to stop and collect its result.
-    fn finish(self) -> Result<T, String> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().map_err(|_| "the server thread panicked".to_string())?.map_err(msg)?
-    }
+/// Bind `KERNEL_SERVER_IP:port` in `ns` in `mode`, then run `serve(socket, stop)` there.
+fn udp_server<T: Send + 'static>(
+    ns: &Netns,
+    port: u16,
+    mode: Mode,
+    serve: impl FnOnce(UdpSocket, &AtomicBool) -> Result<T, String> + Send + 'static,
+) -> Result<NsServer<T>, String> {
+    let bind = move || UdpSocket::bind((KERNEL_SERVER_IP, port)).and_then(|sock| mode.apply_udp(&sock).map(|_| sock));
+    NsServer::start(ns, bind, serve)
 }
 
 /// Serve `sock` until `stop` is set (or the grace limit passes): `on(datagram, from)` for
@@ -441,7 +350,7 @@ fn kernel_echo(sock: UdpSocket, stop: &AtomicBool) -> Result<(), String> {
 fn kernel_client(port: u16, mode: Mode) -> Result<UdpSocket, String> {
     let sock = UdpSocket::bind((KERNEL_CLIENT_IP, 0)).map_err(msg)?;
     sock.connect((KERNEL_SERVER_IP, port)).map_err(msg)?;
-    mode.apply(&sock).map_err(msg)?;
+    mode.apply_udp(&sock).map_err(msg)?;
     Ok(sock)
 }
 
@@ -464,7 +373,7 @@ fn kernel_exchange(sock: &UdpSocket, seq: u64, buf: &mut [u8]) -> Result<Option<
 
 /// Round trips from namespace `a` to an echo in namespace `b`, both sides in `mode`.
 fn kernel_rtt(a: &Netns, b: &Netns, mode: Mode) -> Result<Vec<u64>, String> {
-    let server = Server::start(b, ECHO_PORT, mode, kernel_echo)?;
+    let server = udp_server(b, ECHO_PORT, mode, kernel_echo)?;
     let rtt = a.enter(move || {
         pin_side(0);
         let sock = kernel_client(ECHO_PORT, mode)?;
@@ -477,7 +386,7 @@ fn kernel_rtt(a: &Netns, b: &Netns, mode: Mode) -> Result<Vec<u64>, String> {
 
 /// Send [`DATAGRAM`]-byte datagrams from namespace `a` to a sink in `b` for `secs`.
 fn kernel_goodput(a: &Netns, b: &Netns, secs: Duration) -> Result<(u64, Tally), String> {
-    let server = Server::start(b, SINK_PORT, Mode::Block, kernel_sink)?;
+    let server = udp_server(b, SINK_PORT, Mode::Block, kernel_sink)?;
     let sent = a.enter(move || -> Result<u64, String> {
         pin_side(0);
         let sock = kernel_client(SINK_PORT, Mode::Block)?;
@@ -509,16 +418,6 @@ fn bench_kernel(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
 }
 
 // ------------------------------------------------------------------ the table
-
-/// One table row: metric, our figure, the kernel's figure (or why there is none) and their
-/// ratio (ours / kernel's).
-fn row(t: &mut Table, metric: &str, ours: f64, kernel: Result<f64, &str>, fmt: impl Fn(f64) -> String) {
-    let (k, ratio) = match kernel {
-        Ok(k) => (fmt(k), format!("{:.2}", ours / k)),
-        Err(why) => (why.to_string(), "-".into()),
-    };
-    t.row(vec![metric.into(), fmt(ours), k, ratio]);
-}
 
 /// The comparison table.
 fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {

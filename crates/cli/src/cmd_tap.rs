@@ -1,11 +1,15 @@
 //! `linerate tap`: a linerate host on a TAP device in a namespace of its own, so that ordinary
-//! Linux tools (ping, arping, nc, socat, tcpdump) in that namespace talk to it.
+//! Linux tools (ping, arping, nc, socat, curl, tcpdump) in that namespace talk to it: UDP and
+//! TCP echo, a TCP discard sink, an HTTP responder, and a TCP client that sends a file.
 
 use crate::output::Table;
 use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
 use crate::statsfile::StatsPublisher;
-use apps::UdpEcho;
-use net::Config;
+use apps::tcp_source::{Payload, SourceOptions};
+use apps::{HttpServer, TcpEcho, TcpSink, TcpSource, UdpEcho};
+use link::Link;
+use net::{Config, NetError, Stack};
+use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
@@ -26,10 +30,29 @@ pub struct TapArgs {
     /// UDP port of the echo service (0: none).
     #[arg(long, default_value_t = 7)]
     echo_port: u16,
+    /// TCP port of the echo service (0: none).
+    #[arg(long, default_value_t = 7)]
+    tcp_echo: u16,
+    /// TCP port of the HTTP responder (0: none): GET /<bytes> or /size/<bytes>.
+    #[arg(long, default_value_t = 80)]
+    http: u16,
+    /// TCP port of the discard sink, which counts bytes (0: none).
+    #[arg(long, default_value_t = 9)]
+    tcp_sink: u16,
+    /// Connect to HOST:PORT (retrying while refused) and send --send-file, then close.
+    #[arg(long, requires = "send_file", value_name = "HOST:PORT")]
+    tcp_send: Option<SocketAddrV4>,
+    /// The file --tcp-send sends.
+    #[arg(long, requires = "tcp_send", value_name = "FILE")]
+    send_file: Option<PathBuf>,
+    /// Seconds --tcp-send keeps retrying a refused connection.
+    #[arg(long, default_value_t = 10.0)]
+    send_retry: f64,
     /// Record everything the linerate host sends and receives in this pcap file.
     #[arg(long)]
     pcap: Option<PathBuf>,
-    /// Stop after this many seconds (default: run until Ctrl-C, or until --run finishes).
+    /// Stop after this many seconds (default: run until Ctrl-C, or until --run finishes, or
+    /// until --tcp-send finishes when there is no --run).
     #[arg(long)]
     duration: Option<f64>,
     /// Run this shell command inside the namespace while the host serves, then exit with its status.
@@ -55,6 +78,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         0 => None,
         p => Some(UdpEcho::bind(&mut setup.stack, p).map_err(|e| e.to_string())?),
     };
+    let mut tcp = TcpServices::start(&mut setup.stack, &a).map_err(|e| e.to_string())?;
     eprintln!(
         "linerate host {host_ip} ({}) on TAP {} in namespace {ns}; Linux side {}.",
         setup.stack.mac(),
@@ -65,6 +89,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     if a.echo_port != 0 {
         eprintln!("  UDP echo on port {}: ip netns exec {ns} socat - UDP:{host_ip}:{}", a.echo_port, a.echo_port);
     }
+    tcp.print_hints(&ns, host_ip);
     let publisher = StatsPublisher::new(&format!("tap-{ns}")).map_err(|e| format!("stats file: {e}"))?;
     let mut child: Option<Child> = match &a.run {
         Some(cmd) => Some(
@@ -90,6 +115,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         if let Some(e) = echo.as_mut() {
             worked |= e.serve(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         }
+        worked |= tcp.serve(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         setup.stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(setup.stack.link(), worked);
         if t - last_publish >= Duration::from_millis(250) {
@@ -98,6 +124,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         }
         if stop_requested() || deadline.is_some_and(|d| t >= d) {
             break;
+        }
+        if let Some(s) = tcp.send.as_ref() {
+            // A failed send ends the run; a finished one too unless --run or --duration set the end.
+            if s.error().is_some() || (s.is_finished() && child.is_none() && deadline.is_none()) {
+                break;
+            }
         }
         if t - last_child_check >= Duration::from_millis(5) {
             last_child_check = t;
@@ -126,6 +158,127 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         t.row(vec!["echo_datagrams".into(), e.echoed.to_string()]);
         t.row(vec!["echo_bytes".into(), e.bytes.to_string()]);
     }
+    for (name, v) in tcp.figures() {
+        t.row(vec![name, v.to_string()]);
+    }
     t.print(a.json);
+    if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
+        eprintln!("linerate: --tcp-send failed: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if tcp.send.as_ref().is_some_and(|s| !s.is_finished()) {
+        eprintln!("linerate: --tcp-send did not finish before the host stopped");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(exit)
+}
+
+/// The TCP side of the host: echo, sink, HTTP responder and the file sender, each optional.
+struct TcpServices {
+    /// TCP echo.
+    echo: Option<TcpEcho>,
+    /// Discard sink.
+    sink: Option<TcpSink>,
+    /// HTTP responder.
+    http: Option<HttpServer>,
+    /// The file sender of --tcp-send.
+    send: Option<TcpSource>,
+}
+
+impl TcpServices {
+    /// Start the services and the sender that `a` asks for.
+    fn start<L: Link>(stack: &mut Stack<L>, a: &TapArgs) -> Result<TcpServices, String> {
+        let on = |port: u16| (port != 0).then_some(port);
+        let why = |what: &'static str, port: u16| move |e: NetError| format!("{what} on TCP port {port}: {e}");
+        let echo = on(a.tcp_echo).map(|p| TcpEcho::listen(stack, p).map_err(why("echo", p))).transpose()?;
+        let sink = on(a.tcp_sink).map(|p| TcpSink::listen(stack, p, 1024).map_err(why("sink", p))).transpose()?;
+        let http = on(a.http).map(|p| HttpServer::listen(stack, p).map_err(why("HTTP", p))).transpose()?;
+        let send = match (a.tcp_send, &a.send_file) {
+            (Some(to), Some(path)) => {
+                let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                let retry_for = crate::bench_common::check_secs(a.send_retry)?;
+                let opts = SourceOptions { retry_for, reply_limit: 0, ..SourceOptions::default() };
+                Some(TcpSource::new(to, Payload::Reader(Box::new(file)), opts))
+            }
+            _ => None,
+        };
+        Ok(TcpServices { echo, sink, http, send })
+    }
+
+    /// Tell the user how to reach the services.
+    fn print_hints(&self, ns: &str, host: std::net::Ipv4Addr) {
+        if let Some(e) = &self.echo {
+            eprintln!("  TCP echo on port {p}: ip netns exec {ns} nc -N {host} {p}", p = e.port());
+        }
+        if let Some(s) = &self.sink {
+            eprintln!("  TCP discard sink on port {p}: ip netns exec {ns} nc -N {host} {p} < FILE", p = s.port());
+        }
+        if let Some(h) = &self.http {
+            eprintln!(
+                "  HTTP on port {p}: ip netns exec {ns} curl -o /dev/null http://{host}:{p}/size/1000000",
+                p = h.port()
+            );
+        }
+        if let Some(s) = &self.send {
+            eprintln!("  sending the file to {} (retrying while refused)", s.remote());
+        }
+    }
+
+    /// Serve every service once (after a poll); returns the work done.
+    fn serve<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
+        let mut work = 0;
+        if let Some(e) = self.echo.as_mut() {
+            work += e.serve(stack)?;
+        }
+        if let Some(s) = self.sink.as_mut() {
+            work += s.serve(stack)?;
+        }
+        if let Some(h) = self.http.as_mut() {
+            work += h.serve(stack)?;
+        }
+        if let Some(s) = self.send.as_mut() {
+            work += s.step(stack)?;
+        }
+        Ok(work)
+    }
+
+    /// Named figures for the final table.
+    fn figures(&self) -> Vec<(String, u64)> {
+        let mut f = Vec::new();
+        let mut conns = |name: &str, c: apps::tcp_conns::ConnCounts| {
+            f.push((format!("{name}_connections"), c.accepted));
+            f.push((format!("{name}_failed"), c.failed));
+        };
+        if let Some(e) = &self.echo {
+            conns("tcp_echo", e.connections());
+        }
+        if let Some(s) = &self.sink {
+            conns("tcp_sink", s.connections());
+        }
+        if let Some(h) = &self.http {
+            conns("http", h.connections());
+        }
+        if let Some(e) = &self.echo {
+            f.push(("tcp_echo_bytes".into(), e.bytes));
+        }
+        if let Some(s) = &self.sink {
+            f.push(("tcp_sink_bytes".into(), s.bytes));
+        }
+        if let Some(h) = &self.http {
+            let c = h.counts();
+            f.extend([
+                ("http_ok".into(), c.ok),
+                ("http_errors".into(), c.errors),
+                ("http_body_bytes".into(), c.body_bytes),
+            ]);
+        }
+        if let Some(s) = &self.send {
+            f.extend([
+                ("tcp_send_bytes".into(), s.sent),
+                ("tcp_send_acked".into(), s.acked),
+                ("tcp_send_attempts".into(), s.attempts as u64),
+            ]);
+        }
+        f
+    }
 }

@@ -2,9 +2,16 @@
 
 mod bench_common;
 mod bench_link;
+mod bench_tcp;
+mod bench_middlebox;
 mod bench_udp;
 mod cmd_demo;
+mod cmd_firewall;
+mod cmd_ids;
+mod cmd_iperf;
+mod cmd_middlebox;
 mod cmd_ping;
+mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
 mod output;
@@ -32,6 +39,18 @@ enum Command {
     Ping(cmd_ping::PingArgs),
     /// Show the live counters of running linerate instances.
     Stats(cmd_stats::StatsArgs),
+    /// TCP goodput between two linerate processes over a shared-memory link (-s / -c HOST).
+    Iperf(cmd_iperf::IperfArgs),
+    /// Blacklisting firewall on the middlebox runtime (Rosebud case study 2).
+    Firewall(cmd_firewall::FirewallArgs),
+    /// Snort-rule IDS on the middlebox runtime (Rosebud case study 1, software reordering).
+    Ids(cmd_ids::IdsArgs),
+    /// The middlebox runtime: live counters of running middleboxes.
+    #[command(subcommand)]
+    Middlebox(cmd_middlebox::MiddleboxCommand),
+    /// Sum-Product Network inference: generate, compile, eval, serve, bench.
+    #[command(subcommand)]
+    Spn(cmd_spn::SpnCommand),
     /// Benchmarks, reported as ratios against peers measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -46,6 +65,10 @@ enum BenchCommand {
     Link(bench_link::LinkArgs),
     /// UDP goodput and 64-byte round trip between two linerate processes, beside Linux UDP.
     Udp(bench_udp::UdpArgs),
+    /// TCP goodput, round trip, connection rate and 10,000 connections, beside Linux TCP.
+    Tcp(bench_tcp::TcpArgs),
+    /// Middlebox forwarding (1 and 2 units) beside memcpy, firewall and IDS rates, swap time.
+    Middlebox(bench_middlebox::MiddleboxBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -54,6 +77,8 @@ enum PeerCommand {
     LinkSink(bench_link::SinkArgs),
     /// A linerate host on a shared-memory link serving UDP echo and a UDP sink.
     Udp(bench_udp::PeerArgs),
+    /// A linerate host on a shared-memory link serving a TCP echo and a reporting TCP sink.
+    Tcp(bench_tcp::PeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,10 +88,18 @@ fn main() -> ExitCode {
         Command::Tap(a) => cmd_tap::run(a),
         Command::Ping(a) => cmd_ping::run(a),
         Command::Stats(a) => cmd_stats::run(a),
+        Command::Iperf(a) => cmd_iperf::run(a),
+        Command::Firewall(a) => cmd_firewall::run_firewall(a),
+        Command::Ids(a) => cmd_ids::run_ids(a),
+        Command::Middlebox(c) => cmd_middlebox::run_command(c),
+        Command::Spn(c) => cmd_spn::run(c),
         Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
         Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
+        Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),
+        Command::Bench(BenchCommand::Middlebox(a)) => bench_middlebox::run(a),
         Command::BenchPeer(PeerCommand::LinkSink(a)) => bench_link::run_sink(a),
         Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
+        Command::BenchPeer(PeerCommand::Tcp(a)) => bench_tcp::run_peer(a),
     };
     match result {
         Ok(code) => code,

@@ -61,6 +61,25 @@ impl Idler {
     }
 }
 
+/// Poll `stack` on real time up to `max_polls` times, stopping after the first poll that
+/// receives nothing; returns the frames received. Services that walk many connections after
+/// each round call this so that one walk serves several batches.
+pub fn poll_burst<L: Link>(stack: &mut net::Stack<L>, max_polls: usize) -> Result<usize, net::NetError> {
+    let mut frames = 0;
+    for _ in 0..max_polls.max(1) {
+        match stack.poll(Instant::now())? {
+            0 => break,
+            n => frames += n,
+        }
+    }
+    Ok(frames)
+}
+
+/// Polls per service round for a host with `connections` connections (see [`poll_burst`]).
+pub fn polls_for(connections: usize) -> usize {
+    (1 + connections / 128).min(64)
+}
+
 /// Real time now.
 pub fn now() -> Instant {
     Instant::now()

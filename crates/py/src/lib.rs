@@ -1,6 +1,8 @@
 //! Python bindings of linerate: testbeds of hosts, UDP and raw sockets, ping, counters, and
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
+mod middlebox;
+
 use link::impair::Impairment;
 use net::{Config, RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -472,5 +474,8 @@ fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTcpListener>()?;
     m.add_class::<PyTcpConn>()?;
     m.add_function(wrap_pyfunction!(counter_names, m)?)?;
+    let mb = PyModule::new(m.py(), "middlebox")?;
+    middlebox::register(&mb)?;
+    m.add_submodule(&mb)?;
     Ok(())
 }

@@ -7,9 +7,11 @@
 3
 """
 
-from ._linerate import Host, RawSocket, Testbed, UdpSocket, counter_names
+from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, counter_names, middlebox
 
-__all__ = ["Testbed", "Host", "UdpSocket", "RawSocket", "counter_names", "rx_accounted"]
+__all__ = [
+    "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox",
+]
 
 
 def rx_accounted(counters: dict) -> bool:

@@ -1,0 +1,172 @@
+//! The blacklisting firewall (Rosebud case study 2) as a middlebox unit program: a frame
+//! whose IPv4 source lies in the blacklist is dropped; every other frame goes out of the other
+//! port (`p ^ 1`). The blacklist is the unit's accelerator table ([`accel::prefix::PrefixSet`]);
+//! it can be replaced while traffic flows with `Control::configure`.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use accel::prefix::PrefixSet;
+use link::Link;
+use middlebox::programs::Forwarder;
+use middlebox::{Ctx, FlowHash, MiddleboxError, Packet, Program, Runtime, RuntimeConfig};
+use wire::{ethertype, EthernetFrame, Ipv4Packet};
+
+/// What the firewall does with frames that are not IPv4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NonIpv4 {
+    /// Forward them (ARP and IPv6 keep working).
+    #[default]
+    Forward,
+    /// Drop them, as Rosebud's firmware does.
+    Drop,
+}
+
+/// The firewall program of one unit.
+#[derive(Debug, Clone)]
+pub struct Firewall {
+    blacklist: Arc<PrefixSet>,
+    non_ipv4: NonIpv4,
+    out: Forwarder,
+    passed: u64,
+    blocked: u64,
+    non_ipv4_seen: u64,
+    malformed: u64,
+}
+
+impl Firewall {
+    /// A firewall dropping sources in `blacklist` (shared by every unit).
+    pub fn new(blacklist: Arc<PrefixSet>) -> Self {
+        Firewall {
+            blacklist,
+            non_ipv4: NonIpv4::default(),
+            out: Forwarder::cross(),
+            passed: 0,
+            blocked: 0,
+            non_ipv4_seen: 0,
+            malformed: 0,
+        }
+    }
+
+    /// Choose what happens to non-IPv4 frames.
+    pub fn non_ipv4(mut self, policy: NonIpv4) -> Self {
+        self.non_ipv4 = policy;
+        self
+    }
+
+    /// The blacklist in use.
+    pub fn blacklist(&self) -> &PrefixSet {
+        &self.blacklist
+    }
+
+    /// The verdict for one frame: `Ok(true)` pass, `Ok(false)` blocked, `Err(reason)` drop.
+    pub fn verdict(&self, frame: &[u8]) -> Result<bool, &'static str> {
+        let eth = EthernetFrame::new_checked(frame).map_err(|e| e.reason())?;
+        if eth.ethertype() != ethertype::IPV4 {
+            return match self.non_ipv4 {
+                NonIpv4::Forward => Ok(true),
+                NonIpv4::Drop => Err("non_ipv4"),
+            };
+        }
+        let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|e| e.reason())?;
+        Ok(!self.blacklist.contains(ip.src()))
+    }
+}
+
+impl Program for Firewall {
+    fn name(&self) -> &str {
+        "firewall"
+    }
+
+    fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet) {
+        let frame = ctx.data(&pkt);
+        let is_ip = frame.get(12..14) == Some(&[0x08, 0x00][..]);
+        match self.verdict(frame) {
+            Ok(true) => {
+                self.passed += 1;
+                if !is_ip {
+                    self.non_ipv4_seen += 1;
+                }
+                let port = self.out.out_port(pkt.port(), ctx.ports());
+                ctx.forward(pkt, port);
+            }
+            Ok(false) => {
+                self.blocked += 1;
+                ctx.discard(pkt, "blacklisted");
+            }
+            Err(reason) => {
+                if reason == "non_ipv4" {
+                    self.non_ipv4_seen += 1;
+                } else {
+                    self.malformed += 1;
+                }
+                ctx.discard(pkt, reason);
+            }
+        }
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        out.push(("passed", self.passed));
+        out.push(("blocked", self.blocked));
+        out.push(("non_ipv4", self.non_ipv4_seen));
+        out.push(("malformed", self.malformed));
+    }
+
+    fn dump(&self) -> String {
+        format!(
+            "blacklist of {} prefixes; passed {} blocked {} non-IPv4 {} malformed {}",
+            self.blacklist.len(),
+            self.passed,
+            self.blocked,
+            self.non_ipv4_seen,
+            self.malformed
+        )
+    }
+
+    fn handoff(&mut self) -> Option<Box<dyn Any + Send>> {
+        Some(Box::new((self.passed, self.blocked, self.non_ipv4_seen, self.malformed)))
+    }
+
+    fn adopt(&mut self, _ctx: &mut Ctx<'_>, state: Box<dyn Any + Send>) {
+        if let Ok(s) = state.downcast::<(u64, u64, u64, u64)>() {
+            (self.passed, self.blocked, self.non_ipv4_seen, self.malformed) = *s;
+        }
+    }
+
+    /// Accepts a new blacklist: `Arc<PrefixSet>` or `PrefixSet`.
+    fn configure(&mut self, _ctx: &mut Ctx<'_>, cfg: Box<dyn Any + Send>) -> Result<(), String> {
+        let cfg = match cfg.downcast::<Arc<PrefixSet>>() {
+            Ok(set) => {
+                self.blacklist = *set;
+                return Ok(());
+            }
+            Err(c) => c,
+        };
+        match cfg.downcast::<PrefixSet>() {
+            Ok(set) => {
+                self.blacklist = Arc::new(*set);
+                Ok(())
+            }
+            Err(_) => Err("the firewall takes a PrefixSet or an Arc<PrefixSet>".into()),
+        }
+    }
+}
+
+/// A firewall middlebox: `ports` (normally two: traffic from one leaves by the other), `units`
+/// firewall units sharing `blacklist`, spread by the symmetric flow hash.
+pub fn build(
+    blacklist: Arc<PrefixSet>,
+    units: usize,
+    ports: Vec<Box<dyn Link>>,
+    cfg: RuntimeConfig,
+    non_ipv4: NonIpv4,
+) -> Result<Runtime, MiddleboxError> {
+    let mut b = Runtime::builder_with(cfg).policy(FlowHash::new(units));
+    for p in ports {
+        b = b.port_boxed(p);
+    }
+    for _ in 0..units {
+        b = b.unit(Firewall::new(blacklist.clone()).non_ipv4(non_ipv4));
+    }
+    b.build()
+}

@@ -1,0 +1,93 @@
+//! The SPN inference service (the TaPaSCo paper's case study, section VI): requests carry
+//! packed 8-bit input vectors, many per packet; each is answered with one f64 likelihood or
+//! log-likelihood per vector, in order. Transports: UDP and raw Ethernet (TCP comes with the
+//! TCP engine: the records are self-delimiting, so a stream carries them back to back).
+//!
+//! - [`record`]: the request/response record format (documented there).
+//! - [`SpnService`]: the server on a [`net::Stack`]; evaluation inline or on replicated worker
+//!   threads (bounded queues), answers re-sequenced into arrival order; a malformed request
+//!   is answered with an error record, or dropped and counted if it is not one of ours.
+//! - [`SpnClient`], [`run_load`]: a client and a load generator with a latency histogram.
+
+pub mod client;
+pub mod histogram;
+pub mod loadgen;
+mod pool;
+pub mod record;
+pub mod server;
+
+pub use client::{ClientCounters, ClientError, Reply, SpnClient};
+pub use histogram::LatencyHistogram;
+pub use loadgen::{run_load, LoadConfig, LoadReport};
+pub use server::{SpnService, SpnServiceConfig};
+
+use net::{RawHandle, UdpHandle};
+use std::net::SocketAddrV4;
+use wire::MacAddr;
+
+/// EtherType the CLI and tests use for the raw-Ethernet service (IEEE local experimental 1).
+pub const SPN_ETHERTYPE: u16 = 0x88b5;
+
+/// The socket a service or client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A UDP socket.
+    Udp(UdpHandle),
+    /// A raw Ethernet socket.
+    Raw(RawHandle),
+}
+
+/// The other end of an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// A UDP address.
+    Udp(SocketAddrV4),
+    /// A MAC address (raw Ethernet).
+    Raw(MacAddr),
+}
+
+/// What a service counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpnCounters {
+    /// Records received.
+    pub records: u64,
+    /// Well-formed requests.
+    pub requests: u64,
+    /// Vectors in well-formed requests.
+    pub vectors: u64,
+    /// Answers sent (results and error records).
+    pub responses: u64,
+    /// Malformed requests answered with an error record.
+    pub error_records: u64,
+    /// Records shorter than a header, dropped.
+    pub dropped_short: u64,
+    /// Records without the request magic, dropped.
+    pub dropped_bad_magic: u64,
+    /// Vectors whose linear result was below the guard, recomputed in log space.
+    pub fallbacks: u64,
+    /// Times every worker queue was full (the request waited).
+    pub stalls: u64,
+    /// Nanoseconds spent evaluating (summed over workers).
+    pub eval_ns: u64,
+}
+
+impl SpnCounters {
+    /// The counters as (name, value) pairs.
+    pub fn fields(&self) -> [(&'static str, u64); 10] {
+        [
+            ("records", self.records),
+            ("requests", self.requests),
+            ("vectors", self.vectors),
+            ("responses", self.responses),
+            ("error_records", self.error_records),
+            ("dropped_short", self.dropped_short),
+            ("dropped_bad_magic", self.dropped_bad_magic),
+            ("fallbacks", self.fallbacks),
+            ("stalls", self.stalls),
+            ("eval_ns", self.eval_ns),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,240 @@
+//! Replicated evaluators: worker threads fed by bounded queues, and the re-sequencing buffer
+//! that puts finished requests back in arrival order.
+
+use super::record::{emit_response_header, RequestHeader, Status, FLAG_LOG, FLAG_MASK, HEADER_LEN};
+use super::Peer;
+use spn::{CompiledSpn, Evaluator, Missing, Output};
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Empty polls a worker spins before it blocks on its queue (waking an idle core costs
+/// tens of microseconds here).
+const WORKER_SPIN: u32 = 20_000;
+
+/// One request on its way through the service, with its buffers (recycled).
+pub(crate) struct Job {
+    /// Arrival order.
+    pub seq: u64,
+    /// Who asked.
+    pub peer: Peer,
+    /// The request's header.
+    pub header: RequestHeader,
+    /// The received record (header and body); its length is `len`.
+    pub req: Vec<u8>,
+    /// Bytes of `req` received.
+    pub len: usize,
+    /// The response record.
+    pub resp: Vec<u8>,
+    /// Evaluation results.
+    values: Vec<f64>,
+    /// Inputs that took the log-space fallback in this job.
+    pub fallbacks: u64,
+    /// Nanoseconds spent evaluating this job.
+    pub eval_ns: u64,
+}
+
+impl Job {
+    /// A job with a receive buffer of `record` bytes.
+    pub fn new(record: usize) -> Job {
+        Job {
+            seq: 0,
+            peer: Peer::Udp(std::net::SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0)),
+            header: RequestHeader { flags: 0, count: 0, vector_len: 0, id: 0 },
+            req: vec![0; record],
+            len: 0,
+            resp: Vec::with_capacity(record),
+            values: Vec::new(),
+            fallbacks: 0,
+            eval_ns: 0,
+        }
+    }
+
+    /// Make the response an error record with `status`.
+    pub fn reject(&mut self, status: Status) {
+        self.resp.clear();
+        self.resp.resize(HEADER_LEN, 0);
+        emit_response_header(&self.header, status, &mut self.resp);
+    }
+
+    /// Evaluate the (validated) request and write the response.
+    pub fn evaluate(&mut self, ev: &mut Evaluator) {
+        let h = self.header;
+        let (n, vl) = (usize::from(h.count), usize::from(h.vector_len));
+        let Some(body) = self.req.get(HEADER_LEN..HEADER_LEN + h.body_len()) else {
+            return self.reject(Status::Internal);
+        };
+        let (vectors, masks) = body.split_at(n * vl);
+        let missing = if h.flags & FLAG_MASK != 0 { Missing::Bits(masks) } else { Missing::None };
+        let output = if h.flags & FLAG_LOG != 0 { Output::LogLikelihood } else { Output::Likelihood };
+        self.values.resize(n, 0.0);
+        let before = ev.fallbacks();
+        let t0 = std::time::Instant::now();
+        let result = ev.eval_u8(vectors, missing, &mut self.values, output);
+        self.eval_ns = t0.elapsed().as_nanos() as u64;
+        if result.is_err() {
+            return self.reject(Status::Internal);
+        }
+        self.fallbacks = ev.fallbacks() - before;
+        self.resp.clear();
+        self.resp.resize(HEADER_LEN, 0);
+        emit_response_header(&h, Status::Ok, &mut self.resp);
+        for v in &self.values {
+            self.resp.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// Worker threads, each with its own evaluator and a bounded input queue.
+pub(crate) struct Pool {
+    inputs: Vec<SyncSender<Job>>,
+    results: Receiver<Job>,
+    threads: Vec<JoinHandle<()>>,
+    next: usize,
+}
+
+impl Pool {
+    /// Start `workers` threads with queues of `depth` jobs each.
+    pub fn new(model: &Arc<CompiledSpn>, workers: usize, depth: usize) -> std::io::Result<Pool> {
+        let (done_tx, results) = mpsc::channel();
+        let mut inputs = Vec::with_capacity(workers);
+        let mut threads = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (tx, rx) = mpsc::sync_channel::<Job>(depth.max(1));
+            let done = done_tx.clone();
+            let mut ev = Evaluator::new(Arc::clone(model));
+            let t =
+                std::thread::Builder::new().name(format!("spn-worker-{w}")).spawn(move || worker(rx, done, &mut ev))?;
+            inputs.push(tx);
+            threads.push(t);
+        }
+        Ok(Pool { inputs, results, threads, next: 0 })
+    }
+
+    /// Hand a job to the next worker with room (round robin); gives it back if all are full.
+    #[allow(clippy::result_large_err)] // The job itself comes back, to be queued again.
+    pub fn submit(&mut self, mut job: Job) -> Result<(), Job> {
+        for _ in 0..self.inputs.len() {
+            let w = self.next;
+            self.next = (self.next + 1) % self.inputs.len();
+            match self.inputs[w].try_send(job) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(j)) | Err(TrySendError::Disconnected(j)) => job = j,
+            }
+        }
+        Err(job)
+    }
+
+    /// A finished job, if any.
+    pub fn try_result(&mut self) -> Option<Job> {
+        self.results.try_recv().ok()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.inputs.clear(); // Closing the queues ends the workers.
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A worker: spin on the queue, then block; evaluate; hand the job back.
+fn worker(rx: Receiver<Job>, done: mpsc::Sender<Job>, ev: &mut Evaluator) {
+    let mut idle = 0u32;
+    loop {
+        let job = match rx.try_recv() {
+            Ok(j) => j,
+            Err(TryRecvError::Empty) if idle < WORKER_SPIN => {
+                idle += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            Err(TryRecvError::Empty) => match rx.recv() {
+                Ok(j) => j,
+                Err(_) => return,
+            },
+            Err(TryRecvError::Disconnected) => return,
+        };
+        idle = 0;
+        let mut job = job;
+        job.evaluate(ev);
+        if done.send(job).is_err() {
+            return;
+        }
+    }
+}
+
+/// Finished jobs held until every earlier one is finished, so answers leave in arrival order.
+#[derive(Default)]
+pub(crate) struct Reorder {
+    /// Sequence number of `slots[0]`.
+    base: u64,
+    slots: VecDeque<Option<Job>>,
+}
+
+impl Reorder {
+    /// Reserve the next sequence number.
+    pub fn reserve(&mut self) -> u64 {
+        self.slots.push_back(None);
+        self.base + self.slots.len() as u64 - 1
+    }
+
+    /// Store a finished job in its place.
+    pub fn complete(&mut self, job: Job) {
+        if let Some(slot) = job.seq.checked_sub(self.base).and_then(|i| self.slots.get_mut(i as usize)) {
+            *slot = Some(job);
+        }
+    }
+
+    /// The oldest job, if it is finished.
+    pub fn pop_ready(&mut self) -> Option<Job> {
+        if matches!(self.slots.front(), Some(Some(_))) {
+            self.base += 1;
+            return self.slots.pop_front().flatten();
+        }
+        None
+    }
+
+    /// Put back a job taken by [`Reorder::pop_ready`] (its answer could not be sent yet).
+    pub fn unpop(&mut self, job: Job) {
+        self.base -= 1;
+        self.slots.push_front(Some(job));
+    }
+
+    /// Requests received and not yet answered.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reorder_releases_in_sequence() {
+        let mut r = Reorder::default();
+        let seqs: Vec<u64> = (0..3).map(|_| r.reserve()).collect();
+        assert_eq!(seqs, [0, 1, 2]);
+        let job = |s| {
+            let mut j = Job::new(16);
+            j.seq = s;
+            j
+        };
+        r.complete(job(2));
+        assert!(r.pop_ready().is_none());
+        r.complete(job(0));
+        let first = r.pop_ready().map(|j| j.seq);
+        assert_eq!(first, Some(0));
+        assert!(r.pop_ready().is_none());
+        r.complete(job(1));
+        let j = r.pop_ready().unwrap();
+        r.unpop(j);
+        let order: Vec<u64> = std::iter::from_fn(|| r.pop_ready().map(|j| j.seq)).collect();
+        assert_eq!(order, [1, 2]);
+        assert_eq!(r.len(), 0);
+    }
+}

@@ -1,0 +1,181 @@
+//! The TCP services (echo, sink/iperf, HTTP, source) between two stacks on a mem link, in
+//! virtual time.
+
+use apps::iperf::IperfClient;
+use apps::tcp_source::{Payload, SourceOptions};
+use apps::{pattern, HttpServer, TcpEcho, TcpSink, TcpSource};
+use link::{mem, LinkConfig};
+use net::{Config, Stack};
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+type S = Stack<mem::MemLink>;
+
+/// Client `a` (10.0.0.1) and server `b` (10.0.0.2) on a mem link.
+fn pair() -> (S, S) {
+    let (la, lb) = mem::pair(LinkConfig::default());
+    let cfg = |ip: &str| {
+        let mut c = Config::host(ip);
+        c.tcp.max_sessions = 64;
+        c
+    };
+    (Stack::new(cfg("10.0.0.1/24"), la).unwrap(), Stack::new(cfg("10.0.0.2/24"), lb).unwrap())
+}
+
+/// Poll both stacks every 10 µs of virtual time, calling `f` after each round, until it
+/// returns true or `limit` passes; returns whether it did.
+fn run(a: &mut S, b: &mut S, limit: Duration, mut f: impl FnMut(&mut S, &mut S) -> bool) -> bool {
+    let mut now = a.now();
+    let end = now + limit;
+    while now < end {
+        now = now + Duration::from_micros(10);
+        a.poll(now).unwrap();
+        b.poll(now).unwrap();
+        if f(a, b) {
+            return true;
+        }
+    }
+    false
+}
+
+fn server(port: u16) -> SocketAddrV4 {
+    SocketAddrV4::new("10.0.0.2".parse().unwrap(), port)
+}
+
+fn pattern_bytes(offset: u64, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    pattern::fill(offset, &mut v);
+    v
+}
+
+#[test]
+fn echo_returns_every_byte_on_several_connections_and_closes() {
+    let (mut a, mut b) = pair();
+    let mut echo = TcpEcho::listen(&mut b, 7).unwrap();
+    let opts = SourceOptions { reply_limit: 1 << 20, ..Default::default() };
+    let sizes = [1usize, 1000, 300_000, 700_000];
+    let mut srcs: Vec<TcpSource> =
+        sizes.iter().map(|&n| TcpSource::new(server(7), Payload::PatternBytes(n as u64), opts)).collect();
+    assert!(run(&mut a, &mut b, Duration::from_secs(30), |a, b| {
+        echo.serve(b).unwrap();
+        srcs.iter_mut().for_each(|s| {
+            s.step(a).unwrap();
+        });
+        srcs.iter().all(TcpSource::is_finished)
+    }));
+    for (s, &n) in srcs.iter().zip(&sizes) {
+        assert!(s.succeeded(), "{:?}", s.error());
+        assert_eq!(s.reply(), &pattern_bytes(0, n)[..], "{n} bytes");
+    }
+    assert!(run(&mut a, &mut b, Duration::from_secs(1), |_, b| {
+        echo.serve(b).unwrap();
+        echo.connections().open == 0
+    }));
+    let c = echo.connections();
+    assert_eq!((c.accepted, c.completed, c.failed), (4, 4, 0));
+    assert_eq!(echo.bytes, sizes.iter().sum::<usize>() as u64);
+}
+
+#[test]
+fn iperf_client_gets_the_sinks_byte_counts() {
+    let (mut a, mut b) = pair();
+    let mut sink = TcpSink::listen(&mut b, 5201, 16).unwrap().with_report();
+    let mut client = IperfClient::new(server(5201), 3, Duration::from_millis(200), Duration::from_secs(1));
+    assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
+        sink.serve(b).unwrap();
+        client.step(a).unwrap();
+        client.is_finished()
+    }));
+    let r = client.result();
+    assert_eq!(client.errors().count(), 0);
+    assert_eq!((r.reported, r.connections), (3, 3));
+    assert!(r.received > 1_000_000, "{r:?}");
+    assert_eq!(r.received, r.sent);
+    assert_eq!(sink.bytes, r.received);
+    assert!(r.elapsed >= Duration::from_millis(200) && r.bits_per_sec() > 0.0, "{r:?}");
+}
+
+#[test]
+fn source_retries_while_refused_then_delivers_a_reader() {
+    let (mut a, mut b) = pair();
+    let data = pattern_bytes(7, 200_000);
+    let opts = SourceOptions { retry_interval: Duration::from_millis(20), ..Default::default() };
+    let mut src = TcpSource::new(server(9), Payload::Reader(Box::new(std::io::Cursor::new(data.clone()))), opts);
+    let mut sink: Option<TcpSink> = None;
+    let start = a.now();
+    assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
+        if sink.is_none() && a.now() - start > Duration::from_millis(100) {
+            sink = Some(TcpSink::listen(b, 9, 16).unwrap());
+        }
+        if let Some(s) = sink.as_mut() {
+            s.serve(b).unwrap();
+        }
+        src.step(a).unwrap();
+        src.is_finished()
+    }));
+    assert!(src.succeeded(), "{:?}", src.error());
+    assert!(src.attempts > 1, "the first attempts were refused");
+    assert_eq!(sink.unwrap().bytes, data.len() as u64);
+    let mut refused =
+        TcpSource::new(server(10), Payload::PatternBytes(1), SourceOptions { retry_for: Duration::ZERO, ..opts });
+    assert!(run(&mut a, &mut b, Duration::from_secs(1), |a, _| {
+        refused.step(a).unwrap();
+        refused.is_finished()
+    }));
+    assert!(refused.error().unwrap().to_string().contains("refused"));
+}
+
+#[test]
+fn http_serves_objects_keep_alive_and_errors() {
+    let (mut a, mut b) = pair();
+    let mut http = HttpServer::listen(&mut b, 80).unwrap();
+    let req = b"GET /size/100000 HTTP/1.1\r\nHost: t\r\n\r\nGET /nothing HTTP/1.1\r\n\r\nGET /5 HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let opts = SourceOptions { reply_limit: 1 << 20, ..Default::default() };
+    let mut src = TcpSource::new(server(80), Payload::Reader(Box::new(&req[..])), opts);
+    assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
+        http.serve(b).unwrap();
+        src.step(a).unwrap();
+        src.is_finished()
+    }));
+    assert!(src.succeeded(), "{:?}", src.error());
+    let reply = src.reply();
+    let split = |r: &[u8]| -> (String, usize) {
+        let end = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        (String::from_utf8(r[..end].to_vec()).unwrap(), end)
+    };
+    let (h1, e1) = split(reply);
+    assert!(h1.starts_with("HTTP/1.1 200 OK") && h1.contains("Content-Length: 100000"), "{h1}");
+    assert_eq!(&reply[e1..e1 + 100_000], &pattern_bytes(0, 100_000)[..]);
+    let rest = &reply[e1 + 100_000..];
+    let (h2, e2) = split(rest);
+    assert!(h2.starts_with("HTTP/1.1 404"), "{h2}");
+    let len: usize = h2.split("Content-Length: ").nth(1).unwrap().split("\r\n").next().unwrap().parse().unwrap();
+    let (h3, e3) = split(&rest[e2 + len..]);
+    assert!(h3.starts_with("HTTP/1.1 200 OK") && h3.contains("Connection: close"), "{h3}");
+    assert_eq!(&rest[e2 + len + e3..], &pattern_bytes(0, 5)[..]);
+    let c = http.counts();
+    assert_eq!((c.ok, c.errors, c.body_bytes), (2, 1, 100_005));
+}
+
+#[test]
+fn echo_drops_a_connection_reset_while_its_send_buffer_is_full() {
+    let (mut a, mut b) = pair();
+    let mut echo = TcpEcho::listen(&mut b, 7).unwrap();
+    let c = a.tcp_connect(server(7)).unwrap();
+    let data = pattern_bytes(0, 64 * 1024);
+    let mut sent = 0usize;
+    // The client sends and never reads: its window closes, then the echo's send buffer fills.
+    run(&mut a, &mut b, Duration::from_secs(2), |a, b| {
+        echo.serve(b).unwrap();
+        sent += a.tcp_send(c, &data).unwrap();
+        false
+    });
+    assert!(sent > 512 * 1024 && echo.connections().open == 1, "sent {sent}");
+    a.tcp_abort(c).unwrap();
+    assert!(run(&mut a, &mut b, Duration::from_secs(1), |_, b| {
+        echo.serve(b).unwrap();
+        echo.connections().open == 0
+    }));
+    assert_eq!(echo.connections().failed, 1);
+    assert_eq!(b.tcp_sessions(), 0, "the session is freed");
+}

@@ -1,0 +1,439 @@
+//! `linerate bench middlebox`: the middlebox runtime's forwarding rate for 64 to 9000-byte
+//! frames with 1 and 2 units beside the memcpy rate measured in the same run, the firewall and
+//! the IDS on traces, and the time to swap a unit's program (Rosebud: 756 ms per RPU).
+//!
+//! Frames come from an in-process generator port and go to a counting sink port (Rosebud's
+//! tester FPGA), so only the middlebox is measured: the distributor thread (which also runs
+//! the generator and the sink) and one thread per unit, all busy-polling.
+
+use crate::bench_common::{print_tables, progress, step};
+use crate::output::Table;
+use crate::runloop::{install_stop_handler, stop_requested};
+use accel::prefix::PrefixSet;
+use apps::firewall::Firewall;
+use apps::ids::trace::{generate, TraceConfig};
+use apps::ids::{self, IdsConfig, IdsUnit};
+use middlebox::frames::{self, Endpoints};
+use middlebox::programs::Forwarder;
+use middlebox::testlinks::TestLink;
+use middlebox::{FlowHash, IdlePolicy, Program, RoundRobin, Runtime, RuntimeConfig, SlotSpec};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Rosebud's forwarding rate per RPU (Mpps), for reference.
+const ROSEBUD_MPPS_PER_RPU: f64 = 15.6;
+/// Rosebud's time to reconfigure one RPU.
+const ROSEBUD_SWAP: Duration = Duration::from_millis(756);
+/// Copies of every frame on the measured path: generator -> batch, batch -> slot, slot -> batch.
+const COPIES: f64 = 3.0;
+
+/// Options of `linerate bench middlebox`.
+#[derive(clap::Args)]
+pub struct MiddleboxBenchArgs {
+    /// Seconds of traffic per measurement.
+    #[arg(long, default_value_t = 1.0)]
+    secs: f64,
+    /// Frame sizes in bytes (Ethernet header included), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,256,1500,9000")]
+    sizes: Vec<usize>,
+    /// Unit counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    units: Vec<usize>,
+    /// Firewall blacklist.
+    #[arg(long, default_value = "../shared/data/firewall/drop-prefixes.txt")]
+    blacklist: PathBuf,
+    /// Snort rules for the IDS.
+    #[arg(long, default_value = "../shared/data/ids/snort3-community.rules")]
+    rules: PathBuf,
+    /// Skip these parts (comma-separated: forward, firewall, ids, swap).
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+    /// Program swaps to time.
+    #[arg(long, default_value_t = 20)]
+    swaps: usize,
+    /// Print JSON (and no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// One measured rate.
+#[derive(Clone, Copy, Default)]
+struct Rate {
+    frames: f64,
+    bytes: f64,
+    /// CPU seconds the process used per second of the measurement (cores kept busy).
+    cores: f64,
+}
+
+/// CPU time (user + system) this process has used, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_SELF is always supported.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// memcpy bandwidth in bytes/s for `size`-byte copies over a ~1 MiB working set.
+fn memcpy_rate(size: usize, secs: f64) -> f64 {
+    let span = (1usize << 19).max(size);
+    let (src, mut dst) = (vec![0x5au8; span], vec![0u8; span]);
+    let slots = span / size;
+    let start = Instant::now();
+    let mut copies = 0usize;
+    while start.elapsed().as_secs_f64() < secs {
+        for _ in 0..64 {
+            let off = (copies % slots) * size;
+            dst[off..off + size].copy_from_slice(&src[off..off + size]);
+            std::hint::black_box(&mut dst);
+            copies += 1;
+        }
+    }
+    (copies * size) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Run `programs` (one per unit) on threads with a generator cycling through `trace` on port 0
+/// and a sink on port 1; the rate of frames entering the middlebox over `secs` after a warm-up.
+fn measure(
+    trace: Vec<Vec<u8>>,
+    programs: Vec<Box<dyn Program>>,
+    hash: bool,
+    slot: usize,
+    secs: f64,
+) -> Result<Rate, String> {
+    let gen = TestLink::generator(trace, u64::MAX);
+    let units = programs.len();
+    let cfg = RuntimeConfig { slots: SlotSpec::new(64, slot), idle: IdlePolicy::busy(), ..RuntimeConfig::default() };
+    let mut b = Runtime::builder_with(cfg).port(gen).port(TestLink::sink());
+    b = if hash { b.policy(FlowHash::new(units)) } else { b.policy(RoundRobin::new()) };
+    for p in programs {
+        b = b.unit_boxed(p);
+    }
+    let running = b.build().map_err(|e| e.to_string())?.start().map_err(|e| e.to_string())?;
+    let c = running.control();
+    std::thread::sleep(Duration::from_millis(100));
+    let rx = |c: &middlebox::Control| {
+        let s = c.stats();
+        (s.ports[0].rx_frames, s.ports[0].rx_bytes)
+    };
+    let (f0, b0) = rx(&c);
+    let (t0, cpu0) = (Instant::now(), cpu_seconds());
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let (f1, b1) = rx(&c);
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    let mut rt = running.stop().map_err(|e| e.to_string())?;
+    let s = rt.stats();
+    let panics: u64 = s.units.iter().map(|u| u.unit.program_panics).sum();
+    if panics > 0 {
+        return Err(format!("{panics} program panics"));
+    }
+    Ok(Rate { frames: (f1 - f0) as f64 / dt, bytes: (b1 - b0) as f64 / dt, cores: cpu / dt })
+}
+
+/// The same on one thread in step mode (distributor and one unit interleaved).
+fn measure_step(trace: Vec<Vec<u8>>, program: Box<dyn Program>, slot: usize, secs: f64) -> Result<Rate, String> {
+    let cfg = RuntimeConfig { slots: SlotSpec::new(64, slot), ..RuntimeConfig::default() };
+    let mut rt = Runtime::builder_with(cfg)
+        .port(TestLink::generator(trace, u64::MAX))
+        .port(TestLink::sink())
+        .unit_boxed(program)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (t0, cpu0) = (Instant::now(), cpu_seconds());
+    let mut now = link::Instant::ZERO;
+    while t0.elapsed().as_secs_f64() < secs {
+        for _ in 0..256 {
+            now = now + Duration::from_micros(1);
+            rt.step(now);
+        }
+    }
+    let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    let s = rt.stats();
+    Ok(Rate { frames: s.ports[0].rx_frames as f64 / dt, bytes: s.ports[0].rx_bytes as f64 / dt, cores: cpu / dt })
+}
+
+fn udp_frame(size: usize, i: u16) -> Vec<u8> {
+    let e = Endpoints {
+        src: Ipv4Addr::new(10, 0, (i >> 8) as u8, i as u8),
+        dst: Ipv4Addr::new(10, 1, 0, 1),
+        sport: 1000 + i,
+        dport: 9,
+    };
+    frames::udp_of_size(&e, size.max(42)).unwrap_or_default()
+}
+
+/// Frames of `size` bytes from 64 flows.
+fn forward_trace(size: usize) -> Vec<Vec<u8>> {
+    (0..64).map(|i| udp_frame(size, i)).collect()
+}
+
+/// 1,024 frames of `size` bytes from random sources, 2% of them blacklisted.
+fn firewall_trace(set: &PrefixSet, size: usize) -> Vec<Vec<u8>> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let prefixes = set.prefixes();
+    (0..1024u16)
+        .map(|i| {
+            let src = if i % 50 == 0 && !prefixes.is_empty() {
+                let p = &prefixes[next() as usize % prefixes.len()];
+                Ipv4Addr::from(p.first())
+            } else {
+                Ipv4Addr::from(next() as u32)
+            };
+            let e = Endpoints { src, dst: Ipv4Addr::new(192, 168, 0, 1), sport: 1024 + i, dport: 443 };
+            frames::udp_of_size(&e, size.max(42)).unwrap_or_default()
+        })
+        .collect()
+}
+
+fn slot_for(size: usize) -> usize {
+    (size + 256).clamp(2048, middlebox::slots::MAX_SLOT_SIZE)
+}
+
+/// A result row: rate, share of the memcpy limit, per unit.
+fn rate_row(what: &str, size: String, units: String, r: Result<Rate, String>, memcpy: Option<f64>) -> Vec<String> {
+    match r {
+        Ok(r) => {
+            let of = memcpy.map_or("-".into(), |m| format!("{:.1}%", 100.0 * r.bytes * COPIES / m));
+            let per = units.parse::<f64>().map_or("-".into(), |u| format!("{:.2}", r.frames / 1e6 / u));
+            let per_cpu = if r.cores > 0.0 { format!("{:.2}", r.frames / 1e6 / r.cores) } else { "-".into() };
+            vec![
+                what.into(),
+                size,
+                units,
+                format!("{:.2}", r.frames / 1e6),
+                format!("{:.2}", r.bytes * 8.0 / 1e9),
+                memcpy.map_or("-".into(), |m| format!("{:.1}", m / 1e9)),
+                of,
+                per,
+                format!("{:.2}", r.cores),
+                per_cpu,
+            ]
+        }
+        Err(e) => vec![what.into(), size, units, format!("failed: {e}")],
+    }
+}
+
+const RATE_HEADERS: [&str; 10] = [
+    "workload",
+    "frame",
+    "units",
+    "Mpps",
+    "Gbit/s",
+    "memcpy GB/s",
+    "3 copies of memcpy",
+    "Mpps/unit",
+    "CPUs busy",
+    "Mpps per CPU",
+];
+
+/// Run `linerate bench middlebox`.
+pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
+    if !(0.05..=60.0).contains(&a.secs) {
+        return Err(format!("--secs {} is outside 0.05..=60", a.secs));
+    }
+    if let Some(bad) = a.sizes.iter().find(|&&s| !(64..=9216).contains(&s)) {
+        return Err(format!("frame size {bad} is outside 64..=9216"));
+    }
+    if let Some(bad) = a.units.iter().find(|&&u| u == 0 || u > 16) {
+        return Err(format!("unit count {bad} is outside 1..=16"));
+    }
+    install_stop_handler();
+    let skip = |s: &str| a.skip.iter().any(|x| x == s);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_size = a.sizes.len() * (a.units.len() + 1);
+    let steps = a.sizes.len()
+        + if skip("forward") { 0 } else { per_size }
+        + if skip("firewall") { 0 } else { a.sizes.len() * a.units.len() }
+        + if skip("ids") { 0 } else { a.units.len() + 2 }
+        + if skip("swap") { 0 } else { 2 };
+    let pb = progress(steps as u64, a.json);
+    let memcpy: Vec<f64> =
+        a.sizes.iter().map(|&s| step(&pb, &format!("memcpy {s} B"), || memcpy_rate(s, 0.2))).collect();
+    let mut tables = Vec::new();
+    let mut mt = Table::new("memcpy in this run (one thread, ~1 MiB working set)", &["copy size", "GB/s"]);
+    for (s, m) in a.sizes.iter().zip(&memcpy) {
+        mt.row(vec![format!("{s} B"), format!("{:.1}", m / 1e9)]);
+    }
+    tables.push(mt);
+
+    if !skip("forward") {
+        let mut t = Table::new(
+            &format!("forwarding (port 0 -> unit -> port 1), threads busy-polling on {cpus} CPUs; Rosebud: {ROSEBUD_MPPS_PER_RPU} Mpps per RPU"),
+            &RATE_HEADERS,
+        );
+        for (i, &size) in a.sizes.iter().enumerate() {
+            for &u in &a.units {
+                if stop_requested() {
+                    break;
+                }
+                let r = step(&pb, &format!("forward {size} B, {u} units"), || {
+                    let progs: Vec<Box<dyn Program>> =
+                        (0..u).map(|_| Box::new(Forwarder::cross()) as Box<dyn Program>).collect();
+                    measure(forward_trace(size), progs, false, slot_for(size), a.secs)
+                });
+                let threads = format!("{u}");
+                t.row(rate_row("forward (threads)", format!("{size} B"), threads, r, Some(memcpy[i])));
+            }
+            let r = step(&pb, &format!("forward {size} B, step mode"), || {
+                measure_step(forward_trace(size), Box::new(Forwarder::cross()), slot_for(size), a.secs)
+            });
+            t.row(rate_row("forward (1 thread, step)", format!("{size} B"), "1".into(), r, Some(memcpy[i])));
+        }
+        tables.push(t);
+    }
+
+    if !skip("firewall") {
+        let mut t =
+            Table::new("firewall (1,050-prefix blacklist, 2% of sources blacklisted, flow hash)", &RATE_HEADERS);
+        match PrefixSet::load(&a.blacklist) {
+            Err(e) => t.row(vec!["firewall".into(), "-".into(), "-".into(), format!("not run: {e}")]),
+            Ok(set) => {
+                let set = Arc::new(set);
+                for (i, &size) in a.sizes.iter().enumerate() {
+                    for &u in &a.units {
+                        if stop_requested() {
+                            break;
+                        }
+                        let r = step(&pb, &format!("firewall {size} B, {u} units"), || {
+                            let progs: Vec<Box<dyn Program>> =
+                                (0..u).map(|_| Box::new(Firewall::new(set.clone())) as Box<dyn Program>).collect();
+                            measure(firewall_trace(&set, size), progs, true, slot_for(size), a.secs)
+                        });
+                        t.row(rate_row("firewall", format!("{size} B"), u.to_string(), r, Some(memcpy[i])));
+                    }
+                }
+            }
+        }
+        tables.push(t);
+    }
+
+    if !skip("ids") && !stop_requested() {
+        let mut t = Table::new(
+            "IDS (community rules; trace: 2,000 background + 200 attack TCP conversations, 0.3% reordering; flow hash)",
+            &RATE_HEADERS,
+        );
+        match step(&pb, "IDS rules and trace", || ids::load_rules(&a.rules, false)) {
+            Err(e) => t.row(vec!["ids".into(), "-".into(), "-".into(), format!("not run: {e}")]),
+            Ok((rules, _)) => {
+                let trace = generate(&rules.full, &TraceConfig::default());
+                let avg = trace.frames.iter().map(Vec::len).sum::<usize>() / trace.frames.len().max(1);
+                let cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+                for &u in &a.units {
+                    if stop_requested() {
+                        break;
+                    }
+                    let r = step(&pb, &format!("ids, {u} units"), || {
+                        let progs: Vec<Box<dyn Program>> =
+                            (0..u).map(|_| Box::new(IdsUnit::new(rules.clone(), cfg)) as Box<dyn Program>).collect();
+                        measure(trace.frames.clone(), progs, true, 9216 + 256, a.secs)
+                    });
+                    t.row(rate_row("ids", format!("avg {avg} B"), u.to_string(), r, None));
+                }
+                let r = step(&pb, "ids, step mode", || {
+                    measure_step(trace.frames.clone(), Box::new(IdsUnit::new(rules.clone(), cfg)), 9216 + 256, a.secs)
+                });
+                t.row(rate_row("ids (1 thread, step)", format!("avg {avg} B"), "1".into(), r, None));
+            }
+        }
+        tables.push(t);
+    }
+
+    if !skip("swap") && !stop_requested() {
+        let r = step(&pb, "program swaps", || swap_times(a.swaps.max(1)));
+        let mut t = Table::new(
+            &format!(
+                "program swap while 64 B frames flow through 2 units (Rosebud: {} ms per RPU)",
+                ROSEBUD_SWAP.as_millis()
+            ),
+            &["kind", "swaps", "median", "max", "frames lost", "vs Rosebud"],
+        );
+        match r {
+            Ok(rows) => {
+                for (kind, mut v, lost) in rows {
+                    v.sort();
+                    let med = v[v.len() / 2];
+                    let max = v[v.len() - 1];
+                    t.row(vec![
+                        kind.into(),
+                        v.len().to_string(),
+                        format!("{:.1} µs", med.as_secs_f64() * 1e6),
+                        format!("{:.1} µs", max.as_secs_f64() * 1e6),
+                        lost.to_string(),
+                        format!("{:.0}x faster", ROSEBUD_SWAP.as_secs_f64() / med.as_secs_f64().max(1e-9)),
+                    ]);
+                }
+            }
+            Err(e) => t.row(vec!["swap".into(), format!("failed: {e}")]),
+        }
+        pb.inc(1);
+        tables.push(t);
+    }
+    pb.finish_and_clear();
+    print_tables(&tables, a.json);
+    if stop_requested() {
+        return Err("interrupted".into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A row of the swap table: what was timed, the durations, frames lost.
+type SwapRow = (&'static str, Vec<Duration>, u64);
+
+/// Swap unit 0's program `n` times in place and `n / 4 + 1` times Rosebud's way (drain, swap,
+/// enable) while 64 B frames flow; returns (kind, durations, frames lost).
+fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
+    let gen = TestLink::generator(forward_trace(64), u64::MAX);
+    let sink = TestLink::sink();
+    let out = sink.tally();
+    let cfg = RuntimeConfig { idle: IdlePolicy::busy(), ..RuntimeConfig::default() };
+    let rt = Runtime::builder_with(cfg)
+        .port(gen)
+        .port(sink)
+        .unit(Forwarder::cross())
+        .unit(Forwarder::cross())
+        .policy(FlowHash::new(2))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let running = rt.start().map_err(|e| e.to_string())?;
+    let c = running.control();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut hot = Vec::new();
+    let mut hot_latency = Vec::new();
+    for i in 0..n {
+        let r = c
+            .swap(0, Box::new(Forwarder::cross().named(if i % 2 == 0 { "b" } else { "a" })))
+            .map_err(|e| e.to_string())?;
+        let r = r.wait(Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        hot.push(r.pause);
+        hot_latency.push(r.latency);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut drained = Vec::new();
+    for _ in 0..n / 4 + 1 {
+        let t0 = Instant::now();
+        c.swap_drained(0, Box::new(Forwarder::cross()), Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        drained.push(t0.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut rt = running.stop().map_err(|e| e.to_string())?;
+    let s = rt.stats();
+    // Frames that entered and did not leave: none may be lost (the run stops with some inside).
+    let lost = s.ports[0].rx_frames.saturating_sub(out.frames() + s.occupancy()) + s.drops().total();
+    Ok(vec![
+        ("in place: unit paused", hot, lost),
+        ("in place: request to done", hot_latency, lost),
+        ("drain, swap, enable (Rosebud's way)", drained, lost),
+    ])
+}

@@ -1,0 +1,240 @@
+//! `linerate bench tcp`: TCP between two linerate processes on a shared-memory link (both
+//! busy-poll) beside the Linux kernel's TCP between two namespaces over veth (same MTU),
+//! measured in the same run: single-connection goodput at MTU 1500 and 9000, the 64-byte
+//! request/response round trip, the connection set-up rate and latency, and the aggregate
+//! goodput of 10,000 concurrent connections. Also the hidden `linerate bench-peer tcp` child
+//! that serves the linerate side.
+//!
+//! Both sides speak the same protocols: goodput is the iperf protocol of [`apps::iperf`]
+//! (the receiver reports its byte count; goodput is that count over the time from the first
+//! connection established to the last report), the round trip is an echo, and one
+//! connection cycle is connect, close our direction, read the server's report and its close.
+
+mod kernel;
+mod ours;
+
+use crate::bench_common::{
+    bench_cpus, check_secs, die_with_parent, msg, percentile, pin_cpu, print_tables, progress, ratio_row, READY,
+};
+use crate::cmd_iperf::tcp_stack_config;
+use crate::output::{fmt_si, fmt_us, Table};
+use crate::runloop::{install_stop_handler, poll_burst, polls_for, stop_requested};
+use apps::{TcpEcho, TcpSink};
+use link::shm::ShmLink;
+use link::{Instant, Link, LinkError};
+use net::{NetError, Stack};
+use std::net::Ipv4Addr;
+use std::process::ExitCode;
+use std::time::Duration;
+use testbed::netns_unavailable;
+
+/// Port of the reporting sink (the iperf protocol).
+const SINK_PORT: u16 = 5201;
+/// Port of the echo.
+const ECHO_PORT: u16 = 7;
+/// Payload of a round-trip request.
+const RTT_PAYLOAD: usize = 64;
+/// The MTUs of the goodput runs.
+const MTUS: [usize; 2] = [1500, 9000];
+/// Connection cycles at most (below both sides' ephemeral port ranges, so that no port is
+/// reused while its last connection lingers in TIME-WAIT).
+const MAX_CYCLES: usize = 10_000;
+/// Cycles run before measuring.
+const WARMUP_CYCLES: usize = 100;
+/// Per-connection buffers of the cycle run (each cycle's session lingers in TIME-WAIT).
+const CYCLE_BUFFER: usize = 4 * 1024;
+/// Concurrent connections of the aggregate run.
+const MANY: usize = 10_000;
+/// Per-connection send and receive buffer of the aggregate run, both sides.
+const MANY_BUFFER: usize = 8 * 1024;
+/// How long one request/response or one connection step may take before the run fails.
+const STEP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Options of `linerate bench tcp`.
+#[derive(clap::Args)]
+pub struct TcpArgs {
+    /// Seconds of sending for each goodput measurement (and at most for the connection cycles).
+    #[arg(long, default_value_t = 2.0)]
+    secs: f64,
+    /// Print JSON (and no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of the hidden `linerate bench-peer tcp` child: a linerate host on a shared-memory
+/// link, or (with `--kernel-netns`) the Linux kernel's reporting sink in a namespace (its own
+/// process, so that client and server do not share one open-file limit).
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "kernel_netns"])))]
+pub struct PeerArgs {
+    /// Name of the shared-memory link to open (side B).
+    #[arg(long)]
+    shm: Option<String>,
+    /// Serve the kernel sink in this network namespace instead.
+    #[arg(long)]
+    kernel_netns: Option<String>,
+    /// Session table size.
+    #[arg(long, default_value_t = 256)]
+    sessions: usize,
+    /// Per-connection buffer, bytes (default: the stack's).
+    #[arg(long)]
+    buffer: Option<usize>,
+    /// Seconds after which the peer gives up even if the link stays open.
+    #[arg(long, default_value_t = 120.0)]
+    limit_secs: f64,
+    /// CPU to pin the peer to.
+    #[arg(long)]
+    cpu: Option<usize>,
+}
+
+/// Connection set-up figures: cycles per second, and per cycle the time from connect to
+/// established and to the server's close, in ns, sorted.
+struct Cycles {
+    /// Cycles per second (one at a time).
+    rate: f64,
+    /// Connect to established.
+    handshake: Vec<u64>,
+    /// Connect to the server's FIN.
+    cycle: Vec<u64>,
+}
+
+/// What one side measured.
+struct Figures {
+    /// Single-connection goodput (bit/s) at each of [`MTUS`].
+    goodput: [f64; 2],
+    /// 64-byte round trips in ns, sorted (busy-polling).
+    rtt: Vec<u64>,
+    /// The same with blocking sockets (kernel only).
+    rtt_blocking: Option<Vec<u64>>,
+    /// Connection set-up.
+    cycles: Cycles,
+    /// Aggregate goodput (bit/s) over [`MANY`] connections, or why it failed.
+    many: Result<f64, String>,
+}
+
+/// Run `linerate bench tcp`.
+pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
+    let secs = check_secs(a.secs)?;
+    install_stop_handler();
+    bench_cpus();
+    let pb = progress(11, a.json);
+    let ours = ours::measure(secs, &pb);
+    let skipped = netns_unavailable();
+    let kernel = if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, &pb)) } else { None };
+    pb.finish_and_clear();
+    if stop_requested() {
+        return Err("interrupted".into());
+    }
+    let ours = ours?;
+    let missing = match (&kernel, skipped) {
+        (Some(Err(e)), _) => format!("failed: {e}"),
+        (_, Some(why)) => format!("skipped: {why}"),
+        _ => String::new(),
+    };
+    let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
+    print_tables(&[table(&ours, kernel_figures)], a.json);
+    let failed = matches!(kernel, Some(Err(_))) || ours.many.is_err() || kernel_figures.is_ok_and(|k| k.many.is_err());
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// A round-trip request: `seq` in the first 8 bytes, then padding to [`RTT_PAYLOAD`] bytes.
+fn request(seq: u64) -> [u8; RTT_PAYLOAD] {
+    let mut p = [0u8; RTT_PAYLOAD];
+    p[..8].copy_from_slice(&seq.to_le_bytes());
+    p
+}
+
+/// `ip` with a /24 prefix.
+fn cidr(ip: Ipv4Addr) -> String {
+    format!("{ip}/24")
+}
+
+/// Nanoseconds since `t0`.
+fn since(t0: Instant) -> u64 {
+    (Instant::now() - t0).as_nanos() as u64
+}
+
+// ------------------------------------------------------------------ the child
+
+/// Run the hidden `bench-peer tcp` child: host 10.0.0.2 on the link serving the reporting
+/// sink and the echo, busy-polling, until the parent closes the link or the time limit passes.
+pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
+    die_with_parent();
+    if let Some(cpu) = a.cpu {
+        pin_cpu(cpu);
+    }
+    let limit = check_secs(a.limit_secs)?;
+    let shm = match (&a.shm, &a.kernel_netns) {
+        (_, Some(ns)) => return kernel::run_sink_peer(ns, a.buffer, limit),
+        (Some(shm), None) => shm,
+        (None, None) => return Err("--shm or --kernel-netns is required".into()),
+    };
+    let link = ShmLink::open(shm, Duration::from_secs(5)).map_err(msg)?;
+    let mtu = link.max_frame() - 18;
+    let mut stack =
+        Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
+    let mut sink = TcpSink::listen(&mut stack, SINK_PORT, a.sessions).map_err(msg)?.with_report();
+    let mut echo = TcpEcho::listen(&mut stack, ECHO_PORT).map_err(msg)?;
+    println!("{READY}");
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err("bench peer: time limit reached with the link still open".into());
+        }
+        let open = sink.connections().open + echo.connections().open;
+        let served = poll_burst(&mut stack, polls_for(open)).and_then(|_| {
+            sink.serve(&mut stack)?;
+            echo.serve(&mut stack)?;
+            stack.flush()
+        });
+        match served {
+            Err(NetError::Link(LinkError::Closed)) => return Ok(ExitCode::SUCCESS),
+            r => r.map_err(msg)?,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the table
+
+/// The comparison table.
+fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+    let mut t = Table::new(
+        "TCP: linerate, two processes on the shared-memory link, both busy-polling, vs Linux kernel TCP \
+         between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
+         the two sides pinned to two CPUs; goodput = receiver's byte count / (first connection up .. last report)",
+        &["metric", "linerate (shm)", "Linux (veth)", "ratio"],
+    );
+    let bits = |v: f64| fmt_si(v, "bit/s");
+    for (i, mtu) in MTUS.iter().enumerate() {
+        let metric = format!("goodput, 1 connection, MTU {mtu} (MSS {})", mtu - 40);
+        ratio_row(&mut t, &metric, ours.goodput[i], kernel.map(|k| k.goodput[i]), bits);
+    }
+    for (mode, rtts) in [
+        ("busy-polling", kernel.map(|k| k.rtt.as_slice())),
+        ("blocking", kernel.and_then(|k| k.rtt_blocking.as_deref().ok_or("-"))),
+    ] {
+        for (name, p) in [("median", 50.0), ("p99", 99.0)] {
+            let metric = format!("64 B request/response {name}, Linux {mode}");
+            ratio_row(&mut t, &metric, percentile(&ours.rtt, p), rtts.map(|v| percentile(v, p)), fmt_us);
+        }
+    }
+    let per_sec = |v: f64| format!("{v:.0}/s");
+    let metric = "connections/s, one at a time (connect, accept, close), Linux blocking";
+    ratio_row(&mut t, metric, ours.cycles.rate, kernel.map(|k| k.cycles.rate), per_sec);
+    for (name, p) in [("median", 50.0), ("p99", 99.0)] {
+        let metric = format!("connect to established {name}");
+        let k = kernel.map(|k| percentile(&k.cycles.handshake, p));
+        ratio_row(&mut t, &metric, percentile(&ours.cycles.handshake, p), k, fmt_us);
+    }
+    let k = kernel.map(|k| percentile(&k.cycles.cycle, 50.0));
+    ratio_row(&mut t, "connect to the server's close, median", percentile(&ours.cycles.cycle, 50.0), k, fmt_us);
+    let metric = format!("aggregate goodput, {MANY} connections, {} KiB buffers", MANY_BUFFER / 1024);
+    match (&ours.many, kernel.map(|k| &k.many)) {
+        (Ok(o), Ok(Ok(k))) => ratio_row(&mut t, &metric, *o, Ok(*k), bits),
+        (Ok(o), Ok(Err(e))) => ratio_row(&mut t, &metric, *o, Err(&format!("failed: {e}")), bits),
+        (Ok(o), Err(why)) => ratio_row(&mut t, &metric, *o, Err(why), bits),
+        (Err(e), _) => t.row(vec![metric, format!("failed: {e}"), String::new(), "-".into()]),
+    }
+    t
+}

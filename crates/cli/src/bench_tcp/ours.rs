@@ -1,0 +1,213 @@
+//! The linerate side of `bench tcp`: this process (host 10.0.0.1, side 0) against a
+//! `bench-peer tcp` child (host 10.0.0.2, side 1) on a fresh shared-memory link per
+//! measurement, both busy-polling.
+
+use super::{
+    request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD,
+    SINK_PORT, STEP_TIMEOUT, WARMUP_CYCLES,
+};
+use crate::bench_common::{msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
+use crate::cmd_iperf::tcp_stack_config;
+use crate::runloop::{poll_burst, polls_for};
+use apps::IperfClient;
+use indicatif::ProgressBar;
+use link::shm::ShmLink;
+use link::{Instant, LinkConfig};
+use net::{Recv, Stack, TcpHandle};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+
+/// Our address on the shared-memory link (a /24).
+pub(super) const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The child's address on the shared-memory link.
+pub(super) const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+/// The child's address, port `port`.
+fn peer(port: u16) -> SocketAddrV4 {
+    SocketAddrV4::new(PEER_IP, port)
+}
+
+/// One measurement's set-up: our stack on a fresh link to a new child.
+struct Pair {
+    /// Our stack; dropped first, which closes the link and lets the child exit.
+    stack: Stack<ShmLink>,
+    /// The child (killed on drop if it is still there).
+    _peer: PeerProcess,
+}
+
+impl Pair {
+    /// A link of IP MTU `mtu` and a child; both stacks hold `sessions` sessions with `buffer`
+    /// bytes per direction (default: the stack's). The child's MAC is resolved before return.
+    fn start(mtu: usize, sessions: usize, buffer: Option<usize>, limit: Duration) -> Result<Pair, String> {
+        let name = unique_name("bench-tcp");
+        let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
+        let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
+        let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit-secs", &limit_arg];
+        let buffer_arg = buffer.map(|b| b.to_string());
+        if let Some(b) = &buffer_arg {
+            args.extend(["--buffer", b]);
+        }
+        let mut peer = PeerProcess::spawn(&args)?;
+        peer.expect_ready()?;
+        let stack = Stack::new(tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?, link).map_err(msg)?;
+        let mut pair = Pair { stack, _peer: peer };
+        pair.resolve_peer()?;
+        Ok(pair)
+    }
+
+    /// Ping the child until it answers, so that no measurement waits for ARP.
+    fn resolve_peer(&mut self) -> Result<(), String> {
+        for seq in 0..20u16 {
+            self.stack.ping(PEER_IP, seq, 8).map_err(msg)?;
+            let mut answered = false;
+            self.drive(Duration::from_millis(100), 1, |s| {
+                answered = s.ping_reply().is_some();
+                Ok(answered)
+            })
+            .ok();
+            if answered {
+                return Ok(());
+            }
+        }
+        Err("the peer does not answer ping".into())
+    }
+
+    /// Pump (up to `polls` polls), run `f`, flush; until `f` returns true or `limit` passes.
+    fn drive(
+        &mut self,
+        limit: Duration,
+        polls: usize,
+        mut f: impl FnMut(&mut Stack<ShmLink>) -> Result<bool, String>,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            poll_burst(&mut self.stack, polls).map_err(msg)?;
+            let done = f(&mut self.stack)?;
+            self.stack.flush().map_err(msg)?;
+            if done {
+                return Ok(());
+            }
+            if time_up(Instant::now(), deadline) {
+                return Err(format!("no progress within {limit:?}"));
+            }
+        }
+    }
+
+    /// An established connection to the child's `port`.
+    fn connect(&mut self, port: u16) -> Result<TcpHandle, String> {
+        let h = self.stack.tcp_connect(peer(port)).map_err(msg)?;
+        self.drive(STEP_TIMEOUT, 1, |s| match s.tcp_connect_result(h).map_err(msg)? {
+            None => Ok(false),
+            Some(r) => r.map(|_| true).map_err(msg),
+        })?;
+        Ok(h)
+    }
+
+    /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol.
+    fn iperf(&mut self, conns: usize, secs: Duration, polls: usize) -> Result<f64, String> {
+        let mut client = IperfClient::new(peer(SINK_PORT), conns, secs, Duration::from_secs(5));
+        self.drive(secs + GRACE * 3, polls, |s| {
+            client.step(s).map_err(msg)?;
+            Ok(client.is_finished())
+        })?;
+        let r = client.result();
+        if r.reported < r.connections {
+            let first = client.errors().next().map(|e| e.to_string()).unwrap_or_else(|| "no report".into());
+            return Err(format!("{} of {} connections failed: {first}", r.connections - r.reported, r.connections));
+        }
+        Ok(r.bits_per_sec())
+    }
+
+    /// 64-byte round trips with the child's echo on one connection, in ns, sorted.
+    fn rtt(&mut self) -> Result<Vec<u64>, String> {
+        let h = self.connect(ECHO_PORT)?;
+        let stack = &mut self.stack;
+        let mut buf = [0u8; RTT_PAYLOAD];
+        rtt_samples(|seq| {
+            let t0 = Instant::now();
+            let req = request(seq);
+            if stack.tcp_send(h, &req).map_err(msg)? != RTT_PAYLOAD {
+                return Err("round trip: the send buffer is full".into());
+            }
+            stack.flush().map_err(msg)?;
+            let mut got = 0;
+            while got < RTT_PAYLOAD {
+                stack.poll(Instant::now()).map_err(msg)?;
+                match stack.tcp_recv(h, &mut buf[got..]).map_err(msg)? {
+                    Recv::Data(n) => got += n,
+                    Recv::WouldBlock => {}
+                    Recv::Eof => return Err("round trip: the echo closed the connection".into()),
+                }
+                if Instant::now() - t0 > STEP_TIMEOUT {
+                    return Err(format!("round trip: no echo within {STEP_TIMEOUT:?}"));
+                }
+            }
+            if buf[..8] != req[..8] {
+                return Err("round trip: the echo answered another request".into());
+            }
+            Ok(Some(since(t0)))
+        })
+    }
+
+    /// Connection cycles, one at a time, for `secs` or [`MAX_CYCLES`] cycles.
+    fn cycles(&mut self, secs: Duration) -> Result<Cycles, String> {
+        let (mut handshake, mut cycle) = (Vec::new(), Vec::new());
+        let mut scratch = [0u8; 64];
+        let mut start = Instant::now();
+        let mut end = start;
+        let deadline = start + secs;
+        for i in 0..MAX_CYCLES + WARMUP_CYCLES {
+            if i == WARMUP_CYCLES {
+                start = Instant::now();
+            }
+            if i > WARMUP_CYCLES && time_up(Instant::now(), deadline) {
+                break;
+            }
+            let t0 = Instant::now();
+            let h = self.stack.tcp_connect(peer(SINK_PORT)).map_err(msg)?;
+            self.stack.flush().map_err(msg)?;
+            let mut up = None;
+            self.drive(STEP_TIMEOUT, 1, |s| {
+                if up.is_none() {
+                    match s.tcp_connect_result(h).map_err(msg)? {
+                        None => return Ok(false),
+                        Some(r) => r.map_err(msg)?,
+                    }
+                    up = Some(since(t0));
+                    s.tcp_shutdown(h).map_err(msg)?;
+                }
+                while let Recv::Data(_) = s.tcp_recv(h, &mut scratch).map_err(msg)? {}
+                s.tcp_at_eof(h).map_err(msg)
+            })?;
+            self.stack.tcp_close(h).map_err(msg)?;
+            self.stack.flush().map_err(msg)?;
+            if i >= WARMUP_CYCLES {
+                handshake.push(up.unwrap_or_default());
+                cycle.push(since(t0));
+                end = Instant::now();
+            }
+        }
+        handshake.sort_unstable();
+        cycle.sort_unstable();
+        let rate = handshake.len() as f64 / (end - start).as_secs_f64().max(1e-9);
+        Ok(Cycles { rate, handshake, cycle })
+    }
+}
+
+/// Every linerate figure (advancing `pb` by five steps).
+pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+    pin_side(0);
+    let limit = secs + GRACE * 6;
+    let mut std_pair = Pair::start(MTUS[0], 256, None, limit)?;
+    let g1500 = step(pb, "linerate: goodput, MTU 1500", || std_pair.iperf(1, secs, 1))?;
+    let rtt = step(pb, "linerate: round trips", || std_pair.rtt())?;
+    drop(std_pair);
+    let g9000 = step(pb, "linerate: goodput, MTU 9000", || Pair::start(MTUS[1], 256, None, limit)?.iperf(1, secs, 1))?;
+    let cycles = step(pb, "linerate: connection cycles", || {
+        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit)?.cycles(secs)
+    })?;
+    let many = step(pb, "linerate: 10,000 connections", || {
+        Pair::start(MTUS[0], MANY + 64, Some(MANY_BUFFER), limit)?.iperf(MANY, secs, polls_for(MANY))
+    });
+    Ok(Figures { goodput: [g1500, g9000], rtt, rtt_blocking: None, cycles, many })
+}

@@ -1,0 +1,265 @@
+//! `linerate iperf`: TCP goodput between two linerate processes over a shared-memory link,
+//! with the small protocol of [`apps::iperf`]. `-s` creates the link and serves a counting
+//! sink; `-c HOST` opens the link and sends for `--time` seconds on `--parallel` connections.
+//! Both print a progress line per interval and a summary; both busy-poll while there is
+//! traffic.
+
+use crate::bench_common::{check_secs, msg, pin_cpu, GRACE};
+use crate::output::{fmt_si, Table};
+use crate::runloop::{install_stop_handler, now, poll_burst, polls_for, stop_requested, Idler};
+use apps::iperf::{IperfClient, DEFAULT_PORT};
+use apps::TcpSink;
+use link::shm::ShmLink;
+use link::{Instant, Link, LinkConfig, LinkError};
+use net::{Config, NetError, Stack};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Options of `linerate iperf`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("role").required(true).args(["server", "client"])))]
+pub struct IperfArgs {
+    /// Run the server (it creates the link).
+    #[arg(short = 's', long)]
+    server: bool,
+    /// Run a client that sends to the server at HOST (it opens the link).
+    #[arg(short = 'c', long, value_name = "HOST")]
+    client: Option<Ipv4Addr>,
+    /// TCP port of the server.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Name of the shared-memory link (/dev/shm/linerate-NAME).
+    #[arg(long, default_value = "iperf")]
+    shm: String,
+    /// Our address (default 10.0.0.1/24 for the server, 10.0.0.2/24 for the client).
+    #[arg(long)]
+    ip: Option<String>,
+    /// IP MTU of the link, set by the server (the client takes the link's); MSS = MTU - 40.
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// Seconds to send (client).
+    #[arg(short = 't', long, default_value_t = 10.0)]
+    time: f64,
+    /// Parallel connections (client).
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: usize,
+    /// Seconds between progress lines.
+    #[arg(short = 'i', long, default_value_t = 1.0)]
+    interval: f64,
+    /// Connections the stack can hold (default: 4096, or --parallel plus 64 on a client).
+    #[arg(long)]
+    sessions: Option<usize>,
+    /// Per-connection send and receive buffer, bytes (default: the stack's, 256 KiB).
+    #[arg(long)]
+    buffer: Option<usize>,
+    /// Server: stop after this many seconds (default: when the client's side of the link
+    /// closes, or on Ctrl-C).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Seconds the client waits for the link and keeps retrying a refused connection.
+    #[arg(long, default_value_t = 10.0)]
+    wait: f64,
+    /// Pin this process to a CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `linerate iperf`.
+pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
+    install_stop_handler();
+    if let Some(cpu) = a.cpu {
+        pin_cpu(cpu);
+    }
+    let interval = check_secs(a.interval)?;
+    match a.client {
+        Some(host) => run_client(&a, SocketAddrV4::new(host, a.port), interval),
+        None => run_server(&a, interval),
+    }
+}
+
+/// The stack configuration for `ip` (CIDR) on a link of IP MTU `mtu` with MSS = MTU - 40,
+/// room for `sessions` connections (and as many half-open), and optionally `buffer` bytes of
+/// send and receive buffer per connection.
+pub(crate) fn tcp_stack_config(ip: &str, mtu: usize, sessions: usize, buffer: Option<usize>) -> Result<Config, String> {
+    let mut cfg = Config::parse_host(ip).map_err(msg)?.mtu(mtu).mss((mtu - 40) as u16);
+    cfg.tcp.max_sessions = sessions;
+    cfg.tcp.syn_backlog = sessions;
+    if !(1..=1 << 20).contains(&sessions) {
+        return Err(format!("{sessions} sessions is outside 1..=2^20"));
+    }
+    if let Some(b) = buffer {
+        if !(1024..=1 << 30).contains(&b) {
+            return Err(format!("--buffer {b} is outside 1024..=2^30 bytes"));
+        }
+        (cfg.tcp.tx_buffer, cfg.tcp.rx_buffer) = (b, b);
+    }
+    Ok(cfg)
+}
+
+/// Prints a progress line per interval: the bytes a counter advanced by and the rate.
+struct Progress {
+    start: Instant,
+    every: Duration,
+    last_at: Instant,
+    last_bytes: u64,
+}
+
+impl Progress {
+    fn new(start: Instant, every: Duration) -> Progress {
+        Progress { start, every, last_at: start, last_bytes: 0 }
+    }
+
+    /// Print a line if an interval has passed since the last one.
+    fn tick(&mut self, t: Instant, bytes: u64, what: &str) {
+        if t - self.last_at < self.every {
+            return;
+        }
+        let span = (t - self.last_at).as_secs_f64();
+        let delta = bytes.saturating_sub(self.last_bytes);
+        println!(
+            "[{:7.2}-{:7.2} s]  {:>12} {what}  {:>14}",
+            (self.last_at - self.start).as_secs_f64(),
+            (t - self.start).as_secs_f64(),
+            fmt_si(delta as f64, "B"),
+            fmt_si(delta as f64 * 8.0 / span, "bit/s")
+        );
+        (self.last_at, self.last_bytes) = (t, bytes);
+    }
+}
+
+/// True for the error a stack returns once the other process closed the shared-memory link.
+fn link_closed<T>(r: &Result<T, NetError>) -> bool {
+    matches!(r, Err(NetError::Link(LinkError::Closed)))
+}
+
+/// `linerate iperf -s`: create the link, serve a reporting sink until the client's side
+/// closes (or the duration passes, or Ctrl-C).
+fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
+    let ip = a.ip.clone().unwrap_or_else(|| "10.0.0.1/24".into());
+    let sessions = a.sessions.unwrap_or(4096);
+    let cfg = tcp_stack_config(&ip, a.mtu, sessions, a.buffer)?;
+    let link = ShmLink::create(&a.shm, LinkConfig::default().mtu(a.mtu)).map_err(msg)?;
+    let mut stack = Stack::new(cfg, link).map_err(msg)?;
+    let mut sink = TcpSink::listen(&mut stack, a.port, sessions).map_err(msg)?.with_report();
+    let host = stack.ip();
+    eprintln!(
+        "iperf server {host}:{} on shared-memory link {:?} (MTU {}); run: linerate iperf -c {host} --shm {}",
+        a.port, a.shm, a.mtu, a.shm
+    );
+    let start = now();
+    let deadline = a.duration.map(check_secs).transpose()?.map(|d| start + d);
+    let mut idler = Idler::new();
+    let mut progress: Option<Progress> = None;
+    let mut tests = Table::new("iperf server: tests received", &["test", "connections", "bytes", "seconds", "goodput"]);
+    let (mut accepted_before, mut test_no) = (0, 0);
+    loop {
+        let t = now();
+        let polled = poll_burst(&mut stack, polls_for(sink.connections().open));
+        if link_closed(&polled) {
+            break;
+        }
+        let received = polled.map_err(msg)?;
+        let worked = received + sink.serve(&mut stack).map_err(msg)? > 0;
+        idler.after_poll(stack.link(), worked);
+        let c = sink.connections();
+        if c.open > 0 {
+            progress.get_or_insert_with(|| Progress::new(t, interval)).tick(t, sink.bytes, "received");
+        } else if c.accepted > accepted_before {
+            let secs = match (sink.first, sink.last) {
+                (Some(f), Some(l)) => (l - f).as_secs_f64(),
+                _ => 0.0,
+            };
+            let rate = fmt_si(sink.rate() * 8.0, "bit/s");
+            test_no += 1;
+            println!(
+                "test {test_no}: {} bytes from {} connections in {secs:.2} s: {rate}",
+                sink.bytes,
+                c.accepted - accepted_before
+            );
+            tests.row(vec![
+                test_no.to_string(),
+                (c.accepted - accepted_before).to_string(),
+                sink.bytes.to_string(),
+                format!("{secs:.3}"),
+                rate,
+            ]);
+            accepted_before = c.accepted;
+            sink.reset_tally();
+            progress = None;
+        }
+        if stop_requested() || deadline.is_some_and(|d| t >= d) {
+            break;
+        }
+    }
+    tests.print(a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `linerate iperf -c HOST`: open the link, run one test, print the summary.
+fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result<ExitCode, String> {
+    let time = check_secs(a.time)?;
+    let wait = check_secs(a.wait)?;
+    if a.parallel == 0 || a.parallel > 60_000 {
+        return Err(format!("--parallel {} is outside 1..=60000", a.parallel));
+    }
+    let link = ShmLink::open(&a.shm, wait).map_err(msg)?;
+    let mtu = link.max_frame() - 18;
+    let ip = a.ip.clone().unwrap_or_else(|| "10.0.0.2/24".into());
+    let cfg = tcp_stack_config(&ip, mtu, a.sessions.unwrap_or((a.parallel + 64).max(4096)), a.buffer)?;
+    let mut stack = Stack::new(cfg, link).map_err(msg)?;
+    let mut client = IperfClient::new(server, a.parallel, time, wait);
+    eprintln!(
+        "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}",
+        stack.ip(),
+        a.parallel,
+        time.as_secs_f64()
+    );
+    let start = now();
+    let deadline = start + wait + time + GRACE;
+    let mut idler = Idler::new();
+    let mut progress: Option<Progress> = None;
+    while !client.is_finished() {
+        let t = now();
+        let received = poll_burst(&mut stack, polls_for(a.parallel)).map_err(msg)?;
+        let worked = received + client.step(&mut stack).map_err(msg)? > 0;
+        idler.after_poll(stack.link(), worked);
+        if let Some(s) = client.started_at() {
+            progress.get_or_insert_with(|| Progress::new(s, interval)).tick(t, client.acked(), "acked");
+        }
+        if stop_requested() {
+            return Err("interrupted".into());
+        }
+        if t >= deadline {
+            return Err(format!("the test did not finish within {:?}", deadline - start));
+        }
+    }
+    let r = client.result();
+    let mut t = Table::new(
+        &format!("iperf client -> {server}"),
+        &["connections", "reported", "sent", "received", "seconds", "goodput"],
+    );
+    t.row(vec![
+        r.connections.to_string(),
+        r.reported.to_string(),
+        r.sent.to_string(),
+        r.received.to_string(),
+        format!("{:.3}", r.elapsed.as_secs_f64()),
+        fmt_si(r.bits_per_sec(), "bit/s"),
+    ]);
+    t.print(a.json);
+    let errors: Vec<String> = client.errors().map(|e| e.to_string()).collect();
+    if !errors.is_empty() || r.reported < r.connections {
+        eprintln!(
+            "linerate: {} of {} connections failed; first: {}",
+            r.connections - r.reported,
+            r.connections,
+            errors.first().map_or("no report", String::as_str)
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

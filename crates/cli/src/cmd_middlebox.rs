@@ -1,0 +1,321 @@
+//! What the middlebox commands share (`linerate firewall`, `linerate ids`): opening the input
+//! and output links, running a middlebox on threads until its input is consumed, the summary
+//! table; and `linerate middlebox stats`, the live counters of running middleboxes.
+
+use crate::output::{fmt_si, Table};
+use crate::runloop::{install_stop_handler, stop_requested};
+use crate::statsfile::{read_all, run_dir, StatsPublisher};
+use link::pcap::{PcapReplay, PcapWriter};
+use link::shm::ShmLink;
+use link::{Link, LinkConfig};
+use middlebox::testlinks::NullLink;
+use middlebox::{HostPacket, Runtime, RuntimeStats};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Input and output options shared by the middlebox commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct IoArgs {
+    /// Where frames come from (port 0): a pcap file (`PATH` or `pcap:PATH`), `shm:NAME` (open an
+    /// existing shared-memory link), `shm-new:NAME` (create one), `packet:IFACE` (AF_PACKET,
+    /// root) or `tap:IFACE` (root).
+    #[arg(long)]
+    pub input: Option<String>,
+    /// Where forwarded frames go (port 1): a pcap file to write, `none`, or a link as for --input.
+    #[arg(long, default_value = "none")]
+    pub output: String,
+    /// Replay a pcap input at its recorded pace (default: as fast as possible).
+    #[arg(long)]
+    pub paced: bool,
+    /// IP MTU of shm/packet/tap links.
+    #[arg(long, default_value_t = 9000)]
+    pub mtu: usize,
+}
+
+/// Runtime options shared by the middlebox commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Processing units (each on a thread of its own).
+    #[arg(long, default_value_t = 2)]
+    pub units: usize,
+    /// Load-balancing policy: hash (symmetric flow hash), rr (round robin), least (least loaded).
+    #[arg(long, default_value = "hash", value_parser = ["hash", "rr", "least"])]
+    pub policy: String,
+    /// Packet slots per unit.
+    #[arg(long, default_value_t = 64)]
+    pub slots: usize,
+    /// Stop after this many seconds (default: when a pcap input is consumed, else on Ctrl-C).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Name of the instance for `linerate middlebox stats` (default: COMMAND-PID).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An input: its link and, for a pcap file, its frame count.
+pub struct Input {
+    /// The link.
+    pub link: Box<dyn Link>,
+    /// Frames in the file, for pcap inputs (the run ends when all are processed).
+    pub total: Option<u64>,
+}
+
+fn link_spec(spec: &str, mtu: usize) -> Result<Option<Box<dyn Link>>, String> {
+    let cfg = LinkConfig::default().mtu(mtu);
+    if let Some(name) = spec.strip_prefix("shm:") {
+        return ShmLink::open(name, Duration::from_secs(10))
+            .map(|l| Some(Box::new(l) as Box<dyn Link>))
+            .map_err(|e| format!("cannot open shared-memory link '{name}': {e}"));
+    }
+    if let Some(name) = spec.strip_prefix("shm-new:") {
+        return ShmLink::create(name, cfg)
+            .map(|l| Some(Box::new(l) as Box<dyn Link>))
+            .map_err(|e| format!("cannot create shared-memory link '{name}': {e}"));
+    }
+    if let Some(ifname) = spec.strip_prefix("packet:") {
+        return link::packet::PacketLink::open(ifname, mtu)
+            .map(|l| Some(Box::new(l) as Box<dyn Link>))
+            .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"));
+    }
+    if let Some(ifname) = spec.strip_prefix("tap:") {
+        return link::tap::TapLink::open(ifname, mtu)
+            .map(|l| Some(Box::new(l) as Box<dyn Link>))
+            .map_err(|e| format!("cannot open TAP '{ifname}': {e}"));
+    }
+    Ok(None)
+}
+
+/// Open the input named by `io.input`.
+pub fn open_input(io: &IoArgs) -> Result<Input, String> {
+    let input = io.input.as_deref().ok_or("--input is required")?;
+    if let Some(l) = link_spec(input, io.mtu)? {
+        return Ok(Input { link: l, total: None });
+    }
+    let path = input.strip_prefix("pcap:").unwrap_or(input);
+    let replay = PcapReplay::open(Path::new(path), io.paced).map_err(|e| format!("input: {e}"))?;
+    let total = replay.total() as u64;
+    Ok(Input { link: Box::new(replay), total: Some(total) })
+}
+
+/// Open the output named by `io.output`.
+pub fn open_output(io: &IoArgs) -> Result<Box<dyn Link>, String> {
+    if io.output == "none" {
+        return Ok(Box::new(NullLink::new()));
+    }
+    if let Some(l) = link_spec(&io.output, io.mtu)? {
+        return Ok(l);
+    }
+    let path = io.output.strip_prefix("pcap:").unwrap_or(&io.output);
+    PcapWriter::new(NullLink::new(), Path::new(path))
+        .map(|w| Box::new(w) as Box<dyn Link>)
+        .map_err(|e| format!("output: {e}"))
+}
+
+/// How a run ended.
+pub struct RunOutcome {
+    /// Final counters.
+    pub stats: RuntimeStats,
+    /// From start until the input was consumed and the middlebox quiet (or stopped).
+    pub elapsed: Duration,
+}
+
+/// Run `rt` on threads, hand host packets to `on_host`, publish counters as `name`, and stop
+/// when a pcap input of `total` frames is processed, after `duration`, or on Ctrl-C.
+pub fn run(
+    rt: Runtime,
+    total: Option<u64>,
+    duration: Option<f64>,
+    name: &str,
+    mut on_host: impl FnMut(HostPacket) -> Result<(), String>,
+) -> Result<RunOutcome, String> {
+    install_stop_handler();
+    let publisher = StatsPublisher::new(name).map_err(|e| format!("stats file: {e}"))?;
+    let running = rt.start().map_err(|e| e.to_string())?;
+    let c = running.control();
+    let start = Instant::now();
+    let deadline = duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let mut last_publish = start;
+    let mut flushed = false;
+    let mut end = None;
+    let mut result = Ok(());
+    loop {
+        for hp in c.host_recv_all() {
+            if let Err(e) = on_host(hp) {
+                result = Err(e);
+            }
+        }
+        while let Some(t) = c.trap() {
+            eprintln!("linerate: unit {} trapped: {}", t.meta.unit, t.reason);
+        }
+        let now = Instant::now();
+        if now - last_publish >= Duration::from_millis(250) {
+            let flat = c.stats().flat();
+            let _ = publisher.publish(&flat.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
+            last_publish = now;
+        }
+        if result.is_err() || stop_requested() || deadline.is_some_and(|d| now >= d) {
+            break;
+        }
+        if let Some(total) = total {
+            let s = c.stats();
+            let link = &s.ports[0].link;
+            let consumed = link.rx_frames + link.dropped_oversize + link.rx_dropped_no_room >= total;
+            if consumed && c.is_quiet() && s.ports[0].rx_frames + s.ports[0].drops.total() >= link.rx_frames {
+                if flushed {
+                    end = Some(now);
+                    break;
+                }
+                // Let the programs release what they keep (reorder buffers), then wait again.
+                for u in 0..c.units() {
+                    let _ = c.flush(u);
+                }
+                flushed = true;
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let _ = c.wait_quiet(Duration::from_secs(2));
+    let mut rt = running.stop().map_err(|e| e.to_string())?;
+    for hp in rt.control().host_recv_all() {
+        on_host(hp)?;
+    }
+    result?;
+    let stats = rt.stats();
+    let flat = stats.flat();
+    let _ = publisher.publish(&flat.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
+    let elapsed = end.unwrap_or_else(Instant::now) - start;
+    // Flush and close the output (a pcap writer finishes its file when dropped).
+    drop(rt.into_ports());
+    Ok(RunOutcome { stats, elapsed })
+}
+
+/// The summary of a middlebox run: traffic per port and unit, drops by reason, rates.
+pub fn summary(title: &str, o: &RunOutcome) -> Table {
+    let s = &o.stats;
+    let secs = o.elapsed.as_secs_f64().max(1e-9);
+    let mut t = Table::new(title, &["where", "counter", "value"]);
+    let mut row = |w: &str, c: &str, v: String| t.row(vec![w.into(), c.into(), v]);
+    for (i, p) in s.ports.iter().enumerate() {
+        let w = format!("port {i} ({})", p.kind);
+        row(&w, "frames in", p.rx_frames.to_string());
+        row(&w, "frames out", p.tx_frames.to_string());
+        if p.stalls > 0 {
+            row(&w, "stalls (units full)", p.stalls.to_string());
+        }
+        for (r, n) in p.drops.iter() {
+            row(&w, &format!("dropped: {r}"), n.to_string());
+        }
+    }
+    for (i, u) in s.units.iter().enumerate() {
+        let w = format!("unit {i} ({})", u.program);
+        row(&w, "frames", u.unit.rx_frames.to_string());
+        row(&w, "to port / to host", format!("{} / {}", u.unit.to_port, u.unit.to_host));
+        row(&w, "max slots used", format!("{} of {}", u.lb.max_occupancy, u.slots));
+        for (r, n) in u.unit.drops.iter().chain(u.lb.drops.iter()) {
+            row(&w, &format!("dropped: {r}"), n.to_string());
+        }
+        for (r, n) in &u.program_counters {
+            row(&w, r, n.to_string());
+        }
+    }
+    let frames: u64 = s.ports.iter().map(|p| p.rx_frames).sum();
+    let bytes: u64 = s.ports.iter().map(|p| p.rx_bytes).sum();
+    row("total", "frames processed", frames.to_string());
+    row("total", "host packets", s.host.delivered.to_string());
+    row("total", "time", format!("{:.3} s", secs));
+    row(
+        "total",
+        "rate",
+        format!("{} / {}", fmt_si(frames as f64 / secs, "frame/s"), fmt_si(bytes as f64 * 8.0 / secs, "bit/s")),
+    );
+    t
+}
+
+/// Options of `linerate middlebox`.
+#[derive(clap::Subcommand)]
+pub enum MiddleboxCommand {
+    /// Live counters of running middleboxes (firewall, ids): per port and per unit.
+    Stats(StatsArgs),
+}
+
+/// Options of `linerate middlebox stats`.
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// Show only the instance with this name.
+    name: Option<String>,
+    /// Refresh this many times, once a second (0: once).
+    #[arg(long, default_value_t = 0)]
+    watch: u32,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `linerate middlebox ...`.
+pub fn run_command(c: MiddleboxCommand) -> Result<ExitCode, String> {
+    match c {
+        MiddleboxCommand::Stats(a) => stats(a),
+    }
+}
+
+/// Columns of the per-element table.
+const COLUMNS: [&str; 8] =
+    ["rx_frames", "tx_frames", "to_port", "to_host", "stalls", "lb_stalls", "occupancy", "max_occupancy"];
+
+fn stats(a: StatsArgs) -> Result<ExitCode, String> {
+    for round in 0..=a.watch {
+        if round > 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let all: Vec<_> = read_all()
+            .into_iter()
+            .filter(|(n, _, c)| a.name.as_ref().map_or(c.iter().any(|(k, _)| k.starts_with("unit0.")), |w| w == n))
+            .collect();
+        if all.is_empty() {
+            return Err(match &a.name {
+                Some(n) => format!("no running middlebox is called '{n}' (looked in {})", run_dir().display()),
+                None => format!("no middlebox is running (looked in {})", run_dir().display()),
+            });
+        }
+        for (name, pid, counters) in &all {
+            let mut headers = vec!["element"];
+            headers.extend(COLUMNS);
+            headers.push("drops and app counters");
+            let mut t = Table::new(&format!("{name} (pid {pid})"), &headers);
+            let mut elements: Vec<&str> = Vec::new();
+            for (k, _) in counters {
+                if let Some((e, _)) = k.split_once('.') {
+                    if !elements.contains(&e) {
+                        elements.push(e);
+                    }
+                }
+            }
+            for e in elements {
+                let get = |c: &str| counters.iter().find(|(k, _)| k == &format!("{e}.{c}")).map(|(_, v)| v.to_string());
+                let mut cells = vec![e.to_string()];
+                cells.extend(COLUMNS.iter().map(|c| get(c).unwrap_or_default()));
+                let extra: Vec<String> = counters
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let rest = k.strip_prefix(&format!("{e}."))?;
+                        let r = rest
+                            .strip_prefix("drop.")
+                            .map(|r| format!("drop {r}"))
+                            .or_else(|| rest.strip_prefix("app.").map(String::from))?;
+                        (*v > 0).then(|| format!("{r}={v}"))
+                    })
+                    .collect();
+                cells.push(extra.join(" "));
+                t.row(cells);
+            }
+            t.print(a.json);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

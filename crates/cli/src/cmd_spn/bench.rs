@@ -1,0 +1,411 @@
+//! `linerate spn bench`: the evaluator's samples/s on one core and on every core, then the
+//! service between two linerate processes on a shared-memory link (UDP and raw Ethernet,
+//! both sides busy-polling, pinned to two CPUs), with throughput, latency histogram, the
+//! link's theoretical limit for the record size (TaPaSCo paper Eq. 1 and 3) and the bottleneck.
+
+use super::{parse_inputs, ModelArgs, ServeReport};
+use crate::bench_common::{
+    bench_cpus, check_secs, msg, pin_side, print_tables, progress, step, unique_name, GRACE, READY,
+};
+use crate::output::{fmt_si, fmt_us, Table};
+use crate::runloop::{install_stop_handler, stop_requested};
+use apps::spn_service::{run_load, LoadConfig, LoadReport, SpnClient, SPN_ETHERTYPE};
+use indicatif::ProgressBar;
+use link::shm::ShmLink;
+use link::{Instant, LinkConfig};
+use net::{Config, Stack};
+use spn::{eval_u8_parallel, CompiledSpn, Evaluator, Missing, Output};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Input vectors sampled from the model when no --inputs are given.
+const SAMPLED_INPUTS: usize = 65_536;
+/// Service goal: this share of the lower of the evaluator rate and the link's limit.
+const GOAL_SHARE: f64 = 0.9;
+
+/// Options of `linerate spn bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Input vectors (CSV, 8-bit values or "nan"); default: 65,536 sampled from the model.
+    #[arg(long)]
+    inputs: Option<PathBuf>,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 2.0)]
+    secs: f64,
+    /// Threads of the multi-core figure (default: every CPU this process may use).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Transports of the service measurement.
+    #[arg(long, value_delimiter = ',', default_value = "udp,raw", value_parser = ["udp", "raw"])]
+    transports: Vec<String>,
+    /// IP MTU of the shared-memory link.
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// Vectors per request (default: as many as fit one datagram).
+    #[arg(long)]
+    vectors: Option<usize>,
+    /// Requests kept outstanding by the load generator.
+    #[arg(long, default_value_t = 8)]
+    window: usize,
+    /// Worker threads of the service (0: evaluate in its polling thread).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    /// Nominal line rate for the link's theoretical limit, in Gbit/s.
+    #[arg(long, default_value_t = 100.0)]
+    line_rate_gbps: f64,
+    /// Measure the evaluator only (no service).
+    #[arg(long)]
+    eval_only: bool,
+    /// Print JSON (and no progress bar).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Inputs as 8-bit vectors with a missing flag per value.
+struct Inputs {
+    bytes: Vec<u8>,
+    missing: Vec<bool>,
+    rows: usize,
+}
+
+/// Run `linerate spn bench`.
+pub fn run(a: BenchArgs) -> Result<ExitCode, String> {
+    let secs = check_secs(a.secs)?;
+    install_stop_handler();
+    let cpus = bench_cpus();
+    let model = a.model.load()?;
+    let name = if model.name().is_empty() { "model".to_string() } else { model.name().to_string() };
+    let inputs = load_inputs(&a, &model)?;
+    let compiled = CompiledSpn::new(model).map_err(msg)?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let steps = 2 + if a.eval_only { 0 } else { a.transports.len() as u64 };
+    let pb = progress(steps, a.json);
+    let single = step(&pb, "evaluator, one core", || eval_rate(&compiled, &inputs, 1, secs))?;
+    let multi = step(&pb, "evaluator, every core", || eval_rate(&compiled, &inputs, threads, secs))?;
+    let st = compiled.spn().stats();
+    let mut t = Table::new(
+        &format!(
+            "SPN {name}: {} inputs, {} nodes; {} input vectors ({} missing values); arithmetic: {}",
+            st.vars,
+            st.nodes,
+            inputs.rows,
+            inputs.missing.iter().filter(|m| **m).count(),
+            if compiled.log_space_only() { "log space" } else { "linear f64 with log-space fallback" }
+        ),
+        &["measurement", "vectors/s", "notes"],
+    );
+    t.row(vec!["evaluator, 1 core".into(), fmt_si(single, "vec/s"), "Evaluator::eval_u8, 64 lanes".into()]);
+    t.row(vec![
+        format!("evaluator, {threads} threads"),
+        fmt_si(multi, "vec/s"),
+        format!("{:.2}× one core", multi / single.max(1e-9)),
+    ]);
+    let mut tables = vec![];
+    if !a.eval_only {
+        let model_file = TempModel::write(compiled.spn())?;
+        for transport in &a.transports {
+            if stop_requested() {
+                break;
+            }
+            let (report, serve) = step(&pb, &format!("service over {transport}"), || {
+                bench_service(&a, &compiled, &inputs, transport, &model_file.0, secs, &pb)
+            })?;
+            service_rows(&mut t, &a, &compiled, transport, &report, &serve, single);
+            tables.push(histogram_table(transport, &report));
+        }
+    }
+    pb.finish_and_clear();
+    if cpus.is_none() && !a.json {
+        eprintln!("note: fewer than two CPUs are available; the two processes share one");
+    }
+    tables.insert(0, t);
+    print_tables(&tables, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The --inputs file, or vectors sampled from the model.
+fn load_inputs(a: &BenchArgs, model: &spn::Spn) -> Result<Inputs, String> {
+    let nv = model.num_vars();
+    let (bytes, missing) = match &a.inputs {
+        None => spn::generate::sample_u8(model, SAMPLED_INPUTS, 0.0, a.model.seed.wrapping_add(1)),
+        Some(p) => {
+            let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let rows = parse_inputs(BufReader::new(f), nv, &p.display().to_string())?;
+            if let Some(v) = rows.iter().find(|v| !(v.is_nan() || (**v >= 0.0 && **v <= 255.0 && v.fract() == 0.0))) {
+                return Err(format!("{}: {v} is not an 8-bit value (the service carries 8-bit inputs)", p.display()));
+            }
+            (
+                rows.iter().map(|v| if v.is_nan() { 0 } else { *v as u8 }).collect(),
+                rows.iter().map(|v| v.is_nan()).collect(),
+            )
+        }
+    };
+    let rows = bytes.len() / nv;
+    if rows == 0 {
+        return Err("no input vectors".into());
+    }
+    Ok(Inputs { bytes, missing, rows })
+}
+
+/// Vectors/s of evaluating `inputs` over and over for `secs` on `threads` threads.
+fn eval_rate(model: &Arc<CompiledSpn>, inputs: &Inputs, threads: usize, secs: Duration) -> Result<f64, String> {
+    let mut out = vec![0.0; inputs.rows];
+    let missing = if inputs.missing.iter().any(|m| *m) { Missing::Flags(&inputs.missing) } else { Missing::None };
+    let mut ev = Evaluator::new(Arc::clone(model));
+    let start = Instant::now();
+    let mut done = 0u64;
+    while Instant::now() - start < secs && !stop_requested() {
+        if threads == 1 {
+            ev.eval_u8(&inputs.bytes, missing, &mut out, Output::LogLikelihood).map_err(msg)?;
+        } else {
+            eval_u8_parallel(model, &inputs.bytes, missing, &mut out, Output::LogLikelihood, threads).map_err(msg)?;
+        }
+        done += inputs.rows as u64;
+    }
+    Ok(done as f64 / (Instant::now() - start).as_secs_f64().max(1e-9))
+}
+
+/// The model written to a temporary file for the serving process; removed on drop.
+struct TempModel(PathBuf);
+
+impl TempModel {
+    fn write(model: &spn::Spn) -> Result<TempModel, String> {
+        let p = std::env::temp_dir().join(format!("{}.json", unique_name("linerate-spn-bench")));
+        spn::save_json(model, &p).map_err(msg)?;
+        Ok(TempModel(p))
+    }
+}
+
+impl Drop for TempModel {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A `linerate spn serve` child process whose stdout lines we read; killed on drop.
+struct ServeChild {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl ServeChild {
+    fn spawn(args: &[String]) -> Result<ServeChild, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find our own executable: {e}"))?;
+        let cpu: Vec<String> = bench_cpus().map(|c| vec!["--cpu".to_string(), c[1].to_string()]).unwrap_or_default();
+        let mut child = Command::new(exe)
+            .args(["spn", "serve", "--child", "--busy"])
+            .args(args)
+            .args(cpu)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the serving process: {e}"))?;
+        let out = child.stdout.take();
+        let (tx, lines) = mpsc::channel();
+        let guard = ServeChild { child, lines };
+        let out = out.ok_or("the serving process has no stdout")?;
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(guard)
+    }
+
+    fn next_line(&self, timeout: Duration) -> Result<String, String> {
+        self.lines.recv_timeout(timeout).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => format!("the serving process said nothing for {timeout:?}"),
+            mpsc::RecvTimeoutError::Disconnected => "the serving process exited early (its message is above)".into(),
+        })
+    }
+}
+
+impl Drop for ServeChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start a serving process on a fresh link and drive it with the load generator.
+#[allow(clippy::too_many_arguments)]
+fn bench_service(
+    a: &BenchArgs,
+    model: &Arc<CompiledSpn>,
+    inputs: &Inputs,
+    transport: &str,
+    model_file: &std::path::Path,
+    secs: Duration,
+    _pb: &ProgressBar,
+) -> Result<(LoadReport, ServeReport), String> {
+    let name = unique_name("spn-bench");
+    let link = ShmLink::create(&name, LinkConfig::default().mtu(a.mtu)).map_err(msg)?;
+    let limit = (secs + GRACE * 3).as_secs_f64().to_string();
+    let args: Vec<String> = [
+        "--shm",
+        &name,
+        "--model",
+        &model_file.display().to_string(),
+        "--transport",
+        transport,
+        "--workers",
+        &a.workers.to_string(),
+        "--mtu",
+        &a.mtu.to_string(),
+        "--limit-secs",
+        &limit,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let child = ServeChild::spawn(&args)?;
+    match child.next_line(Duration::from_secs(20))? {
+        l if l == READY => {}
+        l => return Err(format!("the serving process printed {l:?} instead of {READY:?}")),
+    }
+    pin_side(0);
+    let nv = model.num_vars();
+    let mut stack = Stack::new(Config::host("10.0.0.1/24").mtu(a.mtu), link).map_err(msg)?;
+    let mut client = match transport {
+        "raw" => {
+            // The server's MAC follows from its address (02:00 + IPv4); ARP is not used by raw frames.
+            let mac = Config::host("10.0.0.2/24").mac;
+            SpnClient::raw(&mut stack, SPN_ETHERTYPE, mac, nv)
+        }
+        _ => SpnClient::udp(&mut stack, "10.0.0.2:5005".parse().map_err(msg)?, nv),
+    }
+    .map_err(msg)?;
+    let per =
+        a.vectors.unwrap_or_else(|| client.max_vectors(a.mtu, false)).clamp(1, client.max_vectors(a.mtu, false).max(1));
+    let cfg = LoadConfig {
+        vectors_per_request: per.min(inputs.rows),
+        window: a.window,
+        duration: secs,
+        log: true,
+        timeout: Duration::from_millis(500),
+    };
+    // Warm up (ARP, caches), then measure.
+    let warm = LoadConfig { duration: Duration::from_millis(200), ..cfg.clone() };
+    run_load(&mut stack, &mut client, &inputs.bytes, nv, &warm, Instant::now, |_| Ok(())).map_err(msg)?;
+    let report = run_load(&mut stack, &mut client, &inputs.bytes, nv, &cfg, Instant::now, |_| Ok(())).map_err(msg)?;
+    drop(client);
+    drop(stack); // Closes the link: the child prints its report and exits.
+    let line = child.next_line(GRACE)?;
+    let serve: ServeReport =
+        serde_json::from_str(&line).map_err(|e| format!("the serving process printed {line:?}: {e}"))?;
+    Ok((report, serve))
+}
+
+/// Wire bytes of one record of `payload` bytes (Ethernet header, FCS, preamble and
+/// inter-frame gap as in the paper's Eq. 1; UDP adds 28 bytes of IPv4 and UDP headers).
+fn wire_bytes(payload: usize, udp: bool) -> f64 {
+    let l3 = payload + if udp { 28 } else { 0 };
+    (l3.max(46) + 14 + 4 + 8 + 12) as f64
+}
+
+/// The table rows of one service measurement.
+fn service_rows(
+    t: &mut Table,
+    a: &BenchArgs,
+    model: &CompiledSpn,
+    transport: &str,
+    r: &LoadReport,
+    s: &ServeReport,
+    single: f64,
+) {
+    let udp = transport == "udp";
+    let per = if r.requests > 0 { (r.vectors / r.answered.max(1)).max(1) as usize } else { 1 };
+    let nv = model.num_vars();
+    let req = wire_bytes(16 + per * nv, udp);
+    let resp = wire_bytes(16 + per * 8, udp);
+    let line_limit = a.line_rate_gbps * 1e9 / 8.0 * per as f64 / req.max(resp);
+    let rate = r.vectors_per_sec();
+    let eval_target = single * a.workers.max(1) as f64;
+    let target = eval_target.min(line_limit);
+    let label = if udp { "UDP" } else { "raw Ethernet" };
+    let goodput = rate * (16.0 / per as f64 + nv as f64) * 8.0;
+    t.row(vec![
+        format!("service over {label}, 2 processes"),
+        fmt_si(rate, "vec/s"),
+        format!(
+            "{per} vectors/request, window {}, {} server worker(s); {:.1}% of the 1-core evaluator; request goodput {}",
+            a.window,
+            a.workers,
+            100.0 * rate / single.max(1e-9),
+            fmt_si(goodput, "bit/s")
+        ),
+    ]);
+    let (p50, p99) = (r.latency.percentile_ns(50.0) as f64, r.latency.percentile_ns(99.0) as f64);
+    t.row(vec![
+        format!("  {label} latency per request"),
+        String::new(),
+        format!(
+            "median {}, p99 {}, mean {}, max {}",
+            fmt_us(p50),
+            fmt_us(p99),
+            fmt_us(r.latency.mean_ns()),
+            fmt_us(r.latency.min_max_ns().1 as f64)
+        ),
+    ]);
+    let c = |k: &str| s.counters.get(k).copied().unwrap_or(0);
+    t.row(vec![
+        format!("  {label} accounting"),
+        String::new(),
+        format!(
+            "{} requests sent, {} answered in order, {} lost, {} error records; server: {} requests, {} dropped, {} log-space fallbacks{}",
+            r.requests,
+            r.answered,
+            r.lost,
+            r.errors,
+            c("requests"),
+            c("dropped_short") + c("dropped_bad_magic"),
+            c("fallbacks"),
+            if s.drops.is_empty() { String::new() } else { format!("; stack drops {:?}", s.drops) }
+        ),
+    ]);
+    let bottleneck = if line_limit < eval_target {
+        format!(
+            "the link: {} Gbit/s carries at most {} for {per}-vector records",
+            a.line_rate_gbps,
+            fmt_si(line_limit, "vec/s")
+        )
+    } else if s.eval_share >= 0.85 {
+        format!("the evaluator: the server spent {:.0}% of its time evaluating", 100.0 * s.eval_share)
+    } else {
+        format!(
+            "the network path: the server evaluated only {:.0}% of the time; the rest went to receiving, sending and waiting for the client",
+            100.0 * s.eval_share
+        )
+    };
+    let ratio = rate / target.max(1e-9);
+    t.row(vec![
+        format!(
+            "  {label} goal: ≥ 90% of min(evaluator, {} Gbit/s limit {})",
+            a.line_rate_gbps,
+            fmt_si(line_limit, "vec/s")
+        ),
+        format!("{:.1}%", 100.0 * ratio),
+        format!("{}; bottleneck: {bottleneck}", if ratio >= GOAL_SHARE { "met" } else { "MISSED" }),
+    ]);
+}
+
+/// The latency histogram of one transport as a table.
+fn histogram_table(transport: &str, r: &LoadReport) -> Table {
+    let mut t = Table::new(
+        &format!("request latency histogram, {transport} ({} requests)", r.latency.count()),
+        &["below", "requests", ""],
+    );
+    let rows = r.latency.rows(12);
+    let most = rows.iter().map(|x| x.1).max().unwrap_or(1).max(1);
+    for (top, c) in rows {
+        t.row(vec![fmt_us(top as f64), c.to_string(), "#".repeat((40 * c).div_ceil(most) as usize)]);
+    }
+    t
+}

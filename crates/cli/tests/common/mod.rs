@@ -1,0 +1,110 @@
+//! What the interop tests share: deciding whether they can run (root, tools), running
+//! `linerate tap` with a script in its namespace, and scratch directories.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The linerate host's address in `linerate tap`'s default set-up.
+pub const HOST: &str = "10.77.0.2";
+/// The Linux side's address.
+pub const LINUX: &str = "10.77.0.1";
+
+/// Why these tests cannot run here, or None.
+pub fn unavailable(tools: &[&str]) -> Option<String> {
+    if let Some(why) = testbed::netns_unavailable() {
+        return Some(why);
+    }
+    for t in tools {
+        let found = Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map(|o| o.status.success());
+        if !matches!(found, Ok(true)) {
+            return Some(format!("the tool `{t}` is not installed (make setup installs it)"));
+        }
+    }
+    None
+}
+
+/// Returns false (after saying why) if the test cannot run; panics instead under CI.
+pub fn can_run(tools: &[&str]) -> bool {
+    skip_unless(unavailable(tools))
+}
+
+/// Returns true if `why` is None; otherwise says why the test does not run and returns false,
+/// or panics under CI (CI set), where every test must run.
+pub fn skip_unless(why: Option<String>) -> bool {
+    match why {
+        None => true,
+        Some(why) if std::env::var_os("CI").is_some() => panic!("interop test cannot run under CI: {why}"),
+        Some(why) => {
+            eprintln!("NOT RUN (not CI): {why}");
+            false
+        }
+    }
+}
+
+/// Hold while a test runs so that the tests of one binary run one at a time: on two cores,
+/// concurrent 200 MB transfers would starve each other (and a starved host makes Linux
+/// retransmit in what should be a clean capture).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Run `linerate tap` with `extra` flags and `script` as its --run command; stdout and stderr
+/// are printed (cargo shows them for failing tests).
+pub fn tap_run(script: &str, extra: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .arg("tap")
+        .args(extra)
+        .args(["--run", script])
+        .output()
+        .expect("linerate runs");
+    eprintln!(
+        "--- stdout\n{}--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A scratch directory, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A fresh directory for test `name`.
+    pub fn new(name: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("linerate-interop-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    /// A path inside, as a string for scripts.
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The SHA-256 and length of a file (0 bytes if it is missing).
+pub fn sha256_file(path: &str) -> (String, u64) {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let Ok(mut f) = std::fs::File::open(Path::new(path)) else { return (String::new(), 0) };
+    let (mut h, mut buf, mut len) = (Sha256::new(), vec![0u8; 1 << 20], 0u64);
+    loop {
+        match f.read(&mut buf).unwrap() {
+            0 => break,
+            n => {
+                h.update(&buf[..n]);
+                len += n as u64;
+            }
+        }
+    }
+    (format!("{:x}", h.finalize()), len)
+}

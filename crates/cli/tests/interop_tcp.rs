@@ -1,0 +1,189 @@
+//! TCP interop with the real Linux stack through `linerate tap`: 200 MB each way through
+//! `nc` (clean, and with netem impairing Linux's side), a 50 MB object fetched by curl, and a
+//! tshark check of a capture. Needs root; without it (or a tool) each test says why and
+//! fails under CI (CI=true), where it must run.
+
+mod common;
+
+use common::{can_run, serial, sha256_file, skip_unless, tap_run, unavailable, Scratch, HOST, LINUX};
+
+/// Bytes moved each way in the bulk tests.
+const BULK: u64 = 200_000_000;
+/// Hard bound on every `linerate tap` run, seconds (the tests take well under a minute).
+const LIMIT: &str = "90";
+/// The impairment of the netem variants, on Linux's side of the TAP.
+const NETEM: &str = "loss 1% reorder 1% duplicate 0.5% delay 1ms";
+
+/// Why netem cannot impair a link here, or None (tries it on a veth in a scratch namespace).
+fn netem_unavailable() -> Option<String> {
+    if let Some(why) = unavailable(&["tc", "nc"]) {
+        return Some(why);
+    }
+    let ns = match testbed::Netns::create("lr-netem-probe") {
+        Ok(ns) => ns,
+        Err(e) => return Some(e.to_string()),
+    };
+    if let Err(e) = ns.ip(&["link", "add", "probe0", "type", "veth", "peer", "name", "probe1"]) {
+        return Some(e.to_string());
+    }
+    let args: Vec<&str> =
+        ["qdisc", "add", "dev", "probe0", "root", "netem"].into_iter().chain(NETEM.split(' ')).collect();
+    match ns.run("tc", &args) {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!("tc cannot add netem ({}): {}", NETEM, String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// The shell command that puts netem on Linux's side of the TAP, then `and_then`.
+fn with_netem(and_then: &str) -> String {
+    format!("tc qdisc add dev {} root netem {NETEM} && {and_then}", testbed::tap::TAP_IFNAME)
+}
+
+/// Write `BULK` random bytes to a new file in `dir`; returns its path.
+fn random_input(dir: &Scratch) -> String {
+    let input = dir.file("in");
+    let st = std::process::Command::new("head")
+        .args(["-c", &BULK.to_string(), "/dev/urandom"])
+        .stdout(std::fs::File::create(&input).unwrap())
+        .status();
+    assert!(st.unwrap().success(), "cannot write the input file");
+    input
+}
+
+/// Assert that `output` holds exactly what `input` holds.
+fn assert_same(input: &str, output: &str) {
+    let (a, b) = (sha256_file(input), sha256_file(output));
+    assert_eq!(a.1, BULK, "input size");
+    assert_eq!(a, b, "sha256 and length differ between {input} and {output}");
+}
+
+/// Linux sends 200 MB with `nc` to the TCP echo and receives them back.
+fn linux_to_linerate_echo(name: &str, netem: bool) {
+    let _one_at_a_time = serial();
+    let dir = Scratch::new(name);
+    let (input, output) = (random_input(&dir), dir.file("out"));
+    let nc = format!("nc -N {HOST} 7 < {input} > {output}");
+    let script = if netem { with_netem(&nc) } else { nc };
+    let out = tap_run(&script, &["--duration", LIMIT]);
+    assert!(out.status.success(), "nc through the echo failed");
+    assert_same(&input, &output);
+}
+
+/// `--tcp-send` sends 200 MB to `nc -l` on the Linux side.
+fn linerate_to_linux_send(name: &str, netem: bool) {
+    let _one_at_a_time = serial();
+    let dir = Scratch::new(name);
+    let (input, output) = (random_input(&dir), dir.file("out"));
+    let nc = format!("nc -l -p 5001 > {output}");
+    let script = if netem { with_netem(&nc) } else { nc };
+    let to = format!("{LINUX}:5001");
+    let out = tap_run(&script, &["--duration", LIMIT, "--tcp-send", &to, "--send-file", &input]);
+    assert!(out.status.success(), "the send or nc -l failed");
+    assert_same(&input, &output);
+}
+
+#[test]
+fn linux_sends_200_mb_through_the_tcp_echo_and_gets_them_back() {
+    if can_run(&["nc"]) {
+        linux_to_linerate_echo("tcp-echo", false);
+    }
+}
+
+#[test]
+fn linerate_sends_200_mb_to_nc_listening_on_linux() {
+    if can_run(&["nc"]) {
+        linerate_to_linux_send("tcp-send", false);
+    }
+}
+
+#[test]
+fn echo_of_200_mb_survives_netem_loss_reordering_duplication_and_delay() {
+    if skip_unless(netem_unavailable()) {
+        linux_to_linerate_echo("tcp-echo-netem", true);
+    }
+}
+
+#[test]
+fn send_of_200_mb_survives_netem_loss_reordering_duplication_and_delay() {
+    if skip_unless(netem_unavailable()) {
+        linerate_to_linux_send("tcp-send-netem", true);
+    }
+}
+
+#[test]
+fn curl_fetches_50_mb_from_the_http_responder() {
+    if !can_run(&["curl"]) {
+        return;
+    }
+    const SIZE: usize = 50_000_000;
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("http");
+    let output = dir.file("body");
+    let script = format!("curl -sS --fail --max-time 60 -o {output} http://{HOST}/size/{SIZE} && curl -sS -o /dev/null -w '%{{http_code}}\n' http://{HOST}/nothing");
+    let out = tap_run(&script, &["--duration", LIMIT]);
+    assert!(out.status.success(), "curl failed");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().next(), Some("404"), "an unknown path is not found");
+    let mut expected = vec![0u8; SIZE];
+    apps::pattern::fill(0, &mut expected);
+    let want = {
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(&expected))
+    };
+    assert_eq!(sha256_file(&output), (want, SIZE as u64), "body differs from the pattern");
+}
+
+#[test]
+fn capture_shows_full_handshake_options_and_no_errors_or_retransmissions() {
+    if !can_run(&["tshark", "nc", "curl"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("tcp-pcap");
+    let (input, pcap) = (dir.file("in"), dir.file("host.pcap"));
+    std::fs::write(&input, (0..1_000_000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>()).unwrap();
+    let (echoed, sent) = (dir.file("echoed"), dir.file("sent"));
+    let script = format!(
+        "nc -l -p 5001 > {sent} & nc -N {HOST} 7 < {input} > {echoed} && curl -sS --fail -o /dev/null http://{HOST}/size/1000000 && wait"
+    );
+    let to = format!("{LINUX}:5001");
+    let out = tap_run(&script, &["--duration", LIMIT, "--pcap", &pcap, "--tcp-send", &to, "--send-file", &input]);
+    assert!(out.status.success(), "the clean run failed");
+    assert_eq!(sha256_file(&echoed), sha256_file(&input));
+    assert_eq!(sha256_file(&sent), sha256_file(&input));
+    let tshark = |filter: &str, fields: &[&str]| -> Vec<String> {
+        let mut c = std::process::Command::new("tshark");
+        c.args(["-n", "-r", &pcap, "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE", "-Y", filter]);
+        if !fields.is_empty() {
+            c.args(["-T", "fields", "-E", "separator=|"]);
+            fields.iter().for_each(|f| {
+                c.args(["-e", f]);
+            });
+        }
+        let o = c.output().expect("tshark runs");
+        assert!(o.status.success(), "tshark failed: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()
+    };
+    // Our SYN (to nc -l) and SYN-ACKs (from the echo and HTTP) carry all four options.
+    let opts = [
+        "tcp.flags.ack",
+        "tcp.options.mss_val",
+        "tcp.options.wscale.shift",
+        "tcp.options.sack_perm",
+        "tcp.options.timestamp.tsval",
+    ];
+    let syns = tshark(&format!("tcp.flags.syn == 1 && ip.src == {HOST}"), &opts);
+    eprintln!("our SYNs (ack|mss|wscale|sack|tsval):\n{}", syns.join("\n"));
+    assert!(
+        syns.iter().any(|l| l.starts_with("0|")) && syns.iter().filter(|l| l.starts_with("1|")).count() >= 2,
+        "{syns:?}"
+    );
+    for l in &syns {
+        assert!(l.split('|').all(|f| !f.is_empty()), "a handshake segment lacks an option: {l}");
+    }
+    let bad = tshark("_ws.malformed || ip.checksum.status == \"Bad\" || tcp.checksum.status == \"Bad\"", &[]);
+    assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{}", bad.join("\n"));
+    let retx = tshark("tcp.analysis.retransmission || tcp.analysis.spurious_retransmission", &[]);
+    assert!(retx.is_empty(), "retransmissions in a clean run:\n{}", retx.join("\n"));
+    assert!(tshark("tcp", &[]).len() > 1000, "the capture holds the transfers");
+}

@@ -1,0 +1,184 @@
+//! The middlebox commands end to end: `linerate firewall` and `linerate ids` on pcap files,
+//! broken input files, and `linerate middlebox stats` while a firewall runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/firewall/drop-prefixes.txt");
+const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/ids/snort3-community.rules");
+
+/// A temporary directory, removed on drop.
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn new(tag: &str) -> Tmp {
+        let p = std::env::temp_dir().join(format!("lr-cli-mb-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Tmp(p)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn need(path: &str) {
+    assert!(Path::new(path).exists(), "this test needs {path}");
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    (o.status.success(), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into())
+}
+
+/// The value of a summary row `where counter value`.
+fn value(out: &str, what: &str, counter: &str) -> Option<u64> {
+    out.lines().find(|l| l.starts_with(what) && l.contains(counter))?.split_whitespace().last()?.parse().ok()
+}
+
+#[test]
+fn ids_finds_the_planted_attacks_in_a_pcap() {
+    need(RULES);
+    let t = Tmp::new("ids");
+    let trace = t.path("trace.pcap");
+    let (ok, out, err) = run(&[
+        "ids",
+        "--rules",
+        RULES,
+        "--make-trace",
+        trace.to_str().unwrap(),
+        "--background",
+        "300",
+        "--attacks",
+        "40",
+    ]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("40 attacks planted"), "{out}");
+    let alerts = t.path("alerts.log");
+    let matched = t.path("matched.pcap");
+    let fwd = t.path("fwd.pcap");
+    let (ok, out, err) = run(&[
+        "ids",
+        "--rules",
+        RULES,
+        "--input",
+        trace.to_str().unwrap(),
+        "--output",
+        fwd.to_str().unwrap(),
+        "--alerts",
+        alerts.to_str().unwrap(),
+        "--matched",
+        matched.to_str().unwrap(),
+        "--units",
+        "2",
+    ]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(value(&out, "host", "distinct (sid, flow)"), Some(40), "{out}");
+    let expected = std::fs::read_to_string(format!("{}.expected", trace.display())).unwrap();
+    let log = std::fs::read_to_string(&alerts).unwrap();
+    assert_eq!(log.lines().count(), 40);
+    for line in expected.lines() {
+        let sid = line.split_whitespace().next().unwrap();
+        assert!(log.contains(&format!("[1:{sid}:")), "sid {sid} not alerted:\n{log}");
+    }
+    let forwarded = link::pcap::read_frames(&fwd).unwrap().len();
+    let host = link::pcap::read_frames(&matched).unwrap().len();
+    let total = link::pcap::read_frames(&trace).unwrap().len();
+    assert_eq!(forwarded + host, total);
+}
+
+#[test]
+fn firewall_filters_a_pcap_and_a_bad_blacklist_is_named() {
+    need(BLACKLIST);
+    let t = Tmp::new("fw");
+    // A pcap with one frame from a blacklisted source (1.10.16.0/20) and one from elsewhere.
+    let input = t.path("in.pcap");
+    {
+        let mut w = link::pcap::PcapWriter::new(middlebox::testlinks::NullLink::new(), &input).unwrap();
+        let mut b = link::FrameBatch::new(2, 2048);
+        for src in [[1, 10, 16, 5], [8, 8, 8, 8]] {
+            let e = middlebox::frames::Endpoints { src: src.into(), dst: [10, 0, 0, 1].into(), sport: 1, dport: 2 };
+            b.push(&middlebox::frames::udp(&e, b"hi").unwrap());
+        }
+        use link::Link;
+        w.tx_batch(link::Instant::ZERO, &mut b).unwrap();
+    }
+    let out_pcap = t.path("out.pcap");
+    let (ok, out, err) = run(&[
+        "firewall",
+        "--blacklist",
+        BLACKLIST,
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        out_pcap.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    let frames = link::pcap::read_frames(&out_pcap).unwrap();
+    assert_eq!(frames.len(), 1);
+    assert_eq!(&frames[0][26..30], &[8, 8, 8, 8]);
+    assert!(out.contains("blocked"), "{out}");
+
+    let bad = t.path("bad.txt");
+    std::fs::write(&bad, "1.2.3.0/24\n1.2.3.4/40\n").unwrap();
+    let (ok, _, err) = run(&["firewall", "--blacklist", bad.to_str().unwrap(), "--input", input.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains(&format!("{}:2:", bad.display())), "{err}");
+
+    let bad_rules = t.path("bad.rules");
+    std::fs::write(&bad_rules, "alert tcp any any -> any any (msg:\"x\"; sid:1;)\nalert tcp any any -> any any (msg:\"y\"; content:; sid:2;)\n").unwrap();
+    let (ok, _, err) =
+        run(&["ids", "--rules", bad_rules.to_str().unwrap(), "--strict", "--input", input.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains(&format!("{}:2:", bad_rules.display())), "{err}");
+}
+
+#[test]
+fn middlebox_stats_shows_a_running_firewall() {
+    need(BLACKLIST);
+    let t = Tmp::new("stats");
+    let run_dir = t.path("run");
+    let name = format!("mbtest-{}", std::process::id());
+    let shm = format!("lr-mbtest-{}", std::process::id());
+    let mut child = Command::new(BIN)
+        .args([
+            "firewall",
+            "--blacklist",
+            BLACKLIST,
+            "--input",
+            &format!("shm-new:{shm}"),
+            "--duration",
+            "4",
+            "--name",
+            &name,
+        ])
+        .env("LINERATE_RUN_DIR", &run_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    for _ in 0..30 {
+        std::thread::sleep(Duration::from_millis(200));
+        let o =
+            Command::new(BIN).args(["middlebox", "stats", &name]).env("LINERATE_RUN_DIR", &run_dir).output().unwrap();
+        seen = String::from_utf8_lossy(&o.stdout).into();
+        if o.status.success() && seen.contains("unit0") {
+            break;
+        }
+    }
+    // SIGTERM: the firewall stops cleanly and removes its shared-memory segment.
+    // SAFETY: kill with a valid pid of our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the firewall exits cleanly on SIGTERM: {status:?}");
+    assert!(!Path::new(&format!("/dev/shm/linerate-{shm}")).exists(), "shm segment removed");
+    assert!(seen.contains(&name) && seen.contains("port0") && seen.contains("unit1"), "{seen}");
+}

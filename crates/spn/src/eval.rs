@@ -1,0 +1,354 @@
+//! Batch evaluation of a [`CompiledSpn`]: 8-bit inputs (with a missing mask) through the code
+//! program, f64 inputs (NaN = missing) through the value program, `lanes` inputs at a time.
+
+use crate::compile::{Arg, Op, Program, CODES, MISSING};
+use crate::{CompiledSpn, Leaf, SpnError};
+use std::sync::Arc;
+
+/// Default number of inputs evaluated together.
+pub const DEFAULT_LANES: usize = 64;
+/// Largest number of lanes.
+pub const MAX_LANES: usize = 4096;
+
+/// What an evaluation returns per input vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    /// The natural logarithm of the likelihood (`-inf` for likelihood 0).
+    #[default]
+    LogLikelihood,
+    /// The likelihood (probability or density).
+    Likelihood,
+}
+
+/// Which inputs of 8-bit vectors are missing.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Missing<'a> {
+    /// Every input is present.
+    #[default]
+    None,
+    /// One bitmask per vector of `ceil(num_vars / 8)` bytes; bit `v % 8` of byte `v / 8` set
+    /// means variable `v` is missing (marginalised out).
+    Bits(&'a [u8]),
+    /// One flag per input value (`true` = missing), laid out like the values.
+    Flags(&'a [bool]),
+}
+
+/// Evaluates a compiled SPN; holds the scratch memory for one thread.
+pub struct Evaluator {
+    model: Arc<CompiledSpn>,
+    lanes: usize,
+    /// Class rows: the variables' codes, then the derived class maps (`rows × lanes`).
+    classes: Vec<u16>,
+    /// Input values per variable (`num_vars × lanes`), value program only.
+    xs: Vec<f64>,
+    /// Slots (`slots × lanes`).
+    slots: Vec<f64>,
+    /// One input vector as floats, for the log-space fallback.
+    row: Vec<f64>,
+    /// Node values of the log-space fallback.
+    scratch: Vec<f64>,
+    /// Inputs recomputed in log space since the evaluator was made.
+    fallbacks: u64,
+}
+
+impl Evaluator {
+    /// An evaluator with [`DEFAULT_LANES`] lanes.
+    pub fn new(model: Arc<CompiledSpn>) -> Evaluator {
+        Evaluator::with_lanes(model, DEFAULT_LANES)
+    }
+
+    /// An evaluator that evaluates `lanes` inputs at a time (clamped to 1..=[`MAX_LANES`]).
+    pub fn with_lanes(model: Arc<CompiledSpn>, lanes: usize) -> Evaluator {
+        let lanes = lanes.clamp(1, MAX_LANES);
+        let nv = model.num_vars();
+        let rows = nv + model.class_maps.len();
+        let slots = model.code.slots.max(model.value.slots);
+        Evaluator {
+            classes: vec![0; rows * lanes],
+            xs: vec![0.0; nv * lanes],
+            slots: vec![0.0; slots * lanes],
+            row: vec![0.0; nv],
+            scratch: Vec::new(),
+            fallbacks: 0,
+            lanes,
+            model,
+        }
+    }
+
+    /// The compiled model.
+    pub fn model(&self) -> &Arc<CompiledSpn> {
+        &self.model
+    }
+
+    /// Inputs recomputed in log space (linear result below the guard) so far.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// Evaluate 8-bit input vectors: `inputs` holds `out.len()` vectors of `num_vars` bytes
+    /// back to back; `missing` marks marginalised inputs.
+    pub fn eval_u8(
+        &mut self,
+        inputs: &[u8],
+        missing: Missing<'_>,
+        out: &mut [f64],
+        output: Output,
+    ) -> Result<(), SpnError> {
+        let nv = self.model.num_vars();
+        let n = out.len();
+        if inputs.len() != n * nv {
+            return Err(SpnError::BadInput(format!("{} bytes is not {n} vectors of {nv} inputs", inputs.len())));
+        }
+        let mask_bytes = nv.div_ceil(8);
+        match missing {
+            Missing::Bits(m) if m.len() != n * mask_bytes => {
+                return Err(SpnError::BadInput(format!(
+                    "missing mask of {} bytes, expected {n} × {mask_bytes}",
+                    m.len()
+                )));
+            }
+            Missing::Flags(f) if f.len() != n * nv => {
+                return Err(SpnError::BadInput(format!("missing flags: {} values, expected {n} × {nv}", f.len())));
+            }
+            _ => {}
+        }
+        let mut start = 0;
+        while start < n {
+            let m = (n - start).min(self.lanes);
+            self.load_codes(&inputs[start * nv..(start + m) * nv], missing, start, m);
+            let model = Arc::clone(&self.model);
+            self.run(&model.code, m, true);
+            self.finish(&model, model.code.root_slot, &mut out[start..start + m], output, |ev, l| {
+                for v in 0..nv {
+                    let c = ev.classes[v * ev.lanes + l];
+                    ev.row[v] = if c == MISSING { f64::NAN } else { f64::from(c) };
+                }
+            });
+            start += m;
+        }
+        Ok(())
+    }
+
+    /// Evaluate f64 input vectors (`out.len()` vectors of `num_vars` values back to back; NaN
+    /// marginalises a variable). Batches whose values are all 8-bit integers or NaN take the
+    /// faster code program.
+    pub fn eval_f64(&mut self, inputs: &[f64], out: &mut [f64], output: Output) -> Result<(), SpnError> {
+        let nv = self.model.num_vars();
+        let n = out.len();
+        if inputs.len() != n * nv {
+            return Err(SpnError::BadInput(format!("{} values is not {n} vectors of {nv} inputs", inputs.len())));
+        }
+        let mut start = 0;
+        while start < n {
+            let m = (n - start).min(self.lanes);
+            let chunk = &inputs[start * nv..(start + m) * nv];
+            let model = Arc::clone(&self.model);
+            let bytes = chunk.iter().all(|x| x.is_nan() || (*x >= 0.0 && *x <= 255.0 && x.fract() == 0.0));
+            let root_slot = if bytes {
+                self.load_code_values(chunk, m);
+                self.run(&model.code, m, true);
+                model.code.root_slot
+            } else {
+                for l in 0..m {
+                    for v in 0..nv {
+                        self.xs[v * self.lanes + l] = chunk[l * nv + v];
+                    }
+                }
+                self.run(&model.value, m, false);
+                model.value.root_slot
+            };
+            self.finish(&model, root_slot, &mut out[start..start + m], output, |ev, l| {
+                ev.row.copy_from_slice(&chunk[l * nv..(l + 1) * nv]);
+            });
+            start += m;
+        }
+        Ok(())
+    }
+
+    /// Transpose `m` vectors of bytes into code rows, then apply the class maps.
+    fn load_codes(&mut self, bytes: &[u8], missing: Missing<'_>, first: usize, m: usize) {
+        let (nv, lanes) = (self.model.num_vars(), self.lanes);
+        let mask_bytes = nv.div_ceil(8);
+        for (l, row) in bytes.chunks_exact(nv).enumerate() {
+            for (v, &b) in row.iter().enumerate() {
+                self.classes[v * lanes + l] = u16::from(b);
+            }
+            match missing {
+                Missing::None => {}
+                Missing::Bits(bits) => {
+                    let mask = &bits[(first + l) * mask_bytes..(first + l + 1) * mask_bytes];
+                    for (byte_i, &byte) in mask.iter().enumerate() {
+                        let mut b = byte;
+                        while b != 0 {
+                            let v = byte_i * 8 + b.trailing_zeros() as usize;
+                            if v < nv {
+                                self.classes[v * lanes + l] = MISSING;
+                            }
+                            b &= b - 1;
+                        }
+                    }
+                }
+                Missing::Flags(flags) => {
+                    for (v, &f) in flags[(first + l) * nv..(first + l + 1) * nv].iter().enumerate() {
+                        if f {
+                            self.classes[v * lanes + l] = MISSING;
+                        }
+                    }
+                }
+            }
+        }
+        self.apply_class_maps(m);
+    }
+
+    /// Code rows from f64 values known to be NaN or integers in 0..=255.
+    fn load_code_values(&mut self, values: &[f64], m: usize) {
+        let (nv, lanes) = (self.model.num_vars(), self.lanes);
+        for (l, row) in values.chunks_exact(nv).enumerate() {
+            for (v, &x) in row.iter().enumerate() {
+                self.classes[v * lanes + l] = if x.is_nan() { MISSING } else { x as u16 };
+            }
+        }
+        self.apply_class_maps(m);
+    }
+
+    /// Derived class rows from the variables' code rows.
+    fn apply_class_maps(&mut self, m: usize) {
+        let (nv, lanes) = (self.model.num_vars(), self.lanes);
+        let (codes, derived) = self.classes.split_at_mut(nv * lanes);
+        for (k, map) in self.model.class_maps.iter().enumerate() {
+            let src = &codes[map.var as usize * lanes..][..m];
+            let dst = &mut derived[k * lanes..][..m];
+            let table: &[u16; CODES] = match map.classes.as_slice().try_into() {
+                Ok(t) => t,
+                Err(_) => continue,
+            };
+            for (d, &c) in dst.iter_mut().zip(src) {
+                *d = table[usize::from(c).min(CODES - 1)];
+            }
+        }
+    }
+
+    /// Run `prog` on the first `m` lanes.
+    fn run(&mut self, prog: &Program, m: usize, codes: bool) {
+        run_program(prog, &mut self.slots, &self.classes, &self.xs, &self.model, self.lanes, m, codes);
+    }
+
+    /// Write results: linear values at or above the guard directly, the others recomputed in
+    /// log space (`fill_row(self, lane)` puts that input vector in `self.row`).
+    fn finish(
+        &mut self,
+        model: &CompiledSpn,
+        root_slot: u32,
+        out: &mut [f64],
+        output: Output,
+        fill_row: impl Fn(&mut Evaluator, usize),
+    ) {
+        let guard = model.guard;
+        let root = root_slot as usize * self.lanes;
+        for (l, o) in out.iter_mut().enumerate() {
+            let r = self.slots[root + l];
+            *o = if r >= guard && r.is_finite() {
+                match output {
+                    Output::Likelihood => r,
+                    Output::LogLikelihood => r.ln(),
+                }
+            } else {
+                fill_row(self, l);
+                self.fallbacks += 1;
+                let ll = model.spn.log_likelihood_reference(&self.row, &mut self.scratch);
+                match output {
+                    Output::Likelihood => ll.exp(),
+                    Output::LogLikelihood => ll,
+                }
+            };
+        }
+    }
+}
+
+/// Run `prog` on the first `m` lanes of `slots`. (Compiling it for AVX2 or AVX-512 as well
+/// was measured slower on this machine's AMD cores: the table lookups become gathers.)
+#[allow(clippy::too_many_arguments)]
+fn run_program(prog: &Program, slots: &mut [f64], classes: &[u16], xs: &[f64], model: &CompiledSpn, lanes: usize, m: usize, codes: bool) {
+    for op in &prog.ops {
+        let Op { sum, first, len, dst } = *op;
+        let (first, len, dst) = (first as usize, len as usize, dst as usize);
+        let (Some(args), Some(weights)) = (prog.args.get(first..first + len), prog.weights.get(first..first + len)) else { continue };
+        if args.is_empty() || (dst + 1) * lanes > slots.len() {
+            continue;
+        }
+        // The destination row apart from every other (operands never alias it).
+        let (lo, rest) = slots.split_at_mut(dst * lanes);
+        let (out, hi) = rest.split_at_mut(lanes);
+        let out = &mut out[..m];
+        let src = Operands { lo, hi, dst, lanes, classes, xs, model, codes };
+        if sum {
+            let w0 = weights[0];
+            src.apply(out, &args[0], |a, x| *a = w0 * x);
+            for (arg, &w) in args[1..].iter().zip(&weights[1..]) {
+                src.apply(out, arg, |a, x| *a += w * x);
+            }
+        } else {
+            src.apply(out, &args[0], |a, x| *a = x);
+            for arg in &args[1..] {
+                src.apply(out, arg, |a, x| *a *= x);
+            }
+        }
+    }
+}
+
+/// Where an operation reads its operands: the slot rows below and above its destination, the
+/// class rows (code program) or input values (value program).
+struct Operands<'a> {
+    lo: &'a [f64],
+    hi: &'a [f64],
+    dst: usize,
+    lanes: usize,
+    classes: &'a [u16],
+    xs: &'a [f64],
+    model: &'a CompiledSpn,
+    codes: bool,
+}
+
+impl Operands<'_> {
+    /// Slot row `s` (never the destination), `m` lanes long.
+    #[inline(always)]
+    fn slot(&self, s: usize, m: usize) -> Option<&[f64]> {
+        let row = if s < self.dst { self.lo.get(s * self.lanes..)? } else { self.hi.get((s.checked_sub(self.dst + 1)?) * self.lanes..)? };
+        row.get(..m)
+    }
+
+    /// `f(out[l], value of arg at lane l)` for every lane.
+    #[inline(always)]
+    fn apply(&self, out: &mut [f64], arg: &Arg, f: impl Fn(&mut f64, f64)) {
+        let (m, lanes) = (out.len(), self.lanes);
+        match *arg {
+            Arg::Slot(s) => match self.slot(s as usize, m) {
+                Some(row) => out.iter_mut().zip(row).for_each(|(a, &x)| f(a, x)),
+                None => out.iter_mut().for_each(|a| f(a, f64::NAN)),
+            },
+            Arg::Table { row, offset, len } if self.codes => {
+                let table = &self.model.tables[offset as usize..][..len as usize];
+                for (a, &c) in out.iter_mut().zip(&self.classes[row as usize * lanes..][..m]) {
+                    f(a, table.get(usize::from(c)).copied().unwrap_or(0.0));
+                }
+            }
+            Arg::Leaf { leaf, var } if !self.codes => {
+                let x = &self.xs[var as usize * lanes..][..m];
+                match &self.model.leaves[leaf as usize] {
+                    Leaf::Gaussian { mean, stdev } => {
+                        let (mean, stdev) = (*mean, *stdev);
+                        let c = -stdev.ln() - 0.918_938_533_204_672_8;
+                        for (a, &x) in out.iter_mut().zip(x) {
+                            let z = (x - mean) / stdev;
+                            f(a, if x.is_nan() { 1.0 } else { (c - 0.5 * z * z).exp() });
+                        }
+                    }
+                    d => out.iter_mut().zip(x).for_each(|(a, &x)| f(a, d.prob(x))),
+                }
+            }
+            // An operand of the other program cannot occur; poison the result (log-space
+            // fallback) rather than panic.
+            _ => out.iter_mut().for_each(|a| f(a, f64::NAN)),
+        }
+    }
+}
