@@ -4,7 +4,7 @@
 
 mod bench;
 
-use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, READY};
+use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
 use crate::output::Table;
 use crate::runloop::{install_stop_handler, stop_requested, Idler};
 use apps::spn_service::{SpnService, SpnServiceConfig, SPN_ETHERTYPE};
@@ -311,6 +311,8 @@ pub(crate) struct ServeReport {
     pub drops: std::collections::BTreeMap<String, u64>,
     /// Share of wall time the polling thread spent evaluating.
     pub eval_share: f64,
+    /// Share of wall time the polling thread was on a CPU at all.
+    pub cpu_share: f64,
 }
 
 fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
@@ -335,6 +337,7 @@ fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
     println!("{READY}");
     let _ = std::io::stdout().flush();
     let start = Instant::now();
+    let cpu = CpuMeter::start();
     let deadline = start + limit;
     let mut idler = Idler::new();
     let outcome = loop {
@@ -360,6 +363,7 @@ fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
             .filter(|(k, v)| k.starts_with("drop") && *v > 0)
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        cpu_share: cpu.share(),
         eval_share: if a.workers == 0 { c.eval_ns as f64 / wall } else { c.eval_ns as f64 / wall / a.workers as f64 },
     };
     println!("{}", serde_json::to_string(&report).unwrap_or_default());

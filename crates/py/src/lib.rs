@@ -2,6 +2,7 @@
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
 mod middlebox;
+mod spn;
 
 use link::impair::Impairment;
 use net::{Config, RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
@@ -477,5 +478,8 @@ fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let mb = PyModule::new(m.py(), "middlebox")?;
     middlebox::register(&mb)?;
     m.add_submodule(&mb)?;
+    let sub = PyModule::new(m.py(), "spn")?;
+    spn::register(&sub)?;
+    m.add_submodule(&sub)?;
     Ok(())
 }

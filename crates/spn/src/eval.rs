@@ -268,11 +268,23 @@ impl Evaluator {
 /// Run `prog` on the first `m` lanes of `slots`. (Compiling it for AVX2 or AVX-512 as well
 /// was measured slower on this machine's AMD cores: the table lookups become gathers.)
 #[allow(clippy::too_many_arguments)]
-fn run_program(prog: &Program, slots: &mut [f64], classes: &[u16], xs: &[f64], model: &CompiledSpn, lanes: usize, m: usize, codes: bool) {
+fn run_program(
+    prog: &Program,
+    slots: &mut [f64],
+    classes: &[u16],
+    xs: &[f64],
+    model: &CompiledSpn,
+    lanes: usize,
+    m: usize,
+    codes: bool,
+) {
     for op in &prog.ops {
         let Op { sum, first, len, dst } = *op;
         let (first, len, dst) = (first as usize, len as usize, dst as usize);
-        let (Some(args), Some(weights)) = (prog.args.get(first..first + len), prog.weights.get(first..first + len)) else { continue };
+        let (Some(args), Some(weights)) = (prog.args.get(first..first + len), prog.weights.get(first..first + len))
+        else {
+            continue;
+        };
         if args.is_empty() || (dst + 1) * lanes > slots.len() {
             continue;
         }
@@ -313,7 +325,11 @@ impl Operands<'_> {
     /// Slot row `s` (never the destination), `m` lanes long.
     #[inline(always)]
     fn slot(&self, s: usize, m: usize) -> Option<&[f64]> {
-        let row = if s < self.dst { self.lo.get(s * self.lanes..)? } else { self.hi.get((s.checked_sub(self.dst + 1)?) * self.lanes..)? };
+        let row = if s < self.dst {
+            self.lo.get(s * self.lanes..)?
+        } else {
+            self.hi.get((s.checked_sub(self.dst + 1)?) * self.lanes..)?
+        };
         row.get(..m)
     }
 
