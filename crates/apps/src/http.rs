@@ -252,7 +252,10 @@ mod tests {
         assert_eq!(parse("GET /+5 HTTP/1.1\r\n\r\n").unwrap().1.status, 404);
         assert_eq!(parse("GET /99999999999999999999 HTTP/1.1\r\n\r\n").unwrap().1.status, 404);
         assert_eq!(parse("POST /5 HTTP/1.1\r\n\r\n").unwrap().1.status, 405);
-        assert_eq!(parse("POST /5 HTTP/1.1\r\nContent-Length: 1\r\n\r\n").unwrap().1, Reply { status: 405, object: 0, head_only: false, close: true });
+        assert_eq!(
+            parse("POST /5 HTTP/1.1\r\nContent-Length: 1\r\n\r\n").unwrap().1,
+            Reply { status: 405, object: 0, head_only: false, close: true }
+        );
         assert_eq!(parse("GET /5 HTTP/1.1\r\nContent-Length: 3\r\n\r\n").unwrap().1.status, 400);
         assert_eq!(parse("GARBAGE\r\n\r\n").unwrap().1.status, 400);
         assert_eq!(parse("GET /5 HTTP/1.1\r\nHost"), None);

@@ -204,7 +204,11 @@ impl TcpSource {
             Err(SourceError::Connection { err: NetError::Link(e), .. }) => Err(NetError::Link(e)),
             Err(e) => {
                 if let Some(h) = self.handle.take() {
-                    let _ = stack.tcp_abort(h);
+                    // A connection that already ended is only released; a live one is reset.
+                    let _ = match stack.tcp_error(h) {
+                        Ok(None) => stack.tcp_abort(h),
+                        _ => close_quietly(stack, h),
+                    };
                 }
                 self.finish(stack, Phase::Failed);
                 self.error = Some(e);

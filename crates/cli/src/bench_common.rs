@@ -2,6 +2,7 @@
 //! pinning and accounting, the progress bar and table printing.
 
 use crate::output::Table;
+use crate::runloop::stop_requested;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use link::Instant;
 use serde::de::DeserializeOwned;
@@ -9,10 +10,9 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Duration;
-use crate::runloop::stop_requested;
 
 /// Extra time a consumer or child process waits beyond the run itself before it gives up.
 pub(crate) const GRACE: Duration = Duration::from_secs(10);

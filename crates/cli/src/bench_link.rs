@@ -97,11 +97,14 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, String> {
     let steps = a.sizes.len() * (a.kinds.len() + 1) + 1;
     let pb = progress(steps as u64, a.json);
     let copy_secs = (a.secs / 4.0).clamp(0.05, 0.25);
-    let memcpy: Vec<f64> = a.sizes.iter().map(|&s| step(&pb, &format!("memcpy {s} B"), || memcpy_rate(s, copy_secs))).collect();
+    let memcpy: Vec<f64> =
+        a.sizes.iter().map(|&s| step(&pb, &format!("memcpy {s} B"), || memcpy_rate(s, copy_secs))).collect();
     let block = step(&pb, "memcpy 1 MiB", || memcpy_rate(MEMCPY_BLOCK, copy_secs));
     let mut rows = Vec::new();
     for kind in &a.kinds {
-        rows.extend(measure_kind(kind, &a.sizes, secs, &pb).into_iter().zip(&a.sizes).map(|(o, &s)| (kind.as_str(), s, o)));
+        rows.extend(
+            measure_kind(kind, &a.sizes, secs, &pb).into_iter().zip(&a.sizes).map(|(o, &s)| (kind.as_str(), s, o)),
+        );
     }
     pb.finish_and_clear();
     if stop_requested() {
@@ -115,7 +118,10 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, String> {
 /// Measure `kind` at every size, setting its environment up once.
 fn measure_kind(kind: &str, sizes: &[usize], secs: Duration, pb: &ProgressBar) -> Vec<Outcome> {
     let each = |f: &mut dyn FnMut(usize) -> Result<Measured, String>| -> Vec<Outcome> {
-        sizes.iter().map(|&s| step(pb, &format!("{kind} {s} B"), || f(s)).map_or_else(Outcome::Failed, Outcome::Done)).collect()
+        sizes
+            .iter()
+            .map(|&s| step(pb, &format!("{kind} {s} B"), || f(s)).map_or_else(Outcome::Failed, Outcome::Done))
+            .collect()
     };
     let for_all = |text: String, outcome: fn(String) -> Outcome| -> Vec<Outcome> {
         pb.inc(sizes.len() as u64);
@@ -343,7 +349,8 @@ fn memcpy_rate(size: usize, secs: f64) -> f64 {
 
 /// The memcpy table: GB/s per frame size and for 1 MiB blocks.
 fn memcpy_table(sizes: &[usize], rates: &[f64], block: f64) -> Table {
-    let mut t = Table::new("memcpy in this run (one thread; frame sizes within a ~1 MiB working set)", &["copy size", "GB/s"]);
+    let mut t =
+        Table::new("memcpy in this run (one thread; frame sizes within a ~1 MiB working set)", &["copy size", "GB/s"]);
     for (s, r) in sizes.iter().zip(rates) {
         t.row(vec![format!("{s} B"), format!("{:.1}", r / 1e9)]);
     }

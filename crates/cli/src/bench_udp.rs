@@ -4,8 +4,8 @@
 //! child that serves the linerate side.
 
 use crate::bench_common::{
-    bench_cpus, check_secs, die_with_parent, msg, nothing_yet, percentile, pin_cpu, pin_side, print_tables, progress, ratio_row as row, rtt_samples, step,
-    time_up, unique_name, Mode, NsServer, PeerProcess, Tally, GRACE, READY,
+    bench_cpus, check_secs, die_with_parent, msg, nothing_yet, percentile, pin_cpu, pin_side, print_tables, progress,
+    ratio_row as row, rtt_samples, step, time_up, unique_name, Mode, NsServer, PeerProcess, Tally, GRACE, READY,
 };
 use crate::output::{fmt_si, fmt_us, Table};
 use crate::runloop::{install_stop_handler, stop_requested};
@@ -161,7 +161,11 @@ fn bench_linerate(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
 impl Client {
     /// Poll (busy) until a datagram for which `wanted(payload, from)` holds arrives, or
     /// `timeout` passes. Returns its length in `self.buf`.
-    fn await_datagram(&mut self, timeout: Duration, wanted: impl Fn(&[u8], SocketAddrV4) -> bool) -> Result<Option<usize>, String> {
+    fn await_datagram(
+        &mut self,
+        timeout: Duration,
+        wanted: impl Fn(&[u8], SocketAddrV4) -> bool,
+    ) -> Result<Option<usize>, String> {
         let deadline = Instant::now() + timeout;
         loop {
             let now = Instant::now();
@@ -319,7 +323,11 @@ fn udp_server<T: Send + 'static>(
 
 /// Serve `sock` until `stop` is set (or the grace limit passes): `on(datagram, from)` for
 /// each datagram received.
-fn serve_loop(sock: &UdpSocket, stop: &AtomicBool, mut on: impl FnMut(&[u8], std::net::SocketAddr)) -> Result<(), String> {
+fn serve_loop(
+    sock: &UdpSocket,
+    stop: &AtomicBool,
+    mut on: impl FnMut(&[u8], std::net::SocketAddr),
+) -> Result<(), String> {
     let mut buf = vec![0u8; 2048];
     let deadline = Instant::now() + GRACE * 6;
     while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {

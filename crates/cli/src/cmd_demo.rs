@@ -58,7 +58,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
 
 fn testbed_with(n: usize) -> Result<(Testbed, Vec<HostId>), String> {
     let mut tb = Testbed::new(TestbedConfig::default());
-    let ids = (1..=n).map(|i| tb.add_host(&format!("10.0.0.{i}/24")).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let ids =
+        (1..=n).map(|i| tb.add_host(&format!("10.0.0.{i}/24")).map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
     Ok((tb, ids))
 }
 
@@ -114,7 +115,10 @@ fn udp_echo_step() -> Step {
         return Err("sha256 of the echoed data differs".into());
     }
     let rate = data.len() as f64 * 8.0 / wall.as_secs_f64();
-    Ok(("sha256 of the 10 MB echoed back matches".into(), format!("{} wall-clock through two stacks and a switch", fmt_si(rate, "bit/s"))))
+    Ok((
+        "sha256 of the 10 MB echoed back matches".into(),
+        format!("{} wall-clock through two stacks and a switch", fmt_si(rate, "bit/s")),
+    ))
 }
 
 /// Send `data` through the echo service in order, at most 256 datagrams in flight, and hash
@@ -159,8 +163,17 @@ fn echo_through(
 
 fn impaired_step() -> Step {
     let mut tb = Testbed::new(TestbedConfig::default());
-    let imp = Impairment { loss: 0.02, duplicate: 0.01, reorder: 0.01, delay: Duration::from_micros(50), seed: 7, ..Default::default() };
-    let a = tb.add_host_with(Config::host("10.0.0.1/24"), HostOptions { impairment: Some(imp), ..Default::default() }).map_err(err)?;
+    let imp = Impairment {
+        loss: 0.02,
+        duplicate: 0.01,
+        reorder: 0.01,
+        delay: Duration::from_micros(50),
+        seed: 7,
+        ..Default::default()
+    };
+    let a = tb
+        .add_host_with(Config::host("10.0.0.1/24"), HostOptions { impairment: Some(imp), ..Default::default() })
+        .map_err(err)?;
     let b = tb.add_host("10.0.0.2/24").map_err(err)?;
     let rx = tb.host(b).udp_bind(9).map_err(err)?;
     let tx = tb.host(a).udp_bind(0).map_err(err)?;
@@ -215,7 +228,9 @@ fn unreachable_step() -> Step {
     let s = tb.host(h[0]).udp_bind(0).map_err(err)?;
     let dst = SocketAddrV4::new(tb.host_ref(h[1]).ip(), 4444);
     tb.host(h[0]).udp_send_to(s, dst, b"anyone?").map_err(err)?;
-    let ok = tb.run_until(Duration::from_millis(10), |tb| tb.host_ref(h[0]).udp_icmp_errors(s).unwrap_or(0) == 1).map_err(err)?;
+    let ok = tb
+        .run_until(Duration::from_millis(10), |tb| tb.host_ref(h[0]).udp_icmp_errors(s).unwrap_or(0) == 1)
+        .map_err(err)?;
     if !ok {
         return Err("no ICMP port unreachable came back".into());
     }
@@ -277,7 +292,11 @@ fn robustness_step() -> Step {
     let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
     reasons.sort_by(|a, b| b.1.cmp(&a.1));
     Ok((
-        format!("every frame accounted for; {} drop reasons seen, top: {}", reasons.len(), reasons.first().map(|r| r.0).unwrap_or("-")),
+        format!(
+            "every frame accounted for; {} drop reasons seen, top: {}",
+            reasons.len(),
+            reasons.first().map(|r| r.0).unwrap_or("-")
+        ),
         format!("{} frames/s through the receive path on one core", fmt_si(rate, "")),
     ))
 }
@@ -285,7 +304,10 @@ fn robustness_step() -> Step {
 fn pcap_step(path: &std::path::Path) -> Step {
     let mut tb = Testbed::new(TestbedConfig::default());
     let a = tb
-        .add_host_with(Config::host("10.0.0.1/24"), HostOptions { pcap: Some(path.to_path_buf()), ..Default::default() })
+        .add_host_with(
+            Config::host("10.0.0.1/24"),
+            HostOptions { pcap: Some(path.to_path_buf()), ..Default::default() },
+        )
         .map_err(err)?;
     let b = tb.add_host("10.0.0.2/24").map_err(err)?;
     let dst = tb.host_ref(b).ip();
@@ -319,7 +341,14 @@ fn tcp_testbed(imp: Option<Impairment>, sessions: usize) -> Result<(Testbed, Hos
 }
 
 fn tcp_transfer_step() -> Step {
-    let imp = Impairment { loss: 0.01, reorder: 0.01, duplicate: 0.005, delay: Duration::from_micros(100), seed: 11, ..Default::default() };
+    let imp = Impairment {
+        loss: 0.01,
+        reorder: 0.01,
+        duplicate: 0.005,
+        delay: Duration::from_micros(100),
+        seed: 11,
+        ..Default::default()
+    };
     let (mut tb, a, b) = tcp_testbed(Some(imp), 16)?;
     let l = tb.host(b).tcp_listen(5001, 8).map_err(err)?;
     let dst = SocketAddrV4::new(tb.host_ref(b).ip(), 5001);
@@ -355,8 +384,17 @@ fn tcp_transfer_step() -> Step {
     }
     let st = tb.host_ref(a).tcp_stats(c).map_err(err)?;
     Ok((
-        format!("sha256 matches; {} retransmits, {} recoveries, {} timeouts", st.retransmits, st.fast_recoveries, st.timeouts),
-        format!("{} wall-clock; SACK {}, timestamps {}, wscale {:?}", fmt_si(data.len() as f64 * 8.0 / secs, "bit/s"), st.sack, st.timestamps, st.wscale),
+        format!(
+            "sha256 matches; {} retransmits, {} recoveries, {} timeouts",
+            st.retransmits, st.fast_recoveries, st.timeouts
+        ),
+        format!(
+            "{} wall-clock; SACK {}, timestamps {}, wscale {:?}",
+            fmt_si(data.len() as f64 * 8.0 / secs, "bit/s"),
+            st.sack,
+            st.timestamps,
+            st.wscale
+        ),
     ))
 }
 

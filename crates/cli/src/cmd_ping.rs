@@ -48,7 +48,13 @@ pub fn run(a: PingArgs) -> Result<ExitCode, String> {
     };
     let mut t = Table::new(&format!("ping via {}", a.via), &["seq", "from", "bytes", "ttl", "rtt"]);
     for r in &replies {
-        t.row(vec![r.seq.to_string(), r.from.to_string(), r.len.to_string(), r.ttl.to_string(), fmt_us(r.rtt.as_nanos() as f64)]);
+        t.row(vec![
+            r.seq.to_string(),
+            r.from.to_string(),
+            r.len.to_string(),
+            r.ttl.to_string(),
+            fmt_us(r.rtt.as_nanos() as f64),
+        ]);
     }
     let mut rtts: Vec<u128> = replies.iter().map(|r| r.rtt.as_nanos()).collect();
     rtts.sort_unstable();

@@ -7,6 +7,7 @@ use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
 use crate::statsfile::StatsPublisher;
 use apps::tcp_source::{Payload, SourceOptions};
 use apps::{HttpServer, TcpEcho, TcpSink, TcpSource, UdpEcho};
+use link::impair::Impairment;
 use link::Link;
 use net::{Config, NetError, Stack};
 use std::net::SocketAddrV4;
@@ -51,6 +52,10 @@ pub struct TapArgs {
     /// Record everything the linerate host sends and receives in this pcap file.
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// Impair everything the linerate host sends: "loss,reorder,duplicate,delay_us" as
+    /// probabilities and microseconds, e.g. "0.01,0.01,0.005,1000" (seeded, reproducible).
+    #[arg(long, value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = parse_impairment)]
+    impair: Option<Impairment>,
     /// Stop after this many seconds (default: run until Ctrl-C, or until --run finishes, or
     /// until --tcp-send finishes when there is no --run).
     #[arg(long)]
@@ -72,7 +77,8 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
     install_stop_handler();
-    let mut setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref()).map_err(|e| e.to_string())?;
+    let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref(), a.impair.clone())
+        .map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
     let mut echo = match a.echo_port {
         0 => None,
@@ -161,6 +167,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     for (name, v) in tcp.figures() {
         t.row(vec![name, v.to_string()]);
     }
+    t.row(vec!["tcp_sessions_at_exit".into(), setup.stack.tcp_sessions().to_string()]);
     t.print(a.json);
     if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
         eprintln!("linerate: --tcp-send failed: {e}");
@@ -281,4 +288,29 @@ impl TcpServices {
         }
         f
     }
+}
+
+/// Parse `--impair LOSS,REORDER,DUP,DELAY_US`.
+fn parse_impairment(s: &str) -> Result<Impairment, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != 4 {
+        return Err(format!("'{s}' is not LOSS,REORDER,DUP,DELAY_US (four comma-separated numbers)"));
+    }
+    let p = |i: usize, what: &str| -> Result<f64, String> {
+        let v: f64 = parts[i].parse().map_err(|_| format!("{what} '{}' is not a number", parts[i]))?;
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!("{what} {v} is not a probability in [0, 1]"));
+        }
+        Ok(v)
+    };
+    let delay: u64 =
+        parts[3].parse().map_err(|_| format!("delay '{}' is not a whole number of microseconds", parts[3]))?;
+    Ok(Impairment {
+        loss: p(0, "loss")?,
+        reorder: p(1, "reorder")?,
+        duplicate: p(2, "duplicate")?,
+        delay: std::time::Duration::from_micros(delay),
+        seed: 1,
+        ..Default::default()
+    })
 }

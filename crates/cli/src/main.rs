@@ -2,8 +2,8 @@
 
 mod bench_common;
 mod bench_link;
-mod bench_tcp;
 mod bench_middlebox;
+mod bench_tcp;
 mod bench_udp;
 mod cmd_demo;
 mod cmd_firewall;

@@ -41,7 +41,11 @@ fn tap_run(script: &str, extra: &[&str]) -> Output {
         .args(["--run", script])
         .output()
         .expect("linerate runs");
-    eprintln!("--- stdout\n{}--- stderr\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "--- stdout\n{}--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -110,7 +114,9 @@ fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
     }
     let dir = scratch("pcap");
     let pcap = dir.join("host.pcap");
-    let script = format!("ping -c 5 -i 0.01 {HOST} && echo hello | socat -t 1 - UDP:{HOST}:7 && echo x | socat - UDP:{HOST}:9 ; true");
+    let script = format!(
+        "ping -c 5 -i 0.01 {HOST} && echo hello | socat -t 1 - UDP:{HOST}:7 && echo x | socat - UDP:{HOST}:9 ; true"
+    );
     let out = tap_run(&script, &["--pcap", pcap.to_str().unwrap()]);
     assert!(out.status.success());
     let tshark = |filter: &str| -> String {

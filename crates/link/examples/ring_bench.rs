@@ -90,9 +90,7 @@ fn memcpy_rate(size: usize, secs: f64) -> (f64, f64) {
 
 fn main() {
     let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1.0);
-    println!(
-        "mem pair, 2 threads busy-polling, batches of {BATCH}, ring depth 1024, {secs} s per cell"
-    );
+    println!("mem pair, 2 threads busy-polling, batches of {BATCH}, ring depth 1024, {secs} s per cell");
     println!(
         "{:>6} | {:>22} | {:>22} | {:>22}",
         "bytes", "rx_batch (copy)", "rx_with (zero copy)", "memcpy 1 thread (ref)"

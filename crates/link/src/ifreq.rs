@@ -64,9 +64,7 @@ pub(crate) fn index(ifname: &str) -> Result<i32, LinkError> {
     // SAFETY: valid C string.
     let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if idx == 0 {
-        return Err(LinkError::Config(format!(
-            "no interface named {ifname:?} in this network namespace"
-        )));
+        return Err(LinkError::Config(format!("no interface named {ifname:?} in this network namespace")));
     }
     Ok(idx as i32)
 }

@@ -55,19 +55,13 @@ impl Impairment {
 
     /// Check the values; the error names the wrong one.
     pub fn validate(&self) -> Result<(), LinkError> {
-        for (name, p) in
-            [("loss", self.loss), ("duplicate", self.duplicate), ("reorder", self.reorder)]
-        {
+        for (name, p) in [("loss", self.loss), ("duplicate", self.duplicate), ("reorder", self.reorder)] {
             if !(0.0..=1.0).contains(&p) {
-                return Err(LinkError::Config(format!(
-                    "impairment {name} probability {p} is outside 0..=1"
-                )));
+                return Err(LinkError::Config(format!("impairment {name} probability {p} is outside 0..=1")));
             }
         }
         if self.rate_bps == Some(0) {
-            return Err(LinkError::Config(
-                "impairment rate_bps must be positive (None for unlimited)".into(),
-            ));
+            return Err(LinkError::Config("impairment rate_bps must be positive (None for unlimited)".into()));
         }
         if self.queue_limit == 0 || self.queue_limit > Self::MAX_QUEUE {
             return Err(LinkError::Config(format!(
@@ -218,8 +212,7 @@ impl<L: Link> Impaired<L> {
         };
         let mut depart = now;
         if let Some(rate) = self.cfg.rate_bps {
-            let ser = (frame.len() as u128 * 8 * 1_000_000_000 / rate as u128).min(u64::MAX as u128)
-                as u64;
+            let ser = (frame.len() as u128 * 8 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64;
             self.rate_free_at = self.rate_free_at.max(now).saturating_add(ser);
             depart = self.rate_free_at;
         }
@@ -388,9 +381,7 @@ mod tests {
     #[test]
     fn delay_holds_frames_until_due() {
         let (a, mut b) = mem::pair(LinkConfig::default());
-        let mut a =
-            Impaired::new(a, Impairment { delay: Duration::from_millis(1), ..Default::default() })
-                .unwrap();
+        let mut a = Impaired::new(a, Impairment { delay: Duration::from_millis(1), ..Default::default() }).unwrap();
         let mut batch = FrameBatch::new(4, 1518);
         batch.push(&[1; 60]);
         assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);

@@ -135,11 +135,7 @@ mod tests {
         assert_eq!(batch.len(), 1);
         drop(a);
         let mut got = FrameBatch::new(4, 64);
-        assert_eq!(
-            b.rx_batch(now, &mut got).unwrap(),
-            2,
-            "frames sent before the drop still arrive"
-        );
+        assert_eq!(b.rx_batch(now, &mut got).unwrap(), 2, "frames sent before the drop still arrive");
         got.clear();
         assert!(matches!(b.rx_batch(now, &mut got), Err(LinkError::Closed)));
         assert!(matches!(b.tx_batch(now, &mut batch), Err(LinkError::Closed)));

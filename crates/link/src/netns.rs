@@ -40,9 +40,7 @@ where
             if fd < 0 {
                 let source = std::io::Error::last_os_error();
                 if source.kind() == std::io::ErrorKind::NotFound {
-                    return Err(LinkError::Config(format!(
-                        "network namespace {path} does not exist"
-                    )));
+                    return Err(LinkError::Config(format!("network namespace {path} does not exist")));
                 }
                 return Err(LinkError::Os { op: "open of a network namespace", source });
             }
@@ -68,9 +66,6 @@ mod tests {
         assert!(netns_path("ok-name_1").is_ok());
         assert!(netns_path("../etc").is_err());
         assert!(netns_path("").is_err());
-        assert!(matches!(
-            run_in_netns("lrt-surely-missing-ns", || Ok(())),
-            Err(LinkError::Config(_))
-        ));
+        assert!(matches!(run_in_netns("lrt-surely-missing-ns", || Ok(())), Err(LinkError::Config(_))));
     }
 }

@@ -59,22 +59,13 @@ impl PacketLink {
     /// Open a raw socket on `ifname` (in this thread's namespace) for frames up to `mtu + 18` bytes.
     pub fn open(ifname: &str, mtu: usize) -> Result<PacketLink, LinkError> {
         if !(68..=MAX_FRAME - 18).contains(&mtu) {
-            return Err(LinkError::Config(format!(
-                "AF_PACKET mtu {mtu} is outside 68..={}",
-                MAX_FRAME - 18
-            )));
+            return Err(LinkError::Config(format!("AF_PACKET mtu {mtu} is outside 68..={}", MAX_FRAME - 18)));
         }
         let ifindex = ifreq::index(ifname)?;
         // Protocol 0: the socket receives nothing until bound to the interface below, so no
         // frame of another interface slips in between socket() and bind().
         // SAFETY: plain socket(2) call.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
-        };
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(LinkError::last_os("socket(AF_PACKET)"));
         }
@@ -106,8 +97,7 @@ impl PacketLink {
         let max_frame = mtu + 18;
         let buf_size = (max_frame + 1).next_multiple_of(64);
         // SAFETY: iovec and mmsghdr are plain old data; all-zero (null pointers) is valid.
-        let (iov0, msg0): (libc::iovec, libc::mmsghdr) =
-            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        let (iov0, msg0): (libc::iovec, libc::mmsghdr) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
         Ok(PacketLink {
             fd,
             ifname: ifname.to_string(),
@@ -140,12 +130,7 @@ impl PacketLink {
     }
 
     /// Send frames `from..from + n` of `batch` with one sendmmsg; returns how many went out.
-    fn send_run(
-        &mut self,
-        batch: &FrameBatch,
-        from: usize,
-        n: usize,
-    ) -> Result<usize, std::io::Error> {
+    fn send_run(&mut self, batch: &FrameBatch, from: usize, n: usize) -> Result<usize, std::io::Error> {
         for k in 0..n {
             let f = batch.get(from + k);
             self.prepare(k, f.as_ptr() as *mut u8, f.len());
@@ -154,12 +139,7 @@ impl PacketLink {
             // SAFETY: msgs[..n] point at iovecs covering live frames of `batch`, which the
             // kernel only reads (sendmmsg); n <= MMSG_BATCH.
             let r = unsafe {
-                libc::sendmmsg(
-                    self.fd.as_raw_fd(),
-                    self.msgs.as_mut_ptr(),
-                    n as libc::c_uint,
-                    libc::MSG_DONTWAIT,
-                )
+                libc::sendmmsg(self.fd.as_raw_fd(), self.msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT)
             };
             if r >= 0 {
                 return Ok(r as usize);
@@ -173,11 +153,7 @@ impl PacketLink {
 }
 
 /// Open an AF_PACKET link on `ifname` inside network namespace `netns_name`.
-pub fn create_in_netns(
-    netns_name: &str,
-    ifname: &str,
-    mtu: usize,
-) -> Result<PacketLink, LinkError> {
+pub fn create_in_netns(netns_name: &str, ifname: &str, mtu: usize) -> Result<PacketLink, LinkError> {
     let ifname = ifname.to_string();
     run_in_netns(netns_name, move || PacketLink::open(&ifname, mtu))
 }
@@ -272,9 +248,7 @@ impl Link for PacketLink {
         batch.consume_front(i);
         match error {
             // Report the failure only when nothing went out, so no sent frame is double-counted.
-            Some(source) if sent == 0 => {
-                Err(LinkError::Os { op: "sendmmsg on the AF_PACKET socket", source })
-            }
+            Some(source) if sent == 0 => Err(LinkError::Os { op: "sendmmsg on the AF_PACKET socket", source }),
             _ => Ok(sent),
         }
     }
@@ -300,9 +274,6 @@ mod tests {
     fn bad_arguments_are_config_errors() {
         assert!(matches!(PacketLink::open("lo", 10), Err(LinkError::Config(_))));
         assert!(matches!(PacketLink::open("surely-no-such", 1500), Err(LinkError::Config(_))));
-        assert!(matches!(
-            create_in_netns("lrt-no-such-ns-y", "veth0", 1500),
-            Err(LinkError::Config(_))
-        ));
+        assert!(matches!(create_in_netns("lrt-no-such-ns-y", "veth0", 1500), Err(LinkError::Config(_))));
     }
 }

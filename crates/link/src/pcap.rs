@@ -43,9 +43,7 @@ impl<L: Link> PcapWriter<L> {
             ..PcapHeader::default()
         };
         let mut out = BufWriter::with_capacity(1 << 16, file);
-        header
-            .write_to(&mut out)
-            .map_err(|e| pcap_err(path, format!("cannot write the header: {e}")))?;
+        header.write_to(&mut out).map_err(|e| pcap_err(path, format!("cannot write the header: {e}")))?;
         let shadow = FrameBatch::new(64, inner.max_frame().clamp(1, MAX_FRAME));
         Ok(PcapWriter { inner, out, path: path.to_path_buf(), failed: None, shadow })
     }
@@ -87,14 +85,7 @@ type Out = BufWriter<File>;
 /// The header is written by `pcap-file`; records are written here because its writer offers
 /// no way to flush without being consumed. A record is 16 bytes in the header's (native)
 /// byte order — seconds, nanoseconds, captured length, original length — then the frame.
-fn record(
-    out: &mut Out,
-    failed: &mut Option<String>,
-    now: Instant,
-    batch: &FrameBatch,
-    from: usize,
-    count: usize,
-) {
+fn record(out: &mut Out, failed: &mut Option<String>, now: Instant, batch: &FrameBatch, from: usize, count: usize) {
     let nanos = now.as_nanos();
     // Seconds past u32::MAX (year 2106 in wall time) wrap; virtual and monotonic time never get there.
     let (sec, frac) = ((nanos / 1_000_000_000) as u32, (nanos % 1_000_000_000) as u32);
@@ -175,23 +166,15 @@ struct Record {
 /// Load every packet of a pcap file into one buffer.
 fn load(path: &Path) -> Result<(Vec<u8>, Vec<Record>), LinkError> {
     let file = File::open(path).map_err(|e| pcap_err(path, format!("cannot open: {e}")))?;
-    let mut reader = PcapReader::new(BufReader::new(file))
-        .map_err(|e| pcap_err(path, format!("not a pcap file: {e}")))?;
+    let mut reader =
+        PcapReader::new(BufReader::new(file)).map_err(|e| pcap_err(path, format!("not a pcap file: {e}")))?;
     if reader.header().datalink != DataLink::ETHERNET {
-        return Err(pcap_err(
-            path,
-            format!("link type {:?} is not Ethernet", reader.header().datalink),
-        ));
+        return Err(pcap_err(path, format!("link type {:?} is not Ethernet", reader.header().datalink)));
     }
     let (mut data, mut records) = (Vec::new(), Vec::new());
     while let Some(packet) = reader.next_packet() {
-        let packet =
-            packet.map_err(|e| pcap_err(path, format!("packet {}: {e}", records.len() + 1)))?;
-        records.push(Record {
-            start: data.len(),
-            len: packet.data.len(),
-            ts: packet.timestamp.as_nanos() as u64,
-        });
+        let packet = packet.map_err(|e| pcap_err(path, format!("packet {}: {e}", records.len() + 1)))?;
+        records.push(Record { start: data.len(), len: packet.data.len(), ts: packet.timestamp.as_nanos() as u64 });
         data.extend_from_slice(&packet.data);
     }
     Ok((data, records))
@@ -338,23 +321,9 @@ mod tests {
         let mut replay = PcapReplay::open(&path, true).unwrap();
         assert_eq!(replay.total(), 7);
         let mut out = FrameBatch::new(16, 2048);
-        assert_eq!(
-            replay.rx_batch(Instant::from_millis(100), &mut out).unwrap(),
-            4,
-            "t=10us frames only"
-        );
-        assert_eq!(
-            replay
-                .rx_batch(Instant::from_millis(100) + Duration::from_micros(10), &mut out)
-                .unwrap(),
-            2
-        );
-        assert_eq!(
-            replay
-                .rx_batch(Instant::from_millis(100) + Duration::from_micros(20), &mut out)
-                .unwrap(),
-            1
-        );
+        assert_eq!(replay.rx_batch(Instant::from_millis(100), &mut out).unwrap(), 4, "t=10us frames only");
+        assert_eq!(replay.rx_batch(Instant::from_millis(100) + Duration::from_micros(10), &mut out).unwrap(), 2);
+        assert_eq!(replay.rx_batch(Instant::from_millis(100) + Duration::from_micros(20), &mut out).unwrap(), 1);
         assert!(replay.is_finished());
         let mut all = PcapReplay::open(&path, false).unwrap();
         out.clear();
@@ -367,10 +336,7 @@ mod tests {
     fn bad_files_are_pcap_errors() {
         let missing = tmp("missing.pcap");
         let e = read_frames(&missing.0).err().unwrap();
-        assert!(
-            matches!(e, LinkError::Pcap(ref m) if m.contains("missing.pcap") && m.contains("cannot open")),
-            "{e}"
-        );
+        assert!(matches!(e, LinkError::Pcap(ref m) if m.contains("missing.pcap") && m.contains("cannot open")), "{e}");
         let junk = tmp("junk.pcap");
         std::fs::write(&junk.0, b"this is not a capture file at all").unwrap();
         let e = PcapReplay::open(&junk.0, false).err().unwrap();

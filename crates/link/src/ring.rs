@@ -70,14 +70,10 @@ impl RingLayout {
     /// A ring of `depth` slots (a power of two) carrying frames up to `max_frame` bytes.
     pub fn new(depth: usize, max_frame: usize) -> Result<Self, LinkError> {
         if !depth.is_power_of_two() || depth < 2 || depth > u32::MAX as usize / 2 {
-            return Err(LinkError::Config(format!(
-                "ring depth {depth} is not a power of two >= 2"
-            )));
+            return Err(LinkError::Config(format!("ring depth {depth} is not a power of two >= 2")));
         }
         if max_frame == 0 || max_frame > MAX_FRAME {
-            return Err(LinkError::Config(format!(
-                "ring frame size {max_frame} is outside 1..={MAX_FRAME}"
-            )));
+            return Err(LinkError::Config(format!("ring frame size {max_frame} is outside 1..={MAX_FRAME}")));
         }
         let slot_size = max_frame.next_multiple_of(64);
         let stride = (SLOT_HDR + slot_size).next_multiple_of(64);
@@ -141,8 +137,8 @@ impl HeapMemory {
             .map_err(|e| LinkError::Config(format!("ring of {len} bytes: {e}")))?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| LinkError::Config(format!("cannot allocate {len} bytes for a ring")))?;
+        let ptr =
+            NonNull::new(raw).ok_or_else(|| LinkError::Config(format!("cannot allocate {len} bytes for a ring")))?;
         Ok(HeapMemory { ptr, layout })
     }
 }
@@ -221,11 +217,7 @@ impl RingView {
 /// Write a fresh ring header for `layout` at `offset` inside `mem` (indices zero, no side attached).
 ///
 /// Only call this before any side is attached: it resets the ring.
-pub fn format(
-    mem: &Arc<dyn RingMemory>,
-    offset: usize,
-    layout: &RingLayout,
-) -> Result<(), LinkError> {
+pub fn format(mem: &Arc<dyn RingMemory>, offset: usize, layout: &RingLayout) -> Result<(), LinkError> {
     check_room(mem.as_ref(), offset, layout.bytes())?;
     // SAFETY: the range [offset, offset + bytes) is inside the region (checked above), the start
     // is 128-aligned, and no side is attached yet, so nobody else accesses it.
@@ -253,9 +245,7 @@ pub fn format(
 
 fn check_room(mem: &dyn RingMemory, offset: usize, bytes: usize) -> Result<(), LinkError> {
     if !(mem.as_ptr() as usize + offset).is_multiple_of(RING_ALIGN) {
-        return Err(LinkError::Config(format!(
-            "ring offset {offset} is not {RING_ALIGN}-byte aligned"
-        )));
+        return Err(LinkError::Config(format!("ring offset {offset} is not {RING_ALIGN}-byte aligned")));
     }
     match offset.checked_add(bytes) {
         Some(end) if end <= mem.len() => Ok(()),
@@ -274,16 +264,10 @@ fn view(mem: Arc<dyn RingMemory>, offset: usize) -> Result<RingView, LinkError> 
     // SAFETY: as above; the plain header fields are only written by `format`.
     let h = unsafe { &*(base as *const Header) };
     if h.magic != RING_MAGIC {
-        return Err(LinkError::Config(format!(
-            "no ring at offset {offset}: bad magic {:#018x}",
-            h.magic
-        )));
+        return Err(LinkError::Config(format!("no ring at offset {offset}: bad magic {:#018x}", h.magic)));
     }
     if h.version != RING_VERSION {
-        return Err(LinkError::Config(format!(
-            "ring version {} (this build reads {RING_VERSION})",
-            h.version
-        )));
+        return Err(LinkError::Config(format!("ring version {} (this build reads {RING_VERSION})", h.version)));
     }
     let layout = RingLayout::new(h.depth as usize, h.max_frame as usize)?;
     if layout.slot_size != h.slot_size as usize || layout.stride != h.stride as usize {

@@ -147,11 +147,7 @@ impl ShmLink {
         let total = SHM_HEADER_BYTES + 2 * ring_span;
         // SAFETY: valid C string; O_EXCL so we never reuse somebody else's segment.
         let fd = unsafe {
-            libc::shm_open(
-                cname.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
-                0o600,
-            )
+            libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC, 0o600)
         };
         if fd < 0 {
             let err = std::io::Error::last_os_error();
@@ -166,14 +162,9 @@ impl ShmLink {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let built = Self::build_a(&fd, total, ring_span, layout, config);
         match built {
-            Ok((tx, rx)) => Ok(ShmLink {
-                tx,
-                rx,
-                max_frame: config.max_frame(),
-                side: Side::A,
-                path,
-                unlink: Some(cname),
-            }),
+            Ok((tx, rx)) => {
+                Ok(ShmLink { tx, rx, max_frame: config.max_frame(), side: Side::A, path, unlink: Some(cname) })
+            }
             Err(e) => {
                 unlink(&cname);
                 Err(e)
@@ -290,21 +281,14 @@ impl ShmLink {
     }
 
     /// Check the ready header against the file; returns the ring offsets and the MTU.
-    fn validate(
-        map: &Mapping,
-        path: &str,
-        size: usize,
-    ) -> Result<(usize, usize, usize), LinkError> {
+    fn validate(map: &Mapping, path: &str, size: usize) -> Result<(usize, usize, usize), LinkError> {
         let h = map.header();
         let bad = |what: String| Err(LinkError::Config(format!("{path}: {what}")));
         if h.magic != SHM_MAGIC {
             return bad(format!("bad magic {:#018x}: not a linerate link", h.magic));
         }
         if h.version != SHM_VERSION {
-            return bad(format!(
-                "layout version {} but this build reads version {SHM_VERSION}",
-                h.version
-            ));
+            return bad(format!("layout version {} but this build reads version {SHM_VERSION}", h.version));
         }
         if h.total as usize != size {
             return bad(format!("header says {} bytes but the file has {size}", h.total));
@@ -315,13 +299,9 @@ impl ShmLink {
         }
         let need = RingLayout::new(config.depth, config.max_frame())?.bytes() as u64;
         let (ab, ba) = (h.ring_ab, h.ring_ba);
-        let fits = |off: u64| {
-            off >= SHM_HEADER_BYTES as u64 && off.checked_add(need).is_some_and(|e| e <= h.total)
-        };
+        let fits = |off: u64| off >= SHM_HEADER_BYTES as u64 && off.checked_add(need).is_some_and(|e| e <= h.total);
         if !fits(ab) || !fits(ba) || ab.abs_diff(ba) < need {
-            return bad(format!(
-                "ring offsets {ab} and {ba} (each {need} bytes) do not fit a {size}-byte file"
-            ));
+            return bad(format!("ring offsets {ab} and {ba} (each {need} bytes) do not fit a {size}-byte file"));
         }
         Ok((ab as usize, ba as usize, config.mtu))
     }
@@ -396,10 +376,7 @@ mod tests {
         let mut got = FrameBatch::new(4, 2048);
         assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);
         assert_eq!(got.get(0), b"hello from a");
-        assert!(
-            ShmLink::open(&name, Duration::from_millis(10)).is_err(),
-            "a second side B is refused"
-        );
+        assert!(ShmLink::open(&name, Duration::from_millis(10)).is_err(), "a second side B is refused");
         let path = a.path().to_string();
         assert!(std::path::Path::new(&path).exists());
         drop(a);

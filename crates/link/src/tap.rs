@@ -34,9 +34,7 @@ impl TapLink {
         check_mtu(mtu)?;
         let mut req = ifreq::ifreq(ifname)?;
         // SAFETY: valid C string literal; plain open(2).
-        let fd = unsafe {
-            libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        };
+        let fd = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(LinkError::last_os("open /dev/net/tun"));
         }
@@ -212,9 +210,6 @@ mod tests {
     fn bad_arguments_are_config_errors() {
         assert!(matches!(TapLink::open("lrtap0", 10), Err(LinkError::Config(_))));
         assert!(matches!(TapLink::open("name/with/slash", 1500), Err(LinkError::Config(_))));
-        assert!(matches!(
-            create_in_netns("lrt-no-such-ns-x", "lrtap0", 1500),
-            Err(LinkError::Config(_))
-        ));
+        assert!(matches!(create_in_netns("lrt-no-such-ns-x", "lrtap0", 1500), Err(LinkError::Config(_))));
     }
 }

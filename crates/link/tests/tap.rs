@@ -39,12 +39,7 @@ fn arp_reply(to_mac: [u8; 6]) -> Vec<u8> {
 
 /// An IPv4 ICMP echo request to OUR_IP, addressed to OUR_MAC.
 fn is_echo_to_us(f: &[u8]) -> bool {
-    f.len() >= 35
-        && f[0..6] == OUR_MAC
-        && f[12..14] == [0x08, 0x00]
-        && f[23] == 1
-        && f[30..34] == OUR_IP
-        && f[34] == 8
+    f.len() >= 35 && f[0..6] == OUR_MAC && f[12..14] == [0x08, 0x00] && f[23] == 1 && f[30..34] == OUR_IP && f[34] == 8
 }
 
 #[test]

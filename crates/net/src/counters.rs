@@ -244,11 +244,7 @@ impl Counters {
     /// `rx_frames` (every received frame is accounted for exactly once).
     pub fn rx_drops(&self) -> u64 {
         let first_tx = Counter::drop_icmp_rate_limited as usize;
-        self.iter()
-            .enumerate()
-            .filter(|(i, (n, _))| *i < first_tx && n.starts_with("drop_"))
-            .map(|(_, (_, v))| v)
-            .sum()
+        self.iter().enumerate().filter(|(i, (n, _))| *i < first_tx && n.starts_with("drop_")).map(|(_, (_, v))| v).sum()
     }
 
     /// Total of all `drop_*` counters.

@@ -75,7 +75,11 @@ impl Egress {
 
     /// Build one frame in the transmit batch, flushing first if it is full. Returns false if
     /// the link stays full (the frame is not sent).
-    pub fn emit_frame<L: Link>(&mut self, link: &mut L, build: impl FnOnce(&mut [u8]) -> usize) -> Result<bool, NetError> {
+    pub fn emit_frame<L: Link>(
+        &mut self,
+        link: &mut L,
+        build: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result<bool, NetError> {
         if self.tx.is_full() {
             self.flush(link)?;
             if self.tx.is_full() {
@@ -284,7 +288,6 @@ impl Egress {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.resolver.next_deadline()
     }
-
 }
 
 /// Zero-pad a frame of `len` bytes in `buf` to the Ethernet minimum; returns the padded length.

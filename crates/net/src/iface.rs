@@ -4,8 +4,8 @@
 use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
 use crate::ping::PingClient;
-use crate::tcp::engine::TcpEngine;
 use crate::raw::RawTable;
+use crate::tcp::engine::TcpEngine;
 use crate::udp::{SocketAddrV4Meta, UdpTable};
 use crate::{Config, NetError};
 use link::{Instant, Link};
@@ -69,7 +69,11 @@ impl Core {
             ping: PingClient::new((seed ^ (seed >> 16)) as u16 | 1),
             tcp: TcpEngine::new(cfg.tcp.clone(), cfg.ip, cfg.mtu, cfg.ephemeral_first),
             rx_drops: 0,
-            icmp_limit: RateLimit { per_sec: cfg.icmp_error_rate, tokens: cfg.icmp_error_rate, refilled: Instant::ZERO },
+            icmp_limit: RateLimit {
+                per_sec: cfg.icmp_error_rate,
+                tokens: cfg.icmp_error_rate,
+                refilled: Instant::ZERO,
+            },
             eg: Egress::new(cfg),
         }
     }
@@ -299,7 +303,13 @@ impl Core {
     }
 
     /// Send ICMP destination unreachable with `code` about `offending` (an IPv4 packet).
-    fn send_icmp_error<L: Link>(&mut self, link: &mut L, to: Ipv4Addr, code: u8, offending: &[u8]) -> Result<(), NetError> {
+    fn send_icmp_error<L: Link>(
+        &mut self,
+        link: &mut L,
+        to: Ipv4Addr,
+        code: u8,
+        offending: &[u8],
+    ) -> Result<(), NetError> {
         if !self.icmp_limit.allow(self.eg.now) {
             self.eg.counters.bump(Counter::drop_icmp_rate_limited);
             return Ok(());

@@ -18,7 +18,7 @@ pub struct Stack<L: Link> {
     pub(crate) link: L,
     rx: FrameBatch,
     pub(crate) core: Core,
-    started: bool,
+    pub(crate) started: bool,
 }
 
 impl<L: Link> Stack<L> {

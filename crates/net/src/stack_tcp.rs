@@ -47,7 +47,11 @@ impl<L: Link> Stack<L> {
         }
         let now = self.core.eg.now;
         let sid = self.core.tcp.connect(remote, local_port, now)?;
-        self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)?;
+        // Before the first poll the stack has no time yet: the SYN then leaves at that poll,
+        // stamped with the real time (else its RTO would look long expired).
+        if self.started {
+            self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)?;
+        }
         Ok(self.core.tcp.handle(sid))
     }
 

@@ -6,7 +6,9 @@ use net::{Config, Counter, Stack};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use wire::ethernet::ethertype;
-use wire::{ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpRepr};
+use wire::{
+    ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpRepr,
+};
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
@@ -74,9 +76,18 @@ fn arp(op: ArpOp, target_ip: Ipv4Addr, dst: MacAddr) -> Vec<u8> {
 
 fn ipv4(dst_mac: MacAddr, proto: u8, l4: &[u8]) -> Vec<u8> {
     let mut p = vec![0u8; 20 + l4.len()];
-    Ipv4Repr { src: A, dst: B, protocol: proto, payload_len: l4.len(), ttl: 64, ident: 1, dont_frag: true, dscp_ecn: 0 }
-        .emit(&mut p)
-        .unwrap();
+    Ipv4Repr {
+        src: A,
+        dst: B,
+        protocol: proto,
+        payload_len: l4.len(),
+        ttl: 64,
+        ident: 1,
+        dont_frag: true,
+        dscp_ecn: 0,
+    }
+    .emit(&mut p)
+    .unwrap();
     p[20..].copy_from_slice(l4);
     eth(dst_mac, ethertype::IPV4, &p)
 }
@@ -107,7 +118,10 @@ fn resolved_bench() -> Bench {
     let e = EthernetFrame::new_checked(&reply[0][..]).unwrap();
     assert_eq!((e.dst(), e.src(), e.ethertype()), (peer_mac(), b.host.mac(), ethertype::ARP));
     let r = ArpRepr::parse(e.payload()).unwrap();
-    assert_eq!((r.op, r.sender_mac, r.sender_ip, r.target_mac, r.target_ip), (ArpOp::Reply, b.host.mac(), B, peer_mac(), A));
+    assert_eq!(
+        (r.op, r.sender_mac, r.sender_ip, r.target_mac, r.target_ip),
+        (ArpOp::Reply, b.host.mac(), B, peer_mac(), A)
+    );
     assert_eq!(b.host.arp_lookup(A), Some(peer_mac()));
     b
 }
@@ -140,7 +154,8 @@ fn closed_udp_port_gets_port_unreachable_quoting_the_datagram() {
     let sent = ipv4(b.host.mac(), 17, &udp(9999, b"hello"));
     let out = b.exchange(&[sent.clone()]);
     assert_eq!(out.len(), 1);
-    let ip = Ipv4Packet::new_checked(EthernetFrame::new_checked(&out[0][..]).unwrap().payload()).unwrap().payload().to_vec();
+    let ip =
+        Ipv4Packet::new_checked(EthernetFrame::new_checked(&out[0][..]).unwrap().payload()).unwrap().payload().to_vec();
     let icmp = IcmpRepr::parse(&ip).unwrap();
     assert_eq!(icmp.message, IcmpMessage::DestUnreachable { code: 3 });
     assert_eq!(icmp.data, &sent[14..]);
@@ -168,7 +183,9 @@ fn packets_wait_for_arp_then_go_out_in_order() {
     let out = b.exchange(&[]);
     assert_eq!(out.len(), 1, "one ARP request, datagrams held");
     let mut reply = [0u8; 28];
-    ArpRepr { op: ArpOp::Reply, sender_mac: peer_mac(), sender_ip: A, target_mac: b.host.mac(), target_ip: B }.emit(&mut reply).unwrap();
+    ArpRepr { op: ArpOp::Reply, sender_mac: peer_mac(), sender_ip: A, target_mac: b.host.mac(), target_ip: B }
+        .emit(&mut reply)
+        .unwrap();
     let out = b.exchange(&[eth(b.host.mac(), ethertype::ARP, &reply)]);
     assert_eq!(out.len(), 3);
     for (i, f) in out.iter().enumerate() {

@@ -40,7 +40,11 @@ fn cfg(ip: &str) -> Config {
 
 fn plain_pair() -> Pair<mem::MemLink> {
     let (la, lb) = mem::pair(LinkConfig::default());
-    Pair { a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(), b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), now: Instant::ZERO }
+    Pair {
+        a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(),
+        b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(),
+        now: Instant::ZERO,
+    }
 }
 
 fn connect<L: Link>(p: &mut Pair<L>, port: u16) -> (TcpHandle, TcpHandle) {
@@ -119,11 +123,22 @@ fn refused_connection_reports_refused() {
 #[test]
 fn transfer_survives_loss_reordering_and_duplication() {
     for (loss, seed) in [(0.01, 1u64), (0.05, 2), (0.10, 3)] {
-        let imp = Impairment { loss, duplicate: 0.01, reorder: 0.01, delay: Duration::from_micros(100), seed, ..Default::default() };
+        let imp = Impairment {
+            loss,
+            duplicate: 0.01,
+            reorder: 0.01,
+            delay: Duration::from_micros(100),
+            seed,
+            ..Default::default()
+        };
         let (la, lb) = mem::pair(LinkConfig::default());
         let la: Box<dyn Link> = Box::new(Impaired::new(la, imp.clone()).unwrap());
         let lb: Box<dyn Link> = Box::new(Impaired::new(lb, Impairment { seed: seed + 100, ..imp }).unwrap());
-        let mut p = Pair { a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(), b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), now: Instant::ZERO };
+        let mut p = Pair {
+            a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(),
+            b: Stack::new(cfg("10.0.0.2/24"), lb).unwrap(),
+            now: Instant::ZERO,
+        };
         let (c, s) = connect(&mut p, 5001);
         let data = pattern(1_000_000);
         let got = transfer(&mut p, c, s, &data, Duration::from_secs(120));

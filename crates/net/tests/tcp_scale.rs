@@ -99,7 +99,10 @@ fn holds_65536_connections_and_moves_data_on_each() {
         assert_eq!(a.tcp_state(c).unwrap(), TcpState::Established);
     }
     let per_session = a.tcp_table_bytes_per_session() + 2 * 2048;
-    eprintln!("65536 connections: {per_session} bytes per session (tables {} + buffers 4096)", a.tcp_table_bytes_per_session());
+    eprintln!(
+        "65536 connections: {per_session} bytes per session (tables {} + buffers 4096)",
+        a.tcp_table_bytes_per_session()
+    );
     assert_eq!(a.counters().get(Counter::drop_tcp_table_full) + b.counters().get(Counter::drop_tcp_table_full), 0);
     assert_eq!(a.counters().get(Counter::tcp_rto_fired), 0, "no timeouts on a clean link");
 }

@@ -193,7 +193,8 @@ impl PyHost {
     /// All counters as a dict name -> value.
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        let values: Vec<(&'static str, u64)> = self.with(py, |tb| Ok(tb.host_ref(self.id).counters().iter().collect()))?;
+        let values: Vec<(&'static str, u64)> =
+            self.with(py, |tb| Ok(tb.host_ref(self.id).counters().iter().collect()))?;
         for (k, v) in values {
             d.set_item(k, v)?;
         }
@@ -305,9 +306,11 @@ impl PyUdpSocket {
     fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, (String, u16))>> {
         let mut buf = vec![0u8; 65536];
         let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
-        Ok(t.tb.host(self.id).udp_recv_from(self.h, &mut buf).map_err(val)?.map(|(n, from)| {
-            (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))
-        }))
+        Ok(t.tb
+            .host(self.id)
+            .udp_recv_from(self.h, &mut buf)
+            .map_err(val)?
+            .map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))))
     }
 
     /// Close the socket.
@@ -329,7 +332,8 @@ struct PyRawSocket {
 impl PyRawSocket {
     /// Send `payload` in one frame to MAC `dst` ("aa:bb:cc:dd:ee:ff").
     fn send(&self, py: Python<'_>, dst: &str, payload: &[u8]) -> PyResult<bool> {
-        let mac: wire::MacAddr = dst.parse().map_err(|_| PyValueError::new_err(format!("'{dst}' is not a MAC address")))?;
+        let mac: wire::MacAddr =
+            dst.parse().map_err(|_| PyValueError::new_err(format!("'{dst}' is not a MAC address")))?;
         let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
         t.tb.host(self.id).raw_send(self.h, mac, payload).map_err(val)
     }
@@ -338,7 +342,11 @@ impl PyRawSocket {
     fn recv<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, String)>> {
         let mut buf = vec![0u8; 9216];
         let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
-        Ok(t.tb.host(self.id).raw_recv(self.h, &mut buf).map_err(val)?.map(|(n, from)| (PyBytes::new(py, &buf[..n]), from.to_string())))
+        Ok(t.tb
+            .host(self.id)
+            .raw_recv(self.h, &mut buf)
+            .map_err(val)?
+            .map(|(n, from)| (PyBytes::new(py, &buf[..n]), from.to_string())))
     }
 }
 
@@ -374,7 +382,11 @@ struct PyTcpConn {
 }
 
 impl PyTcpConn {
-    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut testbed::HostStack, TcpHandle) -> PyResult<T>) -> PyResult<T> {
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut testbed::HostStack, TcpHandle) -> PyResult<T>,
+    ) -> PyResult<T> {
         let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
         f(t.tb.host(self.id), self.h)
     }

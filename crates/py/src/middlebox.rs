@@ -145,7 +145,11 @@ impl PyCtx {
         let mut b = pkt.borrow_mut();
         let p = b.pkt.as_mut().ok_or_else(|| PyValueError::new_err("this packet was already sent or dropped"))?;
         if !ctx.set_len(p, data.len()) {
-            return Err(PyValueError::new_err(format!("{} bytes do not fit a slot of {}", data.len(), ctx.slot_size())));
+            return Err(PyValueError::new_err(format!(
+                "{} bytes do not fit a slot of {}",
+                data.len(),
+                ctx.slot_size()
+            )));
         }
         ctx.data_mut(p).copy_from_slice(data);
         Ok(())
@@ -259,7 +263,9 @@ impl Program for PyProgram {
             };
             if self.obj.bind(py).hasattr("on_packet").unwrap_or(false) {
                 let p2 = p.clone();
-                self.call(py, ctx, "on_packet", move |c| Ok(pyo3::types::PyTuple::new(py, [c.into_any(), p2.into_any()])?));
+                self.call(py, ctx, "on_packet", move |c| {
+                    Ok(pyo3::types::PyTuple::new(py, [c.into_any(), p2.into_any()])?)
+                });
             }
             // Neither sent nor kept by Python (only our reference is left): drop it.
             if p.get_refcnt() == 1 {
@@ -344,9 +350,21 @@ impl PyRuntime {
     /// "forward" / "to_host"); `policy`: "rr", "hash" or "least"; slots per unit and their size.
     #[new]
     #[pyo3(signature = (units, ports = 2, policy = "rr", slots = 64, slot_size = 2048))]
-    fn new(py: Python<'_>, units: Vec<Bound<'_, PyAny>>, ports: usize, policy: &str, slots: usize, slot_size: usize) -> PyResult<Self> {
-        let pol = policy::by_name(policy, units.len()).ok_or_else(|| PyValueError::new_err(format!("unknown policy '{policy}' (rr, hash, least)")))?;
-        let cfg = RuntimeConfig { slots: SlotSpec::new(slots, slot_size), stats_interval: Duration::ZERO, ..RuntimeConfig::default() };
+    fn new(
+        py: Python<'_>,
+        units: Vec<Bound<'_, PyAny>>,
+        ports: usize,
+        policy: &str,
+        slots: usize,
+        slot_size: usize,
+    ) -> PyResult<Self> {
+        let pol = policy::by_name(policy, units.len())
+            .ok_or_else(|| PyValueError::new_err(format!("unknown policy '{policy}' (rr, hash, least)")))?;
+        let cfg = RuntimeConfig {
+            slots: SlotSpec::new(slots, slot_size),
+            stats_interval: Duration::ZERO,
+            ..RuntimeConfig::default()
+        };
         let mut b = Runtime::builder_with(cfg).policy_boxed(pol);
         let mut handles = Vec::new();
         for _ in 0..ports {
@@ -397,7 +415,12 @@ impl PyRuntime {
 
     /// Packets units sent to the host: list of (unit, tags, frame).
     fn host<'py>(&self, py: Python<'py>) -> Vec<(usize, Vec<u32>, Bound<'py, PyBytes>)> {
-        self.rt.control().host_recv_all().into_iter().map(|h| (h.meta.unit, h.tags, PyBytes::new(py, &h.frame))).collect()
+        self.rt
+            .control()
+            .host_recv_all()
+            .into_iter()
+            .map(|h| (h.meta.unit, h.tags, PyBytes::new(py, &h.frame)))
+            .collect()
     }
 
     /// Every counter as a dict (`port0.rx_frames`, `unit1.drop.not_sent`, ...).

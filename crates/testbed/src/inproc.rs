@@ -175,7 +175,11 @@ impl Testbed {
 
     /// Step until `done` returns true or `limit` of virtual time has passed; returns whether
     /// `done` became true.
-    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Testbed) -> bool) -> Result<bool, TestbedError> {
+    pub fn run_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&mut Testbed) -> bool,
+    ) -> Result<bool, TestbedError> {
         let end = self.now + limit;
         while self.now < end {
             if done(self) {

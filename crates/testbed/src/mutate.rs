@@ -15,11 +15,14 @@ pub fn seed_frames() -> Vec<Vec<u8>> {
     let _ = tb.host(a).ping(target, 1, 56);
     let _ = tb.step();
     let frames = tb.bench_collect(a).unwrap_or_default();
-    frames.into_iter().map(|mut f| {
-        // Re-address to the victim (10.0.0.2 / 02:00:0a:00:00:02) from a third party.
-        f[..6].copy_from_slice(&[2, 0, 10, 0, 0, 2]);
-        f
-    }).collect()
+    frames
+        .into_iter()
+        .map(|mut f| {
+            // Re-address to the victim (10.0.0.2 / 02:00:0a:00:00:02) from a third party.
+            f[..6].copy_from_slice(&[2, 0, 10, 0, 0, 2]);
+            f
+        })
+        .collect()
 }
 
 fn arp_reply_frame(from: std::net::Ipv4Addr) -> Vec<u8> {
@@ -66,4 +69,3 @@ pub fn mutate(seed: &[u8], rng: &mut u64, out: &mut Vec<u8>) {
         out[i] = next() as u8;
     }
 }
-

@@ -130,10 +130,7 @@ pub fn veth_pair(
 fn run_checked(cmd: &mut Command) -> Result<Output, TestbedError> {
     let out = cmd.output().map_err(|e| TestbedError::Setup(format!("cannot run {cmd:?}: {e}")))?;
     if !out.status.success() {
-        return Err(TestbedError::Setup(format!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(TestbedError::Setup(format!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
     }
     Ok(out)
 }

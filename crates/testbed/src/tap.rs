@@ -3,6 +3,7 @@
 
 use crate::netns::Netns;
 use crate::TestbedError;
+use link::impair::{Impaired, Impairment};
 use link::pcap::PcapWriter;
 use link::Link;
 use net::{Config, Stack};
@@ -27,6 +28,18 @@ impl TapSetup {
     /// "10.77.0.1/24"), and a linerate host with `host` configuration on its other side.
     /// With `pcap`, the host's traffic is recorded.
     pub fn create(prefix: &str, linux_cidr: &str, host: Config, pcap: Option<&Path>) -> Result<TapSetup, TestbedError> {
+        Self::create_impaired(prefix, linux_cidr, host, pcap, None)
+    }
+
+    /// Like [`TapSetup::create`], with `impair` applied to everything the linerate host sends
+    /// (for loss interop where the kernel's netem is not available).
+    pub fn create_impaired(
+        prefix: &str,
+        linux_cidr: &str,
+        host: Config,
+        pcap: Option<&Path>,
+        impair: Option<Impairment>,
+    ) -> Result<TapSetup, TestbedError> {
         let linux_ip: Ipv4Addr = linux_cidr
             .split('/')
             .next()
@@ -38,6 +51,9 @@ impl TapSetup {
         ns.ip(&["link", "set", TAP_IFNAME, "txqueuelen", "10000"])?;
         ns.ip(&["link", "set", TAP_IFNAME, "up"])?;
         let mut link: Box<dyn Link> = Box::new(tap);
+        if let Some(imp) = impair {
+            link = Box::new(Impaired::new(link, imp)?);
+        }
         if let Some(p) = pcap {
             link = Box::new(PcapWriter::new(link, p)?);
         }

@@ -48,11 +48,7 @@ impl MacAddr {
 impl fmt::Display for MacAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = &self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            b[0], b[1], b[2], b[3], b[4], b[5]
-        )
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
     }
 }
 
@@ -125,9 +121,6 @@ mod tests {
         assert!(MacAddr::ZERO.is_unicast());
         assert_eq!(MacAddr::default(), MacAddr::ZERO);
         assert_eq!(MacAddr::from_bytes(&[1, 2, 3, 4, 5]), None);
-        assert_eq!(
-            MacAddr::from_bytes(&[1, 2, 3, 4, 5, 6, 7]),
-            Some(MacAddr([1, 2, 3, 4, 5, 6]))
-        );
+        assert_eq!(MacAddr::from_bytes(&[1, 2, 3, 4, 5, 6, 7]), Some(MacAddr([1, 2, 3, 4, 5, 6])));
     }
 }

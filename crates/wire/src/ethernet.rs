@@ -45,11 +45,7 @@ pub struct VlanTag {
 impl VlanTag {
     /// Decodes a 16-bit TCI field.
     pub fn from_tci(tci: u16) -> VlanTag {
-        VlanTag {
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0fff,
-        }
+        VlanTag { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
     }
 
     /// Encodes this tag as a 16-bit TCI field (out-of-range bits are masked).
@@ -222,12 +218,7 @@ impl EthernetRepr {
 
     /// Describes a checked frame: outer VLAN tag (an inner Q-in-Q tag is dropped) and inner EtherType.
     pub fn parse<T: AsRef<[u8]>>(frame: &EthernetFrame<T>) -> EthernetRepr {
-        EthernetRepr {
-            src: frame.src(),
-            dst: frame.dst(),
-            ethertype: frame.ethertype(),
-            vlan: frame.vlan(),
-        }
+        EthernetRepr { src: frame.src(), dst: frame.dst(), ethertype: frame.ethertype(), vlan: frame.vlan() }
     }
 }
 
@@ -241,10 +232,7 @@ mod tests {
     #[test]
     fn golden_untagged() {
         // Broadcast ARP frame header (first 14 bytes of a Linux arping capture).
-        let f = [
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x08, 0x06,
-            0xaa,
-        ];
+        let f = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x08, 0x06, 0xaa];
         let fr = EthernetFrame::new_checked(&f[..]).unwrap();
         assert_eq!(fr.dst(), MacAddr::BROADCAST);
         assert_eq!(fr.src(), MAC_A);
@@ -263,20 +251,13 @@ mod tests {
     fn golden_vlan_tagged() {
         // 802.1Q frame: VLAN 100, PCP 5, carrying IPv4 (scapy Ether()/Dot1Q(vlan=100, prio=5)).
         let f = [
-            0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x81, 0x00,
-            0xa0, 0x64, 0x08, 0x00, 0x45,
+            0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x81, 0x00, 0xa0, 0x64, 0x08, 0x00,
+            0x45,
         ];
         let fr = EthernetFrame::new_checked(&f[..]).unwrap();
         assert_eq!(fr.header_len(), 18);
         assert_eq!(fr.ethertype(), ethertype::IPV4);
-        assert_eq!(
-            fr.vlan(),
-            Some(VlanTag {
-                pcp: 5,
-                dei: false,
-                vid: 100
-            })
-        );
+        assert_eq!(fr.vlan(), Some(VlanTag { pcp: 5, dei: false, vid: 100 }));
         assert_eq!(fr.vlan_ids(), [Some(100), None]);
         assert_eq!(fr.payload(), &[0x45]);
         let repr = EthernetRepr::parse(&fr);
@@ -288,49 +269,27 @@ mod tests {
     #[test]
     fn golden_qinq() {
         // 802.1ad outer tag VLAN 10 (DEI set), inner 802.1Q VLAN 20, ARP.
-        let f = [
-            0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0xa8, 0x10, 0x0a, 0x81, 0x00, 0x00,
-            0x14, 0x08, 0x06,
-        ];
+        let f = [0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x88, 0xa8, 0x10, 0x0a, 0x81, 0x00, 0x00, 0x14, 0x08, 0x06];
         let fr = EthernetFrame::new_checked(&f[..]).unwrap();
         assert_eq!(fr.header_len(), 22);
         assert_eq!(fr.ethertype(), ethertype::ARP);
         assert_eq!(fr.vlan_ids(), [Some(10), Some(20)]);
-        assert_eq!(
-            fr.vlan(),
-            Some(VlanTag {
-                pcp: 0,
-                dei: true,
-                vid: 10
-            })
-        );
+        assert_eq!(fr.vlan(), Some(VlanTag { pcp: 0, dei: true, vid: 10 }));
         assert!(fr.payload().is_empty());
     }
 
     #[test]
     fn rejects_short_and_triple_tags() {
-        assert_eq!(
-            EthernetFrame::new_checked(&[0u8; 13][..]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(EthernetFrame::new_checked(&[0u8; 13][..]).err(), Some(WireError::Truncated));
         let mut f = [0u8; 30];
         f[12..14].copy_from_slice(&[0x81, 0x00]);
-        assert_eq!(
-            EthernetFrame::new_checked(&f[..17]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(EthernetFrame::new_checked(&f[..17]).err(), Some(WireError::Truncated));
         assert!(EthernetFrame::new_checked(&f[..18]).is_ok());
         f[16..18].copy_from_slice(&[0x81, 0x00]);
-        assert_eq!(
-            EthernetFrame::new_checked(&f[..21]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(EthernetFrame::new_checked(&f[..21]).err(), Some(WireError::Truncated));
         assert!(EthernetFrame::new_checked(&f[..22]).is_ok());
         f[20..22].copy_from_slice(&[0x81, 0x00]);
-        assert_eq!(
-            EthernetFrame::new_checked(&f[..]).err(),
-            Some(WireError::Unsupported)
-        );
+        assert_eq!(EthernetFrame::new_checked(&f[..]).err(), Some(WireError::Unsupported));
     }
 
     #[test]
@@ -349,12 +308,7 @@ mod tests {
 
     #[test]
     fn emit_too_small() {
-        let r = EthernetRepr {
-            src: MAC_A,
-            dst: MAC_A,
-            ethertype: 0x0800,
-            vlan: Some(VlanTag::default()),
-        };
+        let r = EthernetRepr { src: MAC_A, dst: MAC_A, ethertype: 0x0800, vlan: Some(VlanTag::default()) };
         assert_eq!(r.emit(&mut [0u8; 17]), Err(WireError::Truncated));
     }
 

@@ -90,9 +90,7 @@ impl IcmpMessage {
             [i[0], i[1], s[0], s[1]]
         };
         match *self {
-            IcmpMessage::EchoRequest { ident, seq } => {
-                (icmp_type::ECHO_REQUEST, 0, echo(ident, seq))
-            }
+            IcmpMessage::EchoRequest { ident, seq } => (icmp_type::ECHO_REQUEST, 0, echo(ident, seq)),
             IcmpMessage::EchoReply { ident, seq } => (icmp_type::ECHO_REPLY, 0, echo(ident, seq)),
             IcmpMessage::DestUnreachable { code } => (icmp_type::DEST_UNREACHABLE, code, [0; 4]),
             IcmpMessage::TimeExceeded { code } => (icmp_type::TIME_EXCEEDED, code, [0; 4]),
@@ -211,10 +209,7 @@ impl<'a> IcmpRepr<'a> {
         if !p.verify_checksum() {
             return Err(WireError::BadChecksum);
         }
-        Ok(IcmpRepr {
-            message: p.message(),
-            data: buf.get(HEADER_LEN..).unwrap_or(&[]),
-        })
+        Ok(IcmpRepr { message: p.message(), data: buf.get(HEADER_LEN..).unwrap_or(&[]) })
     }
 }
 
@@ -225,10 +220,8 @@ mod tests {
 
     /// Linux-style echo payload: 16-byte timeval then 0x10..0x37.
     fn echo_payload() -> Vec<u8> {
-        let mut v = vec![
-            0xe3, 0xc3, 0xb5, 0x69, 0x00, 0x00, 0x00, 0x00, 0x77, 0xa1, 0x0e, 0x00, 0x00, 0x00,
-            0x00, 0x00,
-        ];
+        let mut v =
+            vec![0xe3, 0xc3, 0xb5, 0x69, 0x00, 0x00, 0x00, 0x00, 0x77, 0xa1, 0x0e, 0x00, 0x00, 0x00, 0x00, 0x00];
         v.extend(0x10u8..0x38);
         v
     }
@@ -238,20 +231,8 @@ mod tests {
         // ICMP part of `ping` request (checksum fe31) and its reply (checksum 0632).
         let data = echo_payload();
         for (hdr, msg) in [
-            (
-                [0x08, 0x00, 0xfe, 0x31, 0x1c, 0x2b, 0x00, 0x01],
-                IcmpMessage::EchoRequest {
-                    ident: 0x1c2b,
-                    seq: 1,
-                },
-            ),
-            (
-                [0x00, 0x00, 0x06, 0x32, 0x1c, 0x2b, 0x00, 0x01],
-                IcmpMessage::EchoReply {
-                    ident: 0x1c2b,
-                    seq: 1,
-                },
-            ),
+            ([0x08, 0x00, 0xfe, 0x31, 0x1c, 0x2b, 0x00, 0x01], IcmpMessage::EchoRequest { ident: 0x1c2b, seq: 1 }),
+            ([0x00, 0x00, 0x06, 0x32, 0x1c, 0x2b, 0x00, 0x01], IcmpMessage::EchoReply { ident: 0x1c2b, seq: 1 }),
         ] {
             let mut bytes = hdr.to_vec();
             bytes.extend_from_slice(&data);
@@ -263,13 +244,7 @@ mod tests {
             assert_eq!(p.message(), msg);
             assert_eq!(p.data(), &data[..]);
             let r = IcmpRepr::parse(&bytes).unwrap();
-            assert_eq!(
-                r,
-                IcmpRepr {
-                    message: msg,
-                    data: &data
-                }
-            );
+            assert_eq!(r, IcmpRepr { message: msg, data: &data });
             let mut out = vec![0u8; r.buffer_len()];
             assert_eq!(r.emit(&mut out), Ok(64));
             assert_eq!(out, bytes);
@@ -280,17 +255,11 @@ mod tests {
     fn golden_port_unreachable() {
         // Port unreachable quoting a UDP DNS query's IP header + 8 bytes (checksum 0eed).
         let bytes = [
-            0x03, 0x03, 0x0e, 0xed, 0x00, 0x00, 0x00, 0x00, 0x45, 0x00, 0x00, 0x39, 0x4d, 0x21,
-            0x40, 0x00, 0x40, 0x11, 0x6a, 0x37, 0xc0, 0xa8, 0x01, 0x0a, 0xc0, 0xa8, 0x01, 0x01,
-            0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84,
+            0x03, 0x03, 0x0e, 0xed, 0x00, 0x00, 0x00, 0x00, 0x45, 0x00, 0x00, 0x39, 0x4d, 0x21, 0x40, 0x00, 0x40, 0x11,
+            0x6a, 0x37, 0xc0, 0xa8, 0x01, 0x0a, 0xc0, 0xa8, 0x01, 0x01, 0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84,
         ];
         let r = IcmpRepr::parse(&bytes).unwrap();
-        assert_eq!(
-            r.message,
-            IcmpMessage::DestUnreachable {
-                code: unreach_code::PORT
-            }
-        );
+        assert_eq!(r.message, IcmpMessage::DestUnreachable { code: unreach_code::PORT });
         assert_eq!(r.data.len(), 28);
         let mut out = [0u8; 36];
         assert_eq!(r.emit(&mut out), Ok(36));
@@ -299,18 +268,9 @@ mod tests {
 
     #[test]
     fn errors_and_mutation() {
-        assert_eq!(
-            IcmpRepr::parse(&[8, 0, 0, 0, 0, 0, 0]),
-            Err(WireError::Truncated)
-        );
-        assert_eq!(
-            IcmpRepr::parse(&[8, 0, 0, 0, 0, 0, 0, 0]),
-            Err(WireError::BadChecksum)
-        );
-        let r = IcmpRepr {
-            message: IcmpMessage::TimeExceeded { code: 0 },
-            data: &[1, 2, 3],
-        };
+        assert_eq!(IcmpRepr::parse(&[8, 0, 0, 0, 0, 0, 0]), Err(WireError::Truncated));
+        assert_eq!(IcmpRepr::parse(&[8, 0, 0, 0, 0, 0, 0, 0]), Err(WireError::BadChecksum));
+        let r = IcmpRepr { message: IcmpMessage::TimeExceeded { code: 0 }, data: &[1, 2, 3] };
         assert_eq!(r.emit(&mut [0u8; 10]), Err(WireError::Truncated));
         let mut buf = [0u8; 11];
         r.emit(&mut buf).unwrap();
@@ -319,21 +279,13 @@ mod tests {
         assert!(!p.verify_checksum());
         p.fill_checksum();
         assert!(p.verify_checksum());
-        assert_eq!(
-            IcmpMessage::from_header(8, 1, [0; 4]),
-            IcmpMessage::Other {
-                icmp_type: 8,
-                code: 1
-            }
-        );
+        assert_eq!(IcmpMessage::from_header(8, 1, [0; 4]), IcmpMessage::Other { icmp_type: 8, code: 1 });
     }
 
     fn arb_message() -> impl Strategy<Value = IcmpMessage> {
         prop_oneof![
-            (any::<u16>(), any::<u16>())
-                .prop_map(|(ident, seq)| IcmpMessage::EchoRequest { ident, seq }),
-            (any::<u16>(), any::<u16>())
-                .prop_map(|(ident, seq)| IcmpMessage::EchoReply { ident, seq }),
+            (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoRequest { ident, seq }),
+            (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoReply { ident, seq }),
             any::<u8>().prop_map(|code| IcmpMessage::DestUnreachable { code }),
             any::<u8>().prop_map(|code| IcmpMessage::TimeExceeded { code }),
             // Build "other" through the decoder so it is canonical.

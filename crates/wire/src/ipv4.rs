@@ -146,10 +146,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// The raw option bytes between the fixed header and the payload (not interpreted).
     pub fn options(&self) -> &[u8] {
         let hl = self.header_len();
-        self.buf
-            .as_ref()
-            .get(Ipv4Repr::HEADER_LEN..hl)
-            .unwrap_or(&[])
+        self.buf.as_ref().get(Ipv4Repr::HEADER_LEN..hl).unwrap_or(&[])
     }
 
     /// The payload, from the end of the header up to `total_len`.
@@ -254,9 +251,7 @@ impl Ipv4Repr {
             .checked_add(Self::HEADER_LEN)
             .and_then(|t| u16::try_from(t).ok())
             .ok_or(WireError::BadLength)?;
-        let h = buf
-            .get_mut(..Self::HEADER_LEN)
-            .ok_or(WireError::Truncated)?;
+        let h = buf.get_mut(..Self::HEADER_LEN).ok_or(WireError::Truncated)?;
         h[0] = 0x45;
         h[1] = self.dscp_ecn;
         set_u16(h, 2, total);
@@ -295,8 +290,8 @@ mod tests {
     // IPv4 header of a Linux `ping -c1 10.0.0.2` echo request (84 bytes total),
     // followed by the first 4 bytes of its ICMP header.
     const PING_HDR: [u8; 24] = [
-        0x45, 0x00, 0x00, 0x54, 0x3a, 0x8c, 0x40, 0x00, 0x40, 0x01, 0xec, 0x1a, 0x0a, 0x00, 0x00,
-        0x01, 0x0a, 0x00, 0x00, 0x02, 0x08, 0x00, 0x00, 0x00,
+        0x45, 0x00, 0x00, 0x54, 0x3a, 0x8c, 0x40, 0x00, 0x40, 0x01, 0xec, 0x1a, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00,
+        0x00, 0x02, 0x08, 0x00, 0x00, 0x00,
     ];
 
     fn ping_packet() -> Vec<u8> {
@@ -336,8 +331,8 @@ mod tests {
     fn padding_is_cut_and_options_skipped() {
         // 24-byte header with a Router Alert option (RFC 2113), 2-byte payload, 4 bytes of padding.
         let mut v = vec![
-            0x46, 0x00, 0x00, 0x1a, 0x00, 0x01, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x0a, 0x00,
-            0x00, 0x01, 0xe0, 0x00, 0x00, 0x16, 0x94, 0x04, 0x00, 0x00, 0xaa, 0xbb, 0, 0, 0, 0,
+            0x46, 0x00, 0x00, 0x1a, 0x00, 0x01, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x01, 0xe0, 0x00,
+            0x00, 0x16, 0x94, 0x04, 0x00, 0x00, 0xaa, 0xbb, 0, 0, 0, 0,
         ];
         let mut p = Ipv4Packet::new_checked(&mut v[..]).unwrap();
         p.fill_checksum();
@@ -367,51 +362,27 @@ mod tests {
     #[test]
     fn errors() {
         let v = ping_packet();
-        assert_eq!(
-            Ipv4Packet::new_checked(&v[..19]).err(),
-            Some(WireError::Truncated)
-        );
-        assert_eq!(
-            Ipv4Packet::new_checked(&v[..83]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(Ipv4Packet::new_checked(&v[..19]).err(), Some(WireError::Truncated));
+        assert_eq!(Ipv4Packet::new_checked(&v[..83]).err(), Some(WireError::Truncated));
         let mut b = v.clone();
         b[0] = 0x65;
-        assert_eq!(
-            Ipv4Packet::new_checked(&b[..]).err(),
-            Some(WireError::BadVersion)
-        );
+        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadVersion));
         b[0] = 0x44;
-        assert_eq!(
-            Ipv4Packet::new_checked(&b[..]).err(),
-            Some(WireError::BadHeaderLen)
-        );
+        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadHeaderLen));
         b[0] = 0x4f;
-        assert_eq!(
-            Ipv4Packet::new_checked(&b[..40]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(Ipv4Packet::new_checked(&b[..40]).err(), Some(WireError::Truncated));
         b[0] = 0x45;
         b[2] = 0;
         b[3] = 19;
-        assert_eq!(
-            Ipv4Packet::new_checked(&b[..]).err(),
-            Some(WireError::BadTotalLen)
-        );
+        assert_eq!(Ipv4Packet::new_checked(&b[..]).err(), Some(WireError::BadTotalLen));
         let mut c = v.clone();
         c[11] ^= 1;
         assert!(!Ipv4Packet::new_checked(&c[..]).unwrap().verify_checksum());
         let r = Ipv4Repr::parse(&Ipv4Packet::new_checked(&v[..]).unwrap());
         assert_eq!(r.emit(&mut [0u8; 19]), Err(WireError::Truncated));
-        let big = Ipv4Repr {
-            payload_len: 65516,
-            ..r
-        };
+        let big = Ipv4Repr { payload_len: 65516, ..r };
         assert_eq!(big.emit(&mut [0u8; 20]), Err(WireError::BadLength));
-        let max = Ipv4Repr {
-            payload_len: 65515,
-            ..r
-        };
+        let max = Ipv4Repr { payload_len: 65515, ..r };
         assert_eq!(max.emit(&mut [0u8; 20]), Ok(20));
     }
 
@@ -438,28 +409,17 @@ mod tests {
     }
 
     fn arb_repr() -> impl Strategy<Value = Ipv4Repr> {
-        (
-            any::<u32>(),
-            any::<u32>(),
-            any::<u8>(),
-            0usize..=65515,
-            any::<u8>(),
-            any::<u16>(),
-            any::<bool>(),
-            any::<u8>(),
-        )
-            .prop_map(
-                |(s, d, protocol, payload_len, ttl, ident, dont_frag, dscp_ecn)| Ipv4Repr {
-                    src: s.into(),
-                    dst: d.into(),
-                    protocol,
-                    payload_len,
-                    ttl,
-                    ident,
-                    dont_frag,
-                    dscp_ecn,
-                },
-            )
+        (any::<u32>(), any::<u32>(), any::<u8>(), 0usize..=65515, any::<u8>(), any::<u16>(), any::<bool>(), any::<u8>())
+            .prop_map(|(s, d, protocol, payload_len, ttl, ident, dont_frag, dscp_ecn)| Ipv4Repr {
+                src: s.into(),
+                dst: d.into(),
+                protocol,
+                payload_len,
+                ttl,
+                ident,
+                dont_frag,
+                dscp_ecn,
+            })
     }
 
     proptest! {

@@ -71,10 +71,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// The payload, cut at the length field.
     pub fn payload(&self) -> &[u8] {
         let len = usize::from(self.len());
-        self.buf
-            .as_ref()
-            .get(UdpRepr::HEADER_LEN..len)
-            .unwrap_or(&[])
+        self.buf.as_ref().get(UdpRepr::HEADER_LEN..len).unwrap_or(&[])
     }
 
     /// True if the checksum is absent (0) or correct for this pseudo header.
@@ -93,10 +90,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     /// Mutable payload, cut at the length field.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let len = usize::from(self.len());
-        self.buf
-            .as_mut()
-            .get_mut(UdpRepr::HEADER_LEN..len)
-            .unwrap_or(&mut [])
+        self.buf.as_mut().get_mut(UdpRepr::HEADER_LEN..len).unwrap_or(&mut [])
     }
 
     /// Recomputes and stores the checksum (a 0 result is sent as 0xffff).
@@ -139,16 +133,8 @@ impl UdpRepr {
     ///
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the datagram
     /// would exceed 65535 bytes.
-    pub fn emit(
-        &self,
-        buf: &mut [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        payload_len: usize,
-    ) -> Result<usize, WireError> {
-        let len = payload_len
-            .checked_add(Self::HEADER_LEN)
-            .ok_or(WireError::BadLength)?;
+    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
+        let len = payload_len.checked_add(Self::HEADER_LEN).ok_or(WireError::BadLength)?;
         let len16 = u16::try_from(len).map_err(|_| WireError::BadLength)?;
         let d = buf.get_mut(..len).ok_or(WireError::Truncated)?;
         set_u16(d, 0, self.src_port);
@@ -162,10 +148,7 @@ impl UdpRepr {
 
     /// Describes a checked datagram.
     pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>) -> UdpRepr {
-        UdpRepr {
-            src_port: p.src_port(),
-            dst_port: p.dst_port(),
-        }
+        UdpRepr { src_port: p.src_port(), dst_port: p.dst_port() }
     }
 }
 
@@ -178,9 +161,9 @@ mod tests {
     const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
     // UDP part of a DNS query for example.com (A, RD) from 54321 to 53, checksum 1984.
     const DNS: [u8; 37] = [
-        0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 0x03, 0x63,
-        0x6f, 0x6d, 0x00, 0x00, 0x01, 0x00, 0x01,
+        0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x07, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 0x03, 0x63, 0x6f, 0x6d, 0x00, 0x00, 0x01, 0x00,
+        0x01,
     ];
 
     #[test]
@@ -219,10 +202,7 @@ mod tests {
     #[test]
     fn zero_result_sent_as_ffff() {
         // Search for a payload word that makes the computed checksum 0.
-        let r = UdpRepr {
-            src_port: 1,
-            dst_port: 2,
-        };
+        let r = UdpRepr { src_port: 1, dst_port: 2 };
         let src = Ipv4Addr::new(10, 0, 0, 1);
         let dst = Ipv4Addr::new(10, 0, 0, 2);
         let mut buf = [0u8; 10];
@@ -232,35 +212,18 @@ mod tests {
         buf[8..10].copy_from_slice(&c.to_be_bytes());
         r.emit(&mut buf, src, dst, 2).unwrap();
         assert_eq!(&buf[6..8], &[0xff, 0xff]);
-        assert!(UdpPacket::new_checked(&buf[..])
-            .unwrap()
-            .verify_checksum(src, dst));
+        assert!(UdpPacket::new_checked(&buf[..]).unwrap().verify_checksum(src, dst));
     }
 
     #[test]
     fn errors() {
-        assert_eq!(
-            UdpPacket::new_checked(&DNS[..7]).err(),
-            Some(WireError::Truncated)
-        );
-        assert_eq!(
-            UdpPacket::new_checked(&DNS[..36]).err(),
-            Some(WireError::Truncated)
-        );
+        assert_eq!(UdpPacket::new_checked(&DNS[..7]).err(), Some(WireError::Truncated));
+        assert_eq!(UdpPacket::new_checked(&DNS[..36]).err(), Some(WireError::Truncated));
         let mut b = DNS;
         b[5] = 7;
-        assert_eq!(
-            UdpPacket::new_checked(&b[..]).err(),
-            Some(WireError::BadLength)
-        );
-        let r = UdpRepr {
-            src_port: 1,
-            dst_port: 2,
-        };
-        assert_eq!(
-            r.emit(&mut [0u8; 9], SRC, DST, 2),
-            Err(WireError::Truncated)
-        );
+        assert_eq!(UdpPacket::new_checked(&b[..]).err(), Some(WireError::BadLength));
+        let r = UdpRepr { src_port: 1, dst_port: 2 };
+        assert_eq!(r.emit(&mut [0u8; 9], SRC, DST, 2), Err(WireError::Truncated));
         let mut big = vec![0u8; 70000];
         assert_eq!(r.emit(&mut big, SRC, DST, 65528), Err(WireError::BadLength));
         assert_eq!(r.emit(&mut big, SRC, DST, 65527), Ok(65535));

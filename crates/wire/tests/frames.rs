@@ -46,27 +46,13 @@ const B_MAC: MacAddr = MacAddr([0x52, 0x54, 0x00, 0xab, 0xcd, 0xef]);
 fn ping_frame() {
     let eth = EthernetFrame::new_checked(&PING_FRAME[..]).unwrap();
     let eth_repr = EthernetRepr::parse(&eth);
-    assert_eq!(
-        eth_repr,
-        EthernetRepr {
-            src: A_MAC,
-            dst: B_MAC,
-            ethertype: ethertype::IPV4,
-            vlan: None
-        }
-    );
+    assert_eq!(eth_repr, EthernetRepr { src: A_MAC, dst: B_MAC, ethertype: ethertype::IPV4, vlan: None });
     let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
     assert!(ip.verify_checksum());
     let ip_repr = Ipv4Repr::parse(&ip);
     assert_eq!(ip_repr.protocol, protocol::ICMP);
     let icmp = IcmpRepr::parse(ip.payload()).unwrap();
-    assert_eq!(
-        icmp.message,
-        IcmpMessage::EchoRequest {
-            ident: 0x1c2b,
-            seq: 1
-        }
-    );
+    assert_eq!(icmp.message, IcmpMessage::EchoRequest { ident: 0x1c2b, seq: 1 });
     assert_eq!(icmp.data.len(), 56);
 
     let mut out = [0u8; 98];
@@ -96,14 +82,7 @@ fn arp_frame_with_padding() {
 #[test]
 fn dns_over_vlan_frame() {
     let eth = EthernetFrame::new_checked(&DNS_VLAN_FRAME[..]).unwrap();
-    assert_eq!(
-        eth.vlan(),
-        Some(VlanTag {
-            pcp: 3,
-            dei: false,
-            vid: 42
-        })
-    );
+    assert_eq!(eth.vlan(), Some(VlanTag { pcp: 3, dei: false, vid: 42 }));
     assert_eq!(eth.header_len(), 18);
     let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
     assert!(ip.verify_checksum());
@@ -118,9 +97,7 @@ fn dns_over_vlan_frame() {
     let ip_len = Ipv4Repr::parse(&ip).emit(&mut out[eth_len..]).unwrap();
     let udp_at = eth_len + ip_len;
     out[udp_at + 8..].copy_from_slice(payload);
-    UdpRepr::parse(&udp)
-        .emit(&mut out[udp_at..], ip.src(), ip.dst(), payload.len())
-        .unwrap();
+    UdpRepr::parse(&udp).emit(&mut out[udp_at..], ip.src(), ip.dst(), payload.len()).unwrap();
     assert_eq!(out, DNS_VLAN_FRAME);
 }
 

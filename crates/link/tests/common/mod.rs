@@ -12,13 +12,7 @@ pub fn can_run_as_root(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     let reason = if unsafe { libc::geteuid() } != 0 {
         Some("needs root (network namespaces, TAP, AF_PACKET)".to_string())
-    } else if Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_err()
-    {
+    } else if Command::new("ip").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
         Some("the `ip` command (iproute2) is not installed".to_string())
     } else {
         None
@@ -42,16 +36,9 @@ pub fn have(tool: &str) -> bool {
 
 /// Run `ip` with `args`; Err carries the command and its stderr.
 pub fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
     if !out.status.success() {
-        return Err(format!(
-            "ip {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(format!("ip {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
     }
     Ok(())
 }

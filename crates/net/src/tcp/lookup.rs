@@ -197,7 +197,11 @@ mod tests {
     use std::collections::HashMap;
 
     fn t(i: u32) -> FourTuple {
-        FourTuple { local_port: 80, remote_ip: Ipv4Addr::from(0x0a00_0000 + (i >> 8)), remote_port: (i & 0xff) as u16 + 1000 }
+        FourTuple {
+            local_port: 80,
+            remote_ip: Ipv4Addr::from(0x0a00_0000 + (i >> 8)),
+            remote_port: (i & 0xff) as u16 + 1000,
+        }
     }
 
     #[test]

@@ -49,7 +49,13 @@ impl TcpEngine {
     }
 
     /// Send whatever session `sid` may send now.
-    pub(crate) fn output<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
+    pub(crate) fn output<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<(), NetError> {
         let s = self.state[sid as usize];
         if !s.in_use {
             return Ok(());
@@ -91,7 +97,13 @@ impl TcpEngine {
         Ok(())
     }
 
-    fn output_handshake<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
+    fn output_handshake<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<(), NetError> {
         let st = self.state[sid as usize].state;
         let tx = &self.tx[sid as usize];
         if tx.snd_nxt != tx.iss {
@@ -104,8 +116,12 @@ impl TcpEngine {
         }
         let flags = if st == TcpState::SynSent { SYN } else { SYN | ACK };
         let iss = tx.iss;
+        let resend = tx.retries > 0;
         if self.emit(eg, link, sid, Seg { seq: iss, flags, data_off: 0, len: 0 }, now)? {
             let tx = &mut self.tx[sid as usize];
+            if resend {
+                tx.retransmits += 1;
+            }
             tx.snd_nxt = iss.wrapping_add(1);
             tx.snd_max = max(tx.snd_max, tx.snd_nxt);
             if tx.retries == 0 {
@@ -125,7 +141,13 @@ impl TcpEngine {
         tx.snd_una.wrapping_add(self.bufs[sid as usize].tx.len() as u32)
     }
 
-    fn output_new_data<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+    fn output_new_data<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<bool, NetError> {
         let data_end = self.data_end(sid);
         let mut sent_any = false;
         loop {
@@ -243,7 +265,13 @@ impl TcpEngine {
     }
 
     /// Loss recovery with SACK: retransmit lost holes while the pipe has room (RFC 6675 5).
-    fn output_sack_recovery<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+    fn output_sack_recovery<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<bool, NetError> {
         let mut sent_any = false;
         loop {
             let tx = &self.tx[sid as usize];
@@ -271,7 +299,13 @@ impl TcpEngine {
 
     /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
     /// timer; when it fires, send one byte beyond the window.
-    fn output_probe<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+    fn output_probe<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<bool, NetError> {
         let data_end = self.data_end(sid);
         let tx = &self.tx[sid as usize];
         let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
@@ -313,7 +347,14 @@ impl TcpEngine {
     }
 
     /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
-    pub(crate) fn send_control<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, seq: u32, flags: u8) -> Result<bool, NetError> {
+    pub(crate) fn send_control<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        seq: u32,
+        flags: u8,
+    ) -> Result<bool, NetError> {
         let now = eg.now;
         self.emit(eg, link, sid, Seg { seq, flags, data_off: 0, len: 0 }, now)
     }
@@ -370,12 +411,25 @@ impl TcpEngine {
         // the buffer. Rounding down may retract the edge by less than one scale unit, which
         // RFC 7323 2.4 allows for; the buffer still holds everything promised before.
         let field = (wnd >> shift).min(65535);
-        rx.rcv_adv = rx.rcv_nxt.wrapping_add(field << shift);
+        // Segments are accepted up to the highest right edge ever advertised (RFC 7323 2.4):
+        // rounding down may retract the edge by less than one scale unit, and a peer that
+        // already sent up to the old edge must not be stranded out of the window.
+        let edge = rx.rcv_nxt.wrapping_add(field << shift);
+        if gt(edge, rx.rcv_adv) {
+            rx.rcv_adv = edge;
+        }
         field as u16
     }
 
     /// Build and emit one segment of session `sid`. Returns false if the link is full.
-    fn emit<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, seg: Seg, now: Instant) -> Result<bool, NetError> {
+    fn emit<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        seg: Seg,
+        now: Instant,
+    ) -> Result<bool, NetError> {
         let syn = seg.flags & SYN != 0;
         let mut options = self.options_for(sid, seg.flags, now);
         if 20 + options.emitted_len() + 20 + seg.len > eg.cfg.mtu {
@@ -457,7 +511,12 @@ impl TcpEngine {
     }
 
     /// Send a reset on an existing connection (abort).
-    pub(crate) fn send_abort_reset<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32) -> Result<(), NetError> {
+    pub(crate) fn send_abort_reset<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+    ) -> Result<(), NetError> {
         let st = self.state[sid as usize];
         if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
             return Ok(());

@@ -146,7 +146,13 @@ impl TcpEngine {
     }
 
     /// RFC 9293 3.10.7.3: our SYN is out.
-    fn on_syn_sent<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, repr: &TcpRepr) -> Result<Verdict, NetError> {
+    fn on_syn_sent<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        repr: &TcpRepr,
+    ) -> Result<Verdict, NetError> {
         let tx = &self.tx[sid as usize];
         let has_ack = repr.flags & ACK != 0;
         if has_ack && (le(repr.ack, tx.iss) || gt(repr.ack, tx.snd_max)) {
@@ -275,7 +281,10 @@ impl TcpEngine {
         match (len, wnd) {
             (0, 0) => seq == rx.rcv_nxt,
             (0, _) => in_wnd(seq),
-            (_, 0) => false,
+            // RFC 9293 3.10.7.4: with a zero window, "special allowance should be made to
+            // accept valid ACKs": a segment at RCV.NXT is processed for its ACK (and RST);
+            // its payload finds no room and is dropped (and counted) in `on_data`.
+            (_, 0) => seq == rx.rcv_nxt,
             _ => in_wnd(seq) || in_wnd(seq.wrapping_add(len - 1)),
         }
     }

@@ -3,9 +3,7 @@
 mod options;
 mod segment;
 
-pub use options::{
-    option_kind, TcpOption, TcpOptions, TcpOptionsIter, MAX_OPTIONS_LEN, MAX_WINDOW_SCALE,
-};
+pub use options::{option_kind, TcpOption, TcpOptions, TcpOptionsIter, MAX_OPTIONS_LEN, MAX_WINDOW_SCALE};
 pub use segment::{TcpRepr, TcpSegment};
 
 /// TCP header flag bits (byte 13 of the header).

@@ -139,10 +139,7 @@ impl<'a> Iterator for TcpOptionsIter<'a> {
                 None => return self.fail(),
             },
             (
-                option_kind::MSS
-                | option_kind::WINDOW_SCALE
-                | option_kind::SACK_PERMITTED
-                | option_kind::TIMESTAMPS,
+                option_kind::MSS | option_kind::WINDOW_SCALE | option_kind::SACK_PERMITTED | option_kind::TIMESTAMPS,
                 _,
             ) => return self.fail(),
             (kind, data) => TcpOption::Unknown { kind, data },
@@ -272,8 +269,8 @@ pub(crate) mod tests {
 
     /// Options of a Linux SYN: mss 1460, sackOK, TS val 2845234021 ecr 0, nop, wscale 7.
     const SYN_OPTS: [u8; 20] = [
-        0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0xa9, 0x96, 0xd3, 0x65, 0x00, 0x00, 0x00,
-        0x00, 0x01, 0x03, 0x03, 0x07,
+        0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0xa9, 0x96, 0xd3, 0x65, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03,
+        0x03, 0x07,
     ];
 
     fn collect(data: &[u8]) -> Vec<Result<TcpOption<'_>, WireError>> {
@@ -288,10 +285,7 @@ pub(crate) mod tests {
             vec![
                 Ok(TcpOption::Mss(1460)),
                 Ok(TcpOption::SackPermitted),
-                Ok(TcpOption::Timestamps {
-                    tsval: 2845234021,
-                    tsecr: 0
-                }),
+                Ok(TcpOption::Timestamps { tsval: 2845234021, tsecr: 0 }),
                 Ok(TcpOption::NoOp),
                 Ok(TcpOption::WindowScale(7)),
             ]
@@ -316,20 +310,12 @@ pub(crate) mod tests {
     #[test]
     fn linux_layouts_without_timestamps() {
         // mss 1460,nop,nop,sackOK,nop,wscale 7
-        let o = TcpOptions {
-            mss: Some(1460),
-            window_scale: Some(7),
-            sack_permitted: true,
-            ..Default::default()
-        };
+        let o = TcpOptions { mss: Some(1460), window_scale: Some(7), sack_permitted: true, ..Default::default() };
         let mut out = [0u8; 12];
         assert_eq!(o.emit(&mut out), Ok(12));
         assert_eq!(out, [2, 4, 5, 0xb4, 1, 1, 4, 2, 1, 3, 3, 7]);
         // nop,nop,TS val 1 ecr 2
-        let o = TcpOptions {
-            timestamps: Some((1, 2)),
-            ..Default::default()
-        };
+        let o = TcpOptions { timestamps: Some((1, 2)), ..Default::default() };
         let mut out = [0u8; 12];
         assert_eq!(o.emit(&mut out), Ok(12));
         assert_eq!(out, [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
@@ -340,30 +326,17 @@ pub(crate) mod tests {
     #[test]
     fn sack_blocks_are_trimmed_to_fit() {
         let all = [Some((1, 2)), Some((3, 4)), Some((5, 6)), Some((7, 8))];
-        let o = TcpOptions {
-            sack_blocks: all,
-            ..Default::default()
-        };
+        let o = TcpOptions { sack_blocks: all, ..Default::default() };
         assert_eq!(o.emitted_sack_blocks(), 4);
         assert_eq!(o.emitted_len(), 36);
-        let o = TcpOptions {
-            timestamps: Some((9, 9)),
-            ..o
-        };
+        let o = TcpOptions { timestamps: Some((9, 9)), ..o };
         assert_eq!(o.emitted_sack_blocks(), 3);
         assert_eq!(o.emitted_len(), 40);
         let mut buf = [0u8; 40];
         o.emit(&mut buf).unwrap();
         let back = TcpOptions::parse(TcpOptionsIter::new(&buf)).unwrap();
-        assert_eq!(
-            back.sack_blocks,
-            [Some((1, 2)), Some((3, 4)), Some((5, 6)), None]
-        );
-        let o = TcpOptions {
-            mss: Some(1),
-            window_scale: Some(1),
-            ..o
-        };
+        assert_eq!(back.sack_blocks, [Some((1, 2)), Some((3, 4)), Some((5, 6)), None]);
+        let o = TcpOptions { mss: Some(1), window_scale: Some(1), ..o };
         assert_eq!(o.emitted_sack_blocks(), 2);
         assert_eq!(o.emitted_len(), 40);
     }
@@ -376,10 +349,7 @@ pub(crate) mod tests {
             opts,
             vec![
                 Ok(TcpOption::NoOp),
-                Ok(TcpOption::Unknown {
-                    kind: 0xfe,
-                    data: &[0xaa, 0xbb]
-                }),
+                Ok(TcpOption::Unknown { kind: 0xfe, data: &[0xaa, 0xbb] }),
                 Ok(TcpOption::WindowScale(20)),
                 Ok(TcpOption::EndOfList),
             ]
@@ -404,10 +374,7 @@ pub(crate) mod tests {
         ] {
             let v = collect(bad);
             assert_eq!(v.last(), Some(&Err(WireError::BadOption)), "{bad:?}");
-            assert_eq!(
-                TcpOptions::parse(TcpOptionsIter::new(bad)),
-                Err(WireError::BadOption)
-            );
+            assert_eq!(TcpOptions::parse(TcpOptionsIter::new(bad)), Err(WireError::BadOption));
         }
         let mut five = vec![5u8, 42];
         five.extend_from_slice(&[0; 40]);
@@ -427,13 +394,7 @@ pub(crate) mod tests {
                 for (s, b) in sack_blocks.iter_mut().zip(blocks) {
                     *s = Some(b);
                 }
-                TcpOptions {
-                    mss,
-                    window_scale,
-                    sack_permitted,
-                    timestamps,
-                    sack_blocks,
-                }
+                TcpOptions { mss, window_scale, sack_permitted, timestamps, sack_blocks }
             })
     }
 

@@ -186,13 +186,7 @@ impl TcpRepr {
     ///
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the segment
     /// would exceed 65535 bytes.
-    pub fn emit(
-        &self,
-        buf: &mut [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        payload_len: usize,
-    ) -> Result<usize, WireError> {
+    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
         let hl = self.header_len();
         let len = hl.checked_add(payload_len).ok_or(WireError::BadLength)?;
         if len > usize::from(u16::MAX) {
@@ -244,18 +238,18 @@ mod tests {
     /// Linux SYN 10.0.0.1:40000 -> 10.0.0.2:5001, win 64240,
     /// options [mss 1460,sackOK,TS val 2845234021 ecr 0,nop,wscale 7], checksum 13e3.
     const SYN: [u8; 40] = [
-        0x9c, 0x40, 0x13, 0x89, 0x5e, 0x1c, 0x9a, 0x47, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xfa,
-        0xf0, 0x13, 0xe3, 0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0xa9, 0x96,
-        0xd3, 0x65, 0x00, 0x00, 0x00, 0x00, 0x01, 0x03, 0x03, 0x07,
+        0x9c, 0x40, 0x13, 0x89, 0x5e, 0x1c, 0x9a, 0x47, 0x00, 0x00, 0x00, 0x00, 0xa0, 0x02, 0xfa, 0xf0, 0x13, 0xe3,
+        0x00, 0x00, 0x02, 0x04, 0x05, 0xb4, 0x04, 0x02, 0x08, 0x0a, 0xa9, 0x96, 0xd3, 0x65, 0x00, 0x00, 0x00, 0x00,
+        0x01, 0x03, 0x03, 0x07,
     ];
 
     /// 10.0.0.2:5001 -> 10.0.0.1:40000 [P.] with options
     /// [nop,nop,TS val 1000 ecr 2845234021,nop,nop,sack 2 {100:200}{300:400}], "hello", checksum 555d.
     const DATA_SACK: [u8; 57] = [
-        0x13, 0x89, 0x9c, 0x40, 0x11, 0x22, 0x33, 0x44, 0x5e, 0x1c, 0x9a, 0x48, 0xd0, 0x18, 0x01,
-        0xf6, 0x55, 0x5d, 0x00, 0x00, 0x01, 0x01, 0x08, 0x0a, 0x00, 0x00, 0x03, 0xe8, 0xa9, 0x96,
-        0xd3, 0x65, 0x01, 0x01, 0x05, 0x12, 0x00, 0x00, 0x00, 0x64, 0x00, 0x00, 0x00, 0xc8, 0x00,
-        0x00, 0x01, 0x2c, 0x00, 0x00, 0x01, 0x90, 0x68, 0x65, 0x6c, 0x6c, 0x6f,
+        0x13, 0x89, 0x9c, 0x40, 0x11, 0x22, 0x33, 0x44, 0x5e, 0x1c, 0x9a, 0x48, 0xd0, 0x18, 0x01, 0xf6, 0x55, 0x5d,
+        0x00, 0x00, 0x01, 0x01, 0x08, 0x0a, 0x00, 0x00, 0x03, 0xe8, 0xa9, 0x96, 0xd3, 0x65, 0x01, 0x01, 0x05, 0x12,
+        0x00, 0x00, 0x00, 0x64, 0x00, 0x00, 0x00, 0xc8, 0x00, 0x00, 0x01, 0x2c, 0x00, 0x00, 0x01, 0x90, 0x68, 0x65,
+        0x6c, 0x6c, 0x6f,
     ];
 
     #[test]
@@ -299,15 +293,7 @@ mod tests {
         assert_eq!(s.payload(), b"hello");
         assert!(s.verify_checksum(B, A));
         let sack = s.options().find(|o| matches!(o, Ok(TcpOption::Sack(_))));
-        assert_eq!(
-            sack,
-            Some(Ok(TcpOption::Sack([
-                Some((100, 200)),
-                Some((300, 400)),
-                None,
-                None
-            ])))
-        );
+        assert_eq!(sack, Some(Ok(TcpOption::Sack([Some((100, 200)), Some((300, 400)), None, None]))));
         let r = TcpRepr::parse(&s).unwrap();
         assert_eq!(r.options.timestamps, Some((1000, 2845234021)));
         assert_eq!(r.ack, 0x5e1c9a48);
@@ -339,54 +325,34 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            TcpSegment::new_checked(&SYN[..19]).err(),
-            Some(WireError::Truncated)
-        );
-        assert_eq!(
-            TcpSegment::new_checked(&SYN[..39]).err(),
-            Some(WireError::BadHeaderLen)
-        );
+        assert_eq!(TcpSegment::new_checked(&SYN[..19]).err(), Some(WireError::Truncated));
+        assert_eq!(TcpSegment::new_checked(&SYN[..39]).err(), Some(WireError::BadHeaderLen));
         let mut b = SYN;
         b[12] = 0x40;
-        assert_eq!(
-            TcpSegment::new_checked(&b[..]).err(),
-            Some(WireError::BadHeaderLen)
-        );
+        assert_eq!(TcpSegment::new_checked(&b[..]).err(), Some(WireError::BadHeaderLen));
         b[12] = 0xa0;
         b[21] = 9; // MSS length runs past the option area
         let s = TcpSegment::new_checked(&b[..]).unwrap();
         assert_eq!(TcpRepr::parse(&s), Err(WireError::BadOption));
         let r = TcpRepr::parse(&TcpSegment::new_checked(&SYN[..]).unwrap()).unwrap();
         assert_eq!(r.emit(&mut [0u8; 45], A, B, 6), Err(WireError::Truncated));
-        assert_eq!(
-            r.emit(&mut [0u8; 45], A, B, usize::MAX),
-            Err(WireError::BadLength)
-        );
-        assert_eq!(
-            r.emit(&mut [0u8; 45], A, B, 65536 - 40),
-            Err(WireError::BadLength)
-        );
+        assert_eq!(r.emit(&mut [0u8; 45], A, B, usize::MAX), Err(WireError::BadLength));
+        assert_eq!(r.emit(&mut [0u8; 45], A, B, 65536 - 40), Err(WireError::BadLength));
     }
 
     fn arb_repr() -> impl Strategy<Value = TcpRepr> {
-        (
-            any::<(u16, u16, u32, u32)>(),
-            any::<(u8, u16, u16)>(),
-            arb_options(),
+        (any::<(u16, u16, u32, u32)>(), any::<(u8, u16, u16)>(), arb_options()).prop_map(
+            |((src_port, dst_port, seq, ack), (flags, window, urgent), options)| TcpRepr {
+                src_port,
+                dst_port,
+                seq,
+                ack,
+                flags,
+                window,
+                urgent,
+                options,
+            },
         )
-            .prop_map(
-                |((src_port, dst_port, seq, ack), (flags, window, urgent), options)| TcpRepr {
-                    src_port,
-                    dst_port,
-                    seq,
-                    ack,
-                    flags,
-                    window,
-                    urgent,
-                    options,
-                },
-            )
     }
 
     proptest! {
