@@ -2,52 +2,11 @@
 //! namespace of its own, and Linux tools inside that namespace talk to it. Needs root; without
 //! it each test says why and fails under CI (CI=true), where it must run.
 
+mod common;
+
+use common::{can_run, tap_run, HOST};
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-const HOST: &str = "10.77.0.2";
-
-/// Why these tests cannot run here, or None.
-fn unavailable(tools: &[&str]) -> Option<String> {
-    if let Some(why) = testbed::netns_unavailable() {
-        return Some(why);
-    }
-    for t in tools {
-        let found = Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map(|o| o.status.success());
-        if !matches!(found, Ok(true)) {
-            return Some(format!("the tool `{t}` is not installed (make setup installs it)"));
-        }
-    }
-    None
-}
-
-/// Returns false (after saying why) if the test cannot run; panics instead under CI.
-fn can_run(tools: &[&str]) -> bool {
-    match unavailable(tools) {
-        None => true,
-        Some(why) if std::env::var_os("CI").is_some() => panic!("interop test cannot run under CI: {why}"),
-        Some(why) => {
-            eprintln!("NOT RUN (not CI): {why}");
-            false
-        }
-    }
-}
-
-/// Run `linerate tap` with `extra` flags and `script` as its --run command.
-fn tap_run(script: &str, extra: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .arg("tap")
-        .args(extra)
-        .args(["--run", script])
-        .output()
-        .expect("linerate runs");
-    eprintln!(
-        "--- stdout\n{}--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use std::process::Command;
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("linerate-interop-{}-{name}", std::process::id()));
