@@ -7,7 +7,7 @@ APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat curl tcpdump t
 
 .PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-build clean
 
-demo: setup-python build-release
+demo: build-release
 	./target/release/linerate demo
 
 test: setup build-release py-develop test-rust test-python
