@@ -77,6 +77,14 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
     install_stop_handler();
+    // Stay on one CPU: frames written to a TAP enter the kernel through the writing CPU's
+    // backlog, so a thread that migrates between writes can have its frames delivered out of
+    // order (seen as reordered UDP datagrams at the Linux peer).
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu >= 0 {
+        crate::bench_common::pin_cpu(cpu as usize);
+    }
     let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref(), a.impair.clone())
         .map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
