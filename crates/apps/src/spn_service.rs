@@ -1,7 +1,8 @@
 //! The SPN inference service (the TaPaSCo paper's case study, section VI): requests carry
 //! packed 8-bit input vectors, many per packet; each is answered with one f64 likelihood or
-//! log-likelihood per vector, in order. Transports: UDP and raw Ethernet (TCP comes with the
-//! TCP engine: the records are self-delimiting, so a stream carries them back to back).
+//! log-likelihood per vector, in order. Transports: UDP, raw Ethernet, and TCP (the records are
+//! self-delimiting, so a stream carries them back to back; responses go out with the
+//! transfer-based send).
 //!
 //! - [`record`]: the request/response record format (documented there).
 //! - [`SpnService`]: the server on a [`net::Stack`]; evaluation inline or on replicated worker
@@ -21,7 +22,7 @@ pub use histogram::LatencyHistogram;
 pub use loadgen::{run_load, LoadConfig, LoadReport};
 pub use server::{SpnService, SpnServiceConfig};
 
-use net::{RawHandle, UdpHandle};
+use net::{RawHandle, TcpHandle, TcpListener, UdpHandle};
 use std::net::SocketAddrV4;
 use wire::MacAddr;
 
@@ -35,6 +36,10 @@ pub enum Transport {
     Udp(UdpHandle),
     /// A raw Ethernet socket.
     Raw(RawHandle),
+    /// A TCP connection (a client's).
+    Tcp(TcpHandle),
+    /// A listening TCP port (a service's; each accepted connection is a [`Peer::Tcp`]).
+    TcpListen(TcpListener),
 }
 
 /// The other end of an exchange.
@@ -44,6 +49,8 @@ pub enum Peer {
     Udp(SocketAddrV4),
     /// A MAC address (raw Ethernet).
     Raw(MacAddr),
+    /// A TCP connection.
+    Tcp(TcpHandle),
 }
 
 /// What a service counted.
@@ -69,11 +76,14 @@ pub struct SpnCounters {
     pub stalls: u64,
     /// Nanoseconds spent evaluating (summed over workers).
     pub eval_ns: u64,
+    /// TCP connections closed because their stream could not be resynchronised (a record
+    /// header without our magic or version, or with unknown flags).
+    pub streams_closed: u64,
 }
 
 impl SpnCounters {
     /// The counters as (name, value) pairs.
-    pub fn fields(&self) -> [(&'static str, u64); 10] {
+    pub fn fields(&self) -> [(&'static str, u64); 11] {
         [
             ("records", self.records),
             ("requests", self.requests),
@@ -85,6 +95,7 @@ impl SpnCounters {
             ("fallbacks", self.fallbacks),
             ("stalls", self.stalls),
             ("eval_ns", self.eval_ns),
+            ("streams_closed", self.streams_closed),
         ]
     }
 }

@@ -56,6 +56,11 @@ impl<T> ConnSet<T> {
         self.listener.port()
     }
 
+    /// The listening port's handle.
+    pub fn listener(&self) -> TcpListener {
+        self.listener
+    }
+
     /// Connections open now.
     pub fn open(&self) -> usize {
         self.conns.len()

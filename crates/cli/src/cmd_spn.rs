@@ -1,6 +1,6 @@
 //! `linerate spn`: Sum-Product Network inference: `generate` a NIPS-like benchmark model,
 //! `compile` (load, validate, convert, show the program), `eval` inputs, `serve` a model over a
-//! shared-memory link (UDP or raw Ethernet), and `bench` the evaluator and the service.
+//! shared-memory link (UDP, TCP or raw Ethernet), and `bench` the evaluator and the service.
 
 mod bench;
 
@@ -31,7 +31,7 @@ pub enum SpnCommand {
     /// linerate host opening the link).
     Serve(ServeArgs),
     /// Samples/s of the evaluator (one core, all cores) and of the service between two
-    /// linerate processes (UDP, raw Ethernet), with latency histograms.
+    /// linerate processes (UDP, TCP, raw Ethernet), with latency histograms.
     Bench(bench::BenchArgs),
 }
 
@@ -280,9 +280,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
     /// Transport.
-    #[arg(long, default_value = "udp", value_parser = ["udp", "raw"])]
+    #[arg(long, default_value = "udp", value_parser = ["udp", "tcp", "raw"])]
     transport: String,
-    /// UDP port.
+    /// UDP or TCP port.
     #[arg(long, default_value_t = 5005)]
     port: u16,
     /// Worker threads (0: evaluate in the polling thread).
@@ -331,6 +331,7 @@ fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
     let scfg = SpnServiceConfig { workers: a.workers, max_in_flight: 64.max(a.workers * 8), ..Default::default() };
     let mut service = match a.transport.as_str() {
         "raw" => SpnService::bind_raw(&mut stack, SPN_ETHERTYPE, Arc::clone(&model), scfg),
+        "tcp" => SpnService::bind_tcp(&mut stack, a.port, Arc::clone(&model), scfg),
         _ => SpnService::bind_udp(&mut stack, a.port, Arc::clone(&model), scfg),
     }
     .map_err(msg)?;

@@ -367,7 +367,7 @@ impl PyService {
     fn service_port(&self, tb: &testbed::Testbed) -> PyResult<u16> {
         match self.service.transport() {
             apps::spn_service::Transport::Udp(h) => tb.host_ref(self.id).udp_port(h).map_err(rt),
-            apps::spn_service::Transport::Raw(_) => Err(PyRuntimeError::new_err("not a UDP service")),
+            _ => Err(PyRuntimeError::new_err("not a UDP service")),
         }
     }
 }

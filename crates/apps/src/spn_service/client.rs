@@ -1,10 +1,11 @@
 //! A client of the SPN service: sends request records, matches answers to requests in order,
 //! and measures each request's round trip.
 
-use super::record::{decode_response, encode_request, response_value, HEADER_LEN};
+use super::record::{decode_response, encode_request, response_len, response_value, HEADER_LEN};
+use super::server::TCP_SEND_BACKLOG;
 use super::{Peer, Transport};
 use link::{Instant, Link};
-use net::{NetError, Stack};
+use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::time::Duration;
@@ -19,6 +20,10 @@ pub enum ClientError {
     /// The request could not be built.
     #[error("bad request: {0}")]
     Request(String),
+    /// A TCP response stream held something other than a response record: the records after
+    /// it cannot be found.
+    #[error("the response stream is out of step (a record without the response magic)")]
+    Desync,
 }
 
 /// An answer matched to its request.
@@ -65,6 +70,8 @@ pub struct SpnClient {
     outstanding: VecDeque<Outstanding>,
     tx: Vec<u8>,
     rx: Vec<u8>,
+    /// Bytes of a partial response record in `rx` (TCP).
+    rx_len: usize,
     /// Counters.
     pub counters: ClientCounters,
 }
@@ -87,6 +94,14 @@ impl SpnClient {
         Ok(SpnClient::new(Transport::Raw(h), Peer::Raw(server), vector_len, stack.config().mtu))
     }
 
+    /// A TCP client of the service at `server`: connects now (requests wait until the
+    /// connection is up; [`SpnClient::send`] reports the link full until then). Requests go
+    /// back to back on the stream, each handed over with [`Stack::tcp_send_transfer`].
+    pub fn tcp<L: Link>(stack: &mut Stack<L>, server: SocketAddrV4, vector_len: usize) -> Result<SpnClient, NetError> {
+        let h = stack.tcp_connect(server)?;
+        Ok(SpnClient::new(Transport::Tcp(h), Peer::Tcp(h), vector_len, stack.config().mtu))
+    }
+
     fn new(transport: Transport, server: Peer, vector_len: usize, mtu: usize) -> SpnClient {
         SpnClient {
             transport,
@@ -96,6 +111,7 @@ impl SpnClient {
             outstanding: VecDeque::new(),
             tx: Vec::with_capacity(mtu),
             rx: vec![0; mtu.max(HEADER_LEN)],
+            rx_len: 0,
             counters: ClientCounters::default(),
         }
     }
@@ -105,11 +121,13 @@ impl SpnClient {
         self.transport
     }
 
-    /// Largest record this client's transport carries at `mtu`.
+    /// Largest record this client's transport carries at `mtu` (TCP: one full segment, so
+    /// the request sizes match the datagram transports'; a stream itself has no limit).
     pub fn record_limit(&self, mtu: usize) -> usize {
         match self.transport {
             Transport::Udp(_) => mtu.saturating_sub(28),
             Transport::Raw(_) => mtu,
+            Transport::Tcp(_) | Transport::TcpListen(_) => mtu.saturating_sub(40),
         }
     }
 
@@ -157,6 +175,17 @@ impl SpnClient {
         let ok = match (self.transport, self.server) {
             (Transport::Udp(h), Peer::Udp(to)) => stack.udp_send_to(h, to, &self.tx)?,
             (Transport::Raw(h), Peer::Raw(to)) => stack.raw_send(h, to, &self.tx)?,
+            (Transport::Tcp(h), _) => match stack.tcp_connect_result(h)? {
+                None => false,
+                Some(Err(e)) => return Err(NetError::Tcp(e).into()),
+                Some(Ok(())) if stack.tcp_send_pending(h)? >= TCP_SEND_BACKLOG => false,
+                Some(Ok(())) => {
+                    let cap = self.tx.capacity();
+                    let record = std::mem::replace(&mut self.tx, Vec::with_capacity(cap));
+                    stack.tcp_send_transfer(h, record)?;
+                    true
+                }
+            },
             _ => false,
         };
         if ok {
@@ -179,6 +208,8 @@ impl SpnClient {
             let got = match self.transport {
                 Transport::Udp(h) => stack.udp_recv_from(h, &mut self.rx)?.map(|(n, _)| n),
                 Transport::Raw(h) => stack.raw_recv(h, &mut self.rx)?.map(|(n, _)| n),
+                Transport::Tcp(h) => self.recv_record(stack, h)?,
+                Transport::TcpListen(_) => None,
             };
             let Some(n) = got else { return Ok(None) };
             let rec = &self.rx[..n.min(self.rx.len())];
@@ -204,6 +235,32 @@ impl SpnClient {
                 count: usize::from(resp.count),
                 latency: now - o,
             }));
+        }
+    }
+
+    /// Gather the next response record from the TCP stream into `rx[..n]`; `Some(n)` once it
+    /// is complete, `None` while more bytes are needed (a partial record is kept).
+    fn recv_record<L: Link>(&mut self, stack: &mut Stack<L>, h: TcpHandle) -> Result<Option<usize>, ClientError> {
+        loop {
+            let want = if self.rx_len < HEADER_LEN {
+                HEADER_LEN
+            } else {
+                response_len(&self.rx[..HEADER_LEN]).ok_or_else(|| {
+                    self.counters.unexpected += 1;
+                    ClientError::Desync
+                })?
+            };
+            if self.rx_len == want {
+                self.rx_len = 0;
+                return Ok(Some(want));
+            }
+            if self.rx.len() < want {
+                self.rx.resize(want, 0);
+            }
+            match stack.tcp_recv(h, &mut self.rx[self.rx_len..want])? {
+                Recv::Data(n) => self.rx_len += n,
+                Recv::WouldBlock | Recv::Eof => return Ok(None),
+            }
         }
     }
 

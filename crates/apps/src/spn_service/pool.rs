@@ -204,6 +204,11 @@ impl Reorder {
         self.slots.push_front(Some(job));
     }
 
+    /// True once every job before sequence number `seq` has been popped (answered).
+    pub fn answered_before(&self, seq: u64) -> bool {
+        self.base >= seq
+    }
+
     /// Requests received and not yet answered.
     pub fn len(&self) -> usize {
         self.slots.len()

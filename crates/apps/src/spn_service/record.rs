@@ -137,6 +137,18 @@ impl RequestHeader {
 /// most `max_values` values. `padded` allows bytes after the body (raw Ethernet pads short
 /// frames); otherwise the length must match exactly.
 pub fn check_request(rec: &[u8], vector_len: usize, max_values: usize, padded: bool) -> Result<Verdict, Drop> {
+    let v = check_header(rec, vector_len, max_values)?;
+    let Verdict::Evaluate(h) = v else { return Ok(v) };
+    let body = rec.len() - HEADER_LEN;
+    if body < h.body_len() || (!padded && body != h.body_len()) {
+        return Ok(Verdict::Reject(h, Status::BadLength));
+    }
+    Ok(Verdict::Evaluate(h))
+}
+
+/// Judge a request by its header alone (the first [`HEADER_LEN`] bytes of `rec`; the body is
+/// not looked at): what a stream transport knows before the body has arrived.
+pub fn check_header(rec: &[u8], vector_len: usize, max_values: usize) -> Result<Verdict, Drop> {
     if rec.len() < HEADER_LEN {
         return Err(Drop::Short);
     }
@@ -166,11 +178,16 @@ pub fn check_request(rec: &[u8], vector_len: usize, max_values: usize, padded: b
     if usize::from(h.count) > max_values {
         return reject(Status::TooManyVectors);
     }
-    let body = rec.len() - HEADER_LEN;
-    if body < h.body_len() || (!padded && body != h.body_len()) {
-        return reject(Status::BadLength);
-    }
     Ok(Verdict::Evaluate(h))
+}
+
+/// Bytes of the response record that starts `rec` (at least a header's worth), as its header
+/// announces; `None` if `rec` does not start with a response header.
+pub fn response_len(rec: &[u8]) -> Option<usize> {
+    if rec.len() < HEADER_LEN || rec[..4] != RESPONSE_MAGIC {
+        return None;
+    }
+    Some(HEADER_LEN + 8 * usize::from(u16::from_le_bytes([rec[6], rec[7]])))
 }
 
 /// Write a response header for request `h` with `status` into `out[..HEADER_LEN]`.

@@ -1,12 +1,13 @@
-//! The SPN service on a stack: receives request records (UDP or raw Ethernet), evaluates them
-//! inline or on replicated workers, and answers every well-formed request exactly once, in
-//! arrival order.
+//! The SPN service on a stack: receives request records (UDP datagrams, raw Ethernet frames, or
+//! back to back on TCP connections), evaluates them inline or on replicated workers, and
+//! answers every well-formed request exactly once, in arrival order (per connection on TCP).
 
 use super::pool::{Job, Pool, Reorder};
-use super::record::{check_request, Drop as Dropped, Verdict, HEADER_LEN};
+use super::record::{check_header, check_request, Drop as Dropped, Status, Verdict, HEADER_LEN};
 use super::{Peer, SpnCounters, Transport};
+use crate::tcp_conns::{is_connection_error, ConnSet, Step};
 use link::Link;
-use net::{NetError, Stack};
+use net::{NetError, Recv, Stack, TcpHandle};
 use spn::{CompiledSpn, Evaluator};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -29,7 +30,28 @@ impl Default for SpnServiceConfig {
     }
 }
 
-/// The service bound to a UDP port or an EtherType of one stack. Call [`SpnService::serve`]
+/// Connections a TCP service lets wait for acceptance.
+const TCP_BACKLOG: usize = 64;
+/// A TCP connection with more answer bytes than this queued is not read until they drain
+/// (and a TCP client sends no more while this much of its requests are unacknowledged).
+pub(crate) const TCP_SEND_BACKLOG: usize = 1 << 20;
+
+/// Where one TCP connection's byte stream stands.
+#[derive(Default)]
+struct Stream {
+    /// The record being received (`len` bytes so far), if one has begun.
+    partial: Option<Job>,
+    /// Bytes the partial record needs in all (0: its header is not complete yet).
+    want: usize,
+    /// Bytes of a rejected record's body still to read and discard.
+    skip: usize,
+    /// Sequence number after this connection's last request.
+    end: u64,
+    /// Read no more: close once every answer before this sequence number is sent.
+    close_at: Option<u64>,
+}
+
+/// The service bound to a UDP port, a TCP port or an EtherType of one stack. Call [`SpnService::serve`]
 /// after every poll of the stack.
 pub struct SpnService {
     model: Arc<CompiledSpn>,
@@ -46,6 +68,8 @@ pub struct SpnService {
     record: usize,
     /// Most values one response can carry.
     max_values: usize,
+    /// The accepted connections of a TCP service.
+    conns: Option<ConnSet<Stream>>,
 }
 
 impl SpnService {
@@ -58,8 +82,29 @@ impl SpnService {
     ) -> Result<SpnService, NetError> {
         let record = stack.config().mtu.saturating_sub(28);
         let h = stack.udp_bind(port)?;
-        SpnService::new(Transport::Udp(h), record, model, cfg).inspect_err(|_| {
+        SpnService::new(Transport::Udp(h), record, None, model, cfg).inspect_err(|_| {
             let _ = stack.udp_close(h);
+        })
+    }
+
+    /// Serve `model` on TCP port `port` of `stack`: every accepted connection carries request
+    /// records back to back (split across segments as may be) and gets its response records
+    /// back in order, each handed to the stack with [`Stack::tcp_send_transfer`]. A request
+    /// may carry up to 65,535 vectors (a stream has no datagram limit). A malformed request
+    /// is answered with an error record; if its header cannot be trusted to give the record's
+    /// length (not our magic or version, unknown flags) the connection is closed after the
+    /// answers so far and counted in [`SpnCounters::streams_closed`].
+    pub fn bind_tcp<L: Link>(
+        stack: &mut Stack<L>,
+        port: u16,
+        model: Arc<CompiledSpn>,
+        cfg: SpnServiceConfig,
+    ) -> Result<SpnService, NetError> {
+        let record = stack.config().mtu.saturating_sub(40);
+        let conns = ConnSet::listen(stack, port, TCP_BACKLOG)?;
+        let listener = conns.listener();
+        SpnService::new(Transport::TcpListen(listener), record, Some(conns), model, cfg).inspect_err(|_| {
+            let _ = stack.tcp_unlisten(listener);
         })
     }
 
@@ -72,7 +117,7 @@ impl SpnService {
     ) -> Result<SpnService, NetError> {
         let record = stack.config().mtu;
         let h = stack.raw_bind(ethertype)?;
-        SpnService::new(Transport::Raw(h), record, model, cfg).inspect_err(|_| {
+        SpnService::new(Transport::Raw(h), record, None, model, cfg).inspect_err(|_| {
             let _ = stack.raw_close(h);
         })
     }
@@ -80,6 +125,7 @@ impl SpnService {
     fn new(
         transport: Transport,
         record: usize,
+        conns: Option<ConnSet<Stream>>,
         model: Arc<CompiledSpn>,
         cfg: SpnServiceConfig,
     ) -> Result<SpnService, NetError> {
@@ -101,7 +147,8 @@ impl SpnService {
             cfg,
             counters: SpnCounters::default(),
             record,
-            max_values: record.saturating_sub(HEADER_LEN) / 8,
+            max_values: if conns.is_some() { usize::from(u16::MAX) } else { record.saturating_sub(HEADER_LEN) / 8 },
+            conns,
         })
     }
 
@@ -120,7 +167,8 @@ impl SpnService {
         self.counters
     }
 
-    /// Most vectors one request may carry (the response must fit one datagram or frame).
+    /// Most vectors one request may carry (over UDP and raw Ethernet the response must fit one
+    /// datagram or frame).
     pub fn max_vectors(&self) -> usize {
         self.max_values
     }
@@ -130,20 +178,43 @@ impl SpnService {
         self.reorder.len()
     }
 
+    /// TCP connections accepted, finished and failed, and open now (all zero unless TCP).
+    pub fn connections(&self) -> crate::tcp_conns::ConnCounts {
+        self.conns.as_ref().map(|c| c.counts()).unwrap_or_default()
+    }
+
     /// Collect finished work, answer what is ready in order, take new requests. Returns the
     /// number of records received plus answers sent (0: idle). Call after each poll.
     pub fn serve<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
         self.collect();
         let mut work = self.answer(stack)?;
-        while self.reorder.len() < self.cfg.max_in_flight.max(1) && self.stalled.is_empty() {
-            match self.receive(stack)? {
-                Some(n) => work += n,
-                None => break,
+        if let Some(mut conns) = self.conns.take() {
+            let r = conns.serve(stack, Stream::default, |stack, h, st| self.step_stream(stack, h, st));
+            self.conns = Some(conns);
+            work += r?;
+        } else {
+            while self.has_room() {
+                match self.receive(stack)? {
+                    Some(n) => work += n,
+                    None => break,
+                }
             }
         }
         self.collect();
         work += self.answer(stack)?;
         Ok(work)
+    }
+
+    /// True if another request may be taken in.
+    fn has_room(&self) -> bool {
+        self.reorder.len() < self.cfg.max_in_flight.max(1) && self.stalled.is_empty()
+    }
+
+    /// A recycled (or new) job with nothing received yet.
+    fn fresh_job(&mut self) -> Job {
+        let mut job = self.free.pop().unwrap_or_else(|| Job::new(self.record));
+        job.len = 0;
+        job
     }
 
     /// Move finished jobs into the re-sequencing buffer and resubmit stalled ones.
@@ -165,10 +236,21 @@ impl SpnService {
     /// Send every answer that is next in order; stop when the link is full.
     fn answer<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
         let mut sent = 0;
-        while let Some(job) = self.reorder.pop_ready() {
+        while let Some(mut job) = self.reorder.pop_ready() {
             let ok = match (self.transport, job.peer) {
                 (Transport::Udp(h), Peer::Udp(to)) => stack.udp_send_to(h, to, &job.resp)?,
                 (Transport::Raw(h), Peer::Raw(to)) => stack.raw_send(h, to, &job.resp)?,
+                (Transport::TcpListen(_), Peer::Tcp(c)) => {
+                    match stack.tcp_send_transfer(c, std::mem::take(&mut job.resp)) {
+                        Ok(()) => true,
+                        Err(e) if is_connection_error(&e) => {
+                            // The connection is gone: nobody to answer (ConnSet counts it failed).
+                            self.free.push(job);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 _ => true, // Cannot happen: peers come from the same transport.
             };
             if !ok {
@@ -182,13 +264,14 @@ impl SpnService {
         Ok(sent)
     }
 
-    /// Receive and dispatch one record; None if nothing is waiting.
+    /// Receive and dispatch one datagram or frame; None if nothing is waiting.
     fn receive<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<Option<usize>, NetError> {
-        let mut job = self.free.pop().unwrap_or_else(|| Job::new(self.record));
+        let mut job = self.fresh_job();
         job.req.resize(self.record.max(HEADER_LEN), 0);
         let got = match self.transport {
             Transport::Udp(h) => stack.udp_recv_from(h, &mut job.req)?.map(|(n, from)| (n, Peer::Udp(from))),
             Transport::Raw(h) => stack.raw_recv(h, &mut job.req)?.map(|(n, from)| (n, Peer::Raw(from))),
+            Transport::Tcp(_) | Transport::TcpListen(_) => None,
         };
         let Some((len, peer)) = got else {
             self.free.push(job);
@@ -196,7 +279,6 @@ impl SpnService {
         };
         job.len = len;
         job.peer = peer;
-        self.counters.records += 1;
         // A record longer than the buffer was truncated: its length check fails below.
         let seen = &job.req[..len.min(job.req.len())];
         let padded = matches!(self.transport, Transport::Raw(_));
@@ -208,27 +290,41 @@ impl SpnService {
         } else {
             check_request(seen, self.model.num_vars(), self.max_values, padded)
         };
+        self.dispatch(job, verdict);
+        Ok(Some(1))
+    }
+
+    /// Count a received record and act on its verdict: drop it, answer it with an error
+    /// record, or evaluate it (inline or on a worker). Returns its sequence number if it will
+    /// be answered.
+    fn dispatch(&mut self, mut job: Job, verdict: Result<Verdict, Dropped>) -> Option<u64> {
+        self.counters.records += 1;
         match verdict {
             Err(Dropped::Short) => {
                 self.counters.dropped_short += 1;
                 self.free.push(job);
+                None
             }
             Err(Dropped::BadMagic) => {
                 self.counters.dropped_bad_magic += 1;
                 self.free.push(job);
+                None
             }
             Ok(Verdict::Reject(h, status)) => {
                 self.counters.error_records += 1;
                 job.header = h;
                 job.reject(status);
                 job.seq = self.reorder.reserve();
+                let seq = job.seq;
                 self.reorder.complete(job);
+                Some(seq)
             }
             Ok(Verdict::Evaluate(h)) => {
                 self.counters.requests += 1;
                 self.counters.vectors += u64::from(h.count);
                 job.header = h;
                 job.seq = self.reorder.reserve();
+                let seq = job.seq;
                 match (self.inline.as_mut(), self.pool.as_mut()) {
                     (Some(ev), _) => {
                         job.evaluate(ev);
@@ -243,12 +339,105 @@ impl SpnService {
                         }
                     }
                     (None, None) => {
-                        job.reject(super::record::Status::Internal);
+                        job.reject(Status::Internal);
                         self.reorder.complete(job);
                     }
                 }
+                Some(seq)
             }
         }
-        Ok(Some(1))
+    }
+
+    /// Serve one TCP connection: take in the complete request records its stream holds
+    /// (keeping a partial one for later), skip the bodies of rejected ones, and finish the
+    /// connection once the peer closed or the stream is beyond repair and every answer owed
+    /// to it has been handed to the stack.
+    fn step_stream<L: Link>(&mut self, stack: &mut Stack<L>, h: TcpHandle, st: &mut Stream) -> Result<Step, NetError> {
+        let mut moved = 0;
+        while st.close_at.is_none() && self.has_room() && stack.tcp_send_pending(h)? < TCP_SEND_BACKLOG {
+            if st.skip > 0 {
+                let n = stack.tcp_recv_borrow(h)?.len().min(st.skip);
+                if n > 0 {
+                    stack.tcp_recv_consume(h, n)?;
+                    st.skip -= n;
+                    moved += n;
+                    continue;
+                }
+                if stack.tcp_at_eof(h)? {
+                    st.close_at = Some(st.end);
+                }
+                break;
+            }
+            let mut job = st.partial.take().unwrap_or_else(|| self.fresh_job());
+            let want = if st.want == 0 { HEADER_LEN } else { st.want };
+            if job.req.len() < want {
+                job.req.resize(want, 0);
+            }
+            match stack.tcp_recv(h, &mut job.req[job.len..want])? {
+                Recv::Data(n) => {
+                    job.len += n;
+                    moved += n;
+                }
+                Recv::WouldBlock if job.len == 0 => {
+                    self.free.push(job);
+                    break;
+                }
+                Recv::WouldBlock => {
+                    st.partial = Some(job);
+                    break;
+                }
+                Recv::Eof => {
+                    if job.len > 0 {
+                        // A record cut short by the end of the stream.
+                        self.counters.records += 1;
+                        self.counters.dropped_short += 1;
+                    }
+                    self.free.push(job);
+                    st.close_at = Some(st.end);
+                    break;
+                }
+            }
+            if job.len < want {
+                st.partial = Some(job);
+                continue;
+            }
+            job.peer = Peer::Tcp(h);
+            if st.want > 0 {
+                // The whole record is in: its header was judged already.
+                st.want = 0;
+                let verdict = Ok(Verdict::Evaluate(job.header));
+                st.end = self.dispatch(job, verdict).map_or(st.end, |s| s + 1);
+                continue;
+            }
+            match check_header(&job.req[..HEADER_LEN], self.model.num_vars(), self.max_values) {
+                Ok(Verdict::Evaluate(hd)) => {
+                    job.header = hd;
+                    st.want = HEADER_LEN + hd.body_len();
+                    st.partial = Some(job);
+                }
+                Ok(Verdict::Reject(hd, status)) => {
+                    // Version and flags decide the record's length: without them the next
+                    // record's start is unknown.
+                    let lost = matches!(status, Status::BadVersion | Status::BadFlags);
+                    let seq = self.dispatch(job, Ok(Verdict::Reject(hd, status)));
+                    st.end = seq.map_or(st.end, |s| s + 1);
+                    if lost {
+                        self.counters.streams_closed += 1;
+                        st.close_at = Some(st.end);
+                    } else {
+                        st.skip = hd.body_len();
+                    }
+                }
+                Err(drop) => {
+                    self.dispatch(job, Err(drop));
+                    self.counters.streams_closed += 1;
+                    st.close_at = Some(st.end);
+                }
+            }
+        }
+        match st.close_at {
+            Some(at) if self.reorder.answered_before(at) => Ok(Step::Finished(moved)),
+            _ => Ok(Step::Open(moved)),
+        }
     }
 }

@@ -30,20 +30,46 @@ fn model(vars: usize) -> Arc<CompiledSpn> {
     .unwrap()
 }
 
-fn bench(vars: usize, cfg: SpnServiceConfig, raw: bool) -> Bench {
-    let (la, lb) = pair(LinkConfig::default());
-    let mut client_stack = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
-    let mut server_stack = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+/// Which transport a test bench uses.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Udp,
+    Raw,
+    Tcp,
+}
+
+fn bench(vars: usize, cfg: SpnServiceConfig, kind: Kind) -> Bench {
+    bench_mtu(vars, cfg, kind, 1500)
+}
+
+fn bench_mtu(vars: usize, cfg: SpnServiceConfig, kind: Kind, mtu: usize) -> Bench {
+    let (la, lb) = pair(LinkConfig::default().mtu(mtu));
+    let mut client_stack = Stack::new(Config::host("10.0.0.1/24").mtu(mtu), la).unwrap();
+    let mut server_stack = Stack::new(Config::host("10.0.0.2/24").mtu(mtu), lb).unwrap();
     let model = model(vars);
-    let (service, client) = if raw {
-        let s = SpnService::bind_raw(&mut server_stack, SPN_ETHERTYPE, model.clone(), cfg).unwrap();
-        let mac = server_stack.mac();
-        (s, SpnClient::raw(&mut client_stack, SPN_ETHERTYPE, mac, vars).unwrap())
-    } else {
-        let s = SpnService::bind_udp(&mut server_stack, PORT, model.clone(), cfg).unwrap();
-        (s, SpnClient::udp(&mut client_stack, "10.0.0.2:5005".parse().unwrap(), vars).unwrap())
+    let server = "10.0.0.2:5005".parse().unwrap();
+    let (service, client) = match kind {
+        Kind::Raw => {
+            let s = SpnService::bind_raw(&mut server_stack, SPN_ETHERTYPE, model.clone(), cfg).unwrap();
+            let mac = server_stack.mac();
+            (s, SpnClient::raw(&mut client_stack, SPN_ETHERTYPE, mac, vars).unwrap())
+        }
+        Kind::Udp => {
+            let s = SpnService::bind_udp(&mut server_stack, PORT, model.clone(), cfg).unwrap();
+            (s, SpnClient::udp(&mut client_stack, server, vars).unwrap())
+        }
+        Kind::Tcp => {
+            let s = SpnService::bind_tcp(&mut server_stack, PORT, model.clone(), cfg).unwrap();
+            (s, SpnClient::tcp(&mut client_stack, server, vars).unwrap())
+        }
     };
-    Bench { client_stack, server_stack, service, client, model, now: Instant::ZERO }
+    let mut b = Bench { client_stack, server_stack, service, client, model, now: Instant::ZERO };
+    if let Transport::Tcp(h) = b.client.transport() {
+        while b.client_stack.tcp_connect_result(h).unwrap().is_none() {
+            b.pump(1);
+        }
+    }
+    b
 }
 
 impl Bench {
@@ -137,7 +163,7 @@ fn check_in_order(b: &mut Bench, reqs: &[Request]) {
 
 #[test]
 fn answers_every_request_once_in_order_inline() {
-    let mut b = bench(13, SpnServiceConfig::default(), false);
+    let mut b = bench(13, SpnServiceConfig::default(), Kind::Udp);
     check_in_order(&mut b, &requests(13, 30));
     // Nothing more arrives.
     b.pump(200);
@@ -147,19 +173,19 @@ fn answers_every_request_once_in_order_inline() {
 #[test]
 fn replicated_workers_keep_the_order() {
     let cfg = SpnServiceConfig { workers: 3, queue_depth: 2, max_in_flight: 16 };
-    let mut b = bench(13, cfg, false);
+    let mut b = bench(13, cfg, Kind::Udp);
     check_in_order(&mut b, &requests(13, 120));
 }
 
 #[test]
 fn raw_ethernet_with_padded_frames() {
-    let mut b = bench(5, SpnServiceConfig::default(), true);
+    let mut b = bench(5, SpnServiceConfig::default(), Kind::Raw);
     check_in_order(&mut b, &requests(5, 20));
 }
 
 #[test]
 fn malformed_requests_get_error_records_or_are_dropped_and_counted() {
-    let mut b = bench(6, SpnServiceConfig { workers: 2, ..Default::default() }, false);
+    let mut b = bench(6, SpnServiceConfig { workers: 2, ..Default::default() }, Kind::Udp);
     let good = vec![1u8; 12];
     let mut rec = Vec::new();
     encode_request(100, 6, &good, None, true, &mut rec).unwrap();
@@ -194,7 +220,7 @@ fn malformed_requests_get_error_records_or_are_dropped_and_counted() {
 
 #[test]
 fn mutated_requests_never_crash_the_service() {
-    let mut b = bench(9, SpnServiceConfig::default(), false);
+    let mut b = bench(9, SpnServiceConfig::default(), Kind::Udp);
     let mut rec = Vec::new();
     encode_request(1, 9, &[3u8; 9 * 4], Some(&[0xffu8; 2 * 4]), true, &mut rec).unwrap();
     let mut rng = spn::rng::Rng::new(77);
@@ -225,7 +251,7 @@ fn mutated_requests_never_crash_the_service() {
 
 #[test]
 fn load_generator_reports_throughput_and_latency() {
-    let mut b = bench(10, SpnServiceConfig::default(), false);
+    let mut b = bench(10, SpnServiceConfig::default(), Kind::Udp);
     let spn = b.model.spn().clone();
     let (inputs, _) = sample_u8(&spn, 1000, 0.0, 3);
     let cfg = LoadConfig {
@@ -248,4 +274,115 @@ fn load_generator_reports_throughput_and_latency() {
     assert_eq!(report.vectors, report.requests * 50);
     assert_eq!(report.latency.count(), report.requests);
     assert!(report.vectors_per_sec() > 0.0 && report.checksum < 0.0);
+}
+
+#[test]
+fn tcp_answers_records_split_across_segments_once_in_order() {
+    // MSS 160: most records span several segments, and segments carry the end of one record
+    // and the start of the next.
+    let cfg = SpnServiceConfig { workers: 2, queue_depth: 2, max_in_flight: 16 };
+    let mut b = bench_mtu(13, cfg, Kind::Tcp, 200);
+    check_in_order(&mut b, &requests(13, 150));
+    b.pump(200);
+    assert_eq!((b.client.counters.answered, b.client.counters.unexpected), (150, 0));
+    let conns = b.service.connections();
+    assert_eq!((conns.accepted, conns.open, b.service.counters().streams_closed), (1, 1, 0));
+}
+
+/// Read every complete response record from `h`'s stream: (id, status, values).
+fn read_responses(
+    stack: &mut Stack<MemLink>,
+    h: net::TcpHandle,
+    buf: &mut Vec<u8>,
+) -> Vec<(u32, Result<(), u16>, Vec<f64>)> {
+    let mut chunk = [0u8; 97];
+    while let Ok(net::Recv::Data(n)) = stack.tcp_recv(h, &mut chunk) {
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let mut out = Vec::new();
+    while let Some(len) = record::response_len(buf).filter(|l| *l <= buf.len()) {
+        let r = record::decode_response(&buf[..len]).unwrap();
+        out.push((r.id, r.status, (0..usize::from(r.count)).map(|i| record::response_value(buf, i)).collect()));
+        buf.drain(..len);
+    }
+    out
+}
+
+#[test]
+fn tcp_stream_dribbled_in_small_pieces_with_malformed_records() {
+    let mut b = bench(6, SpnServiceConfig::default(), Kind::Tcp);
+    let h = b.client_stack.tcp_connect("10.0.0.2:5005".parse().unwrap()).unwrap();
+    while b.client_stack.tcp_connect_result(h).unwrap().is_none() {
+        b.pump(1);
+    }
+    let vectors: Vec<u8> = (0..6 * 30).map(|i| (i * 7 % 256) as u8).collect();
+    let mut stream = Vec::new();
+    let mut rec = Vec::new();
+    let mut want = Vec::new();
+    for id in 0..40u32 {
+        let n = 1 + id as usize % 30;
+        if id % 10 == 7 {
+            // Wrong vector length: answered with an error, its body skipped.
+            encode_request(id, 3, &vectors[..3 * n], None, true, &mut rec).unwrap();
+            want.push((id, Err(Status::WrongVectorLength as u16), vec![]));
+        } else {
+            encode_request(id, 6, &vectors[..6 * n], None, id % 2 == 0, &mut rec).unwrap();
+            let out = if id % 2 == 0 { Output::LogLikelihood } else { Output::Likelihood };
+            want.push((id, Ok(()), b.direct(&vectors[..6 * n], None, out)));
+        }
+        stream.extend_from_slice(&rec);
+    }
+    // Then a record of an unknown version: answered with an error, then the stream is closed.
+    encode_request(99, 6, &vectors[..6], None, true, &mut rec).unwrap();
+    rec[4] = 9;
+    stream.extend_from_slice(&rec);
+    want.push((99, Err(Status::BadVersion as u16), vec![]));
+    encode_request(100, 6, &vectors[..6], None, true, &mut rec).unwrap();
+    stream.extend_from_slice(&rec); // Never read.
+    let (mut at, mut piece, mut got, mut buf) = (0, 1, Vec::new(), Vec::new());
+    while at < stream.len() {
+        let end = (at + piece).min(stream.len());
+        at += b.client_stack.tcp_send(h, &stream[at..end]).unwrap();
+        piece = piece % 53 + 7;
+        b.client_stack.flush().unwrap();
+        b.pump(2);
+        got.extend(read_responses(&mut b.client_stack, h, &mut buf));
+    }
+    for _ in 0..500 {
+        b.pump(1);
+        got.extend(read_responses(&mut b.client_stack, h, &mut buf));
+    }
+    assert_eq!(got, want);
+    assert!(buf.is_empty());
+    let c = b.service.counters();
+    assert_eq!((c.requests, c.error_records, c.responses, c.streams_closed), (36, 5, 41, 1));
+    // The service closed the connection after its answers (our client's connection stays).
+    assert_eq!(b.client_stack.tcp_at_eof(h).unwrap(), true);
+    assert_eq!(b.service.connections().accepted, 2);
+    assert_eq!(b.service.connections().completed, 1);
+}
+
+#[test]
+fn tcp_load_generator() {
+    let mut b = bench(10, SpnServiceConfig::default(), Kind::Tcp);
+    let spn = b.model.spn().clone();
+    let (inputs, _) = sample_u8(&spn, 1000, 0.0, 3);
+    let cfg = LoadConfig {
+        vectors_per_request: 50,
+        window: 4,
+        duration: Duration::from_millis(200),
+        log: true,
+        timeout: Duration::from_secs(1),
+    };
+    let Bench { client_stack, server_stack, service, client, .. } = &mut b;
+    let report = run_load(client_stack, client, &inputs, 10, &cfg, Instant::now, |t| {
+        server_stack.poll(t)?;
+        service.serve(server_stack)?;
+        server_stack.flush()?;
+        Ok(())
+    })
+    .unwrap();
+    assert!(report.requests > 10, "{report:?}");
+    assert_eq!((report.answered, report.lost, report.errors), (report.requests, 0, 0));
+    assert_eq!(report.latency.count(), report.requests);
 }

@@ -1,5 +1,5 @@
 //! `linerate spn bench`: the evaluator's samples/s on one core and on every core, then the
-//! service between two linerate processes on a shared-memory link (UDP and raw Ethernet,
+//! service between two linerate processes on a shared-memory link (UDP, TCP and raw Ethernet,
 //! both sides busy-polling, pinned to two CPUs), with throughput, latency histogram, the
 //! link's theoretical limit for the record size (TaPaSCo paper Eq. 1 and 3) and the bottleneck.
 
@@ -41,7 +41,7 @@ pub struct BenchArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// Transports of the service measurement.
-    #[arg(long, value_delimiter = ',', default_value = "udp,raw", value_parser = ["udp", "raw"])]
+    #[arg(long, value_delimiter = ',', default_value = "udp,tcp,raw", value_parser = ["udp", "tcp", "raw"])]
     transports: Vec<String>,
     /// IP MTU of the shared-memory link.
     #[arg(long, default_value_t = 1500)]
@@ -292,6 +292,7 @@ fn bench_service(
             let mac = Config::host("10.0.0.2/24").mac;
             SpnClient::raw(&mut stack, SPN_ETHERTYPE, mac, nv)
         }
+        "tcp" => SpnClient::tcp(&mut stack, "10.0.0.2:5005".parse().map_err(msg)?, nv),
         _ => SpnClient::udp(&mut stack, "10.0.0.2:5005".parse().map_err(msg)?, nv),
     }
     .map_err(msg)?;
@@ -317,9 +318,15 @@ fn bench_service(
 }
 
 /// Wire bytes of one record of `payload` bytes (Ethernet header, FCS, preamble and
-/// inter-frame gap as in the paper's Eq. 1; UDP adds 28 bytes of IPv4 and UDP headers).
-fn wire_bytes(payload: usize, udp: bool) -> f64 {
-    let l3 = payload + if udp { 28 } else { 0 };
+/// inter-frame gap as in the paper's Eq. 1; UDP adds 28 bytes of IPv4 and UDP headers, TCP
+/// 40 of IPv4 and TCP headers, counting one record per segment).
+fn wire_bytes(payload: usize, transport: &str) -> f64 {
+    let l3 = payload
+        + match transport {
+            "udp" => 28,
+            "tcp" => 40,
+            _ => 0,
+        };
     (l3.max(46) + 14 + 4 + 8 + 12) as f64
 }
 
@@ -333,16 +340,19 @@ fn service_rows(
     s: &ServeReport,
     single: f64,
 ) {
-    let udp = transport == "udp";
     let per = if r.requests > 0 { (r.vectors / r.answered.max(1)).max(1) as usize } else { 1 };
     let nv = model.num_vars();
-    let req = wire_bytes(16 + per * nv, udp);
-    let resp = wire_bytes(16 + per * 8, udp);
+    let req = wire_bytes(16 + per * nv, transport);
+    let resp = wire_bytes(16 + per * 8, transport);
     let line_limit = a.line_rate_gbps * 1e9 / 8.0 * per as f64 / req.max(resp);
     let rate = r.vectors_per_sec();
     let eval_target = single * a.workers.max(1) as f64;
     let target = eval_target.min(line_limit);
-    let label = if udp { "UDP" } else { "raw Ethernet" };
+    let label = match transport {
+        "udp" => "UDP",
+        "tcp" => "TCP",
+        _ => "raw Ethernet",
+    };
     let goodput = rate * (16.0 / per as f64 + nv as f64) * 8.0;
     t.row(vec![
         format!("service over {label}, 2 processes"),
