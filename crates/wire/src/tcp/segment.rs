@@ -304,6 +304,24 @@ mod tests {
         assert_eq!(out, DATA_SACK);
     }
 
+    /// Linux writes a checksum that computes to zero as 0xffff (CSUM_MANGLED_0);
+    /// both encodings of one's-complement zero must verify.
+    #[test]
+    fn zero_checksum_verifies_in_both_encodings() {
+        let mut b = DATA_SACK;
+        b[16..18].copy_from_slice(&[0, 0]);
+        let c = transport_checksum(B, A, protocol::TCP, &b);
+        // Fold the missing sum into the first payload word so the correct checksum becomes 0.
+        let w = u32::from(u16::from_be_bytes([b[52], b[53]])) + u32::from(c);
+        let w = ((w & 0xffff) + (w >> 16)) as u16;
+        b[52..54].copy_from_slice(&w.to_be_bytes());
+        assert!(TcpSegment::new_checked(&b[..]).unwrap().verify_checksum(B, A));
+        b[16..18].copy_from_slice(&[0xff, 0xff]);
+        assert!(TcpSegment::new_checked(&b[..]).unwrap().verify_checksum(B, A));
+        b[16..18].copy_from_slice(&[0xff, 0xfe]);
+        assert!(!TcpSegment::new_checked(&b[..]).unwrap().verify_checksum(B, A));
+    }
+
     #[test]
     fn setters_and_checksum() {
         let mut b = DATA_SACK;
