@@ -139,8 +139,10 @@ define_counters! {
     drop_tcp_backlog_full,
     /// SYN dropped: the session table is full.
     drop_tcp_table_full,
-    /// ACK not matching what we sent in SYN-SENT or SYN-RECEIVED.
+    /// ACK not matching what we sent in SYN-SENT (answered with RST unless it was one).
     drop_tcp_bad_ack,
+    /// ACK in SYN-RECEIVED for something we never sent (answered with RST).
+    drop_tcp_unacceptable_ack,
     /// RST without acceptable ACK in SYN-SENT.
     drop_tcp_rst_ignored,
     /// Segment without ACK in a synchronized state.

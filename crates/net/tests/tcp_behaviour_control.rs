@@ -67,6 +67,24 @@ fn syn_received_rst_frees_the_half_open_session_and_the_listener_stays() {
 }
 
 #[test]
+fn syn_received_answers_an_unacceptable_ack_with_rst_and_stays_half_open() {
+    let mut b = Bench::new(config());
+    let l = b.host.tcp_listen(80, 1).unwrap();
+    let iss = b.send(peer_syn(40000, 80))[0].seq();
+    // An ACK of something we never sent: <SEQ=SEG.ACK><CTL=RST> (RFC 9293 3.10.7.4).
+    let bad = Seg::new(40000, 80, ACK, PEER_ISS + 1, iss + 1000, 65535);
+    assert_eq!(b.send(bad), vec![Seg::new(80, 40000, RST, iss + 1000, 0, 0)]);
+    // An ACK that acknowledges nothing new (our ISS itself) is just as unacceptable.
+    assert_eq!(b.send(Seg::new(40000, 80, ACK, PEER_ISS + 1, iss, 65535)), vec![Seg::new(80, 40000, RST, iss, 0, 0)]);
+    assert_eq!(b.counter(Counter::drop_tcp_unacceptable_ack), 2);
+    assert_eq!(b.host.tcp_accept(l), None);
+    assert_eq!(b.host.tcp_sessions(), 1, "the half-open session survives");
+    // The right ACK still completes the handshake.
+    assert_eq!(b.send(Seg::new(40000, 80, ACK, PEER_ISS + 1, iss + 1, 65535)), vec![]);
+    assert!(b.host.tcp_accept(l).is_some());
+}
+
+#[test]
 fn exact_rst_resets_established_close_wait_fin_wait_1_and_fin_wait_2() {
     for state in [TcpState::Established, TcpState::CloseWait, TcpState::FinWait1, TcpState::FinWait2] {
         let mut b = Bench::new(config());

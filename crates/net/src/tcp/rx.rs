@@ -52,7 +52,14 @@ impl TcpEngine {
                 let v = if self.state[sid as usize].state == TcpState::SynSent {
                     self.on_syn_sent(eg, link, sid, &repr)?
                 } else {
-                    self.on_synchronized(eg, sid, &repr, payload)
+                    let v = self.on_synchronized(eg, sid, &repr, payload);
+                    if v == Err(Counter::drop_tcp_unacceptable_ack) {
+                        // RFC 9293 3.10.7.4: in SYN-RECEIVED an ACK for something we never
+                        // sent is answered with <SEQ=SEG.ACK><CTL=RST>; the session stays.
+                        let tuple = self.state[sid as usize].tuple;
+                        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0)?;
+                    }
+                    v
                 };
                 if self.state[sid as usize].in_use {
                     self.touch_keepalive(sid, eg.now);
@@ -255,7 +262,7 @@ impl TcpEngine {
         if self.state[sid as usize].state == TcpState::SynReceived {
             let tx = &self.tx[sid as usize];
             if !(lt(tx.snd_una, repr.ack) && le(repr.ack, tx.snd_max)) {
-                return Err(Counter::drop_tcp_bad_ack);
+                return Err(Counter::drop_tcp_unacceptable_ack);
             }
             self.establish_passive(eg, sid);
         }
