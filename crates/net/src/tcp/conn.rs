@@ -76,8 +76,10 @@ pub struct TxSar {
     pub retries: u32,
     /// SACK scoreboard.
     pub sb: Scoreboard,
-    /// Zero-window probes sent in a row.
+    /// Zero-window probes sent in a row (or the silly-window override timer fired).
     pub probes: u32,
+    /// New data waits for a wider window (sender silly-window avoidance).
+    pub sws_hold: bool,
     /// Keep-alive probes sent without answer.
     pub keepalives: u32,
     /// Retransmitted segments.
@@ -116,6 +118,7 @@ impl TxSar {
             retries: 0,
             sb: Scoreboard::default(),
             probes: 0,
+            sws_hold: false,
             keepalives: 0,
             retransmits: 0,
             timeouts: 0,

@@ -141,6 +141,22 @@ impl TcpEngine {
         tx.snd_una.wrapping_add(self.bufs[sid as usize].tx.len() as u32)
     }
 
+    /// Sender silly-window avoidance (RFC 9293 3.8.6.2.1, MUST-38): a segment shorter than
+    /// the MSS that the window cuts short of the queued data waits until it reaches half the
+    /// largest window the peer offered. While data is in flight the ACKs bring the wider
+    /// window; with nothing in flight the override timer (the persist timer, one RTO) lets it
+    /// go. Returns true to hold.
+    fn sws_holds(&mut self, sid: u32, len: usize, avail: usize, now: Instant) -> bool {
+        let tx = &mut self.tx[sid as usize];
+        let window_cut = len < tx.mss as usize && len < avail && len < (tx.max_snd_wnd / 2) as usize;
+        tx.sws_hold = window_cut && tx.probes == 0;
+        if tx.sws_hold && tx.snd_una == tx.snd_max {
+            let rto = tx.rtt.rto();
+            self.timers.arm_if_idle(sid, TimerKind::Persist, now + rto);
+        }
+        tx.sws_hold
+    }
+
     fn output_new_data<L: Link>(
         &mut self,
         eg: &mut Egress,
@@ -150,6 +166,7 @@ impl TcpEngine {
     ) -> Result<bool, NetError> {
         let data_end = self.data_end(sid);
         let mut sent_any = false;
+        self.tx[sid as usize].sws_hold = false;
         loop {
             let tx = &self.tx[sid as usize];
             let in_recovery_sack = tx.recover.is_some() && self.rx[sid as usize].sack_ok;
@@ -180,7 +197,11 @@ impl TcpEngine {
             if self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
                 return Ok(sent_any);
             }
-            let last = tx.snd_nxt.wrapping_add(len as u32) == data_end;
+            let seq = tx.snd_nxt;
+            if self.sws_holds(sid, len, avail, now) {
+                return Ok(sent_any);
+            }
+            let last = seq.wrapping_add(len as u32) == data_end;
             let mut flags = ACK;
             if last {
                 flags |= PSH;
@@ -188,8 +209,7 @@ impl TcpEngine {
                     flags |= FIN;
                 }
             }
-            let seq = tx.snd_nxt;
-            let data_off = dist(tx.snd_una, seq) as usize;
+            let data_off = dist(self.tx[sid as usize].snd_una, seq) as usize;
             if !self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
                 self.mark_dirty(sid);
                 return Ok(sent_any);
@@ -310,8 +330,11 @@ impl TcpEngine {
         let tx = &self.tx[sid as usize];
         let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
         if tx.snd_wnd != 0 || !waiting {
-            self.tx[sid as usize].probes = 0;
-            self.timers.cancel(sid, TimerKind::Persist);
+            let tx = &mut self.tx[sid as usize];
+            tx.probes = 0;
+            if !tx.sws_hold {
+                self.timers.cancel(sid, TimerKind::Persist);
+            }
             return Ok(false);
         }
         // Data sent before the window closed is left to the retransmission timer; when it
