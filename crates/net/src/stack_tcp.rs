@@ -163,6 +163,37 @@ impl<L: Link> Stack<L> {
         Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.contiguous())
     }
 
+    /// Install the RX-bypass handler (seed 000): for connections switched to bypass with
+    /// [`Stack::tcp_set_rx_bypass`], in-order payload is handed to `handler` straight from
+    /// the received frame during [`Stack::poll`], without a copy into the receive buffer.
+    /// The handler must take every byte (there is no back-pressure in bypass mode).
+    pub fn tcp_set_rx_handler(&mut self, handler: impl FnMut(TcpHandle, &[u8]) + Send + 'static) {
+        self.core.tcp.bypass.set(Box::new(handler));
+    }
+
+    /// Switch connection `h` to RX bypass (`on`) or back to the receive buffer. Switching on
+    /// first hands whatever is already buffered to the handler, so the order is kept.
+    /// Fails with [`NetError::BadConfig`] if no handler is installed.
+    pub fn tcp_set_rx_bypass(&mut self, h: TcpHandle, on: bool) -> Result<(), NetError> {
+        let sid = self.core.tcp.sid(h)?;
+        let tcp = &mut self.core.tcp;
+        if on && !tcp.bypass.is_set() {
+            return Err(NetError::BadConfig("RX bypass needs a handler (tcp_set_rx_handler)".into()));
+        }
+        tcp.rx[sid as usize].bypass = on;
+        if on {
+            let ring = &mut tcp.bufs[sid as usize].rx;
+            let (a, z) = ring.peek(0, usize::MAX);
+            tcp.bypass.deliver(h, a);
+            tcp.bypass.deliver(h, z);
+            let n = a.len() + z.len();
+            if n > 0 {
+                self.tcp_recv_consume(h, n)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes of in-order data ready to read.
     pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, NetError> {
         Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.len())

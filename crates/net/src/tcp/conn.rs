@@ -162,6 +162,8 @@ pub struct RxSar {
     pub sack_ok: bool,
     /// Application bytes received in order.
     pub bytes_received: u64,
+    /// In-order data goes to the stack's RX-bypass handler, not the receive buffer.
+    pub bypass: bool,
 }
 
 /// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order

@@ -1,6 +1,7 @@
 //! The TCP engine: session tables, the port table of listeners, session allocation and
 //! release, opening and closing, and the timer event dispatch.
 
+use super::bypass::RxBypass;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
@@ -76,6 +77,8 @@ pub struct TcpEngine {
     dirty_flag: Vec<bool>,
     /// Reused list for processing `dirty`.
     pub(crate) scratch: Vec<u32>,
+    /// The application's RX-bypass handler.
+    pub(crate) bypass: RxBypass,
 }
 
 impl TcpEngine {
@@ -100,6 +103,7 @@ impl TcpEngine {
             dirty: Vec::with_capacity(64),
             dirty_flag: vec![false; n],
             scratch: Vec::with_capacity(64),
+            bypass: RxBypass::default(),
             local_ip,
             local_mss,
             cfg,

@@ -1,11 +1,13 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
 //! ([`lookup`]), port table and state table ([`engine`]), send/receive sequence tables
-//! ([`conn`]), timers ([`timer`]), receive engine ([`rx`]), transmit engine ([`output`]),
+//! ([`conn`]), timers ([`timer`]), receive engine ([`rx`]) with its RX bypass ([`bypass`]),
+//! transmit engine ([`output`]),
 //! congestion control ([`cc`]), SACK scoreboard ([`sack`]), out-of-order reassembly
 //! ([`assembler`]), buffers ([`ringbuf`]) and the application interface (methods on
 //! [`crate::Stack`]).
 
 pub mod assembler;
+pub mod bypass;
 pub mod cc;
 pub mod config;
 pub mod conn;

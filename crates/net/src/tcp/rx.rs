@@ -8,7 +8,7 @@ use super::lookup::FourTuple;
 use super::output::ts_clock;
 use super::seq::{dist, ge, gt, le, lt};
 use super::timer::TimerKind;
-use super::{TcpError, TcpState};
+use super::{TcpError, TcpHandle, TcpState};
 use crate::counters::Counter;
 use crate::egress::Egress;
 use crate::NetError;
@@ -516,20 +516,36 @@ impl TcpEngine {
         }
         let off = dist(rx.rcv_nxt, start) as usize;
         let had_holes = !b.asm.is_empty();
-        let written = b.rx.write_at(off, data);
-        if written == 0 {
-            rx.ack_now = true;
-            return Err(Counter::drop_tcp_rx_buffer_full);
-        }
-        if !b.asm.add(off as u32, (off + written) as u32) {
-            rx.ack_now = true;
-            return Err(Counter::drop_tcp_ooo_full);
-        }
-        let ready = b.asm.take_front() as usize;
-        if ready > 0 {
-            b.rx.commit(ready);
-            rx.rcv_nxt = rx.rcv_nxt.wrapping_add(ready as u32);
-            rx.bytes_received += ready as u64;
+        if rx.bypass && off == 0 && !had_holes && b.rx.is_empty() {
+            // RX bypass, in order: straight from the frame to the application.
+            let h = TcpHandle { id: sid, gen: self.state[sid as usize].gen };
+            self.bypass.deliver(h, data);
+            rx.rcv_nxt = rx.rcv_nxt.wrapping_add(data.len() as u32);
+            rx.bytes_received += data.len() as u64;
+        } else {
+            let written = b.rx.write_at(off, data);
+            if written == 0 {
+                rx.ack_now = true;
+                return Err(Counter::drop_tcp_rx_buffer_full);
+            }
+            if !b.asm.add(off as u32, (off + written) as u32) {
+                rx.ack_now = true;
+                return Err(Counter::drop_tcp_ooo_full);
+            }
+            let ready = b.asm.take_front() as usize;
+            if ready > 0 {
+                b.rx.commit(ready);
+                rx.rcv_nxt = rx.rcv_nxt.wrapping_add(ready as u32);
+                rx.bytes_received += ready as u64;
+                if rx.bypass {
+                    // A hole filled: hand over everything now in order.
+                    let h = TcpHandle { id: sid, gen: self.state[sid as usize].gen };
+                    let (a, z) = b.rx.peek(0, usize::MAX);
+                    self.bypass.deliver(h, a);
+                    self.bypass.deliver(h, z);
+                    b.rx.consume(a.len() + z.len());
+                }
+            }
         }
         if off > 0 || had_holes {
             // Out of order, or a hole just filled: acknowledge at once (RFC 5681 4.2).
