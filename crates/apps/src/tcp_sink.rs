@@ -1,19 +1,27 @@
 //! A TCP sink (the discard service, RFC 863, and the receiving end of iperf): reads and drops
 //! everything, counting bytes and the time from the first to the last. With reporting on
 //! (the iperf protocol), a connection answers the client's FIN with the number of bytes it
-//! received, as 8 bytes little-endian, and then closes.
+//! received, as 8 bytes little-endian, and then closes. With RX bypass the payload is counted
+//! straight from the received frames and never enters the receive buffers.
 
 use crate::tcp_conns::{ConnCounts, ConnSet, Step};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Length of the byte-count report of the iperf protocol.
 pub const REPORT_LEN: usize = 8;
 
 /// A counting TCP sink on one port.
 pub struct TcpSink {
-    conns: ConnSet<u64>,
+    /// Per connection: bytes read from its receive buffer, and whether it is in RX bypass.
+    conns: ConnSet<(u64, bool)>,
     report: bool,
+    /// Bytes the RX-bypass handler counted (None: bypass off).
+    bypassed: Option<Arc<AtomicU64>>,
+    /// Part of `bypassed` already added to `bytes`.
+    bypassed_seen: u64,
     /// Bytes received over all connections.
     pub bytes: u64,
     /// When the first byte arrived (as seen by the serving loop).
@@ -25,7 +33,20 @@ pub struct TcpSink {
 impl TcpSink {
     /// Listen on `port` of `stack` with room for `backlog` waiting connections.
     pub fn listen<L: Link>(stack: &mut Stack<L>, port: u16, backlog: usize) -> Result<Self, NetError> {
-        Ok(TcpSink { conns: ConnSet::listen(stack, port, backlog)?, report: false, bytes: 0, first: None, last: None })
+        let conns = ConnSet::listen(stack, port, backlog)?;
+        Ok(TcpSink { conns, report: false, bypassed: None, bypassed_seen: 0, bytes: 0, first: None, last: None })
+    }
+
+    /// Count payload in RX bypass: installs `stack`'s RX-bypass handler (replacing any other)
+    /// and switches every accepted connection to it.
+    pub fn with_rx_bypass<L: Link>(mut self, stack: &mut Stack<L>) -> Self {
+        let counted = Arc::new(AtomicU64::new(0));
+        let c = counted.clone();
+        stack.tcp_set_rx_handler(move |_, data| {
+            c.fetch_add(data.len() as u64, Ordering::Relaxed);
+        });
+        self.bypassed = Some(counted);
+        self
     }
 
     /// Answer each client's FIN with its byte count (the iperf protocol).
@@ -60,19 +81,28 @@ impl TcpSink {
     /// Accept new connections and drain what arrived (call after each poll). Returns the
     /// work done (0: idle).
     pub fn serve<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
-        let report = self.report;
+        let (report, bypass) = (self.report, self.bypassed.is_some());
         let mut got = 0u64;
         let work = self.conns.serve(
             stack,
-            || 0u64,
-            |stack, h, count| {
-                let r = drain(stack, h, count, report);
+            || (0u64, false),
+            |stack, h, (count, in_bypass)| {
+                if bypass && !*in_bypass {
+                    stack.tcp_set_rx_bypass(h, true)?;
+                    *in_bypass = true;
+                }
+                let r = drain(stack, h, count, report, *in_bypass);
                 if let Ok(Step::Open(n) | Step::Finished(n)) = r {
                     got += n as u64;
                 }
                 r
             },
         )?;
+        if let Some(counted) = &self.bypassed {
+            let total = counted.load(Ordering::Relaxed);
+            got += total - self.bypassed_seen;
+            self.bypassed_seen = total;
+        }
         if got > 0 {
             let now = stack.now();
             self.first.get_or_insert(now);
@@ -83,8 +113,15 @@ impl TcpSink {
     }
 }
 
-/// Drop everything one connection has ready; at the end of its stream, report if asked.
-fn drain<L: Link>(stack: &mut Stack<L>, h: TcpHandle, count: &mut u64, report: bool) -> Result<Step, NetError> {
+/// Drop everything one connection has ready; at the end of its stream, report if asked (in
+/// RX bypass the count is every in-order byte the connection received).
+fn drain<L: Link>(
+    stack: &mut Stack<L>,
+    h: TcpHandle,
+    count: &mut u64,
+    report: bool,
+    bypass: bool,
+) -> Result<Step, NetError> {
     let mut got = 0;
     // The ready data is at most two contiguous runs of the ring.
     for _ in 0..2 {
@@ -106,7 +143,8 @@ fn drain<L: Link>(stack: &mut Stack<L>, h: TcpHandle, count: &mut u64, report: b
             // A sink's send buffer is empty, so this does not happen; try again next call.
             return Ok(Step::Open(got));
         }
-        stack.tcp_send(h, &count.to_le_bytes())?;
+        let total = if bypass { stack.tcp_stats(h)?.bytes_received } else { *count };
+        stack.tcp_send(h, &total.to_le_bytes())?;
     }
     Ok(Step::Finished(got))
 }

@@ -78,8 +78,20 @@ fn echo_returns_every_byte_on_several_connections_and_closes() {
 
 #[test]
 fn iperf_client_gets_the_sinks_byte_counts() {
+    iperf_against_sink(false);
+}
+
+#[test]
+fn iperf_client_gets_the_byte_counts_of_a_sink_in_rx_bypass() {
+    iperf_against_sink(true);
+}
+
+fn iperf_against_sink(rx_bypass: bool) {
     let (mut a, mut b) = pair();
     let mut sink = TcpSink::listen(&mut b, 5201, 16).unwrap().with_report();
+    if rx_bypass {
+        sink = sink.with_rx_bypass(&mut b);
+    }
     let mut client = IperfClient::new(server(5201), 3, Duration::from_millis(200), Duration::from_secs(1));
     assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
         sink.serve(b).unwrap();
