@@ -85,6 +85,9 @@ pub struct PeerArgs {
     /// CPU to pin the peer to.
     #[arg(long)]
     cpu: Option<usize>,
+    /// The sink counts payload in RX bypass (straight from the frames).
+    #[arg(long)]
+    rx_bypass: bool,
 }
 
 /// Connection set-up figures: cycles per second, and per cycle the time from connect to
@@ -102,6 +105,8 @@ struct Cycles {
 struct Figures {
     /// Single-connection goodput (bit/s) at each of [`MTUS`].
     goodput: [f64; 2],
+    /// The same with the receiver in RX bypass (linerate only).
+    goodput_bypass: Option<[f64; 2]>,
     /// 64-byte round trips in ns, sorted (busy-polling).
     rtt: Vec<u64>,
     /// The same with blocking sockets (kernel only).
@@ -117,7 +122,7 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     let secs = check_secs(a.secs)?;
     install_stop_handler();
     bench_cpus();
-    let pb = progress(11, a.json);
+    let pb = progress(13, a.json);
     let ours = ours::measure(secs, &pb);
     let skipped = netns_unavailable();
     let kernel = if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, &pb)) } else { None };
@@ -174,6 +179,9 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     let mut stack =
         Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
     let mut sink = TcpSink::listen(&mut stack, SINK_PORT, a.sessions).map_err(msg)?.with_report();
+    if a.rx_bypass {
+        sink = sink.with_rx_bypass(&mut stack);
+    }
     let mut echo = TcpEcho::listen(&mut stack, ECHO_PORT).map_err(msg)?;
     println!("{READY}");
     let deadline = Instant::now() + limit;
@@ -209,6 +217,12 @@ fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
     for (i, mtu) in MTUS.iter().enumerate() {
         let metric = format!("goodput, 1 connection, MTU {mtu} (MSS {})", mtu - 40);
         ratio_row(&mut t, &metric, ours.goodput[i], kernel.map(|k| k.goodput[i]), bits);
+    }
+    if let Some(bypass) = ours.goodput_bypass {
+        for (i, mtu) in MTUS.iter().enumerate() {
+            let metric = format!("goodput, 1 connection, MTU {mtu}, linerate receiver in RX bypass");
+            ratio_row(&mut t, &metric, bypass[i], kernel.map(|k| k.goodput[i]), bits);
+        }
     }
     for (mode, rtts) in [
         ("busy-polling", kernel.map(|k| k.rtt.as_slice())),

@@ -55,7 +55,7 @@ pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, Strin
     let blocking = step(pb, "Linux: round trips, blocking", || rtt(&a, &b, Mode::Block))?;
     let set_up = step(pb, "Linux: connection cycles", || cycles(&a, &b, secs))?;
     let many = step(pb, "Linux: 10,000 connections", || iperf(&a, &b, MANY, secs, Some(MANY_BUFFER)));
-    Ok(Figures { goodput, rtt: busy, rtt_blocking: Some(blocking), cycles: set_up, many })
+    Ok(Figures { goodput, goodput_bypass: None, rtt: busy, rtt_blocking: Some(blocking), cycles: set_up, many })
 }
 
 /// Set the IP MTU of both veth ends.

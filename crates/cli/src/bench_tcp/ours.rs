@@ -38,7 +38,14 @@ struct Pair {
 impl Pair {
     /// A link of IP MTU `mtu` and a child; both stacks hold `sessions` sessions with `buffer`
     /// bytes per direction (default: the stack's). The child's MAC is resolved before return.
-    fn start(mtu: usize, sessions: usize, buffer: Option<usize>, limit: Duration) -> Result<Pair, String> {
+    /// With `rx_bypass` the child's sink counts payload in RX bypass.
+    fn start(
+        mtu: usize,
+        sessions: usize,
+        buffer: Option<usize>,
+        limit: Duration,
+        rx_bypass: bool,
+    ) -> Result<Pair, String> {
         let name = unique_name("bench-tcp");
         let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
@@ -46,6 +53,9 @@ impl Pair {
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
             args.extend(["--buffer", b]);
+        }
+        if rx_bypass {
+            args.push("--rx-bypass");
         }
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
@@ -194,20 +204,27 @@ impl Pair {
     }
 }
 
-/// Every linerate figure (advancing `pb` by five steps).
+/// Every linerate figure (advancing `pb` by seven steps).
 pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
     pin_side(0);
     let limit = secs + GRACE * 6;
-    let mut std_pair = Pair::start(MTUS[0], 256, None, limit)?;
+    let mut std_pair = Pair::start(MTUS[0], 256, None, limit, false)?;
     let g1500 = step(pb, "linerate: goodput, MTU 1500", || std_pair.iperf(1, secs, 1))?;
     let rtt = step(pb, "linerate: round trips", || std_pair.rtt())?;
     drop(std_pair);
-    let g9000 = step(pb, "linerate: goodput, MTU 9000", || Pair::start(MTUS[1], 256, None, limit)?.iperf(1, secs, 1))?;
+    let g9000 =
+        step(pb, "linerate: goodput, MTU 9000", || Pair::start(MTUS[1], 256, None, limit, false)?.iperf(1, secs, 1))?;
+    let mut bypass = [0.0; 2];
+    for (i, mtu) in MTUS.into_iter().enumerate() {
+        bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || {
+            Pair::start(mtu, 256, None, limit, true)?.iperf(1, secs, 1)
+        })?;
+    }
     let cycles = step(pb, "linerate: connection cycles", || {
-        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit)?.cycles(secs)
+        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, false)?.cycles(secs)
     })?;
     let many = step(pb, "linerate: 10,000 connections", || {
-        Pair::start(MTUS[0], MANY + 64, Some(MANY_BUFFER), limit)?.iperf(MANY, secs, polls_for(MANY))
+        Pair::start(MTUS[0], MANY + 64, Some(MANY_BUFFER), limit, false)?.iperf(MANY, secs, polls_for(MANY))
     });
-    Ok(Figures { goodput: [g1500, g9000], rtt, rtt_blocking: None, cycles, many })
+    Ok(Figures { goodput: [g1500, g9000], goodput_bypass: Some(bypass), rtt, rtt_blocking: None, cycles, many })
 }
