@@ -411,3 +411,24 @@ fn shutdown_with_queued_data_sends_the_fin_after_the_data() {
     let (_, out) = b.next_output(secs(10)).unwrap();
     assert_eq!(out, vec![c.h(FIN | ACK | PSH, c.iss + 1, PEER_ISS + 1, 65535).data(b"last words")]);
 }
+
+#[test]
+fn an_application_limited_sender_keeps_its_congestion_window() {
+    let mut b = Bench::new(config());
+    let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
+    let cwnd0 = b.host.tcp_stats(c.h).unwrap().cwnd;
+    let x = c.iss + 1;
+    // 100 bytes at a time, each acknowledged before the next: the flight never fills cwnd.
+    for i in 0..50u32 {
+        b.host.tcp_send(c.h, &[1u8; 100]).unwrap();
+        assert_eq!(b.flush().len(), 1);
+        b.send(c.p(ACK, PEER_ISS + 1, x + (i + 1) * 100));
+    }
+    assert_eq!(b.host.tcp_stats(c.h).unwrap().cwnd, cwnd0, "no growth without use (RFC 7661)");
+    // A flight that fills the window does grow it (slow start).
+    b.host.tcp_send(c.h, &pattern(200_000)).unwrap();
+    let n = b.flush().iter().map(|s| s.len() as u32).sum::<u32>();
+    assert!(n >= cwnd0 - 1460, "the flight fills cwnd: {n} of {cwnd0}");
+    b.send(c.p(ACK, PEER_ISS + 1, x + 5000 + n));
+    assert!(b.host.tcp_stats(c.h).unwrap().cwnd > cwnd0);
+}

@@ -68,6 +68,17 @@ impl Congestion {
         self.cwnd < self.ssthresh
     }
 
+    /// True if a flight of `flight` bytes used the window enough that its ACKs may grow it
+    /// (as Linux's `tcp_is_cwnd_limited`): in slow start while cwnd is below twice the flight,
+    /// in congestion avoidance when the flight filled cwnd to within one MSS.
+    pub fn was_limited(&self, flight: u32) -> bool {
+        if self.in_slow_start() {
+            self.cwnd < flight.saturating_mul(2)
+        } else {
+            flight.saturating_add(self.mss) >= self.cwnd
+        }
+    }
+
     /// New data acknowledged: grow the window.
     pub fn on_ack(&mut self, acked: u32, now: Instant, srtt: Option<Duration>) {
         if self.in_slow_start() {

@@ -391,6 +391,7 @@ impl TcpEngine {
         let data_acked = (acked as usize).min(ring.len());
         ring.consume(data_acked);
         tx.bytes_acked += data_acked as u64;
+        let flight = dist(tx.snd_una, tx.snd_max);
         tx.snd_una = repr.ack;
         if lt(tx.snd_nxt, tx.snd_una) {
             tx.snd_nxt = tx.snd_una;
@@ -431,7 +432,9 @@ impl TcpEngine {
             }
             None => {
                 tx.dupacks = 0;
-                if state.is_synchronized() && data_acked > 0 {
+                // Grow only a window the flight actually used (RFC 7661's point): an
+                // application- or receiver-limited sender keeps its cwnd.
+                if state.is_synchronized() && data_acked > 0 && tx.cc.was_limited(flight) {
                     tx.cc.on_ack(data_acked as u32, now, srtt);
                 }
             }
