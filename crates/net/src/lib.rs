@@ -42,5 +42,5 @@ pub use link::Instant;
 pub use ping::PingReply;
 pub use raw::RawHandle;
 pub use stack::Stack;
-pub use tcp::{CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState};
+pub use tcp::{CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
 pub use udp::UdpHandle;

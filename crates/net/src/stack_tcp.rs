@@ -4,7 +4,7 @@
 
 use crate::tcp::seq::dist;
 use crate::tcp::timer::TimerKind;
-use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState};
+use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
 use crate::{NetError, Stack};
 use link::Link;
 use std::net::SocketAddrV4;
@@ -192,6 +192,27 @@ impl<L: Link> Stack<L> {
             }
         }
         Ok(())
+    }
+
+    /// A new watcher of connection activity (at most
+    /// [`MAX_WATCHERS`](crate::tcp::activity::MAX_WATCHERS) per stack). Each watcher sees every
+    /// connection where something happened (see [`Stack::tcp_take_activity`]) independently of
+    /// the others, so several services on one stack can each have one.
+    pub fn tcp_watch(&mut self) -> Result<TcpWatch, NetError> {
+        let sessions = self.core.tcp.state.len();
+        let w = self.core.tcp.activity.add(sessions);
+        w.map(TcpWatch).ok_or_else(|| NetError::BadConfig("too many activity watchers on one stack".into()))
+    }
+
+    /// Append to `out` the connections with activity since watcher `w` last looked: a
+    /// segment was processed for them (data, ACK, window update, FIN, handshake) or they
+    /// ended. Each connection appears once; ones already released are left out.
+    pub fn tcp_take_activity(&mut self, w: TcpWatch, out: &mut Vec<TcpHandle>) {
+        let tcp = &mut self.core.tcp;
+        let mut sids = std::mem::take(&mut tcp.scratch_activity);
+        tcp.activity.take(w.0, &mut sids);
+        out.extend(sids.drain(..).filter(|&sid| tcp.state[sid as usize].in_use).map(|sid| tcp.handle(sid)));
+        tcp.scratch_activity = sids;
     }
 
     /// Bytes of in-order data ready to read.

@@ -1,6 +1,7 @@
 //! The TCP engine: session tables, the port table of listeners, session allocation and
 //! release, opening and closing, and the timer event dispatch.
 
+use super::activity::Activity;
 use super::bypass::RxBypass;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::isn::IsnGenerator;
@@ -79,6 +80,10 @@ pub struct TcpEngine {
     pub(crate) scratch: Vec<u32>,
     /// The application's RX-bypass handler.
     pub(crate) bypass: RxBypass,
+    /// Connection activity for the application's watchers.
+    pub(crate) activity: Activity,
+    /// Reused list for taking activity.
+    pub(crate) scratch_activity: Vec<u32>,
 }
 
 impl TcpEngine {
@@ -104,6 +109,8 @@ impl TcpEngine {
             dirty_flag: vec![false; n],
             scratch: Vec::with_capacity(64),
             bypass: RxBypass::default(),
+            activity: Activity::default(),
+            scratch_activity: Vec::new(),
             local_ip,
             local_mss,
             cfg,
@@ -224,6 +231,7 @@ impl TcpEngine {
     /// The connection ended (normally or not): free it now if the application released it,
     /// else keep it in CLOSED with `error` for the application to see.
     pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
+        self.activity.mark(sid);
         let s = &mut self.state[sid as usize];
         if s.error.is_none() {
             s.error = error;

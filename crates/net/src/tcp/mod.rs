@@ -1,11 +1,12 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
 //! ([`lookup`]), port table and state table ([`engine`]), send/receive sequence tables
 //! ([`conn`]), timers ([`timer`]), receive engine ([`rx`]) with its RX bypass ([`bypass`]),
-//! transmit engine ([`output`]),
+//! transmit engine ([`output`]), connection activity for the application ([`activity`]),
 //! congestion control ([`cc`]), SACK scoreboard ([`sack`]), out-of-order reassembly
 //! ([`assembler`]), buffers ([`ringbuf`]) and the application interface (methods on
 //! [`crate::Stack`]).
 
+pub mod activity;
 pub mod assembler;
 pub mod bypass;
 pub mod cc;
@@ -76,6 +77,18 @@ pub struct TcpHandle {
     pub(crate) id: u32,
     pub(crate) gen: u32,
 }
+
+impl TcpHandle {
+    /// The connection's session slot: unique among the stack's open connections and below
+    /// its session capacity (a slot is reused after the connection is released).
+    pub fn slot(self) -> u32 {
+        self.id
+    }
+}
+
+/// A watcher of connection activity (see [`crate::Stack::tcp_watch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpWatch(pub(crate) usize);
 
 /// A listening port of a stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -61,6 +61,7 @@ impl TcpEngine {
                     }
                     v
                 };
+                self.activity.mark(sid);
                 if self.state[sid as usize].in_use {
                     self.touch_keepalive(sid, eg.now);
                     self.mark_dirty(sid);
