@@ -8,6 +8,7 @@
 //!
 //! [`TcpSink`]: crate::TcpSink
 
+use crate::step_plan::StepPlan;
 use crate::tcp_sink::REPORT_LEN;
 use crate::tcp_source::{Payload, SourceError, SourceOptions, TcpSource};
 use link::{Instant, Link};
@@ -27,6 +28,10 @@ pub struct IperfClient {
     acked: u64,
     /// When the first connection was established.
     started_at: Option<Instant>,
+    /// Which connections to step after a poll.
+    plan: StepPlan,
+    /// Reused list of the sources to step.
+    todo: Vec<usize>,
 }
 
 /// The outcome of a finished run.
@@ -59,23 +64,49 @@ impl IperfClient {
         let opts = SourceOptions { retry_for, reply_limit: REPORT_LEN, ..SourceOptions::default() };
         let sources =
             (0..parallel.max(1)).map(|_| TcpSource::new(server, Payload::PatternFor(duration), opts)).collect();
-        IperfClient { sources, finished: 0, acked: 0, started_at: None }
+        IperfClient { sources, finished: 0, acked: 0, started_at: None, plan: StepPlan::new(), todo: Vec::new() }
     }
 
-    /// Advance every connection (call after each poll). Returns the work done.
+    /// Advance the connections (call after each poll): those with activity in the stack,
+    /// and all of them every [`SWEEP_EVERY`](crate::step_plan::SWEEP_EVERY). Returns the work
+    /// done.
     pub fn step<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
+        let mut todo = std::mem::take(&mut self.todo);
         let mut work = 0;
-        for s in &mut self.sources {
-            if s.is_finished() {
-                continue;
+        if self.plan.plan(stack, &mut todo) {
+            for i in 0..self.sources.len() {
+                work += self.step_one(stack, i)?;
             }
-            let acked = s.acked;
-            work += s.step(stack)?;
-            self.acked += s.acked.saturating_sub(acked);
-            self.finished += s.is_finished() as usize;
-            if self.started_at.is_none() {
-                self.started_at = s.established_at;
+        } else {
+            for &i in &todo {
+                work += self.step_one(stack, i)?;
             }
+        }
+        self.todo = todo;
+        Ok(work)
+    }
+
+    fn step_one<L: Link>(&mut self, stack: &mut Stack<L>, i: usize) -> Result<usize, NetError> {
+        let s = &mut self.sources[i];
+        if s.is_finished() {
+            return Ok(0);
+        }
+        let (acked, before) = (s.acked, s.handle());
+        let work = s.step(stack)?;
+        self.acked += s.acked.saturating_sub(acked);
+        if s.handle() != before {
+            if let Some(h) = before {
+                self.plan.unbind(h);
+            }
+            if let Some(h) = s.handle() {
+                self.plan.bind(h, i);
+            }
+        }
+        if s.is_finished() {
+            self.finished += 1;
+        }
+        if self.started_at.is_none() {
+            self.started_at = s.established_at;
         }
         Ok(work)
     }

@@ -6,6 +6,7 @@ pub mod ids;
 pub mod iperf;
 pub mod pattern;
 pub mod spn_service;
+pub mod step_plan;
 pub mod tcp_conns;
 pub mod tcp_echo;
 pub mod tcp_sink;

@@ -2,6 +2,7 @@
 //! TCP service (echo, sink, HTTP) shares — accept, step every connection, close the finished
 //! ones, count the ones that failed.
 
+use crate::step_plan::StepPlan;
 use link::Link;
 use net::{NetError, Stack, TcpHandle, TcpListener};
 
@@ -42,13 +43,25 @@ pub struct ConnSet<T> {
     pub completed: u64,
     /// Connections that ended with an error (reset, timeout).
     pub failed: u64,
+    /// With activity watching on: which connections to step (else all, every time).
+    plan: Option<StepPlan>,
+    /// Reused list of the connections to step.
+    todo: Vec<usize>,
 }
 
 impl<T> ConnSet<T> {
     /// Listen on `port` of `stack` with room for `backlog` waiting connections.
     pub fn listen<L: Link>(stack: &mut Stack<L>, port: u16, backlog: usize) -> Result<Self, NetError> {
         let listener = stack.tcp_listen(port, backlog)?;
-        Ok(ConnSet { listener, conns: Vec::new(), accepted: 0, completed: 0, failed: 0 })
+        Ok(ConnSet { listener, conns: Vec::new(), accepted: 0, completed: 0, failed: 0, plan: None, todo: Vec::new() })
+    }
+
+    /// Step only connections with activity in the stack (plus all of them every
+    /// [`SWEEP_EVERY`](crate::step_plan::SWEEP_EVERY)). Only for services whose pending work
+    /// always waits on the stack (data, ACKs, FIN), not on other threads or clocks.
+    pub fn with_activity(mut self) -> Self {
+        self.plan = Some(StepPlan::new());
+        self
     }
 
     /// The port listened on.
@@ -88,48 +101,82 @@ impl<T> ConnSet<T> {
         mut step: impl FnMut(&mut Stack<L>, TcpHandle, &mut T) -> Result<Step, NetError>,
     ) -> Result<usize, NetError> {
         let mut work = 0;
+        let first_new = self.conns.len();
         while let Some(h) = stack.tcp_accept(self.listener) {
+            if let Some(p) = &mut self.plan {
+                p.bind(h, self.conns.len());
+            }
             self.conns.push((h, init()));
             self.accepted += 1;
             work += 1;
         }
-        let mut i = 0;
-        while i < self.conns.len() {
-            let (h, state) = &mut self.conns[i];
-            let h = *h;
-            // A reset or timed-out connection may have nothing left that would report it (a
-            // full send buffer is never written to again), so look first.
-            let outcome = match stack.tcp_error(h) {
-                Ok(Some(e)) => Err(NetError::Tcp(e)),
-                Ok(None) => step(stack, h, state),
-                Err(e) => Err(e),
-            };
-            let keep = match outcome {
-                Ok(Step::Open(n)) => {
-                    work += n;
-                    true
+        let mut todo = std::mem::take(&mut self.todo);
+        let sweep = match &mut self.plan {
+            Some(p) => p.plan(stack, &mut todo),
+            None => true,
+        };
+        if sweep {
+            let mut i = 0;
+            while i < self.conns.len() {
+                let (n, kept) = self.step_at(stack, i, &mut step)?;
+                work += n;
+                i += kept as usize;
+            }
+        } else {
+            // Highest index first: removing one moves the last connection into its place,
+            // which is then already done.
+            todo.extend(first_new..self.conns.len());
+            todo.sort_unstable_by(|a, b| b.cmp(a));
+            todo.dedup();
+            for &i in &todo {
+                if i < self.conns.len() {
+                    work += self.step_at(stack, i, &mut step)?.0;
                 }
-                Ok(Step::Finished(n)) => {
-                    work += n + 1;
-                    close_quietly(stack, h)?;
-                    self.completed += 1;
-                    false
-                }
-                Err(e) if is_connection_error(&e) => {
-                    work += 1;
-                    close_quietly(stack, h)?;
-                    self.failed += 1;
-                    false
-                }
-                Err(e) => return Err(e),
-            };
-            if keep {
-                i += 1;
-            } else {
-                self.conns.swap_remove(i);
             }
         }
+        self.todo = todo;
         Ok(work)
+    }
+
+    /// Step connection `i`; a finished or failed one is closed and removed (the last one
+    /// takes its place). Returns the work done and whether it stays.
+    fn step_at<L: Link>(
+        &mut self,
+        stack: &mut Stack<L>,
+        i: usize,
+        step: &mut impl FnMut(&mut Stack<L>, TcpHandle, &mut T) -> Result<Step, NetError>,
+    ) -> Result<(usize, bool), NetError> {
+        let (h, state) = &mut self.conns[i];
+        let h = *h;
+        // A reset or timed-out connection may have nothing left that would report it (a
+        // full send buffer is never written to again), so look first.
+        let outcome = match stack.tcp_error(h) {
+            Ok(Some(e)) => Err(NetError::Tcp(e)),
+            Ok(None) => step(stack, h, state),
+            Err(e) => Err(e),
+        };
+        let work = match outcome {
+            Ok(Step::Open(n)) => return Ok((n, true)),
+            Ok(Step::Finished(n)) => {
+                close_quietly(stack, h)?;
+                self.completed += 1;
+                n + 1
+            }
+            Err(e) if is_connection_error(&e) => {
+                close_quietly(stack, h)?;
+                self.failed += 1;
+                1
+            }
+            Err(e) => return Err(e),
+        };
+        self.conns.swap_remove(i);
+        if let Some(p) = &mut self.plan {
+            p.unbind(h);
+            if let Some((moved, _)) = self.conns.get(i) {
+                p.bind(*moved, i);
+            }
+        }
+        Ok((work, false))
     }
 }
 

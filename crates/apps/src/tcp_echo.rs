@@ -27,7 +27,11 @@ pub struct TcpEcho {
 impl TcpEcho {
     /// Listen on `port` of `stack`.
     pub fn listen<L: Link>(stack: &mut Stack<L>, port: u16) -> Result<Self, NetError> {
-        Ok(TcpEcho { conns: ConnSet::listen(stack, port, 1024)?, scratch: vec![0u8; 64 * 1024], bytes: 0 })
+        Ok(TcpEcho {
+            conns: ConnSet::listen(stack, port, 1024)?.with_activity(),
+            scratch: vec![0u8; 64 * 1024],
+            bytes: 0,
+        })
     }
 
     /// The port listened on.

@@ -33,7 +33,7 @@ pub struct TcpSink {
 impl TcpSink {
     /// Listen on `port` of `stack` with room for `backlog` waiting connections.
     pub fn listen<L: Link>(stack: &mut Stack<L>, port: u16, backlog: usize) -> Result<Self, NetError> {
-        let conns = ConnSet::listen(stack, port, backlog)?;
+        let conns = ConnSet::listen(stack, port, backlog)?.with_activity();
         Ok(TcpSink { conns, report: false, bypassed: None, bypassed_seen: 0, bytes: 0, first: None, last: None })
     }
 

@@ -74,10 +74,8 @@ pub struct TcpEngine {
     next_ephemeral: u16,
     first_ephemeral: u16,
     /// Sessions that have something to send.
-    pub(crate) dirty: Vec<u32>,
+    pub(crate) dirty: VecDeque<u32>,
     dirty_flag: Vec<bool>,
-    /// Reused list for processing `dirty`.
-    pub(crate) scratch: Vec<u32>,
     /// The application's RX-bypass handler.
     pub(crate) bypass: RxBypass,
     /// Connection activity for the application's watchers.
@@ -105,9 +103,8 @@ impl TcpEngine {
             challenge: ChallengeLimit { per_sec: cfg.challenge_ack_limit, used: 0, window: Instant::ZERO },
             next_ephemeral: first_ephemeral,
             first_ephemeral,
-            dirty: Vec::with_capacity(64),
+            dirty: VecDeque::with_capacity(64),
             dirty_flag: vec![false; n],
-            scratch: Vec::with_capacity(64),
             bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
@@ -151,16 +148,15 @@ impl TcpEngine {
     pub fn mark_dirty(&mut self, sid: u32) {
         if !self.dirty_flag[sid as usize] {
             self.dirty_flag[sid as usize] = true;
-            self.dirty.push(sid);
+            self.dirty.push_back(sid);
         }
     }
 
-    /// Take the dirty list (flags cleared).
-    pub fn take_dirty(&mut self, out: &mut Vec<u32>) {
-        for &sid in &self.dirty {
-            self.dirty_flag[sid as usize] = false;
-        }
-        out.append(&mut self.dirty);
+    /// The next dirty session, its flag cleared (it may be marked again while it sends).
+    pub fn pop_dirty(&mut self) -> Option<u32> {
+        let sid = self.dirty.pop_front()?;
+        self.dirty_flag[sid as usize] = false;
+        Some(sid)
     }
 
     /// Start listening on `port`.

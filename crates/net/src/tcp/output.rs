@@ -26,25 +26,20 @@ struct Seg {
 }
 
 impl TcpEngine {
-    /// Run the output of every session marked as having something to send.
+    /// Run the output of every session marked as having something to send when the flush
+    /// starts (sessions marked again meanwhile wait for the next flush). When the link is
+    /// full the rest stay queued, in order, for the next poll.
     pub(crate) fn flush_dirty<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
-        let mut work = std::mem::take(&mut self.scratch);
-        self.take_dirty(&mut work);
-        for (i, &sid) in work.iter().enumerate() {
+        for _ in 0..self.dirty.len() {
             if eg.tx.is_full() {
                 eg.flush(link)?;
                 if eg.tx.is_full() {
-                    // The link is full: the rest waits for the next poll.
-                    for &rest in &work[i..] {
-                        self.mark_dirty(rest);
-                    }
                     break;
                 }
             }
+            let Some(sid) = self.pop_dirty() else { break };
             self.output(eg, link, sid, now)?;
         }
-        work.clear();
-        self.scratch = work;
         Ok(())
     }
 
