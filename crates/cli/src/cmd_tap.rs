@@ -14,6 +14,7 @@ use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
+use testbed::linux_impair::{LinuxImpair, LinuxImpairSpec};
 use testbed::TapSetup;
 
 /// Options of `linerate tap`.
@@ -56,11 +57,17 @@ pub struct TapArgs {
     /// probabilities and microseconds, e.g. "0.01,0.01,0.005,1000" (seeded, reproducible).
     #[arg(long, value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = parse_impairment)]
     impair: Option<Impairment>,
+    /// Have the Linux kernel impair what Linux sends into the TAP, same format as --impair
+    /// (netem if the kernel has it, else nftables on the egress hook and an NFQUEUE delayer);
+    /// the mechanism and the counts of dropped, duplicated and delayed packets go to stderr.
+    #[arg(long, value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = parse_impairment)]
+    linux_impair: Option<Impairment>,
     /// Stop after this many seconds (default: run until Ctrl-C, or until --run finishes, or
     /// until --tcp-send finishes when there is no --run).
     #[arg(long)]
     duration: Option<f64>,
-    /// Run this shell command inside the namespace while the host serves, then exit with its status.
+    /// Run this shell command inside the namespace while the host serves, then exit with its status
+    /// (a --tcp-send still closing then gets a few more seconds to finish).
     #[arg(long)]
     run: Option<String>,
     /// Prefix of the namespace's name.
@@ -70,6 +77,10 @@ pub struct TapArgs {
     #[arg(long)]
     json: bool,
 }
+
+/// How long a --tcp-send may still take to finish after the --run command has ended (more
+/// than the sender's own wait for the final acknowledgement).
+const SEND_LINGER: Duration = Duration::from_secs(12);
 
 /// Run `linerate tap`.
 pub fn run(a: TapArgs) -> Result<ExitCode, String> {
@@ -85,9 +96,10 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     if cpu >= 0 {
         crate::bench_common::pin_cpu(cpu as usize);
     }
-    let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref(), a.impair.clone())
+    let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref(), a.impair)
         .map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
+    let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
     let mut echo = match a.echo_port {
         0 => None,
         p => Some(UdpEcho::bind(&mut setup.stack, p).map_err(|e| e.to_string())?),
@@ -122,6 +134,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     let mut idler = Idler::new();
     let mut last_publish = start;
     let mut last_child_check = start;
+    let mut run_ended = None;
     let mut exit = ExitCode::SUCCESS;
     loop {
         let t = now();
@@ -145,6 +158,13 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
                 break;
             }
         }
+        if let Some(at) = run_ended {
+            // The --run command is done: stop, but give a --tcp-send still closing (its last
+            // acknowledgements or the peer's FIN may be lost or late) a bounded while to finish.
+            if tcp.send.as_ref().is_none_or(TcpSource::is_finished) || t - at >= SEND_LINGER {
+                break;
+            }
+        }
         if t - last_child_check >= Duration::from_millis(5) {
             last_child_check = t;
             if let Some(c) = child.as_mut() {
@@ -155,7 +175,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
                     }
                     exit = ExitCode::from(code.clamp(0, 255) as u8);
                     child = None;
-                    break;
+                    run_ended = Some(t);
                 }
             }
         }
@@ -176,6 +196,10 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         t.row(vec![name, v.to_string()]);
     }
     t.row(vec!["tcp_sessions_at_exit".into(), setup.stack.tcp_sessions().to_string()]);
+    if let Some(g) = &linux_impair {
+        report_linux_impairment(g, &mut t);
+    }
+    drop(linux_impair);
     t.print(a.json);
     if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
         eprintln!("linerate: --tcp-send failed: {e}");
@@ -186,6 +210,31 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(exit)
+}
+
+/// Apply `--linux-impair` to Linux's side of the TAP (in the namespace) and say how.
+fn impair_linux_side(setup: &TapSetup, imp: Option<&Impairment>) -> Result<Option<LinuxImpair>, String> {
+    let Some(imp) = imp else { return Ok(None) };
+    let spec = LinuxImpairSpec::from_impairment(imp);
+    let dev = testbed::tap::TAP_IFNAME;
+    let g = LinuxImpair::apply(Some(&setup.ns), dev, &spec).map_err(|e| format!("--linux-impair: {e}"))?;
+    eprintln!("Linux's side of {dev} impaired by the kernel with {}: {spec}", g.mechanism());
+    Ok(Some(g))
+}
+
+/// Print what the Linux-side impairment did (stderr) and add it to the final table.
+fn report_linux_impairment(g: &LinuxImpair, t: &mut Table) {
+    match g.counters() {
+        Ok(c) => {
+            eprintln!("linux impairment ({}) on {}: {c}", g.mechanism(), g.device());
+            for (name, v) in [("dropped", c.dropped), ("duplicated", c.duplicated), ("delayed", c.delayed)] {
+                if let Some(v) = v {
+                    t.row(vec![format!("linux_impair_{name}"), v.to_string()]);
+                }
+            }
+        }
+        Err(e) => eprintln!("linux impairment ({}) on {}: cannot read the counters: {e}", g.mechanism(), g.device()),
+    }
 }
 
 /// The TCP side of the host: echo, sink, HTTP responder and the file sender, each optional.

@@ -1,78 +1,59 @@
 //! TCP interop with the real Linux stack through `linerate tap`: 200 MB each way through
-//! `nc` (clean, and with netem impairing Linux's side), a 50 MB object fetched by curl, and a
-//! tshark check of a capture. Needs root; without it (or a tool) each test says why and
-//! fails under CI (CI=true), where it must run.
+//! `nc` (clean, and with the kernel impairing Linux's side: netem, or where the kernel has no
+//! netem its nftables+NFQUEUE substitute), a 50 MB object fetched by curl, and a tshark check
+//! of a capture. Needs root; without it (or a tool) each test says why and fails under CI
+//! (CI=true), where it must run.
 
 mod common;
 
-use common::{can_run, serial, sha256_file, tap_run, unavailable, Scratch, HOST, LINUX};
+use common::{can_run, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
 
 /// Bytes moved each way in the bulk tests.
 const BULK: u64 = 200_000_000;
 /// Hard bound on every `linerate tap` run, seconds (the tests take well under a minute).
 const LIMIT: &str = "90";
-/// The impairment of the netem variants, on Linux's side of the TAP.
-const NETEM: &str = "loss 1% reorder 1% duplicate 0.5% delay 1ms";
+/// The impairment of Linux's side of the TAP in the impaired variants (`--linux-impair`):
+/// 1% loss, 1% reordering by 1 ms, 0.5% duplication, as netem's
+/// `loss 1% reorder 1% duplicate 0.5% delay 1ms`.
+const LINUX_IMPAIR: &str = "0.01,0.01,0.005,1000";
 
-/// Why netem cannot impair a link here, or None (tries it on a veth in a scratch namespace).
-fn netem_unavailable() -> Option<String> {
-    if let Some(why) = unavailable(&["tc", "nc"]) {
-        return Some(why);
-    }
-    let ns = match testbed::Netns::create("lr-netem-probe") {
-        Ok(ns) => ns,
-        Err(e) => return Some(e.to_string()),
-    };
-    if let Err(e) = ns.ip(&["link", "add", "probe0", "type", "veth", "peer", "name", "probe1"]) {
-        return Some(e.to_string());
-    }
-    let args: Vec<&str> =
-        ["qdisc", "add", "dev", "probe0", "root", "netem"].into_iter().chain(NETEM.split(' ')).collect();
-    match ns.run("tc", &args) {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!("tc cannot add netem ({}): {}", NETEM, String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Some(e.to_string()),
-    }
-}
-
-/// How a bulk test impairs the path.
+/// Whether a bulk test impairs Linux's side of the TAP.
 #[derive(Clone, Copy, PartialEq)]
 enum Impair {
     /// A clean path.
     No,
-    /// netem on Linux's side of the TAP.
-    Netem,
-    /// The same figures applied in userspace to everything linerate sends (when the kernel
-    /// has no netem): Linux's receiver and our sender must recover from the same faults.
-    Userspace,
-}
-
-/// The userspace stand-in for `NETEM`: loss, reorder, duplicate, delay in µs.
-const USERSPACE_IMPAIR: &str = "0.01,0.01,0.005,1000";
-
-/// netem if this kernel has it, else the userspace impairment (saying why).
-fn impairment() -> Impair {
-    match netem_unavailable() {
-        None => Impair::Netem,
-        Some(why) => {
-            eprintln!("netem unavailable ({why}): impairing linerate's side in userspace instead ({USERSPACE_IMPAIR})");
-            Impair::Userspace
-        }
-    }
+    /// `--linux-impair LINUX_IMPAIR`: the kernel impairs what Linux sends into the TAP.
+    Linux,
 }
 
 /// Extra `linerate tap` flags for `imp`.
 fn impair_flags(imp: Impair) -> Vec<&'static str> {
-    if imp == Impair::Userspace {
-        vec!["--impair", USERSPACE_IMPAIR]
-    } else {
-        vec![]
+    match imp {
+        Impair::No => vec![],
+        Impair::Linux => vec!["--linux-impair", LINUX_IMPAIR],
     }
 }
 
-/// The shell command that puts netem on Linux's side of the TAP, then `and_then`.
-fn with_netem(and_then: &str) -> String {
-    format!("tc qdisc add dev {} root netem {NETEM} && {and_then}", testbed::tap::TAP_IFNAME)
+/// Whether an impaired variant can run (nc, and netem or the substitute's tools).
+fn can_impair() -> bool {
+    can_run(&["nc"]) && skip_unless(testbed::linux_impair::unavailable())
+}
+
+/// Assert from `linerate tap`'s stderr that the impairment happened: drops, duplicates and
+/// delays each above zero (netem reports only drops; what it does not count is not checked).
+fn assert_impaired(out: &std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.starts_with("linux impairment (")).expect("the impairment counters are printed");
+    for key in ["dropped", "duplicated", "delayed"] {
+        let value = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+            .unwrap_or_else(|| panic!("no {key}= in '{line}'"));
+        if value != "n/a" {
+            let n: u64 = value.parse().unwrap_or_else(|_| panic!("{key}={value} in '{line}'"));
+            assert!(n > 0, "no packet was {key}: '{line}'");
+        }
+    }
 }
 
 /// Write `BULK` random bytes to a new file in `dir`; returns its path.
@@ -98,13 +79,15 @@ fn linux_to_linerate_echo(name: &str, imp: Impair) {
     let _one_at_a_time = serial();
     let dir = Scratch::new(name);
     let (input, output) = (random_input(&dir), dir.file("out"));
-    let nc = format!("nc -N {HOST} 7 < {input} > {output}");
-    let script = if imp == Impair::Netem { with_netem(&nc) } else { nc };
+    let script = format!("nc -N {HOST} 7 < {input} > {output}");
     let mut flags = vec!["--duration", LIMIT];
     flags.extend(impair_flags(imp));
     let out = tap_run(&script, &flags);
     assert!(out.status.success(), "nc through the echo failed");
     assert_same(&input, &output);
+    if imp == Impair::Linux {
+        assert_impaired(&out);
+    }
 }
 
 /// `--tcp-send` sends 200 MB to `nc -l` on the Linux side.
@@ -112,14 +95,16 @@ fn linerate_to_linux_send(name: &str, imp: Impair) {
     let _one_at_a_time = serial();
     let dir = Scratch::new(name);
     let (input, output) = (random_input(&dir), dir.file("out"));
-    let nc = format!("nc -l -p 5001 > {output}");
-    let script = if imp == Impair::Netem { with_netem(&nc) } else { nc };
+    let script = format!("nc -l -p 5001 > {output}");
     let to = format!("{LINUX}:5001");
     let mut flags = vec!["--duration", LIMIT, "--tcp-send", &to, "--send-file", &input];
     flags.extend(impair_flags(imp));
     let out = tap_run(&script, &flags);
     assert!(out.status.success(), "the send or nc -l failed");
     assert_same(&input, &output);
+    if imp == Impair::Linux {
+        assert_impaired(&out);
+    }
 }
 
 #[test]
@@ -138,15 +123,15 @@ fn linerate_sends_200_mb_to_nc_listening_on_linux() {
 
 #[test]
 fn echo_of_200_mb_survives_netem_loss_reordering_duplication_and_delay() {
-    if can_run(&["nc"]) {
-        linux_to_linerate_echo("tcp-echo-netem", impairment());
+    if can_impair() {
+        linux_to_linerate_echo("tcp-echo-netem", Impair::Linux);
     }
 }
 
 #[test]
 fn send_of_200_mb_survives_netem_loss_reordering_duplication_and_delay() {
-    if can_run(&["nc"]) {
-        linerate_to_linux_send("tcp-send-netem", impairment());
+    if can_impair() {
+        linerate_to_linux_send("tcp-send-netem", Impair::Linux);
     }
 }
 

@@ -3,6 +3,7 @@
 //! ([`netns`], [`tap`]). Everything a testbed creates is removed when it is dropped.
 
 pub mod inproc;
+pub mod linux_impair;
 pub mod mutate;
 pub mod netns;
 pub mod switch;
