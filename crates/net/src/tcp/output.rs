@@ -61,7 +61,9 @@ impl TcpEngine {
             TcpState::TimeWait => {
                 if self.rx[sid as usize].ack_now {
                     let seq = self.tx[sid as usize].snd_nxt;
-                    self.send_control(eg, link, sid, seq, ACK)?;
+                    if !self.send_control(eg, link, sid, seq, ACK)? {
+                        self.mark_dirty(sid); // the link is full: the ACK goes at the next flush
+                    }
                 }
                 return Ok(());
             }
@@ -80,7 +82,9 @@ impl TcpEngine {
         let rx = &mut self.rx[sid as usize];
         if !sent_any && rx.ack_now {
             let seq = self.tx[sid as usize].snd_nxt;
-            self.send_control(eg, link, sid, seq, ACK)?;
+            if !self.send_control(eg, link, sid, seq, ACK)? {
+                self.mark_dirty(sid); // the link is full: the ACK (or window update) waits
+            }
         }
         let tx = &self.tx[sid as usize];
         // In persist mode the persist timer replaces the retransmission timer (the probe byte
