@@ -282,6 +282,7 @@ impl<L: Link> Stack<L> {
         if tcp.state[sid as usize].state == TcpState::FinWait2 {
             tcp.timers.arm(sid, TimerKind::Linger, now + tcp.cfg.time_wait);
         }
+        tcp.park_buffers_if_done(sid);
         Ok(())
     }
 

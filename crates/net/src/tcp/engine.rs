@@ -82,7 +82,12 @@ pub struct TcpEngine {
     pub(crate) activity: Activity,
     /// Reused list for taking activity.
     pub(crate) scratch_activity: Vec<u32>,
+    /// Buffers of sessions lingering in TIME-WAIT, for new sessions.
+    spare: Vec<Buffers>,
 }
+
+/// Most buffer pairs kept for reuse.
+const MAX_SPARE_BUFFERS: usize = 4096;
 
 impl TcpEngine {
     /// An engine for host `local_ip` with IP MTU `mtu`.
@@ -108,6 +113,7 @@ impl TcpEngine {
             bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
+            spare: Vec::new(),
             local_ip,
             local_mss,
             cfg,
@@ -195,14 +201,32 @@ impl TcpEngine {
         self.rx[sid as usize] = RxSar::default();
         let b = &mut self.bufs[sid as usize];
         if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
-            *b = Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer);
-        } else {
+            // Buffers parked by a session in TIME-WAIT, else fresh ones.
+            *b = self.spare.pop().unwrap_or_else(|| Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer));
+        }
+        {
             b.tx.consume(usize::MAX);
             b.rx.consume(usize::MAX);
             b.asm = Default::default();
             b.transfers.clear();
         }
         Ok(sid)
+    }
+
+    /// A session the application released that reached TIME-WAIT needs no buffers any more
+    /// (all it sent is acknowledged, nobody reads what it received): they wait in a pool for
+    /// the next new session instead of every new session touching fresh memory while
+    /// thousands linger.
+    pub(crate) fn park_buffers_if_done(&mut self, sid: u32) {
+        let s = &self.state[sid as usize];
+        if !(s.released && s.state == TcpState::TimeWait) {
+            return;
+        }
+        let b = std::mem::take(&mut self.bufs[sid as usize]);
+        let fits = b.tx.capacity() == self.cfg.tx_buffer && b.rx.capacity() == self.cfg.rx_buffer;
+        if fits && self.spare.len() < MAX_SPARE_BUFFERS {
+            self.spare.push(b);
+        }
     }
 
     /// Free session `sid` (it leaves the lookup table; its slot can be reused).

@@ -418,7 +418,11 @@ impl TcpEngine {
 
     /// The window field to advertise now (never moving the right edge left), updating `rcv_adv`.
     fn advertise(&mut self, sid: u32, syn: bool) -> u16 {
-        let free = self.bufs[sid as usize].rx.free() as u32;
+        let ring = &self.bufs[sid as usize].rx;
+        // A session in TIME-WAIT may have parked its buffers: it goes on showing the window of
+        // an empty buffer (it accepts no data any more either way).
+        let parked = ring.capacity() == 0 && self.state[sid as usize].state == TcpState::TimeWait;
+        let free = if parked { self.cfg.rx_buffer as u32 } else { ring.free() as u32 };
         let rx = &mut self.rx[sid as usize];
         if syn {
             let w = free.min(65535);

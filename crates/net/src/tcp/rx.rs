@@ -495,6 +495,7 @@ impl TcpEngine {
             TcpState::Closing => {
                 self.state[sid as usize].state = TcpState::TimeWait;
                 self.timers.arm(sid, TimerKind::Linger, now + linger);
+                self.park_buffers_if_done(sid);
             }
             TcpState::LastAck => self.finish(sid, None),
             _ => {}
@@ -596,6 +597,7 @@ impl TcpEngine {
         if next == TcpState::TimeWait {
             self.timers.cancel(sid, TimerKind::Retransmit);
             self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
+            self.park_buffers_if_done(sid);
         }
     }
 }
