@@ -1,8 +1,9 @@
 //! Random TCP segments into a stack with live sessions: each 16-byte record of the input picks
 //! a connection (or a random port), flags, sequence and acknowledgment offsets around the
 //! live values, a window, options and a payload length; the segment is sent with valid IP and
-//! TCP checksums so it reaches the TCP engine. Application calls (send, recv, close, abort)
-//! and time steps are interleaved. Nothing may panic and every frame must be accounted for.
+//! TCP checksums so it reaches the TCP engine. Application calls (send, recv, close, abort,
+//! RX bypass on/off) and time steps are interleaved, with an activity watcher following.
+//! Nothing may panic and every frame must be accounted for.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -52,6 +53,15 @@ fuzz_target!(|data: &[u8]| {
     while let Some(h) = b.tcp_accept(l) {
         servers.push(h);
     }
+    // The first server connection hands its data over in RX bypass; a watcher follows activity.
+    b.tcp_set_rx_handler(|_, d| {
+        std::hint::black_box(d.len());
+    });
+    if let Some(&s) = servers.first() {
+        let _ = b.tcp_set_rx_bypass(s, true);
+    }
+    let watch = b.tcp_watch().unwrap();
+    let mut active = Vec::new();
     let bmac = b.mac();
     let mut buf = [0u8; 4096];
     for rec in data.chunks(16) {
@@ -123,8 +133,15 @@ fuzz_target!(|data: &[u8]| {
                     let _ = b.tcp_abort(s);
                 }
             }
+            5 => {
+                if let Some(&s) = servers.get(which % servers.len().max(1)) {
+                    let _ = b.tcp_set_rx_bypass(s, action & 8 != 0);
+                }
+            }
             _ => {}
         }
+        active.clear();
+        b.tcp_take_activity(watch, &mut active);
         // Keep a's side of the wire drained so b never blocks on a full ring.
         let _ = a.poll(now);
     }
