@@ -176,6 +176,14 @@ pub(crate) fn step<T>(pb: &ProgressBar, what: &str, f: impl FnOnce() -> T) -> T 
     r
 }
 
+/// The median of `n` (at least 1) runs of `f`: single-connection goodput on this shared
+/// machine moves between runs by up to 3x, so one run says little.
+pub(crate) fn median_of(n: usize, mut f: impl FnMut() -> Result<f64, String>) -> Result<f64, String> {
+    let mut v = (0..n.max(1)).map(|_| f()).collect::<Result<Vec<f64>, String>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
 /// Print tables as text separated by blank lines, or as one JSON array.
 pub(crate) fn print_tables(tables: &[Table], json: bool) {
     if json {

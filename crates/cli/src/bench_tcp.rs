@@ -56,6 +56,10 @@ pub struct TcpArgs {
     /// Seconds of sending for each goodput measurement (and at most for the connection cycles).
     #[arg(long, default_value_t = 2.0)]
     secs: f64,
+    /// Single-connection goodput: the median of this many runs (each with fresh processes
+    /// or sockets), for both stacks.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
@@ -123,9 +127,12 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     install_stop_handler();
     bench_cpus();
     let pb = progress(13, a.json);
-    let ours = ours::measure(secs, &pb);
+    if a.repeat == 0 || a.repeat > 99 {
+        return Err(format!("--repeat {} is outside 1..=99", a.repeat));
+    }
+    let ours = ours::measure(secs, a.repeat, &pb);
     let skipped = netns_unavailable();
-    let kernel = if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, &pb)) } else { None };
+    let kernel = if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, a.repeat, &pb)) } else { None };
     pb.finish_and_clear();
     if stop_requested() {
         return Err("interrupted".into());
@@ -137,7 +144,7 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
         _ => String::new(),
     };
     let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
-    print_tables(&[table(&ours, kernel_figures)], a.json);
+    print_tables(&[table(&ours, kernel_figures, a.repeat)], a.json);
     let failed = matches!(kernel, Some(Err(_))) || ours.many.is_err() || kernel_figures.is_ok_and(|k| k.many.is_err());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -206,7 +213,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize) -> Table {
     let mut t = Table::new(
         "TCP: linerate, two processes on the shared-memory link, both busy-polling, vs Linux kernel TCP \
          between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
@@ -215,12 +222,13 @@ fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
     );
     let bits = |v: f64| fmt_si(v, "bit/s");
     for (i, mtu) in MTUS.iter().enumerate() {
-        let metric = format!("goodput, 1 connection, MTU {mtu} (MSS {})", mtu - 40);
+        let metric = format!("goodput, 1 connection, MTU {mtu} (MSS {}), median of {repeat}", mtu - 40);
         ratio_row(&mut t, &metric, ours.goodput[i], kernel.map(|k| k.goodput[i]), bits);
     }
     if let Some(bypass) = ours.goodput_bypass {
         for (i, mtu) in MTUS.iter().enumerate() {
-            let metric = format!("goodput, 1 connection, MTU {mtu}, linerate receiver in RX bypass");
+            let metric =
+                format!("goodput, 1 connection, MTU {mtu}, linerate receiver in RX bypass, median of {repeat}");
             ratio_row(&mut t, &metric, bypass[i], kernel.map(|k| k.goodput[i]), bits);
         }
     }

@@ -8,7 +8,7 @@ use super::{
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_common::{
-    msg, nothing_yet, pin_side, rtt_samples, step, time_up, Mode, NsServer, PeerProcess, GRACE, READY,
+    median_of, msg, nothing_yet, pin_side, rtt_samples, step, time_up, Mode, NsServer, PeerProcess, GRACE, READY,
 };
 use indicatif::ProgressBar;
 use link::Instant;
@@ -35,7 +35,7 @@ const EPOLL_TICK_MS: i32 = 10;
 const LISTENER: u64 = u64::MAX;
 
 /// Every kernel figure (advancing `pb` by six steps).
-pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result<Figures, String> {
     let a = Netns::create("lr-bench-ta").map_err(msg)?;
     let b = Netns::create("lr-bench-tb").map_err(msg)?;
     veth_pair(&a, VETH[0], &cidr(CLIENT_IP), &b, VETH[1], &cidr(SERVER_IP), MTUS[0]).map_err(msg)?;
@@ -48,7 +48,8 @@ pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, Strin
     let mut goodput = [0.0; 2];
     for (i, mtu) in MTUS.iter().enumerate() {
         set_mtu(&a, &b, *mtu)?;
-        goodput[i] = step(pb, &format!("Linux: goodput, MTU {mtu}"), || iperf(&a, &b, 1, secs, None))?;
+        goodput[i] =
+            step(pb, &format!("Linux: goodput, MTU {mtu}"), || median_of(repeat, || iperf(&a, &b, 1, secs, None)))?;
     }
     set_mtu(&a, &b, MTUS[0])?;
     let busy = step(pb, "Linux: round trips, busy-polling", || rtt(&a, &b, Mode::Spin))?;

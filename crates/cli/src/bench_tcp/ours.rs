@@ -6,7 +6,7 @@ use super::{
     request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD,
     SINK_PORT, STEP_TIMEOUT, WARMUP_CYCLES,
 };
-use crate::bench_common::{msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
+use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
 use crate::cmd_iperf::tcp_stack_config;
 use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
@@ -205,20 +205,17 @@ impl Pair {
 }
 
 /// Every linerate figure (advancing `pb` by seven steps).
-pub(super) fn measure(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result<Figures, String> {
     pin_side(0);
     let limit = secs + GRACE * 6;
-    let mut std_pair = Pair::start(MTUS[0], 256, None, limit, false)?;
-    let g1500 = step(pb, "linerate: goodput, MTU 1500", || std_pair.iperf(1, secs, 1))?;
-    let rtt = step(pb, "linerate: round trips", || std_pair.rtt())?;
-    drop(std_pair);
-    let g9000 =
-        step(pb, "linerate: goodput, MTU 9000", || Pair::start(MTUS[1], 256, None, limit, false)?.iperf(1, secs, 1))?;
+    let goodput =
+        |mtu: usize, bypass: bool| median_of(repeat, || Pair::start(mtu, 256, None, limit, bypass)?.iperf(1, secs, 1));
+    let g1500 = step(pb, "linerate: goodput, MTU 1500", || goodput(MTUS[0], false))?;
+    let rtt = step(pb, "linerate: round trips", || Pair::start(MTUS[0], 256, None, limit, false)?.rtt())?;
+    let g9000 = step(pb, "linerate: goodput, MTU 9000", || goodput(MTUS[1], false))?;
     let mut bypass = [0.0; 2];
     for (i, mtu) in MTUS.into_iter().enumerate() {
-        bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || {
-            Pair::start(mtu, 256, None, limit, true)?.iperf(1, secs, 1)
-        })?;
+        bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || goodput(mtu, true))?;
     }
     let cycles = step(pb, "linerate: connection cycles", || {
         Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, false)?.cycles(secs)
