@@ -5,7 +5,6 @@
 
 use link::{Instant, Link};
 use net::{Stack, TcpHandle, TcpWatch};
-use std::collections::HashMap;
 use std::time::Duration;
 
 /// How often every connection is stepped regardless of activity.
@@ -17,7 +16,8 @@ pub struct StepPlan {
     watch: Option<TcpWatch>,
     /// No watcher could be had: always sweep.
     unwatched: bool,
-    by_slot: HashMap<u32, (TcpHandle, usize)>,
+    /// Per session slot: the connection bound there and its item index.
+    by_slot: Vec<Option<(TcpHandle, usize)>>,
     last_sweep: Option<Instant>,
     active: Vec<TcpHandle>,
 }
@@ -30,13 +30,19 @@ impl StepPlan {
 
     /// Connection `h` is the service's item `index` (replaces an earlier binding of `h`).
     pub fn bind(&mut self, h: TcpHandle, index: usize) {
-        self.by_slot.insert(h.slot(), (h, index));
+        let slot = h.slot() as usize;
+        if slot >= self.by_slot.len() {
+            self.by_slot.resize(slot + 1, None);
+        }
+        self.by_slot[slot] = Some((h, index));
     }
 
     /// Forget connection `h`.
     pub fn unbind(&mut self, h: TcpHandle) {
-        if self.by_slot.get(&h.slot()).is_some_and(|(b, _)| *b == h) {
-            self.by_slot.remove(&h.slot());
+        if let Some(e) = self.by_slot.get_mut(h.slot() as usize) {
+            if e.is_some_and(|(b, _)| b == h) {
+                *e = None;
+            }
         }
     }
 
@@ -61,9 +67,9 @@ impl StepPlan {
             return true;
         }
         for h in &self.active {
-            if let Some(&(b, i)) = self.by_slot.get(&h.slot()) {
-                if b == *h {
-                    out.push(i);
+            if let Some(Some((b, i))) = self.by_slot.get(h.slot() as usize) {
+                if b == h {
+                    out.push(*i);
                 }
             }
         }

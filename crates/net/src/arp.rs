@@ -1,6 +1,7 @@
 //! The ARP cache and the resolution state of addresses being looked up.
 
 use link::Instant;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -12,18 +13,29 @@ pub struct ArpCache {
     entries: HashMap<Ipv4Addr, (MacAddr, Instant)>,
     capacity: usize,
     ttl: Duration,
+    /// The entry of the last successful lookup (most traffic goes to one next hop): spares
+    /// the keyed hash of every send. Cleared whenever the entries change.
+    last: Cell<Option<(Ipv4Addr, MacAddr, Instant)>>,
 }
 
 impl ArpCache {
     /// A cache of at most `capacity` entries, each valid for `ttl` after it was learned.
     pub fn new(capacity: usize, ttl: Duration) -> Self {
-        ArpCache { entries: HashMap::with_capacity(capacity), capacity, ttl }
+        ArpCache { entries: HashMap::with_capacity(capacity), capacity, ttl, last: Cell::new(None) }
     }
 
     /// The MAC for `ip` if known and not expired.
     pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Option<MacAddr> {
+        if let Some((last_ip, mac, expires)) = self.last.get() {
+            if last_ip == ip && now < expires {
+                return Some(mac);
+            }
+        }
         match self.entries.get(&ip) {
-            Some(&(mac, expires)) if now < expires => Some(mac),
+            Some(&(mac, expires)) if now < expires => {
+                self.last.set(Some((ip, mac, expires)));
+                Some(mac)
+            }
             _ => None,
         }
     }
@@ -35,6 +47,7 @@ impl ArpCache {
 
     /// Learn or refresh `ip -> mac`. When full, the entry closest to expiry is evicted.
     pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
+        self.last.set(None);
         if !self.entries.contains_key(&ip) && self.entries.len() >= self.capacity {
             self.expire(now);
             if self.entries.len() >= self.capacity {
@@ -48,6 +61,7 @@ impl ArpCache {
 
     /// Remove expired entries.
     pub fn expire(&mut self, now: Instant) {
+        self.last.set(None);
         self.entries.retain(|_, (_, expires)| now < *expires);
     }
 

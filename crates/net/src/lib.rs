@@ -27,6 +27,7 @@ pub mod counters;
 mod egress;
 pub mod error;
 mod iface;
+pub mod int_hash;
 pub mod ping;
 pub mod queue;
 pub mod raw;

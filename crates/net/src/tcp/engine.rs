@@ -10,9 +10,10 @@ use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
 use crate::egress::Egress;
+use crate::int_hash::IntMap;
 use crate::NetError;
 use link::{Instant, Link};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A listening port: its backlog and the connections waiting to be accepted.
@@ -67,7 +68,7 @@ pub struct TcpEngine {
     /// 4-tuple -> session id.
     pub lookup: CuckooTable,
     /// Port table: listening ports.
-    pub listeners: HashMap<u16, Listener>,
+    pub listeners: IntMap<u16, Listener>,
     free: Vec<u32>,
     isn: IsnGenerator,
     pub(crate) challenge: ChallengeLimit,
@@ -102,7 +103,7 @@ impl TcpEngine {
             bufs: (0..n).map(|_| Buffers::default()).collect(),
             timers: Timers::new(n),
             lookup: CuckooTable::new(n, cfg.secret[0] ^ cfg.secret[1]),
-            listeners: HashMap::new(),
+            listeners: IntMap::default(),
             free: (0..n as u32).rev().collect(),
             isn: IsnGenerator::new(cfg.secret),
             challenge: ChallengeLimit { per_sec: cfg.challenge_ack_limit, used: 0, window: Instant::ZERO },
