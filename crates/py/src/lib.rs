@@ -2,6 +2,7 @@
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
 mod middlebox;
+mod rx_bypass;
 mod spn;
 
 use link::impair::Impairment;
@@ -29,6 +30,8 @@ fn parse_ip(s: &str) -> PyResult<Ipv4Addr> {
 #[pyclass(name = "Testbed", unsendable)]
 struct PyTestbed {
     tb: Testbed,
+    /// Exceptions of RX-bypass callables, re-raised by `run`/`step`.
+    handler_errors: rx_bypass::HandlerErrors,
 }
 
 #[pymethods]
@@ -40,7 +43,7 @@ impl PyTestbed {
             return Err(PyValueError::new_err(format!("mtu {mtu} is outside 68..=9216")));
         }
         let cfg = TestbedConfig { mtu, step: Duration::from_micros(step_us.max(1)), ..Default::default() };
-        Ok(PyTestbed { tb: Testbed::new(cfg) })
+        Ok(PyTestbed { tb: Testbed::new(cfg), handler_errors: Default::default() })
     }
 
     /// Add a host ("10.0.0.1/24"). Impairments apply between the host and the switch; with
@@ -86,12 +89,15 @@ impl PyTestbed {
     /// Advance virtual time by `ms` milliseconds, polling every host at every step.
     #[pyo3(signature = (ms = 1.0))]
     fn run(&mut self, ms: f64) -> PyResult<()> {
-        self.tb.run_for(Duration::from_secs_f64(ms.max(0.0) / 1e3)).map_err(rt)
+        self.tb.run_for(Duration::from_secs_f64(ms.max(0.0) / 1e3)).map_err(rt)?;
+        rx_bypass::take_error(&self.handler_errors)
     }
 
     /// One step: poll every host once and advance time by one step. Returns frames moved.
     fn step(&mut self) -> PyResult<usize> {
-        self.tb.step().map_err(rt)
+        let n = self.tb.step().map_err(rt)?;
+        rx_bypass::take_error(&self.handler_errors)?;
+        Ok(n)
     }
 
     /// Virtual time in nanoseconds.
@@ -140,6 +146,34 @@ impl PyHost {
     fn udp_bind(&self, py: Python<'_>, port: u16) -> PyResult<PyUdpSocket> {
         let h = self.with(py, |tb| tb.host(self.id).udp_bind(port).map_err(val))?;
         Ok(PyUdpSocket { tb: self.tb.clone_ref(py), id: self.id, h })
+    }
+
+    /// Install the RX-bypass handler of this host: `callback(slot, data)` receives the
+    /// in-order payload of every connection switched to bypass (`TcpConn.set_rx_bypass`),
+    /// straight from the frame, while the testbed runs. It must not call into the testbed;
+    /// its exceptions are re-raised by `Testbed.run`/`step`.
+    fn set_rx_handler(&self, py: Python<'_>, callback: PyObject) -> PyResult<()> {
+        let errors = self.tb.try_borrow(py).map_err(rt)?.handler_errors.clone();
+        self.with(py, |tb| {
+            tb.host(self.id).tcp_set_rx_handler(rx_bypass::handler(callback, errors));
+            Ok(())
+        })
+    }
+
+    /// A new watcher of TCP connection activity; returns its number for `take_activity`.
+    fn tcp_watch(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |tb| tb.host(self.id).tcp_watch().map(|w| w.index()).map_err(rt))
+    }
+
+    /// The slots (`TcpConn.slot`) of the connections with activity since watcher `watch`
+    /// last looked: a segment was processed for them, or they ended.
+    fn take_activity(&self, py: Python<'_>, watch: usize) -> PyResult<Vec<u32>> {
+        self.with(py, |tb| {
+            let mut out = Vec::new();
+            let w = net::TcpWatch::from_index(watch).ok_or_else(|| val(format!("no watcher {watch}")))?;
+            tb.host(self.id).tcp_take_activity(w, &mut out);
+            Ok(out.into_iter().map(TcpHandle::slot).collect())
+        })
     }
 
     /// Listen for TCP connections on `port`.
@@ -408,6 +442,18 @@ impl PyTcpConn {
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |s, h| Ok(format!("{:?}", s.tcp_state(h).map_err(val)?)))
+    }
+
+    /// The connection's session slot (what RX-bypass handlers and activity report).
+    #[getter]
+    fn slot(&self) -> u32 {
+        self.h.slot()
+    }
+
+    /// Switch RX bypass on (in-order payload goes to the host's handler, see
+    /// `Host.set_rx_handler`; data already buffered goes first) or off.
+    fn set_rx_bypass(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.with(py, |s, h| s.tcp_set_rx_bypass(h, on).map_err(rt))
     }
 
     /// Queue as much of `data` as fits; returns the number of bytes taken (back-pressure).

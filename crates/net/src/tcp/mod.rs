@@ -90,6 +90,18 @@ impl TcpHandle {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TcpWatch(pub(crate) usize);
 
+impl TcpWatch {
+    /// The watcher's number (for bindings that pass it as an integer).
+    pub fn index(self) -> usize {
+        self.0
+    }
+
+    /// The watcher numbered `i`, if `i` can be one (the stack ignores numbers it never gave).
+    pub fn from_index(i: usize) -> Option<TcpWatch> {
+        (i < activity::MAX_WATCHERS).then_some(TcpWatch(i))
+    }
+}
+
 /// A listening port of a stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TcpListener(pub(crate) u16);
