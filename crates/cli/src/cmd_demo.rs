@@ -334,7 +334,7 @@ fn tcp_testbed(imp: Option<Impairment>, sessions: usize) -> Result<(Testbed, Hos
             cfg.tcp.tx_buffer = 4096;
             cfg.tcp.rx_buffer = 4096;
         }
-        let opts = HostOptions { impairment: if i == 0 { imp.clone() } else { None }, ..Default::default() };
+        let opts = HostOptions { impairment: if i == 0 { imp } else { None }, ..Default::default() };
         ids.push(tb.add_host_with(cfg, opts).map_err(err)?);
     }
     Ok((tb, ids[0], ids[1]))

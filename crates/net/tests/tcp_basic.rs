@@ -132,7 +132,7 @@ fn transfer_survives_loss_reordering_and_duplication() {
             ..Default::default()
         };
         let (la, lb) = mem::pair(LinkConfig::default());
-        let la: Box<dyn Link> = Box::new(Impaired::new(la, imp.clone()).unwrap());
+        let la: Box<dyn Link> = Box::new(Impaired::new(la, imp).unwrap());
         let lb: Box<dyn Link> = Box::new(Impaired::new(lb, Impairment { seed: seed + 100, ..imp }).unwrap());
         let mut p = Pair {
             a: Stack::new(cfg("10.0.0.1/24"), la).unwrap(),

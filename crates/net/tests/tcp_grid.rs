@@ -25,7 +25,7 @@ fn digest(d: &[u8]) -> u64 {
 fn run_cell(loss: f64, reorder: f64, duplicate: f64, delay: Duration, seed: u64) {
     let imp = Impairment { loss, reorder, duplicate, delay, seed, ..Default::default() };
     let (la, lb) = mem::pair(LinkConfig::default());
-    let la: Box<dyn Link> = Box::new(Impaired::new(la, imp.clone()).unwrap());
+    let la: Box<dyn Link> = Box::new(Impaired::new(la, imp).unwrap());
     let lb: Box<dyn Link> = Box::new(Impaired::new(lb, Impairment { seed: seed ^ 0xabcd, ..imp }).unwrap());
     let mut a = Stack::new(cfg("10.0.0.1/24"), la).unwrap();
     let mut b = Stack::new(cfg("10.0.0.2/24"), lb).unwrap();

@@ -98,7 +98,7 @@ fn a_clean_bulk_transfer_reaches_the_handler_in_order_and_the_window_stays_open(
 fn loss_reordering_and_duplicates_are_repaired_before_the_handler_sees_data() {
     let (la, lb) = mem::pair(LinkConfig::default());
     let imp = Impairment { loss: 0.02, reorder: 0.03, duplicate: 0.01, seed: 7, ..Impairment::default() };
-    let la = Impaired::new(la, imp.clone()).unwrap();
+    let la = Impaired::new(la, imp).unwrap();
     let lb = Impaired::new(lb, Impairment { seed: 8, ..imp }).unwrap();
     let mut now = Instant::ZERO + Duration::from_secs(1);
     let (mut a, mut b, c, s) = connected(la, lb, &mut now);

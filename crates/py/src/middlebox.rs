@@ -251,7 +251,7 @@ impl Program for PyProgram {
 
     fn on_start(&mut self, ctx: &mut Ctx<'_>) {
         Python::with_gil(|py| {
-            self.call(py, ctx, "on_start", |c| Ok(pyo3::types::PyTuple::new(py, [c])?));
+            self.call(py, ctx, "on_start", |c| pyo3::types::PyTuple::new(py, [c]));
         });
     }
 
@@ -263,9 +263,7 @@ impl Program for PyProgram {
             };
             if self.obj.bind(py).hasattr("on_packet").unwrap_or(false) {
                 let p2 = p.clone();
-                self.call(py, ctx, "on_packet", move |c| {
-                    Ok(pyo3::types::PyTuple::new(py, [c.into_any(), p2.into_any()])?)
-                });
+                self.call(py, ctx, "on_packet", move |c| pyo3::types::PyTuple::new(py, [c.into_any(), p2.into_any()]));
             }
             // Neither sent nor kept by Python (only our reference is left): drop it.
             if p.get_refcnt() == 1 {
@@ -283,7 +281,7 @@ impl Program for PyProgram {
         };
         Python::with_gil(|py| {
             self.call(py, ctx, "on_message", |c| {
-                Ok(pyo3::types::PyTuple::new(
+                pyo3::types::PyTuple::new(
                     py,
                     [
                         c.into_any(),
@@ -291,20 +289,20 @@ impl Program for PyProgram {
                         msg.value.into_pyobject(py)?.into_any(),
                         from.into_pyobject(py)?.into_any(),
                     ],
-                )?)
+                )
             });
         });
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx<'_>) {
         Python::with_gil(|py| {
-            self.call(py, ctx, "on_timer", |c| Ok(pyo3::types::PyTuple::new(py, [c])?));
+            self.call(py, ctx, "on_timer", |c| pyo3::types::PyTuple::new(py, [c]));
         });
     }
 
     fn on_flush(&mut self, ctx: &mut Ctx<'_>) {
         Python::with_gil(|py| {
-            self.call(py, ctx, "on_flush", |c| Ok(pyo3::types::PyTuple::new(py, [c])?));
+            self.call(py, ctx, "on_flush", |c| pyo3::types::PyTuple::new(py, [c]));
         });
     }
 

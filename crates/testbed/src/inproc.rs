@@ -89,8 +89,8 @@ impl Testbed {
         let mut host_link: Box<dyn Link> = Box::new(host_end);
         let mut far_link: Box<dyn Link> = Box::new(far_end);
         if let Some(imp) = &opts.impairment {
-            host_link = Box::new(Impaired::new(host_link, imp.clone())?);
-            let back = Impairment { seed: imp.seed ^ 0x9e37_79b9_7f4a_7c15, ..imp.clone() };
+            host_link = Box::new(Impaired::new(host_link, *imp)?);
+            let back = Impairment { seed: imp.seed ^ 0x9e37_79b9_7f4a_7c15, ..*imp };
             far_link = Box::new(Impaired::new(far_link, back)?);
         }
         if let Some(path) = &opts.pcap {

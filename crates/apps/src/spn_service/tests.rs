@@ -364,7 +364,7 @@ fn tcp_stream_dribbled_in_small_pieces_with_malformed_records() {
     let c = b.service.counters();
     assert_eq!((c.requests, c.error_records, c.responses, c.streams_closed), (36, 5, 41, 1));
     // The service closed the connection after its answers (our client's connection stays).
-    assert_eq!(b.client_stack.tcp_at_eof(h).unwrap(), true);
+    assert!(b.client_stack.tcp_at_eof(h).unwrap());
     assert_eq!(b.service.connections().accepted, 2);
     assert_eq!(b.service.connections().completed, 1);
 }
