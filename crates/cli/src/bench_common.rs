@@ -184,6 +184,17 @@ pub(crate) fn median_of(n: usize, mut f: impl FnMut() -> Result<f64, String>) ->
     Ok(v[v.len() / 2])
 }
 
+/// The peer's figures, or why the table has none: "failed: …" when its run failed,
+/// "skipped: …" when it could not run here (`skipped`).
+pub(crate) fn peer_or_reason<F>(peer: &Option<Result<F, String>>, skipped: Option<String>) -> Result<&F, String> {
+    match (peer, skipped) {
+        (Some(Ok(f)), _) => Ok(f),
+        (Some(Err(e)), _) => Err(format!("failed: {e}")),
+        (None, Some(why)) => Err(format!("skipped: {why}")),
+        (None, None) => Err(String::new()),
+    }
+}
+
 /// Print tables as text separated by blank lines, or as one JSON array.
 pub(crate) fn print_tables(tables: &[Table], json: bool) {
     if json {

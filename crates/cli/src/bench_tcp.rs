@@ -14,7 +14,8 @@ mod kernel;
 mod ours;
 
 use crate::bench_common::{
-    bench_cpus, check_secs, die_with_parent, msg, percentile, pin_cpu, print_tables, progress, ratio_row, READY,
+    bench_cpus, check_secs, die_with_parent, msg, peer_or_reason, percentile, pin_cpu, print_tables, progress,
+    ratio_row, READY,
 };
 use crate::cmd_iperf::tcp_stack_config;
 use crate::output::{fmt_si, fmt_us, Table};
@@ -138,12 +139,8 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
         return Err("interrupted".into());
     }
     let ours = ours?;
-    let missing = match (&kernel, skipped) {
-        (Some(Err(e)), _) => format!("failed: {e}"),
-        (_, Some(why)) => format!("skipped: {why}"),
-        _ => String::new(),
-    };
-    let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
+    let peer = peer_or_reason(&kernel, skipped);
+    let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
     print_tables(&[table(&ours, kernel_figures, a.repeat)], a.json);
     let failed = matches!(kernel, Some(Err(_))) || ours.many.is_err() || kernel_figures.is_ok_and(|k| k.many.is_err());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })

@@ -4,8 +4,9 @@
 //! child that serves the linerate side.
 
 use crate::bench_common::{
-    bench_cpus, check_secs, die_with_parent, msg, nothing_yet, percentile, pin_cpu, pin_side, print_tables, progress,
-    ratio_row as row, rtt_samples, step, time_up, unique_name, Mode, NsServer, PeerProcess, Tally, GRACE, READY,
+    bench_cpus, check_secs, die_with_parent, msg, nothing_yet, peer_or_reason, percentile, pin_cpu, pin_side,
+    print_tables, progress, ratio_row as row, rtt_samples, step, time_up, unique_name, Mode, NsServer, PeerProcess,
+    Tally, GRACE, READY,
 };
 use crate::output::{fmt_si, fmt_us, Table};
 use crate::runloop::{install_stop_handler, stop_requested};
@@ -95,12 +96,8 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
         return Err("interrupted".into());
     }
     let ours = ours?;
-    let missing = match (&kernel, skipped) {
-        (Some(Err(e)), _) => format!("failed: {e}"),
-        (_, Some(why)) => format!("skipped: {why}"),
-        _ => String::new(),
-    };
-    let kernel_figures = kernel.as_ref().and_then(|k| k.as_ref().ok()).ok_or(missing.as_str());
+    let peer = peer_or_reason(&kernel, skipped);
+    let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
     print_tables(&[table(&ours, kernel_figures)], a.json);
     Ok(if matches!(kernel, Some(Err(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
