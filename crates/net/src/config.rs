@@ -37,6 +37,10 @@ pub struct Config {
     pub gratuitous_arp: bool,
     /// Datagrams a UDP or raw socket queues before dropping.
     pub socket_rx_queue: usize,
+    /// Bytes a UDP socket's receive queue holds at most (at least one 64 KiB datagram).
+    pub socket_rx_bytes: usize,
+    /// IPv4 reassembly limits: timeout, memory in all and per source, datagrams at once.
+    pub reasm: crate::reasm::ReasmLimits,
     /// ICMP error messages sent per second at most (0: unlimited).
     pub icmp_error_rate: u32,
     /// First port of the ephemeral range.
@@ -83,6 +87,8 @@ impl Config {
             arp_max_pending: 256,
             gratuitous_arp: true,
             socket_rx_queue: 512,
+            socket_rx_bytes: 1 << 20,
+            reasm: crate::reasm::ReasmLimits::default(),
             icmp_error_rate: 1000,
             ephemeral_first: 49152,
             verify_udp_checksum: true,

@@ -91,6 +91,26 @@ define_counters! {
     tcp_dup_acks,
     /// Out-of-order segments stored for reassembly.
     tcp_out_of_order,
+    /// SYN-ACKs sent with a SYN cookie (the half-open queue was full, RFC 4987 3.6).
+    tcp_syncookies_sent,
+    /// Connections opened by an ACK that carried a valid SYN cookie.
+    tcp_syncookies_accepted,
+    /// Sessions in TIME-WAIT given up early to make room for a new session.
+    tcp_time_wait_reclaimed,
+    /// New connections accepted on a 4-tuple still in TIME-WAIT (RFC 6191).
+    tcp_time_wait_reused,
+    /// ACKs sent with a D-SACK block (RFC 2883) reporting a duplicate segment.
+    tcp_dsacks_sent,
+    /// Path MTU lowered by an ICMP "fragmentation needed" message (RFC 1191).
+    icmp_pmtu_updates,
+    /// IPv4 fragments stored for reassembly (a received frame's verdict).
+    ipv4_frags_queued,
+    /// IPv4 datagrams reassembled from fragments.
+    ipv4_reassembled,
+    /// IPv4 datagrams we sent in fragments.
+    ipv4_fragmented_sent,
+    /// IPv4 fragments we sent.
+    ipv4_frags_sent,
     /// Frame shorter than an Ethernet header or with an incomplete VLAN tag.
     drop_eth_truncated,
     /// Frame addressed to another MAC address.
@@ -119,12 +139,30 @@ define_counters! {
     drop_ipv4_bad_total_len,
     /// IPv4 header checksum wrong.
     drop_ipv4_bad_checksum,
-    /// IPv4 fragment (this host does not reassemble).
-    drop_ipv4_fragment,
+    /// IPv4 fragment malformed: empty, MF set with a length not a multiple of 8, or ending
+    /// beyond 65,535 bytes.
+    drop_ipv4_frag_malformed,
+    /// IPv4 fragment too small for the transport header, or starting inside it (RFC 1858).
+    drop_ipv4_frag_tiny,
+    /// IPv4 fragment that repeats one already held.
+    drop_ipv4_frag_duplicate,
+    /// IPv4 fragment overlapping another of its datagram, or of a datagram discarded for
+    /// that (the whole datagram is dropped, as RFC 5722 says).
+    drop_ipv4_frag_overlap,
     /// IPv4 packet addressed to another host.
     drop_ipv4_not_for_us,
-    /// IPv4 source address that can never be a sender (broadcast, multicast, our own).
-    drop_ipv4_bad_src,
+    /// IPv4 source address that can never be a sender (RFC 1122 3.2.1.3, RFC 1812 5.3.7):
+    /// 0.0.0.0/8, 127.0.0.0/8, multicast, 240.0.0.0/4, a broadcast address, our own.
+    drop_ipv4_martian_src,
+    /// IPv4 destination that is never valid on a link (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4
+    /// other than the limited broadcast).
+    drop_ipv4_martian_dst,
+    /// IPv4 packet from an off-link source with no gateway configured: nothing could be sent
+    /// back to it.
+    drop_ipv4_no_route,
+    /// A frame whose processing failed while sending a reply (counted, never an error out of
+    /// `poll`).
+    drop_rx_reply_failed,
     /// IPv4 protocol nobody handles (answered with ICMP protocol unreachable).
     drop_ipv4_unknown_protocol,
     /// TCP segment shorter than its header, bad data offset, zero port, or to a broadcast address.
@@ -135,6 +173,14 @@ define_counters! {
     drop_tcp_bad_options,
     /// TCP segment for no connection and no listener (answered with RST unless it was one).
     drop_tcp_no_session,
+    /// TCP segment to a broadcast address.
+    drop_tcp_broadcast,
+    /// TCP segment with SYN and FIN (or SYN and RST) together.
+    drop_tcp_syn_fin,
+    /// Segment to a listening port with neither SYN, ACK nor RST (RFC 9293 3.10.7.2: drop).
+    drop_tcp_listen_no_syn,
+    /// ACK to a listening port whose SYN cookie did not verify (answered with RST).
+    drop_tcp_bad_cookie,
     /// SYN dropped: the listener's backlog (half-open plus unaccepted) is full.
     drop_tcp_backlog_full,
     /// SYN dropped: the session table is full.
@@ -187,7 +233,14 @@ define_counters! {
     drop_udp_rx_queue_full,
     /// Raw frame dropped because the raw socket's receive queue was full.
     drop_raw_rx_queue_full,
-    // Transmit-side drops follow; they are not part of the receive accounting.
+    // Drops that are not a received frame's verdict follow: transmit side, and datagrams
+    // given up by reassembly (their fragments were counted as `ipv4_frags_queued`).
+    /// Reassembly given up: the datagram was not complete within the timeout.
+    drop_ipv4_reasm_timeout,
+    /// Reassembly given up to make room (memory or datagram limits).
+    drop_ipv4_reasm_evicted,
+    /// Outgoing datagram larger than the path MTU with fragmentation forbidden.
+    drop_tx_too_big,
     /// ICMP error not sent because of rate limiting.
     drop_icmp_rate_limited,
     /// Outgoing packet dropped: its next hop's MAC address could not be resolved.
@@ -245,7 +298,7 @@ impl Counters {
     /// Total of the receive-path `drop_*` counters: with `rx_delivered` these add up to
     /// `rx_frames` (every received frame is accounted for exactly once).
     pub fn rx_drops(&self) -> u64 {
-        let first_tx = Counter::drop_icmp_rate_limited as usize;
+        let first_tx = Counter::drop_ipv4_reasm_timeout as usize;
         self.iter().enumerate().filter(|(i, (n, _))| *i < first_tx && n.starts_with("drop_")).map(|(_, (_, v))| v).sum()
     }
 

@@ -6,14 +6,23 @@ use crate::counters::{Counter, Counters};
 use crate::queue::PacketQueue;
 use crate::{Config, NetError};
 use link::{FrameBatch, Instant, Link};
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::ipv4::protocol;
-use wire::{ArpOp, ArpRepr, EthernetRepr, IcmpRepr, Ipv4Repr, MacAddr, UdpRepr};
+use wire::{ArpOp, ArpRepr, EthernetRepr, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpRepr};
 
 /// Shortest Ethernet frame on the wire (without FCS); shorter frames are zero-padded.
 const MIN_FRAME: usize = 60;
+
+/// Lowest path MTU an ICMP message can set (Linux's `min_pmtu`): lower values would let
+/// anyone who can forge ICMP cut our segments to a few bytes.
+pub const MIN_PMTU: usize = 552;
+/// How long a lowered path MTU holds before the link MTU is tried again (RFC 1191 section 6.3).
+pub const PMTU_AGE: Duration = Duration::from_secs(600);
+/// Destinations with a lowered path MTU remembered at once.
+const PMTU_ENTRIES: usize = 4096;
 
 /// A frame waiting for its next hop's MAC address.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +50,10 @@ pub(crate) struct Egress {
     ip_ident: u16,
     actions: Vec<ResolveAction>,
     last_sweep: Instant,
+    /// Lowered path MTUs: destination -> (MTU, valid until).
+    pmtu: HashMap<Ipv4Addr, (u16, Instant)>,
+    /// A whole datagram being cut into fragments.
+    frag_scratch: Vec<u8>,
 }
 
 impl Egress {
@@ -56,6 +69,8 @@ impl Egress {
             ip_ident: u32::from(cfg.ip) as u16,
             actions: Vec::with_capacity(16),
             last_sweep: Instant::ZERO,
+            pmtu: HashMap::new(),
+            frag_scratch: Vec::new(),
             cfg,
         }
     }
@@ -104,8 +119,38 @@ impl Egress {
         Ok(self.arp.lookup(hop, self.now).ok_or(hop))
     }
 
+    /// The path MTU towards `dst`: the link's, or lower if an ICMP "fragmentation needed"
+    /// said so within the last [`PMTU_AGE`].
+    pub fn path_mtu(&self, dst: Ipv4Addr) -> usize {
+        match self.pmtu.get(&dst) {
+            Some(&(mtu, until)) if until > self.now => (mtu as usize).min(self.cfg.mtu),
+            _ => self.cfg.mtu,
+        }
+    }
+
+    /// Lower the path MTU towards `dst` to `mtu` (RFC 1191), never below [`MIN_PMTU`].
+    /// Returns the new path MTU if it went down.
+    pub fn lower_path_mtu(&mut self, dst: Ipv4Addr, mtu: usize) -> Option<usize> {
+        let mtu = mtu.max(MIN_PMTU);
+        if mtu >= self.path_mtu(dst) {
+            return None;
+        }
+        if self.pmtu.len() >= PMTU_ENTRIES {
+            let now = self.now;
+            self.pmtu.retain(|_, (_, until)| *until > now);
+            if self.pmtu.len() >= PMTU_ENTRIES {
+                self.pmtu.clear();
+            }
+        }
+        self.pmtu.insert(dst, (mtu as u16, self.now + PMTU_AGE));
+        self.counters.bump(Counter::icmp_pmtu_updates);
+        Some(mtu)
+    }
+
     /// Send an IPv4 packet whose transport part (`l4_len` bytes) is written by `fill_l4`.
     /// Returns Ok(false) if the link is full. Packets to unresolved next hops wait for ARP.
+    /// Packets larger than the path MTU are sent in fragments (RFC 791); others carry DF, as
+    /// Linux's default path MTU discovery does.
     pub fn send_ip<L: Link>(
         &mut self,
         link: &mut L,
@@ -114,9 +159,28 @@ impl Egress {
         l4_len: usize,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
     ) -> Result<bool, NetError> {
-        let max = self.cfg.mtu - Ipv4Repr::HEADER_LEN;
+        self.send_ip_with(link, dst, proto, l4_len, true, fill_l4)
+    }
+
+    /// [`Self::send_ip`], with fragmentation allowed or not (`Err(TooLarge)` beyond the path
+    /// MTU when it is not).
+    pub fn send_ip_with<L: Link>(
+        &mut self,
+        link: &mut L,
+        dst: Ipv4Addr,
+        proto: u8,
+        l4_len: usize,
+        may_fragment: bool,
+        fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
+    ) -> Result<bool, NetError> {
+        let mtu = self.path_mtu(dst);
+        let max = mtu - Ipv4Repr::HEADER_LEN;
         if l4_len > max {
-            return Err(NetError::TooLarge { len: l4_len, max });
+            if !may_fragment {
+                self.counters.bump(Counter::drop_tx_too_big);
+                return Err(NetError::TooLarge { len: l4_len, max });
+            }
+            return self.send_fragmented(link, dst, proto, l4_len, mtu, fill_l4);
         }
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let ip = Ipv4Repr {
@@ -138,10 +202,24 @@ impl Egress {
             fill_l4(&mut buf[start..start + l4_len], ip.src, ip.dst);
             start + l4_len
         };
-        match self.next_hop(dst)? {
+        let hop = self.next_hop(dst)?;
+        self.emit_or_wait(link, hop, build)
+    }
+
+    /// Send a frame built by `build` for destination MAC `hop`, or park it until ARP resolves
+    /// the next hop. Ok(false) if the link is full.
+    fn emit_or_wait<L: Link>(
+        &mut self,
+        link: &mut L,
+        hop: Result<MacAddr, Ipv4Addr>,
+        build: impl FnOnce(&mut [u8], MacAddr) -> usize,
+    ) -> Result<bool, NetError> {
+        match hop {
             Ok(mac) => self.emit_frame(link, |buf| build(buf, mac)),
             Err(hop) => {
-                let queued = self.pending.push_with(Pending { next_hop: hop }, |buf| Some(build(buf, MacAddr::ZERO)));
+                let reserve = self.cfg.max_frame();
+                let queued =
+                    self.pending.push_with(Pending { next_hop: hop }, reserve, |buf| Some(build(buf, MacAddr::ZERO)));
                 if !queued {
                     self.counters.bump(Counter::drop_arp_pending_full);
                 } else if self.resolver.start(hop, self.now, self.cfg.arp_retry) {
@@ -150,6 +228,80 @@ impl Egress {
                 Ok(true)
             }
         }
+    }
+
+    /// Send a datagram larger than the path MTU `mtu` in fragments. All fragments go into
+    /// one transmit batch when it can hold them, so back-pressure never cuts a datagram.
+    fn send_fragmented<L: Link>(
+        &mut self,
+        link: &mut L,
+        dst: Ipv4Addr,
+        proto: u8,
+        l4_len: usize,
+        mtu: usize,
+        fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
+    ) -> Result<bool, NetError> {
+        let max_total = 65535 - Ipv4Repr::HEADER_LEN;
+        if l4_len > max_total {
+            return Err(NetError::TooLarge { len: l4_len, max: max_total });
+        }
+        let hop = self.next_hop(dst)?;
+        let per = (mtu - Ipv4Repr::HEADER_LEN) & !7;
+        let count = l4_len.div_ceil(per);
+        if hop.is_ok() && self.tx.capacity() - self.tx.len() < count {
+            self.flush(link)?;
+            if self.tx.capacity() - self.tx.len() < count && self.tx.capacity() >= count {
+                return Ok(false);
+            }
+        }
+        let mut whole = std::mem::take(&mut self.frag_scratch);
+        whole.clear();
+        whole.resize(l4_len, 0);
+        fill_l4(&mut whole, self.cfg.ip, dst);
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let (src_mac, src, ttl, ident) = (self.cfg.mac, self.cfg.ip, self.cfg.ttl, self.ip_ident);
+        let mut result = Ok(true);
+        for (i, piece) in whole.chunks(per).enumerate() {
+            let offset = i * per;
+            let more = offset + piece.len() < l4_len;
+            let ip = Ipv4Repr {
+                src,
+                dst,
+                protocol: proto,
+                payload_len: piece.len(),
+                ttl,
+                ident,
+                dont_frag: false,
+                dscp_ecn: 0,
+            };
+            let build = |buf: &mut [u8], dst_mac: MacAddr| -> usize {
+                let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
+                let Ok(eh) = eth.emit(buf) else { return 0 };
+                let Ok(ih) = ip.emit(&mut buf[eh..]) else { return 0 };
+                let mut p = Ipv4Packet::new_unchecked(&mut buf[eh..eh + ih]);
+                p.set_frag(false, more, offset);
+                p.fill_checksum();
+                buf[eh + ih..eh + ih + piece.len()].copy_from_slice(piece);
+                eh + ih + piece.len()
+            };
+            match self.emit_or_wait(link, hop, build) {
+                Ok(true) => self.counters.bump(Counter::ipv4_frags_sent),
+                Ok(false) => {
+                    // Only when one batch cannot hold the datagram: the rest is lost.
+                    self.counters.bump(Counter::drop_tx_link_full);
+                    break;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.frag_scratch = whole;
+        if result.is_ok() {
+            self.counters.bump(Counter::ipv4_fragmented_sent);
+        }
+        result
     }
 
     /// Send a UDP datagram.

@@ -5,6 +5,7 @@ use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
 use crate::ping::PingClient;
 use crate::raw::RawTable;
+use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
 use crate::udp::{SocketAddrV4Meta, UdpTable};
 use crate::{Config, NetError};
@@ -15,6 +16,9 @@ use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
 use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, UdpPacket, UdpRepr};
+
+/// Largest UDP payload: what fits in a 65,535-byte IPv4 datagram.
+pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
 
 /// Largest ICMP error message, as RFC 1812 suggests (576 bytes of IP).
 const ICMP_ERROR_MAX_QUOTE: usize = 576 - 20 - 8;
@@ -55,16 +59,19 @@ pub(crate) struct Core {
     pub raw: RawTable,
     pub ping: PingClient,
     pub tcp: TcpEngine,
+    pub reasm: Reassembler,
     rx_drops: u64,
     icmp_limit: RateLimit,
+    expired: Vec<Expired>,
 }
 
 impl Core {
     pub fn new(cfg: Config) -> Core {
-        let max_udp = cfg.mtu - 20 - UdpRepr::HEADER_LEN;
         let seed = u32::from(cfg.ip);
         Core {
-            udp: UdpTable::new(cfg.ephemeral_first, cfg.socket_rx_queue, max_udp),
+            udp: UdpTable::new(cfg.ephemeral_first, cfg.socket_rx_queue, cfg.socket_rx_bytes, MAX_UDP_PAYLOAD),
+            reasm: Reassembler::new(cfg.reasm),
+            expired: Vec::new(),
             raw: RawTable::new(cfg.socket_rx_queue, cfg.mtu),
             ping: PingClient::new((seed ^ (seed >> 16)) as u16 | 1),
             tcp: TcpEngine::new(cfg.tcp.clone(), cfg.ip, cfg.mtu, cfg.ephemeral_first),
@@ -78,17 +85,57 @@ impl Core {
         }
     }
 
-    /// Process one received frame.
-    /// Every frame ends either in exactly one `drop_*` counter or in `rx_delivered`.
-    pub fn handle_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), NetError> {
+    /// Process one received frame. Every frame ends in exactly one verdict: `rx_delivered`
+    /// or one `drop_*` counter of the receive path. Nothing in the frame can make this fail:
+    /// a reply that cannot be sent is a counted drop. Only a failure of the link itself is
+    /// returned (the frame is then counted as `drop_rx_reply_failed`).
+    pub fn handle_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), link::LinkError> {
         self.eg.counters.bump(Counter::rx_frames);
         self.eg.counters.add(Counter::rx_bytes, frame.len() as u64);
         let drops_before = self.rx_drops;
-        self.dispatch_frame(link, frame)?;
-        if self.rx_drops == drops_before {
-            self.eg.counters.bump(Counter::rx_delivered);
+        let result = self.dispatch_frame(link, frame);
+        let dropped = self.rx_drops != drops_before;
+        match result {
+            Ok(()) if !dropped => self.eg.counters.bump(Counter::rx_delivered),
+            Ok(()) => {}
+            Err(e) => {
+                if !dropped {
+                    let reason = match e {
+                        NetError::NoRoute(_) => Counter::drop_ipv4_no_route,
+                        _ => Counter::drop_rx_reply_failed,
+                    };
+                    let _ = self.drop(reason);
+                }
+                if let NetError::Link(e) = e {
+                    return Err(e);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Reassembly timers: give up late datagrams (ICMP time exceeded to their sources).
+    pub fn on_reasm_timers<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+        if self.reasm.datagrams() == 0 {
+            return Ok(());
+        }
+        let mut expired = std::mem::take(&mut self.expired);
+        self.reasm.expire(self.eg.now, &mut expired);
+        self.eg.counters.add(Counter::drop_ipv4_reasm_timeout, std::mem::take(&mut self.reasm.timed_out));
+        let mut result = Ok(());
+        for e in expired.drain(..) {
+            if result.is_ok() && self.replies_routable(e.src) {
+                let repr = IcmpRepr { message: IcmpMessage::TimeExceeded { code: 1 }, data: &e.quote };
+                result = self.send_icmp_error_repr(link, e.src, &repr).map(|_| ());
+            }
+        }
+        self.expired = expired;
+        result
+    }
+
+    /// True if something can be sent back to `src` (on our link, or through the gateway).
+    fn replies_routable(&self, src: Ipv4Addr) -> bool {
+        self.eg.cfg.on_link(src) || self.eg.cfg.gateway.is_some()
     }
 
     fn dispatch_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), NetError> {
@@ -183,19 +230,51 @@ impl Core {
         let (src, dst) = (ip.src(), ip.dst());
         let broadcast = self.eg.cfg.is_broadcast(dst);
         if dst != self.eg.cfg.ip && !broadcast {
-            return self.drop(Counter::drop_ipv4_not_for_us);
+            return self.drop(if is_martian_dst(dst) {
+                Counter::drop_ipv4_martian_dst
+            } else {
+                Counter::drop_ipv4_not_for_us
+            });
         }
-        if src.is_broadcast() || src.is_multicast() || src == self.eg.cfg.ip || self.eg.cfg.is_broadcast(src) {
-            return self.drop(Counter::drop_ipv4_bad_src);
+        if is_martian_src(src) || src == self.eg.cfg.ip || self.eg.cfg.is_broadcast(src) {
+            return self.drop(Counter::drop_ipv4_martian_src);
+        }
+        if !self.replies_routable(src) {
+            return self.drop(Counter::drop_ipv4_no_route);
         }
         if ip.is_fragment() {
-            return self.drop(Counter::drop_ipv4_fragment);
+            let verdict = self.reasm.insert(&ip, self.eg.now);
+            self.eg.counters.add(Counter::drop_ipv4_reasm_evicted, std::mem::take(&mut self.reasm.evicted));
+            return match verdict {
+                FragVerdict::Queued => {
+                    self.eg.counters.bump(Counter::ipv4_frags_queued);
+                    Ok(())
+                }
+                FragVerdict::Dropped(reason) => self.drop(reason),
+                FragVerdict::Complete => {
+                    self.eg.counters.bump(Counter::ipv4_reassembled);
+                    let whole = self.reasm.take_complete();
+                    let result = match Ipv4Packet::new_checked(&whole[..]) {
+                        Ok(p) => self.handle_datagram(link, &p, broadcast),
+                        Err(e) => self.drop(ipv4_drop_reason(e)),
+                    };
+                    self.reasm.give_back(whole);
+                    result
+                }
+            };
         }
+        self.handle_datagram(link, &ip, broadcast)
+    }
+
+    /// A whole IPv4 datagram for us (received whole or reassembled): its transport.
+    fn handle_datagram<L: Link>(&mut self, link: &mut L, ip: &Ipv4Packet<&[u8]>, broadcast: bool) -> Result<(), NetError> {
+        let (src, dst) = (ip.src(), ip.dst());
+        let payload = &ip.as_bytes()[..usize::from(ip.total_len())];
         let l4 = ip.payload();
         match ip.protocol() {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
-            protocol::TCP if broadcast => self.drop(Counter::drop_tcp_malformed),
+            protocol::TCP if broadcast => self.drop(Counter::drop_tcp_broadcast),
             protocol::TCP => match self.tcp.on_segment(&mut self.eg, link, src, dst, l4)? {
                 Ok(()) => Ok(()),
                 Err(reason) => self.drop(reason),
@@ -242,6 +321,11 @@ impl Core {
                     self.drop(Counter::drop_icmp_unmatched_reply)
                 }
             }
+            IcmpMessage::DestUnreachable { code: unreach_code::FRAG_NEEDED, next_hop_mtu } => {
+                self.eg.counters.bump(Counter::icmp_errors_received);
+                self.on_frag_needed(link, next_hop_mtu, icmp.data)?;
+                Ok(())
+            }
             IcmpMessage::DestUnreachable { .. } | IcmpMessage::TimeExceeded { .. } => {
                 self.eg.counters.bump(Counter::icmp_errors_received);
                 self.note_icmp_error(icmp.data);
@@ -251,13 +335,41 @@ impl Core {
         }
     }
 
+    /// ICMP "fragmentation needed" about a packet of ours (RFC 1191): lower the path MTU
+    /// towards its destination; a TCP connection it names shrinks its MSS and resends.
+    fn on_frag_needed<L: Link>(&mut self, link: &mut L, next_hop_mtu: u16, quoted: &[u8]) -> Result<(), NetError> {
+        let Some((ip, l4)) = quoted_ipv4(quoted) else { return Ok(()) };
+        if ip.src() != self.eg.cfg.ip {
+            return Ok(());
+        }
+        let sent_len = usize::from(ip.total_len());
+        let mtu = if next_hop_mtu >= 68 { usize::from(next_hop_mtu) } else { pmtu_plateau_below(sent_len) };
+        if mtu >= sent_len {
+            return Ok(());
+        }
+        if ip.protocol() == protocol::TCP && l4.len() >= 8 {
+            let (sport, dport) = (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]));
+            let seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+            let remote = SocketAddrV4::new(ip.dst(), dport);
+            // RFC 5927: only a message that quotes a segment in flight may change anything.
+            if !self.tcp.quotes_flight(sport, remote, seq) {
+                return Ok(());
+            }
+            if let Some(mtu) = self.eg.lower_path_mtu(ip.dst(), mtu) {
+                self.tcp.on_path_mtu(&mut self.eg, link, sport, remote, mtu)?;
+            }
+            return Ok(());
+        }
+        self.eg.lower_path_mtu(ip.dst(), mtu);
+        Ok(())
+    }
+
     /// Charge an ICMP error to the UDP socket whose datagram it quotes.
     fn note_icmp_error(&mut self, quoted: &[u8]) {
-        let Ok(ip) = Ipv4Packet::new_checked(quoted) else { return };
+        let Some((ip, q)) = quoted_ipv4(quoted) else { return };
         if ip.protocol() != protocol::UDP || ip.src() != self.eg.cfg.ip {
             return;
         }
-        let q = &quoted[ip.header_len()..];
         if q.len() >= 2 {
             let port = u16::from_be_bytes([q[0], q[1]]);
             if let Some(s) = self.udp.by_port_mut(port) {
@@ -310,15 +422,53 @@ impl Core {
         code: u8,
         offending: &[u8],
     ) -> Result<(), NetError> {
-        if !self.icmp_limit.allow(self.eg.now) {
-            self.eg.counters.bump(Counter::drop_icmp_rate_limited);
-            return Ok(());
-        }
         let quote = &offending[..offending.len().min(ICMP_ERROR_MAX_QUOTE)];
-        let repr = IcmpRepr { message: IcmpMessage::DestUnreachable { code }, data: quote };
-        if self.eg.send_icmp(link, to, &repr)? {
+        let repr = IcmpRepr { message: IcmpMessage::DestUnreachable { code, next_hop_mtu: 0 }, data: quote };
+        if self.send_icmp_error_repr(link, to, &repr)? {
             self.eg.counters.bump(Counter::icmp_unreachable_sent);
         }
         Ok(())
     }
+
+    /// Send an ICMP error message, within the rate limit. Returns true if it was sent.
+    fn send_icmp_error_repr<L: Link>(&mut self, link: &mut L, to: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, NetError> {
+        if !self.icmp_limit.allow(self.eg.now) {
+            self.eg.counters.bump(Counter::drop_icmp_rate_limited);
+            return Ok(false);
+        }
+        self.eg.send_icmp(link, to, repr)
+    }
+}
+
+/// The IPv4 header and the transport bytes that follow it in an ICMP error's quote (which
+/// is usually cut short of the packet's total length).
+fn quoted_ipv4(quoted: &[u8]) -> Option<(Ipv4Packet<&[u8]>, &[u8])> {
+    if quoted.len() < 20 || quoted[0] >> 4 != 4 {
+        return None;
+    }
+    let hl = usize::from(quoted[0] & 0xf) * 4;
+    if hl < 20 || hl > quoted.len() {
+        return None;
+    }
+    Some((Ipv4Packet::new_unchecked(&quoted[..hl]), &quoted[hl..]))
+}
+
+/// RFC 1191 section 7: without a next-hop MTU, the next plateau below the packet's size.
+fn pmtu_plateau_below(len: usize) -> usize {
+    const PLATEAUS: [usize; 10] = [32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68];
+    PLATEAUS.into_iter().find(|&p| p < len).unwrap_or(68)
+}
+
+/// Sources that can never send (RFC 1122 3.2.1.3, RFC 1812 5.3.7): "this network"
+/// (0.0.0.0/8), loopback, multicast, class E and the limited broadcast.
+pub(crate) fn is_martian_src(a: Ipv4Addr) -> bool {
+    let first = a.octets()[0];
+    first == 0 || first == 127 || a.is_multicast() || first >= 240
+}
+
+/// Destinations that never appear on a link: 0.0.0.0/8, loopback, class E (the limited
+/// broadcast 255.255.255.255 excepted).
+pub(crate) fn is_martian_dst(a: Ipv4Addr) -> bool {
+    let first = a.octets()[0];
+    (first == 0 || first == 127 || first >= 240) && !a.is_broadcast()
 }

@@ -1,26 +1,39 @@
-//! A bounded FIFO of byte packets with metadata, in preallocated slots (no allocation after
-//! construction). Used for socket receive queues and packets waiting for ARP.
+//! A bounded FIFO of byte packets with metadata, stored back to back in one preallocated
+//! byte ring (no allocation after construction). Used for socket receive queues (where a
+//! reassembled 64 KiB datagram and a 60-byte one share the same bytes) and packets waiting
+//! for ARP.
 
-/// A FIFO of up to `capacity` packets of up to `slot_size` bytes, each with metadata `M`.
+/// A FIFO of up to `max_packets` packets of up to `max_packet` bytes each, holding at most
+/// `max_bytes` bytes in all, each packet with metadata `M`.
 #[derive(Debug)]
 pub struct PacketQueue<M: Copy + Default> {
     data: Box<[u8]>,
-    meta: Box<[(M, u32)]>,
-    slot_size: usize,
+    /// Ring of records: metadata, start offset in `data`, length.
+    meta: Box<[(M, u32, u32)]>,
+    max_packet: usize,
     head: usize,
     len: usize,
+    /// Next free byte offset in `data`.
+    wr: usize,
 }
 
 impl<M: Copy + Default> PacketQueue<M> {
     /// A queue of `capacity` packets of at most `slot_size` bytes each.
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
+        Self::with_limits(capacity, capacity * slot_size.max(1), slot_size)
+    }
+
+    /// A queue of at most `max_packets` packets and `max_bytes` bytes, packets of at most
+    /// `max_packet` bytes (`max_bytes` is raised to hold at least one largest packet).
+    pub fn with_limits(max_packets: usize, max_bytes: usize, max_packet: usize) -> Self {
         PacketQueue {
-            data: vec![0u8; capacity * slot_size].into_boxed_slice(),
-            meta: vec![(M::default(), 0); capacity].into_boxed_slice(),
-            slot_size,
+            data: vec![0u8; max_bytes.max(max_packet).max(1)].into_boxed_slice(),
+            meta: vec![(M::default(), 0, 0); max_packets.max(1)].into_boxed_slice(),
+            max_packet,
             head: 0,
             len: 0,
+            wr: 0,
         }
     }
 
@@ -34,32 +47,51 @@ impl<M: Copy + Default> PacketQueue<M> {
         self.len == 0
     }
 
-    /// True when no slot is free.
+    /// True when no record is free (bytes may run out earlier: see [`Self::push_with`]).
     pub fn is_full(&self) -> bool {
         self.len == self.meta.len()
     }
 
-    /// Append a packet built in place by `fill`, which gets the whole slot and returns the
-    /// length used, or `None` to abandon. Returns false if the queue is full or `fill` abandoned.
-    pub fn push_with(&mut self, meta: M, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
-        if self.is_full() {
+    /// Where `need` contiguous bytes fit, if they do.
+    fn place(&self, need: usize) -> Option<usize> {
+        let cap = self.data.len();
+        let need = need.max(1);
+        if self.is_empty() {
+            return (need <= cap).then_some(0);
+        }
+        let rd = self.meta[self.head].1 as usize;
+        if self.wr > rd {
+            if self.wr + need <= cap {
+                Some(self.wr)
+            } else {
+                (need <= rd).then_some(0)
+            }
+        } else {
+            (self.wr + need <= rd).then_some(self.wr)
+        }
+    }
+
+    /// Append a packet built in place by `fill`, which gets `reserve` bytes (at most the
+    /// largest packet) and returns the length used, or `None` to abandon. Returns false if the
+    /// queue has no room or `fill` abandoned.
+    pub fn push_with(&mut self, meta: M, reserve: usize, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
+        if self.is_full() || reserve > self.max_packet {
             return false;
         }
+        let Some(at) = self.place(reserve) else { return false };
+        let Some(n) = fill(&mut self.data[at..at + reserve]) else { return false };
+        let n = n.min(reserve);
         let idx = (self.head + self.len) % self.meta.len();
-        let slot = &mut self.data[idx * self.slot_size..(idx + 1) * self.slot_size];
-        let Some(n) = fill(slot) else { return false };
-        self.meta[idx] = (meta, n.min(self.slot_size) as u32);
+        self.meta[idx] = (meta, at as u32, n as u32);
         self.len += 1;
+        self.wr = at + n.max(1);
         true
     }
 
-    /// Append a copy of `bytes`. Returns false if the queue is full or `bytes` exceeds a slot.
+    /// Append a copy of `bytes`. Returns false if there is no room or `bytes` is too large.
     pub fn push(&mut self, meta: M, bytes: &[u8]) -> bool {
-        if bytes.len() > self.slot_size {
-            return false;
-        }
-        self.push_with(meta, |slot| {
-            slot[..bytes.len()].copy_from_slice(bytes);
+        self.push_with(meta, bytes.len(), |slot| {
+            slot.copy_from_slice(bytes);
             Some(bytes.len())
         })
     }
@@ -69,9 +101,8 @@ impl<M: Copy + Default> PacketQueue<M> {
         if self.is_empty() {
             return None;
         }
-        let (m, n) = self.meta[self.head];
-        let start = self.head * self.slot_size;
-        Some((m, &self.data[start..start + n as usize]))
+        let (m, at, n) = self.meta[self.head];
+        Some((m, &self.data[at as usize..(at + n) as usize]))
     }
 
     /// Remove the oldest packet.
@@ -79,6 +110,10 @@ impl<M: Copy + Default> PacketQueue<M> {
         if !self.is_empty() {
             self.head = (self.head + 1) % self.meta.len();
             self.len -= 1;
+            if self.len == 0 {
+                self.head = 0;
+                self.wr = 0;
+            }
         }
     }
 
@@ -94,28 +129,20 @@ impl<M: Copy + Default> PacketQueue<M> {
     }
 
     /// Keep only the packets for which `keep` returns true, in order; `on_removed` sees each
-    /// removed packet.
+    /// removed packet. (Not a hot path: kept packets are moved through a scratch copy.)
     pub fn retain(&mut self, mut keep: impl FnMut(&M, &[u8]) -> bool, mut on_removed: impl FnMut(&M, &[u8])) {
-        let cap = self.meta.len();
-        let mut write = 0;
-        for read in 0..self.len {
-            let ri = (self.head + read) % cap;
-            let (m, n) = self.meta[ri];
-            let rs = ri * self.slot_size;
-            let keep_it = keep(&m, &self.data[rs..rs + n as usize]);
-            if keep_it {
-                let wi = (self.head + write) % cap;
-                if wi != ri {
-                    let ws = wi * self.slot_size;
-                    self.data.copy_within(rs..rs + n as usize, ws);
-                    self.meta[wi] = (m, n);
-                }
-                write += 1;
+        let mut kept: Vec<(M, Vec<u8>)> = Vec::new();
+        while let Some((m, data)) = self.front() {
+            if keep(&m, data) {
+                kept.push((m, data.to_vec()));
             } else {
-                on_removed(&m, &self.data[rs..rs + n as usize]);
+                on_removed(&m, data);
             }
+            self.pop_front();
         }
-        self.len = write;
+        for (m, data) in kept {
+            self.push(m, &data);
+        }
     }
 }
 
@@ -158,5 +185,31 @@ mod tests {
         assert_eq!(buf[0], 2);
         assert_eq!(q.pop_into(&mut buf), Some((4, 1)));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn variable_sizes_share_the_bytes_and_wrap() {
+        let mut q: PacketQueue<u32> = PacketQueue::with_limits(100, 100, 60);
+        assert!(q.push(0, &[0; 60]));
+        assert!(!q.push(1, &[1; 50]), "only 40 bytes left");
+        assert!(q.push(1, &[1; 40]));
+        let mut buf = [0u8; 64];
+        assert_eq!(q.pop_into(&mut buf), Some((0, 60)));
+        // 60 bytes free at the front: a 50-byte packet wraps there.
+        assert!(q.push(2, &[2; 50]));
+        assert!(!q.push(3, &[3; 20]), "10 bytes between the tail and the head");
+        assert!(q.push(3, &[3; 10]));
+        assert_eq!(q.pop_into(&mut buf), Some((1, 40)));
+        assert_eq!(q.pop_into(&mut buf), Some((2, 50)));
+        assert_eq!(&buf[..50], &[2; 50]);
+        assert_eq!(q.pop_into(&mut buf), Some((3, 10)));
+        assert!(q.is_empty());
+        assert!(!q.push(9, &[0; 61]), "larger than the largest packet");
+        for i in 0..200u32 {
+            let n = (i as usize * 7) % 61;
+            assert!(q.push(i, &vec![i as u8; n]));
+            assert_eq!(q.pop_into(&mut buf), Some((i, n)));
+            assert!(buf[..n].iter().all(|&b| b == i as u8));
+        }
     }
 }

@@ -84,10 +84,18 @@ impl<L: Link> Stack<L> {
         }
         self.rx.clear();
         let n = self.link.rx_batch(now, &mut self.rx)?;
+        // Every frame of the batch gets its verdict even if the link fails on the way.
+        let mut link_failed = None;
         for i in 0..self.rx.len() {
-            self.core.handle_frame(&mut self.link, self.rx.get(i))?;
+            if let Err(e) = self.core.handle_frame(&mut self.link, self.rx.get(i)) {
+                link_failed.get_or_insert(e);
+            }
+        }
+        if let Some(e) = link_failed {
+            return Err(e.into());
         }
         self.core.eg.on_timers(&mut self.link)?;
+        self.core.on_reasm_timers(&mut self.link)?;
         self.core.tcp.on_timers(&mut self.core.eg, &mut self.link, now)?;
         self.core.eg.flush(&mut self.link)?;
         Ok(n)
@@ -100,12 +108,22 @@ impl<L: Link> Stack<L> {
         self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)
     }
 
+    /// IPv4 reassembly in progress: (datagrams, bytes charged against the limits).
+    pub fn reassembly_usage(&self) -> (usize, usize) {
+        (self.core.reasm.datagrams(), self.core.reasm.bytes())
+    }
+
+    /// The path MTU towards `dst` (the link's unless an ICMP message lowered it).
+    pub fn path_mtu(&self, dst: Ipv4Addr) -> usize {
+        self.core.eg.path_mtu(dst)
+    }
+
     /// Earliest instant a timer needs a poll, if any is armed.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.core.eg.next_deadline(), self.core.tcp.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.core.eg.next_deadline(), self.core.tcp.next_deadline(), self.core.reasm.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Send what is queued now instead of at the end of the next poll.
@@ -166,11 +184,12 @@ impl<L: Link> Stack<L> {
         let len = payload_len.max(STAMP_LEN);
         let ident = self.core.ping.ident;
         let now = self.core.eg.now;
-        let mut data = [0u8; 9000];
-        let max = data.len().min(self.core.eg.cfg.mtu - 28);
+        // Above the MTU the request goes out in fragments, as `ping -s` does.
+        let max = 65535 - 28;
         if len > max {
             return Err(NetError::TooLarge { len, max });
         }
+        let mut data = vec![0u8; len];
         PingClient::fill_payload(&mut data[..len], now);
         let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
         self.core.eg.send_icmp(&mut self.link, dst, &repr)

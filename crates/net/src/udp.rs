@@ -34,17 +34,19 @@ pub(crate) struct UdpTable {
     next_ephemeral: u16,
     first_ephemeral: u16,
     queue_len: usize,
+    queue_bytes: usize,
     max_payload: usize,
 }
 
 impl UdpTable {
-    pub fn new(first_ephemeral: u16, queue_len: usize, max_payload: usize) -> Self {
+    pub fn new(first_ephemeral: u16, queue_len: usize, queue_bytes: usize, max_payload: usize) -> Self {
         UdpTable {
             sockets: Vec::new(),
             by_port: vec![0u32; 65536].into_boxed_slice(),
             next_ephemeral: first_ephemeral,
             first_ephemeral,
             queue_len,
+            queue_bytes,
             max_payload,
         }
     }
@@ -55,7 +57,7 @@ impl UdpTable {
         if self.by_port[port as usize] != 0 {
             return Err(NetError::PortInUse(port));
         }
-        let socket = UdpSocket { port, queue: PacketQueue::new(self.queue_len, self.max_payload), icmp_errors: 0 };
+        let socket = UdpSocket { port, queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload), icmp_errors: 0 };
         let idx = match self.sockets.iter().position(Option::is_none) {
             Some(i) => {
                 self.sockets[i] = Some(socket);
@@ -112,7 +114,7 @@ mod tests {
 
     #[test]
     fn bind_close_and_ephemeral() {
-        let mut t = UdpTable::new(65534, 4, 100);
+        let mut t = UdpTable::new(65534, 4, 400, 100);
         let a = t.bind(5000).unwrap();
         assert!(matches!(t.bind(5000), Err(NetError::PortInUse(5000))));
         let e1 = t.bind(0).unwrap();

@@ -157,7 +157,7 @@ fn closed_udp_port_gets_port_unreachable_quoting_the_datagram() {
     let ip =
         Ipv4Packet::new_checked(EthernetFrame::new_checked(&out[0][..]).unwrap().payload()).unwrap().payload().to_vec();
     let icmp = IcmpRepr::parse(&ip).unwrap();
-    assert_eq!(icmp.message, IcmpMessage::DestUnreachable { code: 3 });
+    assert_eq!(icmp.message, IcmpMessage::DestUnreachable { code: 3, next_hop_mtu: 0 });
     assert_eq!(icmp.data, &sent[14..]);
     assert_eq!(b.host.counters().get(Counter::drop_udp_no_socket), 1);
 }
@@ -250,7 +250,7 @@ fn malformed_frames_are_counted_by_reason_and_accounted() {
         (eth(me, ethertype::IPV4, &[0x65; 20]), Counter::drop_ipv4_bad_version),
         (bad_ip_csum, Counter::drop_ipv4_bad_checksum),
         (bad_icmp, Counter::drop_icmp_bad_checksum),
-        (fragment, Counter::drop_ipv4_fragment),
+        (fragment, Counter::drop_ipv4_frag_malformed),
         (stranger_arp, Counter::drop_arp_not_for_us),
         (eth(me, ethertype::ARP, &[0u8; 10]), Counter::drop_arp_truncated),
         (ipv4(me, 6, &[0u8; 20]), Counter::drop_tcp_malformed),

@@ -54,6 +54,8 @@ pub enum IcmpMessage {
     DestUnreachable {
         /// Reason code.
         code: u8,
+        /// Next-hop MTU of a "fragmentation needed" message (RFC 1191; 0 if not given).
+        next_hop_mtu: u16,
     },
     /// Time exceeded (type 11): 0 = TTL exceeded in transit, 1 = reassembly.
     TimeExceeded {
@@ -77,7 +79,7 @@ impl IcmpMessage {
         match (icmp_type, code) {
             (icmp_type::ECHO_REQUEST, 0) => IcmpMessage::EchoRequest { ident, seq },
             (icmp_type::ECHO_REPLY, 0) => IcmpMessage::EchoReply { ident, seq },
-            (icmp_type::DEST_UNREACHABLE, code) => IcmpMessage::DestUnreachable { code },
+            (icmp_type::DEST_UNREACHABLE, code) => IcmpMessage::DestUnreachable { code, next_hop_mtu: seq },
             (icmp_type::TIME_EXCEEDED, code) => IcmpMessage::TimeExceeded { code },
             (icmp_type, code) => IcmpMessage::Other { icmp_type, code },
         }
@@ -92,7 +94,10 @@ impl IcmpMessage {
         match *self {
             IcmpMessage::EchoRequest { ident, seq } => (icmp_type::ECHO_REQUEST, 0, echo(ident, seq)),
             IcmpMessage::EchoReply { ident, seq } => (icmp_type::ECHO_REPLY, 0, echo(ident, seq)),
-            IcmpMessage::DestUnreachable { code } => (icmp_type::DEST_UNREACHABLE, code, [0; 4]),
+            IcmpMessage::DestUnreachable { code, next_hop_mtu } => {
+                let m = next_hop_mtu.to_be_bytes();
+                (icmp_type::DEST_UNREACHABLE, code, [0, 0, m[0], m[1]])
+            }
             IcmpMessage::TimeExceeded { code } => (icmp_type::TIME_EXCEEDED, code, [0; 4]),
             IcmpMessage::Other { icmp_type, code } => (icmp_type, code, [0; 4]),
         }
@@ -259,7 +264,7 @@ mod tests {
             0x6a, 0x37, 0xc0, 0xa8, 0x01, 0x0a, 0xc0, 0xa8, 0x01, 0x01, 0xd4, 0x31, 0x00, 0x35, 0x00, 0x25, 0x19, 0x84,
         ];
         let r = IcmpRepr::parse(&bytes).unwrap();
-        assert_eq!(r.message, IcmpMessage::DestUnreachable { code: unreach_code::PORT });
+        assert_eq!(r.message, IcmpMessage::DestUnreachable { code: unreach_code::PORT, next_hop_mtu: 0 });
         assert_eq!(r.data.len(), 28);
         let mut out = [0u8; 36];
         assert_eq!(r.emit(&mut out), Ok(36));
@@ -286,7 +291,7 @@ mod tests {
         prop_oneof![
             (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoRequest { ident, seq }),
             (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoReply { ident, seq }),
-            any::<u8>().prop_map(|code| IcmpMessage::DestUnreachable { code }),
+            (any::<u8>(), any::<u16>()).prop_map(|(code, next_hop_mtu)| IcmpMessage::DestUnreachable { code, next_hop_mtu }),
             any::<u8>().prop_map(|code| IcmpMessage::TimeExceeded { code }),
             // Build "other" through the decoder so it is canonical.
             (any::<u8>(), any::<u8>()).prop_map(|(t, c)| IcmpMessage::from_header(t, c, [0; 4])),

@@ -98,6 +98,11 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         get_u16(self.buf.as_ref(), 4)
     }
 
+    /// The underlying bytes (the whole buffer, not only up to the total length).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
     /// Don't-fragment flag.
     pub fn dont_frag(&self) -> bool {
         get_u16(self.buf.as_ref(), 6) & FLAG_DF != 0
@@ -178,6 +183,24 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Sets the destination address (checksum not updated).
     pub fn set_dst(&mut self, a: Ipv4Addr) {
         set_ipv4(self.buf.as_mut(), 16, a);
+    }
+
+    /// Sets the flags/fragment-offset word: DF, MF and the offset in bytes (a multiple of 8,
+    /// below 65,536). The checksum is not updated (see [`Self::fill_checksum`]).
+    pub fn set_frag(&mut self, dont_frag: bool, more_frags: bool, offset: usize) {
+        let mut w = ((offset >> 3) as u16) & FRAG_MASK;
+        if dont_frag {
+            w |= FLAG_DF;
+        }
+        if more_frags {
+            w |= FLAG_MF;
+        }
+        set_u16(self.buf.as_mut(), 6, w);
+    }
+
+    /// Sets the total-length field (the checksum is not updated).
+    pub fn set_total_len(&mut self, len: u16) {
+        set_u16(self.buf.as_mut(), 2, len);
     }
 
     /// Recomputes and stores the header checksum.

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod isn;
 pub mod lookup;
 pub mod output;
+mod pmtu;
 pub mod ringbuf;
 pub mod rtt;
 pub mod rx;

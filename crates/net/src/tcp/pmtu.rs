@@ -1,0 +1,56 @@
+//! Path MTU discovery for TCP (RFC 1191 section 6.4, RFC 5927): an ICMP "fragmentation
+//! needed" that quotes a segment in flight shrinks the connection's MSS, and what is in
+//! flight is sent again in segments that fit.
+
+use super::engine::TcpEngine;
+use super::lookup::FourTuple;
+use super::seq::{le, lt};
+use crate::egress::Egress;
+use crate::NetError;
+use link::Link;
+use std::net::SocketAddrV4;
+
+impl TcpEngine {
+    /// True if a connection from `local_port` to `remote` has `seq` in flight
+    /// (SND.UNA <= seq < SND.MAX): the only ICMP messages worth believing (RFC 5927 4.1).
+    pub(crate) fn quotes_flight(&self, local_port: u16, remote: SocketAddrV4, seq: u32) -> bool {
+        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
+        let Some(sid) = self.lookup.get(&t) else { return false };
+        let tx = &self.tx[sid as usize];
+        le(tx.snd_una, seq) && lt(seq, tx.snd_max)
+    }
+
+    /// The path MTU towards `remote` dropped to `mtu`: shrink the connection's MSS and resend
+    /// from SND.UNA (as Linux's `tcp_simple_retransmit`; the congestion window stays).
+    pub(crate) fn on_path_mtu<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        local_port: u16,
+        remote: SocketAddrV4,
+        mtu: usize,
+    ) -> Result<(), NetError> {
+        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
+        let Some(sid) = self.lookup.get(&t) else { return Ok(()) };
+        let options = if self.rx[sid as usize].ts_ok { 12 } else { 0 };
+        let mss = mtu.saturating_sub(40 + options).max(64) as u16;
+        let tx = &mut self.tx[sid as usize];
+        if mss >= tx.mss {
+            return Ok(());
+        }
+        tx.mss = mss;
+        tx.cc.set_mss(mss as u32);
+        tx.snd_nxt = tx.snd_una;
+        tx.retx_high = tx.snd_una;
+        tx.sb.clear();
+        tx.timed = None;
+        if let Some(f) = tx.fin_seq {
+            if le(tx.snd_una, f) {
+                tx.fin_seq = None;
+            }
+        }
+        self.mark_dirty(sid);
+        let now = eg.now;
+        self.flush_dirty(eg, link, now)
+    }
+}
