@@ -173,7 +173,7 @@ impl Reassembler {
         let start = ip.frag_offset() as usize;
         let end = start + data.len();
         let more = ip.more_frags();
-        if data.is_empty() || (more && data.len() % 8 != 0) || ip.header_len() + end > 65535 {
+        if data.is_empty() || (more && !data.len().is_multiple_of(8)) || ip.header_len() + end > 65535 {
             return FragVerdict::Dropped(Counter::drop_ipv4_frag_malformed);
         }
         let min_l4 = min_transport_header(key.proto);

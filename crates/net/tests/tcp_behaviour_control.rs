@@ -374,8 +374,10 @@ fn ts_recent_echoes_the_earliest_unacknowledged_segment() {
 // ---- Listen backlog and SYN-ACK retransmission ----
 
 #[test]
-fn syns_beyond_the_backlog_are_dropped_and_counted() {
-    let mut b = Bench::new(config());
+fn syns_beyond_the_backlog_are_dropped_and_counted_without_syn_cookies() {
+    let mut cfg = config();
+    cfg.tcp.syn_cookies = false;
+    let mut b = Bench::new(cfg);
     let l = b.host.tcp_listen(80, 2).unwrap();
     let out = b.send_all(&[peer_syn(40001, 80), peer_syn(40002, 80), peer_syn(40003, 80)]);
     assert_eq!(

@@ -51,6 +51,11 @@ impl Assembler {
         true
     }
 
+    /// True if `[start, end)` is already held in full (a duplicate segment).
+    pub fn covers(&self, start: u32, end: u32) -> bool {
+        self.ranges.iter().any(|&(s, e)| s <= start && end <= e)
+    }
+
     /// If data now starts at offset 0, remove that range and return its length.
     pub fn take_front(&mut self) -> u32 {
         match self.ranges.first() {

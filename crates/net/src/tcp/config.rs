@@ -38,8 +38,12 @@ pub struct TcpConfig {
     pub max_retries: u32,
     /// Keep-alive idle time; `None` disables keep-alive.
     pub keepalive: Option<Duration>,
-    /// Half-open connections (SYN-RECEIVED) per listener before new SYNs are dropped.
+    /// Half-open connections (SYN-RECEIVED) per listener before new SYNs are answered with
+    /// SYN cookies (or dropped, without cookies).
     pub syn_backlog: usize,
+    /// Answer SYNs with SYN cookies when the half-open queue is full
+    /// (RFC 4987 3.6, Linux's `tcp_syncookies = 1`).
+    pub syn_cookies: bool,
     /// Challenge ACKs per second at most (RFC 5961 section 7).
     pub challenge_ack_limit: u32,
     /// Secret key of the ISN hash (RFC 6528); random by default.
@@ -68,6 +72,7 @@ impl Default for TcpConfig {
             max_retries: 15,
             keepalive: None,
             syn_backlog: 1024,
+            syn_cookies: true,
             challenge_ack_limit: 1000,
             secret: super::isn::random_key(),
             dup_thresh: 3,

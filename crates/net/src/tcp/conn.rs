@@ -164,6 +164,8 @@ pub struct RxSar {
     pub bytes_received: u64,
     /// In-order data goes to the stack's RX-bypass handler, not the receive buffer.
     pub bypass: bool,
+    /// A duplicate segment to report in the next ACK's first SACK block (D-SACK, RFC 2883).
+    pub dsack: Option<(u32, u32)>,
 }
 
 /// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order

@@ -85,6 +85,15 @@ pub struct TcpEngine {
     pub(crate) scratch_activity: Vec<u32>,
     /// Buffers of sessions lingering in TIME-WAIT, for new sessions.
     spare: Vec<Buffers>,
+    /// SYN cookies (RFC 4987 3.6).
+    pub(crate) cookies: super::syncookie::CookieJar,
+    /// When we last answered a SYN with a cookie.
+    pub(crate) last_cookie: Option<Instant>,
+    /// Sessions that entered TIME-WAIT, oldest first (session id, generation); stale
+    /// entries are skipped.
+    pub(crate) time_wait: VecDeque<(u32, u32)>,
+    /// TIME-WAIT sessions reclaimed since the counters last took them.
+    pub(crate) time_wait_reclaimed: u64,
 }
 
 /// Most buffer pairs kept for reuse.
@@ -115,6 +124,10 @@ impl TcpEngine {
             activity: Activity::default(),
             scratch_activity: Vec::new(),
             spare: Vec::new(),
+            cookies: super::syncookie::CookieJar::new(cfg.secret),
+            last_cookie: None,
+            time_wait: VecDeque::new(),
+            time_wait_reclaimed: 0,
             local_ip,
             local_mss,
             cfg,
@@ -188,11 +201,21 @@ impl TcpEngine {
     }
 
     /// Allocate a session for `tuple` in `state`, with buffers; `Err` if the table is full.
+    /// A full table first gives up its oldest released session in TIME-WAIT.
     pub fn alloc(&mut self, tuple: FourTuple, state: TcpState, now: Instant) -> Result<u32, TableFull> {
-        let sid = self.free.pop().ok_or(TableFull)?;
-        if let Err(e) = self.lookup.insert(&tuple, sid) {
-            self.free.push(sid);
-            return Err(e);
+        let sid = match self.free.pop() {
+            Some(sid) => sid,
+            None if self.reclaim_time_wait() => self.free.pop().ok_or(TableFull)?,
+            None => return Err(TableFull),
+        };
+        let mut tries = 0;
+        while let Err(e) = self.lookup.insert(&tuple, sid) {
+            // The cuckoo table found no place: freeing TIME-WAIT entries may open one.
+            tries += 1;
+            if tries > 8 || !self.reclaim_time_wait() {
+                self.free.push(sid);
+                return Err(e);
+            }
         }
         let s = &mut self.state[sid as usize];
         s.gen = s.gen.wrapping_add(1);

@@ -14,6 +14,7 @@ pub mod config;
 pub mod conn;
 pub mod engine;
 pub mod isn;
+mod listen;
 pub mod lookup;
 pub mod output;
 mod pmtu;
@@ -21,6 +22,7 @@ pub mod ringbuf;
 pub mod rtt;
 pub mod rx;
 pub mod sack;
+pub mod syncookie;
 pub mod seq;
 pub mod timer;
 

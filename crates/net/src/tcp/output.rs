@@ -408,9 +408,15 @@ impl TcpEngine {
         }
         if rx.sack_ok && flags & ACK != 0 {
             let b = &self.bufs[sid as usize].asm;
+            let max_blocks = if rx.ts_ok { 3 } else { 4 };
+            let dsack = rx.dsack.is_some() as usize;
             if !b.is_empty() {
-                let max_blocks = if rx.ts_ok { 3 } else { 4 };
-                o.sack_blocks = b.sack_blocks(rx.rcv_nxt, max_blocks);
+                o.sack_blocks = b.sack_blocks(rx.rcv_nxt, max_blocks - dsack);
+            }
+            if let Some(d) = rx.dsack {
+                // The D-SACK block goes first (RFC 2883 section 4).
+                o.sack_blocks.copy_within(0..3, 1);
+                o.sack_blocks[0] = Some(d);
             }
         }
         o
@@ -487,6 +493,10 @@ impl TcpEngine {
             eg.counters.bump(Counter::tcp_tx_segments);
             if seg.flags & ACK != 0 {
                 let rx = &mut self.rx[sid as usize];
+                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack {
+                    rx.dsack = None;
+                    eg.counters.bump(Counter::tcp_dsacks_sent);
+                }
                 rx.last_ack_sent = ack;
                 rx.ack_now = false;
                 rx.segs_unacked = 0;

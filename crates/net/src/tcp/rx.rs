@@ -47,7 +47,20 @@ impl TcpEngine {
         eg.counters.bump(Counter::tcp_rx_segments);
         let payload = seg.payload();
         let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port };
-        let verdict = match self.lookup.get(&tuple) {
+        let mut found = self.lookup.get(&tuple);
+        if let Some(sid) = found {
+            if self.state[sid as usize].state == TcpState::TimeWait
+                && repr.flags & (SYN | ACK | RST | FIN) == SYN
+                && self.listeners.contains_key(&tuple.local_port)
+                && self.time_wait_allows_syn(sid, &repr)
+            {
+                // RFC 6191: the old incarnation gives way to the new one.
+                self.finish(sid, None);
+                eg.counters.bump(Counter::tcp_time_wait_reused);
+                found = None;
+            }
+        }
+        let verdict = match found {
             Some(sid) => {
                 let v = if self.state[sid as usize].state == TcpState::SynSent {
                     self.on_syn_sent(eg, link, sid, &repr)?
@@ -74,52 +87,18 @@ impl TcpEngine {
                 }
                 v
             }
-            None => self.on_no_session(eg, link, tuple, &repr, payload.len() as u32)?,
+            None => self.on_no_session(eg, link, tuple, &repr, payload)?,
         };
+        if self.time_wait_reclaimed > 0 {
+            eg.counters.add(Counter::tcp_time_wait_reclaimed, std::mem::take(&mut self.time_wait_reclaimed));
+        }
         // Sessions marked dirty send at the end of the poll's receive batch, so one ACK can
         // cover several segments of the batch.
         Ok(verdict)
     }
 
-    /// A segment for no session: a SYN to a listener opens one; anything else is reset.
-    fn on_no_session<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        tuple: FourTuple,
-        repr: &TcpRepr,
-        len: u32,
-    ) -> Result<Verdict, NetError> {
-        let syn_only = repr.flags & (SYN | ACK | RST) == SYN;
-        if syn_only {
-            if let Some(l) = self.listeners.get(&tuple.local_port) {
-                if l.half_open + l.ready.len() >= l.backlog || l.half_open >= self.cfg.syn_backlog {
-                    return Ok(Err(Counter::drop_tcp_backlog_full));
-                }
-                return Ok(self.passive_open(eg, tuple, repr));
-            }
-        }
-        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, len)?;
-        Ok(Err(Counter::drop_tcp_no_session))
-    }
-
-    fn passive_open(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
-        let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, eg.now) else {
-            return Err(Counter::drop_tcp_table_full);
-        };
-        let s = &mut self.state[sid as usize];
-        s.listener = Some(tuple.local_port);
-        if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
-            l.half_open += 1;
-        }
-        self.accept_syn(sid, repr);
-        self.mark_dirty(sid);
-        eg.counters.bump(Counter::tcp_passive_opens);
-        Ok(())
-    }
-
     /// Take the peer's SYN: initial receive sequence and the options both sides agree on.
-    fn accept_syn(&mut self, sid: u32, repr: &TcpRepr) {
+    pub(super) fn accept_syn(&mut self, sid: u32, repr: &TcpRepr) {
         let o = &repr.options;
         let rx = &mut self.rx[sid as usize];
         let tx = &mut self.tx[sid as usize];
@@ -197,7 +176,7 @@ impl TcpEngine {
     }
 
     /// RFC 9293 3.10.7.4: every state from SYN-RECEIVED on.
-    fn on_synchronized(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
+    pub(super) fn on_synchronized(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
         let now = eg.now;
         // Simultaneous open (RFC 9293 figure 8): in SYN-RECEIVED, the peer's SYN-ACK repeats
         // the SYN we already took. Drop that SYN and process the rest as the ACK of ours (as
@@ -226,7 +205,13 @@ impl TcpEngine {
         let len = payload.len() as u32 + (repr.flags & SYN != 0) as u32 + (repr.flags & FIN != 0) as u32;
         if !self.acceptable(sid, repr.seq, len) {
             if repr.flags & RST == 0 {
-                self.rx[sid as usize].ack_now = true;
+                let rx = &mut self.rx[sid as usize];
+                rx.ack_now = true;
+                if rx.sack_ok && !payload.is_empty() && lt(repr.seq, rx.rcv_nxt) {
+                    // Data entirely below RCV.NXT: a duplicate, reported with D-SACK (RFC 2883).
+                    let end = repr.seq.wrapping_add(payload.len() as u32);
+                    rx.dsack = Some((repr.seq, if gt(end, rx.rcv_nxt) { rx.rcv_nxt } else { end }));
+                }
                 // A retransmitted FIN in TIME-WAIT: re-ACK it and restart the 2 MSL timer
                 // (RFC 9293 3.10.7.4; it never passes the sequence check, so `on_fin` does not
                 // see it).
@@ -492,11 +477,7 @@ impl TcpEngine {
                     self.timers.arm(sid, TimerKind::Linger, now + linger);
                 }
             }
-            TcpState::Closing => {
-                self.state[sid as usize].state = TcpState::TimeWait;
-                self.timers.arm(sid, TimerKind::Linger, now + linger);
-                self.park_buffers_if_done(sid);
-            }
+            TcpState::Closing => self.enter_time_wait(sid, now),
             TcpState::LastAck => self.finish(sid, None),
             _ => {}
         }
@@ -512,6 +493,11 @@ impl TcpEngine {
         let (mut start, mut data) = (seq, payload);
         if lt(start, rx.rcv_nxt) {
             let skip = dist(start, rx.rcv_nxt) as usize;
+            if rx.sack_ok {
+                // RFC 2883: tell the sender which of its bytes came twice.
+                rx.dsack = Some((start, start.wrapping_add(skip.min(data.len()) as u32)));
+                rx.ack_now = true;
+            }
             if skip >= data.len() {
                 rx.ack_now = true;
                 return Ok(());
@@ -521,6 +507,12 @@ impl TcpEngine {
         }
         let off = dist(rx.rcv_nxt, start) as usize;
         let had_holes = !b.asm.is_empty();
+        if rx.sack_ok && had_holes && b.asm.covers(off as u32, (off + data.len()) as u32) {
+            // A duplicate of out-of-order data already held (RFC 2883 section 4.1.2).
+            rx.dsack = Some((start, start.wrapping_add(data.len() as u32)));
+            rx.ack_now = true;
+            return Ok(());
+        }
         if rx.bypass && off == 0 && !had_holes && b.rx.is_empty() {
             // RX bypass, in order: straight from the frame to the application.
             let h = TcpHandle { id: sid, gen: self.state[sid as usize].gen };
@@ -593,11 +585,10 @@ impl TcpEngine {
             TcpState::FinWait2 => TcpState::TimeWait,
             other => other,
         };
-        self.state[sid as usize].state = next;
         if next == TcpState::TimeWait {
-            self.timers.cancel(sid, TimerKind::Retransmit);
-            self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
-            self.park_buffers_if_done(sid);
+            self.enter_time_wait(sid, now);
+        } else {
+            self.state[sid as usize].state = next;
         }
     }
 }

@@ -1,0 +1,261 @@
+//! Segments that find no connection: passive opens on a listening port (with SYN cookies when
+//! the half-open queue is full), a new SYN on a 4-tuple still in TIME-WAIT (RFC 6191), and the
+//! RFC 9293 3.10.7.1-2 answers for everything else (CLOSED: reset; LISTEN: drop or reset).
+
+use super::engine::TcpEngine;
+use super::lookup::FourTuple;
+use super::output::ts_clock;
+use super::rx::Verdict;
+use super::seq::gt;
+use super::syncookie::{cookie_tsval, CookieState};
+use super::TcpState;
+use crate::counters::Counter;
+use crate::egress::Egress;
+use crate::NetError;
+use link::{Instant, Link};
+use std::time::Duration;
+use wire::ipv4::protocol;
+use wire::tcp::flags::{ACK, FIN, RST, SYN};
+use wire::{TcpOptions, TcpRepr};
+
+/// How long after the last cookie we sent an ACK is still checked for one (two time slots).
+const COOKIE_WINDOW: Duration = Duration::from_secs(128);
+
+impl TcpEngine {
+    /// A segment for no session. On a listening port (RFC 9293 3.10.7.2): a RST is ignored,
+    /// a SYN opens a connection (SYN with FIN is dropped, as Linux does), an ACK is checked for a
+    /// SYN cookie and otherwise reset, and anything else is dropped. On a closed port everything
+    /// but a RST is answered with a RST (3.10.7.1).
+    pub(super) fn on_no_session<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+    ) -> Result<Verdict, NetError> {
+        let f = repr.flags;
+        let len = payload.len() as u32;
+        if !self.listeners.contains_key(&tuple.local_port) {
+            self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
+            return Ok(Err(Counter::drop_tcp_no_session));
+        }
+        if f & RST != 0 {
+            return Ok(Err(Counter::drop_tcp_rst_ignored));
+        }
+        if f & SYN != 0 && f & FIN != 0 {
+            return Ok(Err(Counter::drop_tcp_syn_fin));
+        }
+        if f & ACK == 0 {
+            return if f & SYN != 0 {
+                self.on_listen_syn(eg, link, tuple, repr)
+            } else {
+                Ok(Err(Counter::drop_tcp_listen_no_syn))
+            };
+        }
+        let cookies_in_use = self.last_cookie.is_some_and(|t| eg.now - t <= COOKIE_WINDOW);
+        if f & SYN == 0 && cookies_in_use {
+            if let Some(v) = self.accept_cookie(eg, tuple, repr, payload) {
+                return Ok(v);
+            }
+            self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
+            return Ok(Err(Counter::drop_tcp_bad_cookie));
+        }
+        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
+        Ok(Err(Counter::drop_tcp_no_session))
+    }
+
+    /// A SYN to a listener: a half-open session, or a SYN cookie when the half-open queue is
+    /// full; dropped when the accept queue or the session table is full.
+    fn on_listen_syn<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+    ) -> Result<Verdict, NetError> {
+        let Some(l) = self.listeners.get(&tuple.local_port) else { return Ok(Err(Counter::drop_tcp_no_session)) };
+        if l.ready.len() >= l.backlog {
+            return Ok(Err(Counter::drop_tcp_backlog_full));
+        }
+        let queue_full = l.half_open >= self.cfg.syn_backlog || l.half_open + l.ready.len() >= l.backlog;
+        if !queue_full {
+            // A full session table drops the SYN: a cookie could not be honoured either, and
+            // the peer's SYN retransmission may find room.
+            return Ok(self.passive_open(eg, tuple, repr));
+        }
+        if !self.cfg.syn_cookies {
+            return Ok(Err(Counter::drop_tcp_backlog_full));
+        }
+        self.send_cookie_syn_ack(eg, link, tuple, repr)?;
+        Ok(Ok(()))
+    }
+
+    fn passive_open(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
+        let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, eg.now) else {
+            return Err(Counter::drop_tcp_table_full);
+        };
+        let s = &mut self.state[sid as usize];
+        s.listener = Some(tuple.local_port);
+        if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
+            l.half_open += 1;
+        }
+        self.accept_syn(sid, repr);
+        self.mark_dirty(sid);
+        eg.counters.bump(Counter::tcp_passive_opens);
+        Ok(())
+    }
+
+    /// Answer a SYN statelessly: our ISS is a cookie, the peer's options ride in our TSval.
+    fn send_cookie_syn_ack<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+    ) -> Result<(), NetError> {
+        let now = eg.now;
+        let syn = &repr.options;
+        let iss = self.cookies.make(self.local_ip, &tuple, repr.seq, syn.mss.unwrap_or(536), now);
+        let mut options = TcpOptions { mss: Some(self.local_mss), ..Default::default() };
+        // Window scale and SACK survive only inside the timestamp (see `syncookie`).
+        if let (true, Some((tsval, _))) = (self.cfg.timestamps, syn.timestamps) {
+            options.timestamps = Some((cookie_tsval(ts_clock(now), syn), tsval));
+            if syn.window_scale.is_some() {
+                options.window_scale = self.cfg.window_scale.map(|w| w.min(14));
+            }
+            options.sack_permitted = self.cfg.sack && syn.sack_permitted;
+        }
+        let out = TcpRepr {
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            seq: iss,
+            ack: repr.seq.wrapping_add(1),
+            flags: SYN | ACK,
+            window: self.cfg.rx_buffer.min(65535) as u16,
+            urgent: 0,
+            options,
+        };
+        if eg.send_ip(link, tuple.remote_ip, protocol::TCP, out.header_len(), |buf, s, d| {
+            let _ = out.emit(buf, s, d, 0);
+        })? {
+            eg.counters.bump(Counter::tcp_syncookies_sent);
+            eg.counters.bump(Counter::tcp_tx_segments);
+        }
+        self.last_cookie = Some(now);
+        Ok(())
+    }
+
+    /// An ACK to a listener that may return one of our cookies: if it does, the connection
+    /// is created ESTABLISHED and the segment processed in it. `None` if it does not.
+    fn accept_cookie(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr, payload: &[u8]) -> Option<Verdict> {
+        let now = eg.now;
+        let (iss, peer_isn) = (repr.ack.wrapping_sub(1), repr.seq.wrapping_sub(1));
+        let tsecr = repr.options.timestamps.map(|t| t.1);
+        let st = self.cookies.check(self.local_ip, &tuple, peer_isn, iss, tsecr, now)?;
+        let l = self.listeners.get(&tuple.local_port)?;
+        if l.ready.len() >= l.backlog {
+            // As Linux: the peer retransmits and finds room later.
+            return Some(Err(Counter::drop_tcp_backlog_full));
+        }
+        let Ok(sid) = self.alloc(tuple, TcpState::Established, now) else {
+            return Some(Err(Counter::drop_tcp_table_full));
+        };
+        self.restore_from_cookie(sid, repr, iss, st);
+        self.state[sid as usize].listener = Some(tuple.local_port);
+        if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
+            l.ready.push_back(sid);
+        }
+        eg.counters.bump(Counter::tcp_syncookies_accepted);
+        eg.counters.bump(Counter::tcp_established_passive);
+        let v = self.on_synchronized(eg, sid, repr, payload);
+        self.activity.mark(sid);
+        if self.state[sid as usize].in_use {
+            self.touch_keepalive(sid, now);
+            self.mark_dirty(sid);
+        }
+        Some(v)
+    }
+
+    /// The sequence state of a connection opened by a cookie, as if its SYN had been kept.
+    fn restore_from_cookie(&mut self, sid: u32, ack: &TcpRepr, iss: u32, st: CookieState) {
+        let (cfg, local_mss) = (&self.cfg, self.local_mss);
+        let rx = &mut self.rx[sid as usize];
+        let tx = &mut self.tx[sid as usize];
+        *tx = super::conn::TxSar::new(iss, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
+        tx.snd_una = ack.ack;
+        tx.snd_nxt = ack.ack;
+        tx.snd_max = ack.ack;
+        tx.retx_high = ack.ack;
+        rx.irs = ack.seq.wrapping_sub(1);
+        rx.rcv_nxt = ack.seq;
+        rx.rcv_adv = ack.seq.wrapping_add(cfg.rx_buffer.min(65535) as u32);
+        rx.last_ack_sent = ack.seq;
+        rx.ts_ok = cfg.timestamps && ack.options.timestamps.is_some();
+        if let Some((tsval, _)) = ack.options.timestamps {
+            rx.ts_recent = tsval;
+        }
+        match (cfg.window_scale, st.window_scale) {
+            (Some(ours), Some(theirs)) if rx.ts_ok => {
+                rx.ws_ok = true;
+                rx.rcv_shift = ours.min(14);
+                tx.snd_shift = theirs.min(14);
+            }
+            _ => {
+                rx.ws_ok = false;
+                rx.rcv_shift = 0;
+                tx.snd_shift = 0;
+            }
+        }
+        rx.sack_ok = cfg.sack && st.sack_permitted && rx.ts_ok;
+        let overhead = if rx.ts_ok { 12 } else { 0 };
+        tx.mss = st.mss.min(local_mss) - overhead;
+        tx.cc.set_mss(tx.mss as u32);
+        tx.snd_wnd = u32::from(ack.window) << tx.snd_shift;
+        tx.max_snd_wnd = tx.snd_wnd;
+        tx.snd_wl1 = ack.seq;
+        tx.snd_wl2 = ack.ack;
+    }
+
+    /// RFC 6191 (and RFC 1122 4.2.2.13): a new SYN may reopen a 4-tuple in TIME-WAIT if it
+    /// cannot be confused with the old connection: a timestamp above TS.Recent, or without
+    /// timestamps a sequence number above RCV.NXT.
+    pub(super) fn time_wait_allows_syn(&self, sid: u32, repr: &TcpRepr) -> bool {
+        let rx = &self.rx[sid as usize];
+        match (rx.ts_ok, repr.options.timestamps) {
+            (true, Some((tsval, _))) => gt(tsval, rx.ts_recent),
+            _ => gt(repr.seq, rx.rcv_nxt),
+        }
+    }
+
+    /// Give up the oldest released session in TIME-WAIT to make room; false if there is none.
+    /// (Counted in `time_wait_reclaimed`, moved to the counters by the receive path.)
+    pub(super) fn reclaim_time_wait(&mut self) -> bool {
+        while let Some((sid, gen)) = self.time_wait.pop_front() {
+            let s = &self.state[sid as usize];
+            if s.in_use && s.gen == gen && s.state == TcpState::TimeWait && s.released {
+                self.free_session(sid);
+                self.time_wait_reclaimed += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Session `sid` enters TIME-WAIT: 2 MSL on the linger timer, buffers parked, and in line
+    /// to be reclaimed first when the table is full.
+    pub(super) fn enter_time_wait(&mut self, sid: u32, now: Instant) {
+        self.state[sid as usize].state = TcpState::TimeWait;
+        self.timers.cancel(sid, super::timer::TimerKind::Retransmit);
+        self.timers.arm(sid, super::timer::TimerKind::Linger, now + self.cfg.time_wait);
+        self.park_buffers_if_done(sid);
+        self.time_wait.push_back((sid, self.state[sid as usize].gen));
+        if self.time_wait.len() > 2 * self.state.len() {
+            let state = &self.state;
+            self.time_wait.retain(|&(s, g)| {
+                let e = &state[s as usize];
+                e.in_use && e.gen == g && e.state == TcpState::TimeWait
+            });
+        }
+    }
+}
