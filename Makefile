@@ -42,8 +42,15 @@ build-release:
 py-develop: setup-python
 	cd crates/py && VIRTUAL_ENV=$(abspath $(VENV)) ../../$(VENV)/bin/maturin develop --release -q
 
+# Every test binary runs (--no-fail-fast); tests that could not run (no root, a missing tool)
+# fail, and are listed again at the end.
 test-rust:
-	$(CARGO) test --workspace --release
+	@mkdir -p target; set -o pipefail; \
+	$(CARGO) test --workspace --release --no-fail-fast 2>&1 | tee target/test-rust.log; status=$$?; \
+	if grep -q "^NOT RUN:" target/test-rust.log; then \
+	  echo "tests that could not run (they fail; run make test as root with make setup done):"; \
+	  grep -B1 "^NOT RUN:" target/test-rust.log | grep -o "thread '[^']*'" | sed "s/thread /  /" | sort -u; \
+	fi; exit $$status
 
 test-python: py-develop
 	$(PY) -m pytest -q crates/py/tests

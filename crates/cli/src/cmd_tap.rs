@@ -26,6 +26,10 @@ pub struct TapArgs {
     /// Address of the linerate host.
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
+    /// Default gateway of the linerate host: replies to off-link sources go there (without
+    /// one, packets from off-link sources are dropped and counted as `drop_ipv4_no_route`).
+    #[arg(long, value_name = "IP")]
+    gateway: Option<std::net::Ipv4Addr>,
     /// IP MTU of the TAP link.
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
@@ -84,7 +88,8 @@ const SEND_LINGER: Duration = Duration::from_secs(12);
 
 /// Run `linerate tap`.
 pub fn run(a: TapArgs) -> Result<ExitCode, String> {
-    let cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
+    let mut cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
+    cfg.gateway = a.gateway;
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
     install_stop_handler();

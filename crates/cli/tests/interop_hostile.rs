@@ -1,0 +1,234 @@
+//! What Linux and hostile traffic send cannot stop or lock out a linerate host on a TAP:
+//! fragmented pings and UDP datagrams up to 65,507 bytes, a packet from an off-link source, a
+//! SYN flood of 100,000 spoofed SYNs while curl keeps connecting, and 20,000 sequential
+//! HTTP/1.0 connections (TIME-WAIT). Needs root and the Python venv (`make setup`); without
+//! them every test fails saying why.
+
+mod common;
+
+use common::{can_run, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
+use std::path::PathBuf;
+
+/// The venv's Python (with scapy), or why it is missing.
+fn venv_python() -> Result<String, String> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    if p.exists() {
+        Ok(p.to_string_lossy().into_owned())
+    } else {
+        Err(format!("{} is missing (make setup creates it)", p.display()))
+    }
+}
+
+/// The final counters `linerate tap --json` printed, by name.
+fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
+    let text = String::from_utf8_lossy(stdout);
+    let start = text.find('{').expect("JSON counters on stdout");
+    let v: serde_json::Value = serde_json::from_str(text[start..].trim()).expect("valid JSON");
+    let mut out = std::collections::HashMap::new();
+    for row in v["rows"].as_array().expect("rows") {
+        let name = row["counter"].as_str().unwrap_or_default().to_string();
+        let value = match &row["value"] {
+            serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
+            serde_json::Value::String(s) => s.parse().unwrap_or(0),
+            _ => 0,
+        };
+        out.insert(name, value);
+    }
+    out
+}
+
+#[test]
+fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
+    if !can_run(&["ping"]) {
+        return;
+    }
+    let _one = serial();
+    let script = format!(
+        "for s in 1473 8000 65000; do ping -c 5 -i 0.05 -W 2 -s $s {HOST} | grep 'packets transmitted' || exit 1; done"
+    );
+    let out = tap_run(&script, &["--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ping failed: {text}");
+    assert_eq!(text.matches("5 packets transmitted, 5 received").count(), 3, "{text}");
+    let c = counters(&out.stdout);
+    assert!(c["ipv4_reassembled"] >= 15 && c["ipv4_fragmented_sent"] >= 15, "{c:?}");
+}
+
+#[test]
+fn udp_echo_of_1473_8000_and_65507_byte_datagrams_through_socat_keeps_hashes() {
+    if !can_run(&["socat", "head"]) {
+        return;
+    }
+    let _one = serial();
+    let dir = Scratch::new("bigudp");
+    let sizes = [1473usize, 8000, 65507];
+    let mut script = String::new();
+    for n in sizes {
+        let (i, o) = (dir.file(&format!("in{n}")), dir.file(&format!("out{n}")));
+        // One read of the file is one datagram (-b above the size); the echo is one datagram.
+        script += &format!("head -c {n} /dev/urandom > {i} && socat -b 65536 -T 3 - UDP:{HOST}:7 < {i} > {o} || exit 1; ");
+    }
+    let out = tap_run(&script, &[]);
+    assert!(out.status.success(), "socat failed");
+    for n in sizes {
+        let (a, b) = (sha256_file(&dir.file(&format!("in{n}"))), sha256_file(&dir.file(&format!("out{n}"))));
+        assert_eq!(a.1, n as u64);
+        assert_eq!(a, b, "the echo of a {n}-byte datagram differs");
+    }
+}
+
+#[test]
+fn a_packet_from_an_off_link_source_is_counted_and_the_host_keeps_answering() {
+    let python = venv_python();
+    if !skip_unless(common::unavailable(&["ping"]).or(python.clone().err())) {
+        return;
+    }
+    let _one = serial();
+    let py = python.unwrap();
+    let dir = Scratch::new("offlink");
+    let send = dir.file("send.py");
+    std::fs::write(
+        &send,
+        format!(
+            r#"
+from scapy.all import Ether, IP, ICMP, TCP, sendp, get_if_hwaddr
+mac = get_if_hwaddr("lrtap0")
+dst = "02:00:0a:4d:00:02"
+frames = [Ether(src=mac, dst=dst) / IP(src=s, dst="{HOST}") / ICMP() for s in ("192.168.99.1", "0.0.0.0", "127.0.0.1", "224.0.0.9", "10.77.0.255")]
+frames.append(Ether(src=mac, dst=dst) / IP(src="192.168.99.1", dst="{HOST}") / TCP(dport=80, flags="S"))
+sendp(frames, iface="lrtap0", verbose=False)
+"#
+        ),
+    )
+    .unwrap();
+    let script = format!("ping -c 2 -W 1 {HOST} >/dev/null && {py} {send} && ping -c 3 -i 0.1 -W 1 {HOST}");
+    let out = tap_run(&script, &["--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the host stopped answering: {text}");
+    assert!(text.contains("3 packets transmitted, 3 received"), "{text}");
+    let c = counters(&out.stdout);
+    assert_eq!(c.get("drop_ipv4_no_route"), Some(&2), "{c:?}");
+    assert_eq!(c.get("drop_ipv4_martian_src"), Some(&4), "{c:?}");
+    assert_eq!(c["rx_frames"], c["rx_delivered"] + c.iter().filter(|(k, _)| is_rx_drop(k)).map(|(_, v)| v).sum::<u64>());
+}
+
+/// Receive-path drop counters (see `net::Counters::rx_drops`).
+fn is_rx_drop(name: &str) -> bool {
+    let tx_side = [
+        "drop_ipv4_reasm_timeout",
+        "drop_ipv4_reasm_evicted",
+        "drop_tx_too_big",
+        "drop_icmp_rate_limited",
+        "drop_arp_unresolved",
+        "drop_arp_pending_full",
+        "drop_tx_link_full",
+        "drop_tcp_challenge_limited",
+        "drop_link_rx_error",
+    ];
+    name.starts_with("drop_") && !tx_side.contains(&name)
+}
+
+#[test]
+fn a_flood_of_100000_spoofed_syns_leaves_99_percent_of_curl_requests_successful() {
+    let python = venv_python();
+    if !skip_unless(common::unavailable(&["curl"]).or(python.clone().err())) {
+        return;
+    }
+    let _one = serial();
+    let py = python.unwrap();
+    let dir = Scratch::new("synflood");
+    let flood = dir.file("flood.py");
+    // Frames are built with scapy before the clock starts, then sent from a raw socket at
+    // 5,000 per second (scapy's sendp cannot keep that pace on two cores).
+    std::fs::write(
+        &flood,
+        format!(
+            r#"
+import random, socket, time, sys
+from scapy.all import Ether, IP, TCP, get_if_hwaddr
+random.seed(7)
+mac = get_if_hwaddr("lrtap0")
+tmpl = Ether(src=mac, dst="02:00:0a:4d:00:02") / IP(dst="{HOST}") / TCP(dport=80, flags="S", options=[("MSS", 1460)])
+frames = []
+for i in range(100000):
+    p = tmpl.copy()
+    p[IP].src = "10.77.0.%d" % random.randint(100, 250)
+    p[TCP].sport = random.randint(1024, 65535)
+    p[TCP].seq = random.getrandbits(32)
+    frames.append(bytes(p))
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("lrtap0", 0))
+open(sys.argv[1], "w").write("go")
+t0 = time.monotonic()
+for i in range(0, len(frames), 50):
+    for f in frames[i:i + 50]:
+        s.send(f)
+    ahead = t0 + (i + 50) / 5000.0 - time.monotonic()
+    if ahead > 0:
+        time.sleep(ahead)
+print("flood: %d SYNs in %.1f s" % (len(frames), time.monotonic() - t0))
+"#
+        ),
+    )
+    .unwrap();
+    let (go, codes) = (dir.file("go"), dir.file("codes"));
+    // curl starts a request every 100 ms while the flood runs, each with a 5 s limit.
+    let script = format!(
+        "{py} {flood} {go} & F=$!; while [ ! -e {go} ]; do sleep 0.2; done; \
+         for i in $(seq 200); do (curl -s -o /dev/null -m 5 -w '%{{http_code}}\\n' http://{HOST}/size/1000 >> {codes}) & sleep 0.1; done; \
+         wait $F; wait"
+    );
+    let out = tap_run(&script, &["--json", "--duration", "300"]);
+    assert!(out.status.success(), "the flood script failed");
+    let codes = std::fs::read_to_string(&codes).unwrap_or_default();
+    let ok = codes.lines().filter(|l| l.trim() == "200").count();
+    let c = counters(&out.stdout);
+    eprintln!("curl: {ok} of 200 requests answered; counters {c:?}");
+    assert!(ok >= 198, "only {ok} of 200 curl requests succeeded during the flood");
+    assert!(c["tcp_syncookies_sent"] > 90_000, "{c:?}");
+}
+
+#[test]
+fn twenty_thousand_sequential_http_1_0_connections_from_linux_all_succeed() {
+    let python = venv_python();
+    if !skip_unless(common::unavailable(&[]).or(python.clone().err())) {
+        return;
+    }
+    let _one = serial();
+    let py = python.unwrap();
+    let dir = Scratch::new("http20k");
+    let client = dir.file("client.py");
+    std::fs::write(
+        &client,
+        format!(
+            r#"
+import socket, sys
+ok = 0
+for i in range(20000):
+    s = socket.create_connection(("{HOST}", 80), timeout=5)
+    s.sendall(b"GET /size/100 HTTP/1.0\r\n\r\n")
+    got = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        got += d
+    s.close()
+    if got.startswith(b"HTTP/1.0 200") or got.startswith(b"HTTP/1.1 200"):
+        ok += 1
+    else:
+        print("request %d: %r" % (i, got[:80]))
+        sys.exit(1)
+print("ok %d" % ok)
+"#
+        ),
+    )
+    .unwrap();
+    let out = tap_run(&format!("{py} {client}"), &["--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "a connection failed: {text}");
+    assert!(text.contains("ok 20000"), "{text}");
+    let c = counters(&out.stdout);
+    assert_eq!(c.get("drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
+    let _ = LINUX;
+}
