@@ -144,18 +144,36 @@ fn a_flood_of_100000_spoofed_syns_leaves_99_percent_of_curl_requests_successful(
         &flood,
         format!(
             r#"
-import random, socket, time, sys
+import random, socket, struct, time, sys
 from scapy.all import Ether, IP, TCP, get_if_hwaddr
 random.seed(7)
 mac = get_if_hwaddr("lrtap0")
 tmpl = Ether(src=mac, dst="02:00:0a:4d:00:02") / IP(dst="{HOST}") / TCP(dport=80, flags="S", options=[("MSS", 1460)])
+base = bytearray(bytes(tmpl))
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+# Each frame is scapy's template with its own source address, port and sequence number,
+# checksums recomputed (building 100,000 packets one by one in scapy takes minutes).
 frames = []
 for i in range(100000):
-    p = tmpl.copy()
-    p[IP].src = "10.77.0.%d" % random.randint(100, 250)
-    p[TCP].sport = random.randint(1024, 65535)
-    p[TCP].seq = random.getrandbits(32)
-    frames.append(bytes(p))
+    f = bytearray(base)
+    f[26:30] = bytes([10, 77, 0, random.randint(100, 250)])
+    struct.pack_into("!H", f, 34, random.randint(1024, 65535))
+    struct.pack_into("!I", f, 38, random.getrandbits(32))
+    f[24:26] = b"\0\0"
+    struct.pack_into("!H", f, 24, csum(bytes(f[14:34])))
+    f[50:52] = b"\0\0"
+    tcp = bytes(f[34:])
+    pseudo = bytes(f[26:34]) + struct.pack("!BBH", 0, 6, len(tcp))
+    struct.pack_into("!H", f, 50, csum(pseudo + tcp))
+    frames.append(bytes(f))
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(("lrtap0", 0))
 open(sys.argv[1], "w").write("go")
