@@ -46,3 +46,48 @@ def test_udp_to_closed_port_answers_port_unreachable():
     (err,) = sb.exchange(net, host, pkt)
     assert err[ICMP].type == 3 and err[ICMP].code == 3
     assert host.counters()["drop_udp_no_socket"] == 1
+
+
+def resolved_bench():
+    net, host, _ = bench()
+    sb.exchange(net, host, Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2"))
+    return net, host
+
+
+def accounted(c) -> bool:
+    tx_side = {"drop_ipv4_reasm_timeout", "drop_ipv4_reasm_evicted", "drop_tx_too_big", "drop_icmp_rate_limited",
+               "drop_arp_unresolved", "drop_arp_pending_full", "drop_tx_link_full", "drop_tcp_challenge_limited",
+               "drop_link_rx_error"}
+    drops = sum(v for k, v in c.items() if k.startswith("drop_") and k not in tx_side)
+    return c["rx_frames"] == c["rx_delivered"] + drops
+
+
+def test_off_link_and_martian_sources_are_counted_and_the_host_keeps_answering():
+    net, host = resolved_bench()
+    for src in ["192.168.99.1", "0.0.0.0", "127.0.0.1", "224.0.0.1", "10.0.0.2"]:
+        assert sb.exchange(net, host, Ether(src=PEER_MAC, dst=host.mac) / IP(src=src, dst="10.0.0.2") / ICMP()) == []
+    c = host.counters()
+    assert c["drop_ipv4_no_route"] == 1 and c["drop_ipv4_martian_src"] == 4
+    (echo,) = sb.exchange(net, host, Ether(src=PEER_MAC, dst=host.mac) / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(seq=1))
+    assert echo[ICMP].type == 0
+    assert accounted(host.counters())
+
+
+def test_a_fragmented_echo_request_is_reassembled_and_answered_in_fragments():
+    from scapy.layers.inet import fragment
+    from scapy.layers.inet import defragment
+
+    net, host = resolved_bench()
+    ping = IP(src="10.0.0.1", dst="10.0.0.2", id=77) / ICMP(id=3, seq=9) / (bytes(range(256)) * 16)
+    frags = [Ether(src=PEER_MAC, dst=host.mac) / f for f in fragment(ping, fragsize=1400)]
+    assert len(frags) == 3
+    for f in reversed(frags):
+        sb.inject(host, f)
+    net.run(ms=1.0)
+    replies = sb.collect(host)
+    assert len(replies) == 3 and all(r[IP].flags.MF or r[IP].frag for r in replies)
+    (whole,) = defragment([r[IP] for r in replies])
+    assert whole[ICMP].type == 0 and whole[ICMP].seq == 9
+    assert bytes(whole[ICMP].payload) == bytes(range(256)) * 16
+    assert host.counters()["ipv4_reassembled"] == 1
+    assert accounted(host.counters())
