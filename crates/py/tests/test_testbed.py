@@ -83,4 +83,4 @@ def test_bad_input_gives_clear_errors(net):
     with pytest.raises(ValueError, match="probability"):
         net.host("10.0.0.3/24", loss=2.0)
     with pytest.raises(ValueError, match="exceeds"):
-        a.udp_bind().send_to(b"x" * 2000, ("10.0.0.2", 9))
+        a.udp_bind().send_to(b"x" * 65508, ("10.0.0.2", 9))
