@@ -55,6 +55,19 @@ fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
 }
 
 #[test]
+fn linux_ping_with_record_route_sees_the_host_in_the_route() {
+    if !can_run(&["ping"]) {
+        return;
+    }
+    let _one = serial();
+    let out = tap_run(&format!("ping -R -c 2 -W 1 {HOST}"), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let route: Vec<&str> = text.split("RR:").nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").split_whitespace().collect();
+    assert!(route.contains(&HOST), "the echo reply's recorded route lacks {HOST}: {text}");
+}
+
+#[test]
 fn udp_echo_of_1473_8000_and_65507_byte_datagrams_through_socat_keeps_hashes() {
     if !can_run(&["socat", "head"]) {
         return;

@@ -331,6 +331,44 @@ impl Egress {
         })
     }
 
+    /// Send an ICMP message in one packet whose IPv4 header carries `options` (echo replies
+    /// returning a request's record-route or timestamp option). A message too large for one
+    /// packet goes out in fragments without the options.
+    pub fn send_icmp_with_options<L: Link>(
+        &mut self,
+        link: &mut L,
+        dst: Ipv4Addr,
+        repr: &IcmpRepr<'_>,
+        options: &[u8],
+    ) -> Result<bool, NetError> {
+        let l4_len = repr.buffer_len();
+        if options.is_empty() || Ipv4Repr::HEADER_LEN + options.len() + l4_len > self.path_mtu(dst) {
+            return self.send_icmp(link, dst, repr);
+        }
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let ip = Ipv4Repr {
+            src: self.cfg.ip,
+            dst,
+            protocol: protocol::ICMP,
+            payload_len: l4_len,
+            ttl: self.cfg.ttl,
+            ident: self.ip_ident,
+            dont_frag: false,
+            dscp_ecn: 0,
+        };
+        let src_mac = self.cfg.mac;
+        let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
+            let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
+            let Ok(eh) = eth.emit(buf) else { return 0 };
+            let Ok(ih) = ip.emit_with_options(&mut buf[eh..], options) else { return 0 };
+            let start = eh + ih;
+            let _ = repr.emit(&mut buf[start..start + l4_len]);
+            start + l4_len
+        };
+        let hop = self.next_hop(dst)?;
+        self.emit_or_wait(link, hop, build)
+    }
+
     /// Send a raw Ethernet frame with our source MAC.
     pub fn send_raw<L: Link>(&mut self, link: &mut L, et: u16, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
         if payload.len() > self.cfg.mtu {

@@ -272,7 +272,7 @@ impl Core {
         let payload = &ip.as_bytes()[..usize::from(ip.total_len())];
         let l4 = ip.payload();
         match ip.protocol() {
-            protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), l4),
+            protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), ip.options(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::drop_tcp_broadcast),
             protocol::TCP => match self.tcp.on_segment(&mut self.eg, link, src, dst, l4)? {
@@ -295,6 +295,7 @@ impl Core {
         src: Ipv4Addr,
         broadcast: bool,
         ttl: u8,
+        ip_options: &[u8],
         l4: &[u8],
     ) -> Result<(), NetError> {
         let icmp = match IcmpRepr::parse(l4) {
@@ -308,7 +309,9 @@ impl Core {
                     return self.drop(Counter::drop_icmp_broadcast_echo);
                 }
                 let reply = IcmpRepr { message: IcmpMessage::EchoReply { ident, seq }, data: icmp.data };
-                if self.eg.send_icmp(link, src, &reply)? {
+                let mut options = [0u8; 40];
+                let n = echo_reply_options(ip_options, self.eg.cfg.ip, &mut options);
+                if self.eg.send_icmp_with_options(link, src, &reply, &options[..n])? {
                     self.eg.counters.bump(Counter::icmp_echo_replied);
                 }
                 Ok(())
@@ -438,6 +441,45 @@ impl Core {
         }
         self.eg.send_icmp(link, to, repr)
     }
+}
+
+/// The IPv4 options of an echo reply, from the request's (RFC 1122 3.2.2.6): record route
+/// comes back with our address added where there is room, timestamp as it came; other
+/// options are not returned. Writes them (padded to 4 bytes) into `out`; returns the length.
+fn echo_reply_options(request: &[u8], ours: Ipv4Addr, out: &mut [u8; 40]) -> usize {
+    const EOL: u8 = 0;
+    const NOP: u8 = 1;
+    const RECORD_ROUTE: u8 = 7;
+    const TIMESTAMP: u8 = 68;
+    let mut n = 0;
+    let mut i = 0;
+    while i < request.len() {
+        match request[i] {
+            EOL => break,
+            NOP => i += 1,
+            kind => {
+                let Some(&len) = request.get(i + 1) else { break };
+                let len = len as usize;
+                if len < 2 || i + len > request.len() {
+                    break;
+                }
+                if (kind == RECORD_ROUTE || kind == TIMESTAMP) && n + len <= out.len() && len >= 3 {
+                    let opt = &mut out[n..n + len];
+                    opt.copy_from_slice(&request[i..i + len]);
+                    let ptr = opt[2] as usize;
+                    if kind == RECORD_ROUTE && ptr >= 4 && ptr + 3 <= len {
+                        opt[ptr - 1..ptr + 3].copy_from_slice(&ours.octets());
+                        opt[2] += 4;
+                    }
+                    n += len;
+                }
+                i += len;
+            }
+        }
+    }
+    let padded = n.div_ceil(4) * 4;
+    out[n..padded].fill(EOL);
+    padded
 }
 
 /// The IPv4 header and the transport bytes that follow it in an ICMP error's quote (which

@@ -329,3 +329,32 @@ fn fragmentation_needed_lowers_the_path_mtu() {
     assert_eq!(b.host.path_mtu(PEER), 552);
     let _ = UdpPacket::new_checked(&sent[0][34..]);
 }
+
+#[test]
+fn an_echo_request_with_record_route_comes_back_with_it_and_our_address() {
+    let mut b = Bench::new(Config::host("10.0.0.2/24"));
+    // Record route with room for 3 addresses, one already recorded; then NOP padding.
+    let mut options = vec![7u8, 15, 8, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    let l4 = echo(5, b"rr");
+    let repr = Ipv4Repr {
+        src: PEER,
+        dst: HOST,
+        protocol: protocol::ICMP,
+        payload_len: l4.len(),
+        ttl: 64,
+        ident: 5,
+        dont_frag: false,
+        dscp_ecn: 0,
+    };
+    let mut p = vec![0u8; 20 + options.len() + l4.len()];
+    let hl = repr.emit_with_options(&mut p, &options).unwrap();
+    p[hl..].copy_from_slice(&l4);
+    let out = b.exchange(&[eth(ethertype::IPV4, &p)]);
+    assert_eq!(echo_replies(&out).len(), 1);
+    let ip = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+    assert!(ip.verify_checksum());
+    options[2] = 12;
+    options[7..11].copy_from_slice(&HOST.octets());
+    options[15] = 0;
+    assert_eq!(ip.options(), &options[..]);
+}

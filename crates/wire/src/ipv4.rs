@@ -290,6 +290,26 @@ impl Ipv4Repr {
         Ok(Self::HEADER_LEN)
     }
 
+    /// Writes a header carrying `options` (a multiple of 4 bytes, at most 40) at the start of
+    /// `buf`, checksum filled; returns the header length. `payload_len` excludes the options.
+    ///
+    /// Errors: `BadHeaderLen` for options of a bad length, else as [`Self::emit`].
+    pub fn emit_with_options(&self, buf: &mut [u8], options: &[u8]) -> Result<usize, WireError> {
+        if options.len() % 4 != 0 || options.len() > 40 {
+            return Err(WireError::BadHeaderLen);
+        }
+        let hl = Self::HEADER_LEN + options.len();
+        let widened = Ipv4Repr { payload_len: self.payload_len + options.len(), ..*self };
+        widened.emit(buf)?;
+        let h = buf.get_mut(..hl).ok_or(WireError::Truncated)?;
+        h[0] = 0x40 | (hl / 4) as u8;
+        h[Self::HEADER_LEN..].copy_from_slice(options);
+        set_u16(h, CHECKSUM_OFF, 0);
+        let c = checksum(h);
+        set_u16(h, CHECKSUM_OFF, c);
+        Ok(hl)
+    }
+
     /// Describes a checked packet (options, MF and fragment offset are not represented).
     pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Ipv4Repr {
         Ipv4Repr {
