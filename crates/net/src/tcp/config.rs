@@ -30,7 +30,9 @@ pub struct TcpConfig {
     pub min_rto: Duration,
     /// Upper bound of the RTO.
     pub max_rto: Duration,
-    /// TIME-WAIT duration (2 MSL).
+    /// TIME-WAIT duration (2 MSL; 60 s by default, as Linux). TIME-WAIT does not exhaust the
+    /// table: a newer SYN reopens its 4-tuple at once (RFC 6191), and when the table is full
+    /// the oldest released session in TIME-WAIT gives its slot to the new one.
     pub time_wait: Duration,
     /// SYN (or SYN-ACK) retransmissions before giving up.
     pub syn_retries: u32,
