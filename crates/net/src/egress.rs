@@ -311,10 +311,11 @@ impl Egress {
         src_port: u16,
         dst: SocketAddrV4,
         payload: &[u8],
+        may_fragment: bool,
     ) -> Result<bool, NetError> {
         let len = UdpRepr::HEADER_LEN + payload.len();
         let repr = UdpRepr { src_port, dst_port: dst.port() };
-        let sent = self.send_ip(link, *dst.ip(), protocol::UDP, len, |buf, s, d| {
+        let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
             buf[UdpRepr::HEADER_LEN..].copy_from_slice(payload);
             let _ = repr.emit(buf, s, d, payload.len());
         })?;

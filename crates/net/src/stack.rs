@@ -158,9 +158,25 @@ impl<L: Link> Stack<L> {
 
     /// Send one datagram. `Ok(false)` means the link's queue is full (back-pressure: retry
     /// after a poll); a datagram waiting for ARP counts as sent.
+    /// A datagram larger than the path MTU goes out in fragments, unless the socket is set
+    /// to [`Stack::udp_set_dont_fragment`]: then it is refused with `TooLarge`.
     pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, NetError> {
-        let port = self.core.udp.get(h)?.port;
-        self.core.eg.send_udp(&mut self.link, port, dst, payload)
+        let s = self.core.udp.get(h)?;
+        let (port, may_fragment) = (s.port, !s.dont_fragment);
+        match self.core.eg.send_udp(&mut self.link, port, dst, payload, may_fragment) {
+            Err(NetError::TooLarge { len, max }) => {
+                let header = wire::UdpRepr::HEADER_LEN;
+                Err(NetError::TooLarge { len: len - header, max: max.saturating_sub(header) })
+            }
+            other => other,
+        }
+    }
+
+    /// Never fragment this socket's datagrams (Linux's IP_PMTUDISC_DO): one larger than the
+    /// path MTU is refused with `TooLarge` naming the largest payload that fits.
+    pub fn udp_set_dont_fragment(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
+        self.core.udp.get_mut(h)?.dont_fragment = on;
+        Ok(())
     }
 
     /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its

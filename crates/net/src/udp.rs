@@ -14,6 +14,8 @@ pub(crate) struct UdpSocket {
     pub port: u16,
     pub queue: PacketQueue<SocketAddrV4Meta>,
     pub icmp_errors: u64,
+    /// Never fragment: datagrams above the path MTU are refused (IP_PMTUDISC_DO).
+    pub dont_fragment: bool,
 }
 
 /// The sender of a queued datagram (a `Default` stand-in for `SocketAddrV4`).
@@ -57,7 +59,7 @@ impl UdpTable {
         if self.by_port[port as usize] != 0 {
             return Err(NetError::PortInUse(port));
         }
-        let socket = UdpSocket { port, queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload), icmp_errors: 0 };
+        let socket = UdpSocket { port, queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload), icmp_errors: 0, dont_fragment: false };
         let idx = match self.sockets.iter().position(Option::is_none) {
             Some(i) => {
                 self.sockets[i] = Some(socket);

@@ -206,6 +206,14 @@ fn udp_datagrams_up_to_65507_bytes_cross_in_fragments() {
         assert!(buf[..n] == data[..], "datagram of {len} bytes intact");
     }
     assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &vec![0; 65508]).is_err());
+    // Don't-fragment: refused above the path MTU, with the largest payload that fits.
+    a.udp_set_dont_fragment(ta, true).unwrap();
+    match a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &[0; 1473]) {
+        Err(net::NetError::TooLarge { len: 1473, max: 1472 }) => {}
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &[0; 1472]).unwrap());
+    assert_eq!(a.counters().get(Counter::drop_tx_too_big), 1);
     assert_eq!(a.counters().get(Counter::ipv4_fragmented_sent), 3);
     assert_eq!(b.counters().get(Counter::ipv4_reassembled), 3);
     assert_eq!(b.reassembly_usage(), (0, 0));

@@ -335,6 +335,13 @@ impl Bench {
         self.collect()
     }
 
+    /// Inject one raw frame from the peer, poll, return what the host sent.
+    pub fn send_frame(&mut self, frame: Vec<u8>) -> Vec<Seg> {
+        self.inject_frames(&[frame]);
+        self.host.poll(self.now).unwrap();
+        self.collect()
+    }
+
     /// Inject one peer segment, poll, return what the host sent.
     pub fn send(&mut self, s: Seg) -> Vec<Seg> {
         self.send_all(&[s])
