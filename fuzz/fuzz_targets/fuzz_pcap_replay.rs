@@ -14,8 +14,23 @@ use link::{FrameBatch, Instant, Link, MAX_FRAME};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A file of this process in memory-backed /dev/shm if there is one (a disk write per run
+/// would slow the fuzzer a hundredfold), else in the temp directory.
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("linerate-fuzz-pcap-{}-{name}", std::process::id()))
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+    dir.join(format!("linerate-fuzz-pcap-{}-{name}", std::process::id()))
+}
+
+/// Removes the scratch files when a run ends.
+struct Cleanup([PathBuf; 2]);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -24,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
     let slot = [60, 128, 1514, 2048, MAX_FRAME][usize::from(opt >> 1) % 5];
     let input = scratch("in.pcap");
     let output = scratch("out.pcap");
+    let _cleanup = Cleanup([input.clone(), output.clone()]);
     std::fs::write(&input, file).expect("temp dir is writable");
     let frames = read_frames(&input);
     let replay = PcapReplay::open(&input, paced);

@@ -8,8 +8,8 @@
 #![no_main]
 
 use apps::spn_service::record::{
-    check_header, check_request, decode_response, emit_response_header, encode_request, response_len,
-    response_value, Drop, Status, Verdict, FLAG_LOG, FLAG_MASK, HEADER_LEN, REQUEST_MAGIC,
+    check_header, check_request, decode_response, emit_response_header, encode_request, response_len, response_value,
+    Drop, Status, Verdict, FLAG_LOG, FLAG_MASK, HEADER_LEN, REQUEST_MAGIC,
 };
 use libfuzzer_sys::fuzz_target;
 

@@ -14,7 +14,7 @@
 //!
 //! With `LINERATE_FUZZ_TOLERATE_NOROUTE=1` in the environment, `Err(NoRoute)` out of `poll`
 //! (a known bug while replies to off-link sources are not counted drops) is tolerated and
-//! the frame it loses is allowed for in the accounting, so a run can look for other bugs.
+//! each such error may leave one frame without a verdict, so a run can look for other bugs.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -107,12 +107,23 @@ enum IpOpt {
     End,
     Nop,
     /// Record route with `slots` 4-byte slots and pointer `ptr` (4 when fresh).
-    RecordRoute { slots: u8, ptr: u8 },
+    RecordRoute {
+        slots: u8,
+        ptr: u8,
+    },
     /// Timestamp option with flag and slots.
-    Timestamp { slots: u8, ptr: u8, flag: u8 },
+    Timestamp {
+        slots: u8,
+        ptr: u8,
+        flag: u8,
+    },
     RouterAlert,
     /// Any option, length byte as given (may be malformed).
-    Raw { kind: u8, len: u8, data: Vec<u8> },
+    Raw {
+        kind: u8,
+        len: u8,
+        data: Vec<u8>,
+    },
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -127,9 +138,16 @@ enum Frag {
     None,
     DontFragment,
     /// The whole datagram sent as one fragment with these fields.
-    Single { ident: u8, more: bool, offset: u16 },
+    Single {
+        ident: u8,
+        more: bool,
+        offset: u16,
+    },
     /// The datagram cut into pieces (may overlap, leave holes, repeat) sharing one ident.
-    Pieces { ident: u8, pieces: Vec<Piece> },
+    Pieces {
+        ident: u8,
+        pieces: Vec<Piece>,
+    },
 }
 
 #[derive(Arbitrary, Debug, Clone)]
@@ -168,12 +186,28 @@ struct TcpSpec {
 
 #[derive(Arbitrary, Debug, Clone)]
 enum IcmpSpec {
-    EchoRequest { ident: u16, seq: u16 },
-    EchoReply { ident: u16, seq: u16 },
+    EchoRequest {
+        ident: u16,
+        seq: u16,
+    },
+    EchoReply {
+        ident: u16,
+        seq: u16,
+    },
     /// Destination unreachable (code) quoting a UDP datagram the host might have sent.
-    Unreachable { code: u8, quote_port: u16, quote_len: u8 },
-    TimeExceeded { code: u8 },
-    Other { ty: u8, code: u8, rest: [u8; 4] },
+    Unreachable {
+        code: u8,
+        quote_port: u16,
+        quote_len: u8,
+    },
+    TimeExceeded {
+        code: u8,
+    },
+    Other {
+        ty: u8,
+        code: u8,
+        rest: [u8; 4],
+    },
 }
 
 #[derive(Arbitrary, Debug, Clone)]
@@ -226,9 +260,17 @@ struct Input {
     frames: Vec<FrameSpec>,
 }
 
-/// What the host knows about one of its connections, and the peer's next sequence number for it.
+/// One of the host's connections (or the half-open one, which has no handle yet), with its
+/// addresses and sequence numbers as last seen (kept when a close gives up the handle, so
+/// segments can still aim at it in TIME-WAIT and after).
 struct Live {
-    h: TcpHandle,
+    h: Option<TcpHandle>,
+    remote: SocketAddrV4,
+    local_port: u16,
+    /// The host's next sequence number (what the peer acknowledges).
+    snd_nxt: u32,
+    /// The next sequence number the host expects.
+    rcv_nxt: u32,
 }
 
 /// The host, its peer, and the host's connections in several states.
@@ -264,7 +306,7 @@ impl Bench {
         }
         let mut host = Stack::new(hc, lh).expect("valid config");
         let mut peer = Stack::new(config("10.0.0.1/24"), lp).expect("valid config");
-        let listeners: Vec<_> = LISTEN_PORTS.iter().map(|&p| host.tcp_listen(p, 4).expect("free port")).collect();
+        let listeners: Vec<_> = LISTEN_PORTS.iter().map(|&p| host.tcp_listen(p, 8).expect("free port")).collect();
         for p in UDP_PORTS {
             host.udp_bind(p).expect("free port");
         }
@@ -297,23 +339,23 @@ impl Bench {
         for &c in peer_conns.iter().take(2) {
             let _ = b.peer.tcp_send(c, &[0xaa; 2000]);
         }
-        // 2: the host closes (FIN-WAIT). 3: the peer closes (CLOSE-WAIT).
-        // 4: the peer, then the host closes (LAST-ACK, then gone). 5: the host, then the peer
-        // closes (TIME-WAIT).
+        // 2: the host shuts down (FIN-WAIT-2). 3: the peer closes (CLOSE-WAIT). 4: the peer,
+        // then the host (LAST-ACK until the peer's next poll). 5: the host, then the peer
+        // (TIME-WAIT). Shutdown rather than close keeps the host's handles.
         if let Some(&h) = accepted.get(2) {
-            let _ = b.host.tcp_close(h);
+            let _ = b.host.tcp_shutdown(h);
         }
         let _ = b.peer.tcp_close(peer_conns[3]);
         let _ = b.peer.tcp_close(peer_conns[4]);
         if let Some(&h) = accepted.get(5) {
-            let _ = b.host.tcp_close(h);
+            let _ = b.host.tcp_shutdown(h);
         }
         b.settle(10);
-        if let Some(&h) = accepted.get(4) {
-            let _ = b.host.tcp_close(h);
-        }
         let _ = b.peer.tcp_close(peer_conns[5]);
         b.settle(10);
+        if let Some(&h) = accepted.get(4) {
+            let _ = b.host.tcp_shutdown(h);
+        }
         // A half-open connection (SYN-RECEIVED): a SYN from a subnet address that never answers.
         let syn = TcpRepr {
             src_port: GHOST_PORT,
@@ -328,7 +370,14 @@ impl Bench {
         let f = build_tcp(b.peer_mac, b.host.mac(), GHOST, HOST, &syn, &[]);
         b.push(&f);
         b.poll_host();
-        b.live = accepted.into_iter().chain([active, stuck]).map(|h| Live { h }).collect();
+        let ghost = Live {
+            h: None,
+            remote: SocketAddrV4::new(GHOST, GHOST_PORT),
+            local_port: 80,
+            snd_nxt: 0,
+            rcv_nxt: GHOST_ISS.wrapping_add(1),
+        };
+        b.live = accepted.into_iter().chain([active, stuck]).filter_map(|h| b.live_of(h)).chain([ghost]).collect();
         b.check();
         b
     }
@@ -367,14 +416,37 @@ impl Bench {
     fn check(&self) {
         let c = self.host.counters();
         let (rx, delivered, drops) = (c.get(Counter::rx_frames), c.get(Counter::rx_delivered), c.rx_drops());
-        assert_eq!(rx, delivered + drops + self.noroute, "frames {rx} != delivered {delivered} + drops {drops}");
+        // A tolerated NoRoute may have cost its frame's verdict (or come after it was counted).
+        let counted = delivered + drops;
+        assert!(
+            counted <= rx && rx <= counted + self.noroute,
+            "frames {rx} != delivered {delivered} + drops {drops} (NoRoute errors tolerated: {})",
+            self.noroute
+        );
+    }
+
+    fn live_of(&self, h: TcpHandle) -> Option<Live> {
+        let st = self.host.tcp_stats(h).ok()?;
+        Some(Live {
+            h: Some(h),
+            remote: st.remote?,
+            local_port: st.local_port,
+            snd_nxt: st.snd_nxt,
+            rcv_nxt: st.rcv_nxt,
+        })
+    }
+
+    /// Connection `i` (modulo their number), its numbers refreshed if its handle is still open.
+    fn session(&mut self, i: u8) -> &Live {
+        let i = usize::from(i) % self.live.len();
+        if let Some(fresh) = self.live[i].h.and_then(|h| self.live_of(h)) {
+            self.live[i] = fresh;
+        }
+        &self.live[i]
     }
 
     fn handle(&self, i: u8) -> Option<TcpHandle> {
-        if self.live.is_empty() {
-            return None;
-        }
-        Some(self.live[i as usize % self.live.len()].h)
+        self.live.get(usize::from(i) % self.live.len().max(1)).and_then(|l| l.h)
     }
 }
 
@@ -482,34 +554,23 @@ fn ip_options(opts: &[IpOpt]) -> Vec<u8> {
 }
 
 /// The transport part of a frame, the addresses it must travel with, and its protocol.
-fn build_l4(b: &Bench, spec: &FrameSpec, src: &mut Ipv4Addr, dst: &mut Ipv4Addr) -> (u8, Vec<u8>) {
+fn build_l4(b: &mut Bench, spec: &FrameSpec, src: &mut Ipv4Addr, dst: &mut Ipv4Addr) -> (u8, Vec<u8>) {
     let plen = usize::from(spec.payload_len) % (MAX_PAYLOAD + 1);
     let payload = vec![spec.payload_byte; plen];
     match &spec.l4 {
         L4Spec::Tcp(t) => {
             let (sport, dport, seq, ack) = match t.target {
-                TcpTarget::Session(i) => match b.handle(i).and_then(|h| b.host.tcp_stats(h).ok()) {
-                    Some(st) => {
-                        let remote = st.remote.unwrap_or(SocketAddrV4::new(GHOST, GHOST_PORT));
-                        *src = *remote.ip();
-                        *dst = HOST;
-                        let (seq, ack) = if t.near {
-                            (
-                                st.rcv_nxt.wrapping_add((t.seq as i16) as u32),
-                                st.snd_nxt.wrapping_add((t.ack as i16) as u32),
-                            )
-                        } else {
-                            (st.rcv_nxt.wrapping_add(t.seq as u32), st.snd_nxt.wrapping_add(t.ack as u32))
-                        };
-                        (remote.port(), st.local_port, seq, ack)
-                    }
-                    // The half-open connection (its handle is not accepted yet).
-                    None => {
-                        *src = GHOST;
-                        *dst = HOST;
-                        (GHOST_PORT, 80, GHOST_ISS.wrapping_add(1).wrapping_add(t.seq as u32), t.ack as u32)
-                    }
-                },
+                TcpTarget::Session(i) => {
+                    let l = b.session(i);
+                    *src = *l.remote.ip();
+                    *dst = HOST;
+                    let (ds, da) = if t.near {
+                        ((t.seq as i16) as u32, (t.ack as i16) as u32)
+                    } else {
+                        (t.seq as u32, t.ack as u32)
+                    };
+                    (l.remote.port(), l.local_port, l.rcv_nxt.wrapping_add(ds), l.snd_nxt.wrapping_add(da))
+                }
                 TcpTarget::Listener(i, sport) => {
                     (sport, LISTEN_PORTS[usize::from(i) % LISTEN_PORTS.len()], t.seq as u32, t.ack as u32)
                 }
@@ -606,7 +667,7 @@ fn build_l4(b: &Bench, spec: &FrameSpec, src: &mut Ipv4Addr, dst: &mut Ipv4Addr)
 }
 
 /// The frames (one, or several fragments) `spec` describes.
-fn build(b: &Bench, spec: &FrameSpec) -> Vec<Vec<u8>> {
+fn build(b: &mut Bench, spec: &FrameSpec) -> Vec<Vec<u8>> {
     let mut src = spec.src.addr();
     let mut dst = spec.dst.addr();
     let (proto, l4) = build_l4(b, spec, &mut src, &mut dst);
@@ -698,7 +759,7 @@ fn act(b: &mut Bench, spec: &FrameSpec) {
 fuzz_target!(|input: Input| {
     let mut b = Bench::new(input.gateway);
     for spec in input.frames.iter().take(MAX_FRAMES) {
-        for f in build(&b, spec) {
+        for f in build(&mut b, spec) {
             b.now = b.now + Duration::from_micros(50);
             b.push(&f);
             b.poll_host();
