@@ -53,8 +53,8 @@ pub fn parse_request(buf: &[u8]) -> Option<(usize, Reply)> {
         "HTTP/1.0" => true,
         _ => return Some((end, bad)),
     };
-    // The body's length: `Some(n)` from a valid Content-Length, `None` if it cannot be known.
-    let mut length: Option<u64> = Some(0);
+    // `framed`: the body's length is known (none, or a valid Content-Length).
+    let mut framed = true;
     let mut content_length: Option<u64> = None;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else { return Some((end, bad)) };
@@ -68,14 +68,14 @@ pub fn parse_request(buf: &[u8]) -> Option<(usize, Reply)> {
                 match (n, content_length) {
                     (Some(n), None) => content_length = Some(n),
                     (Some(n), Some(m)) if n == m => {}
-                    _ => length = None,
+                    _ => framed = false,
                 }
             }
-            "transfer-encoding" => length = None,
+            "transfer-encoding" => framed = false,
             _ => {}
         }
     }
-    let length = length.map(|_| content_length.unwrap_or(0));
+    let length = framed.then(|| content_length.unwrap_or(0));
     let has_body = length != Some(0);
     // A body of known length is skipped; one of unknown length cannot be told apart from the
     // next request, so the connection closes after the reply.
