@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CARGO ?= cargo
 APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat curl tcpdump tshark iperf3 libpcap-dev libhyperscan-dev nftables iptables
 
-.PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-build clean
+.PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-tools fuzz-build fuzz clean
 
 demo: build-release
 	./target/release/linerate demo
@@ -60,9 +60,27 @@ bench: build-release
 	./target/release/linerate bench udp
 	./target/release/linerate bench tcp
 
-# Fuzz targets (see fuzz/README.md); needs the nightly toolchain and cargo-fuzz.
-fuzz-build:
+# Fuzz targets (see fuzz/README.md): the nightly toolchain and cargo-fuzz (installed if missing).
+FUZZ_SECS ?= 60
+TARGETS ?= $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs)))
+
+fuzz-tools:
+	@$(CARGO) +nightly --version >/dev/null 2>&1 || { echo "fuzzing needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	@$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+
+fuzz-build: fuzz-tools
 	cd fuzz && $(CARGO) +nightly fuzz build
+
+# `make fuzz [FUZZ_SECS=60] [TARGETS="fuzz_tcp fuzz_ipv4"]`: run each target for FUZZ_SECS
+# seconds, one after another; fails naming the targets that crashed (inputs in fuzz/artifacts/).
+fuzz: fuzz-build
+	@failed=""; for t in $(TARGETS); do \
+	  echo "== $$t: $(FUZZ_SECS) s"; \
+	  mkdir -p fuzz/corpus/$$t fuzz/artifacts/$$t; \
+	  (cd fuzz && $(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECS) -print_final_stats=1) || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: crashed:$$failed (reproduce: cd fuzz && cargo +nightly fuzz run TARGET artifacts/TARGET/crash-...)" >&2; exit 1; fi; \
+	echo "fuzz: no crash in $(words $(TARGETS)) targets, $(FUZZ_SECS) s each"
 
 clean:
 	$(CARGO) clean

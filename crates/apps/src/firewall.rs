@@ -61,15 +61,26 @@ impl Firewall {
 
     /// The verdict for one frame: `Ok(true)` pass, `Ok(false)` blocked, `Err(reason)` drop.
     pub fn verdict(&self, frame: &[u8]) -> Result<bool, &'static str> {
-        let eth = EthernetFrame::new_checked(frame).map_err(|e| e.reason())?;
+        self.judge(frame).1
+    }
+
+    /// Whether `frame` is IPv4 (its EtherType after any VLAN tags), and its verdict; the
+    /// counters use the same parse as the verdict.
+    fn judge(&self, frame: &[u8]) -> (bool, Result<bool, &'static str>) {
+        let eth = match EthernetFrame::new_checked(frame) {
+            Ok(e) => e,
+            Err(e) => return (false, Err(e.reason())),
+        };
         if eth.ethertype() != ethertype::IPV4 {
             return match self.non_ipv4 {
-                NonIpv4::Forward => Ok(true),
-                NonIpv4::Drop => Err("non_ipv4"),
+                NonIpv4::Forward => (false, Ok(true)),
+                NonIpv4::Drop => (false, Err("non_ipv4")),
             };
         }
-        let ip = Ipv4Packet::new_checked(eth.payload()).map_err(|e| e.reason())?;
-        Ok(!self.blacklist.contains(ip.src()))
+        match Ipv4Packet::new_checked(eth.payload()) {
+            Ok(ip) => (true, Ok(!self.blacklist.contains(ip.src()))),
+            Err(e) => (true, Err(e.reason())),
+        }
     }
 }
 
@@ -79,9 +90,8 @@ impl Program for Firewall {
     }
 
     fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet) {
-        let frame = ctx.data(&pkt);
-        let is_ip = frame.get(12..14) == Some(&[0x08, 0x00][..]);
-        match self.verdict(frame) {
+        let (is_ip, verdict) = self.judge(ctx.data(&pkt));
+        match verdict {
             Ok(true) => {
                 self.passed += 1;
                 if !is_ip {

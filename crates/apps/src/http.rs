@@ -1,7 +1,11 @@
 //! A minimal HTTP/1.1 static responder: `GET /<n>` or `GET /size/<n>` returns `n` bytes of the
 //! deterministic [`crate::pattern`] with a `Content-Length`; `HEAD` the same without the body;
 //! anything else 404 (unknown path), 405 (other methods) or 400 (malformed). Keep-alive and
-//! pipelining as HTTP/1.1 defines them (`Connection: close` and HTTP/1.0 close after the reply).
+//! pipelining as HTTP/1.1 defines them (`Connection: close` and HTTP/1.0 close after the reply):
+//! every complete request on a connection is answered, in order. A request body with a
+//! `Content-Length` is read and discarded, so the request after it is answered too; a body of
+//! unknown length (`Transfer-Encoding`, an invalid `Content-Length`) closes the connection after
+//! the reply. Empty lines before a request line are ignored (RFC 9112 section 2.2).
 
 use crate::pattern;
 use crate::tcp_conns::{ConnCounts, ConnSet, Step};
@@ -26,14 +30,18 @@ pub struct Reply {
     pub head_only: bool,
     /// Close the connection after this reply.
     pub close: bool,
+    /// Bytes of request body after the head, to be discarded before the next request.
+    pub body: u64,
 }
 
 /// Parse the request at the start of `buf`: `None` while its head is incomplete, else the
-/// bytes it occupies and the reply it gets.
+/// bytes its head occupies (with any empty lines before it) and the reply it gets. The body
+/// that follows the head is [`Reply::body`] bytes long.
 pub fn parse_request(buf: &[u8]) -> Option<(usize, Reply)> {
-    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let bad = Reply { status: 400, object: 0, head_only: false, close: true };
-    let Ok(head) = std::str::from_utf8(&buf[..end - 4]) else { return Some((end, bad)) };
+    let lead = buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
+    let end = lead + buf[lead..].windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let bad = Reply { status: 400, object: 0, head_only: false, close: true, body: 0 };
+    let Ok(head) = std::str::from_utf8(&buf[lead..end - 4]) else { return Some((end, bad)) };
     let mut lines = head.split("\r\n");
     let mut parts = lines.next().unwrap_or("").split(' ');
     let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
@@ -45,27 +53,40 @@ pub fn parse_request(buf: &[u8]) -> Option<(usize, Reply)> {
         "HTTP/1.0" => true,
         _ => return Some((end, bad)),
     };
-    let mut body = false;
+    // `framed`: the body's length is known (none, or a valid Content-Length).
+    let mut framed = true;
+    let mut content_length: Option<u64> = None;
     for line in lines {
         let Some((name, value)) = line.split_once(':') else { return Some((end, bad)) };
         let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
         match name.as_str() {
             "connection" if value.contains("close") => close = true,
             "connection" if value.contains("keep-alive") => close = false,
-            "content-length" if value != "0" => body = true,
-            "transfer-encoding" => body = true,
+            "content-length" => {
+                let n = value.parse::<u64>().ok().filter(|_| value.bytes().all(|b| b.is_ascii_digit()));
+                // Several Content-Length fields must agree (RFC 9112 section 6.3).
+                match (n, content_length) {
+                    (Some(n), None) => content_length = Some(n),
+                    (Some(n), Some(m)) if n == m => {}
+                    _ => framed = false,
+                }
+            }
+            "transfer-encoding" => framed = false,
             _ => {}
         }
     }
-    // Request bodies are not read: answer, then close rather than misread the body as the
-    // next request.
-    close |= body;
+    let length = framed.then(|| content_length.unwrap_or(0));
+    let has_body = length != Some(0);
+    // A body of known length is skipped; one of unknown length cannot be told apart from the
+    // next request, so the connection closes after the reply.
+    close |= length.is_none();
+    let body = if close { 0 } else { length.unwrap_or(0) };
     let head_only = method == "HEAD";
-    let reply = |status, object| Some((end, Reply { status, object, head_only, close }));
+    let reply = |status, object| Some((end, Reply { status, object, head_only, close, body }));
     if method != "GET" && method != "HEAD" {
         return reply(405, 0);
     }
-    if body {
+    if has_body {
         return reply(400, 0);
     }
     let path = target.split('?').next().unwrap_or("");
@@ -116,6 +137,8 @@ struct Conn {
     body_sent: u64,
     body_len: u64,
     close_after: bool,
+    /// Request body bytes still to discard before the next request.
+    skip: u64,
 }
 
 /// What the server counted.
@@ -197,11 +220,19 @@ fn serve_conn<L: Link>(
         if c.close_after {
             return Ok(Step::Finished(moved));
         }
-        let parsed = match parse_request(&c.req) {
-            None if c.req.len() >= MAX_REQUEST => {
-                Some((c.req.len(), Reply { status: 431, object: 0, head_only: false, close: true }))
-            }
-            p => p,
+        if c.skip > 0 {
+            let n = c.skip.min(c.req.len() as u64);
+            c.req.drain(..n as usize);
+            c.skip -= n;
+        }
+        let parsed = match c.skip {
+            0 => match parse_request(&c.req) {
+                None if c.req.len() >= MAX_REQUEST => {
+                    Some((c.req.len(), Reply { status: 431, object: 0, head_only: false, close: true, body: 0 }))
+                }
+                p => p,
+            },
+            _ => None,
         };
         if let Some((used, reply)) = parsed {
             c.req.drain(..used);
@@ -215,6 +246,7 @@ fn serve_conn<L: Link>(
             c.body_sent = 0;
             c.body_len = if reply.status == 200 && !reply.head_only { reply.object } else { 0 };
             c.close_after = reply.close;
+            c.skip = reply.body;
             continue;
         }
         let old = c.req.len();
@@ -242,10 +274,10 @@ mod tests {
     fn routes_sizes_errors_and_keep_alive() {
         let (n, r) = parse("GET /size/1000 HTTP/1.1\r\nHost: x\r\n\r\nGET /").unwrap();
         assert_eq!(n, 36);
-        assert_eq!(r, Reply { status: 200, object: 1000, head_only: false, close: false });
+        assert_eq!(r, Reply { status: 200, object: 1000, head_only: false, close: false, body: 0 });
         assert_eq!(
             parse("GET /5 HTTP/1.0\r\n\r\n").unwrap().1,
-            Reply { status: 200, object: 5, head_only: false, close: true }
+            Reply { status: 200, object: 5, head_only: false, close: true, body: 0 }
         );
         assert!(parse("HEAD /7 HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap().1.close);
         assert_eq!(parse("GET /nope HTTP/1.1\r\n\r\n").unwrap().1.status, 404);
@@ -254,9 +286,25 @@ mod tests {
         assert_eq!(parse("POST /5 HTTP/1.1\r\n\r\n").unwrap().1.status, 405);
         assert_eq!(
             parse("POST /5 HTTP/1.1\r\nContent-Length: 1\r\n\r\n").unwrap().1,
-            Reply { status: 405, object: 0, head_only: false, close: true }
+            Reply { status: 405, object: 0, head_only: false, close: false, body: 1 }
         );
         assert_eq!(parse("GET /5 HTTP/1.1\r\nContent-Length: 3\r\n\r\n").unwrap().1.status, 400);
+        // Bodies of unknown length close the connection; Content-Length fields must agree.
+        for unknown in [
+            "POST /5 HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /5 HTTP/1.1\r\nContent-Length: +1\r\n\r\n",
+            "POST /5 HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        ] {
+            let r = parse(unknown).unwrap().1;
+            assert!(r.close && r.body == 0, "{unknown:?}: {r:?}");
+        }
+        assert_eq!(parse("POST /5 HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n").unwrap().1.body, 2);
+        // Empty lines before the request line are skipped (RFC 9112 section 2.2).
+        assert_eq!(
+            parse("\r\n\r\nGET /5 HTTP/1.1\r\n\r\n"),
+            Some((23, Reply { status: 200, object: 5, head_only: false, close: false, body: 0 }))
+        );
+        assert_eq!(parse("\r\n\r\n"), None);
         assert_eq!(parse("GARBAGE\r\n\r\n").unwrap().1.status, 400);
         assert_eq!(parse("GET /5 HTTP/1.1\r\nHost"), None);
         assert!(parse_request(b"GET /\xff HTTP/1.1\r\n\r\n").unwrap().1.close);
@@ -265,13 +313,15 @@ mod tests {
     #[test]
     fn renders_content_length() {
         let head =
-            String::from_utf8(render(&Reply { status: 200, object: 42, head_only: false, close: false })).unwrap();
+            String::from_utf8(render(&Reply { status: 200, object: 42, head_only: false, close: false, body: 0 }))
+                .unwrap();
         assert!(
             head.starts_with("HTTP/1.1 200 OK\r\n")
                 && head.contains("Content-Length: 42\r\n")
                 && head.ends_with("\r\n\r\n")
         );
-        let nf = String::from_utf8(render(&Reply { status: 404, object: 0, head_only: false, close: false })).unwrap();
+        let nf = String::from_utf8(render(&Reply { status: 404, object: 0, head_only: false, close: false, body: 0 }))
+            .unwrap();
         let body = nf.split("\r\n\r\n").nth(1).unwrap();
         assert!(nf.contains(&format!("Content-Length: {}\r\n", body.len())));
     }

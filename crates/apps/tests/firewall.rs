@@ -240,3 +240,46 @@ fn a_broken_blacklist_names_file_line_and_problem() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(e.starts_with(&format!("{}:3: ", f.display())), "{e}");
 }
+
+/// `frame` with an 802.1Q tag (VLAN `vid`) inserted after the MAC addresses.
+fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut f = frame[..12].to_vec();
+    f.extend_from_slice(&[0x81, 0x00]);
+    f.extend_from_slice(&vid.to_be_bytes());
+    f.extend_from_slice(&frame[12..]);
+    f
+}
+
+#[test]
+fn vlan_tagged_ipv4_counts_as_ipv4_as_the_verdict_parses_it() {
+    let set = Arc::new(PrefixSet::parse("10.0.0.0/8\n", "inline").unwrap());
+    let ok = Endpoints { src: Ipv4Addr::new(1, 1, 1, 1), dst: Ipv4Addr::new(2, 2, 2, 2), sport: 1, dport: 2 };
+    let bad = Endpoints { src: Ipv4Addr::new(10, 1, 1, 1), ..ok };
+    let ipv4 = frames::tcp(&ok, 1, 1, 0x10, b"data").unwrap();
+    let mut arp = ipv4.clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    let trace = vec![
+        tagged(&ipv4, 5),
+        tagged(&frames::tcp(&bad, 1, 1, 0x10, b"data").unwrap(), 5),
+        tagged(&arp, 7),
+        ipv4.clone(),
+    ];
+    let n = trace.len() as u64;
+    let sink = TestLink::sink();
+    let t = sink.tally();
+    let mut rt = Runtime::builder()
+        .port(TestLink::generator(trace, n))
+        .port(sink)
+        .unit(Firewall::new(set).non_ipv4(NonIpv4::Forward))
+        .build()
+        .unwrap();
+    assert!(rt.run_until_quiet(Instant::ZERO, 1000));
+    let s = rt.stats();
+    let count = |name: &str| -> u64 {
+        s.units.iter().flat_map(|u| u.program_counters.iter()).filter(|(k, _)| *k == name).map(|(_, v)| v).sum()
+    };
+    // The tagged IPv4 frames are judged (one passed, one blocked) and are not "non-IPv4";
+    // only the tagged ARP frame is.
+    assert_eq!((count("passed"), count("blocked"), count("non_ipv4")), (3, 1, 1));
+    assert_eq!(t.frames(), 3);
+}

@@ -336,3 +336,51 @@ fn swapping_ids_units_mid_trace_keeps_flows_and_kept_segments() {
     assert_eq!(counter(&s, "gaps_skipped"), 0);
     assert_eq!(s.drops().total(), 0);
 }
+
+/// One rule (EVIL then PATTERN to port 80, to the server, established or not) and `frames` of
+/// one conversation in order, with no flush: what the host got and the unit's counters.
+fn syn_case(frames: Vec<Vec<u8>>) -> (Vec<middlebox::HostPacket>, middlebox::RuntimeStats) {
+    let text = "alert tcp any any -> any 80 (msg:\"syn data\"; flow:to_server; content:\"EVIL\"; content:\"PATTERN\"; distance:0; sid:1000002; rev:1;)\n";
+    let (rules, _) = IdsRules::from_text(text, "inline", &Vars::default(), true).unwrap();
+    let n = frames.len() as u64;
+    let mut rt = Runtime::builder()
+        .port(TestLink::generator(frames, n))
+        .port(TestLink::sink())
+        .unit(IdsUnit::new(rules, IdsConfig::default()))
+        .build()
+        .unwrap();
+    assert!(rt.run_until_quiet(Instant::ZERO, 1000));
+    (rt.control().host_recv_all(), rt.stats())
+}
+
+const SYN_CLIENT: Endpoints =
+    Endpoints { src: Ipv4Addr::new(10, 0, 0, 1), dst: Ipv4Addr::new(10, 0, 0, 2), sport: 40001, dport: 80 };
+
+#[test]
+fn syn_payload_is_stream_data_and_leaves_no_gap() {
+    // TCP Fast Open: the SYN carries the first 6 bytes; the next segment starts right after.
+    let (c, ci, si) = (SYN_CLIENT, 1000u32, 5000u32);
+    let frames = vec![
+        frames::tcp(&c, ci, 0, 0x02, b"xxEVIL").unwrap(),
+        frames::tcp(&c.reversed(), si, ci + 7, 0x12, &[]).unwrap(),
+        frames::tcp(&c, ci + 7, si + 1, 0x18, b"..PATTERN").unwrap(),
+    ];
+    let (host, s) = syn_case(frames);
+    assert_eq!((counter(&s, "held"), counter(&s, "gaps_skipped")), (0, 0), "no sequence gap after the SYN's data");
+    assert_eq!(host.len(), 1);
+    assert_eq!(host[0].tags, vec![1000002]);
+    assert!(host[0].frame.ends_with(b"..PATTERN"), "the completing segment goes to the host");
+}
+
+#[test]
+fn an_attack_inside_a_syn_is_reported_once() {
+    let (c, ci) = (SYN_CLIENT, 7000u32);
+    let syn = frames::tcp(&c, ci, 0, 0x02, b"EVIL PATTERN").unwrap();
+    // The SYN is retransmitted: its data is old the second time.
+    let (host, s) = syn_case(vec![syn.clone(), syn]);
+    assert_eq!(host.len(), 1);
+    assert_eq!(host[0].tags, vec![1000002]);
+    assert!(host[0].frame.ends_with(b"EVIL PATTERN"));
+    assert_eq!(counter(&s, "retransmits"), 1);
+    assert_eq!(s.ports[1].tx_frames, 1, "the retransmitted SYN is forwarded");
+}

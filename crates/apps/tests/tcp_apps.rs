@@ -191,3 +191,110 @@ fn echo_drops_a_connection_reset_while_its_send_buffer_is_full() {
     assert_eq!(echo.connections().failed, 1);
     assert_eq!(b.tcp_sessions(), 0, "the session is freed");
 }
+
+/// Every complete response at the start of `r`: (status line, body).
+fn responses(mut r: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(p) = r.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&r[..p + 4]).into_owned();
+        let len: usize = head
+            .split("Content-Length: ")
+            .nth(1)
+            .and_then(|s| s.split("\r\n").next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if r.len() < p + 4 + len {
+            break;
+        }
+        out.push((head.lines().next().unwrap_or("").to_string(), r[p + 4..p + 4 + len].to_vec()));
+        r = &r[p + 4 + len..];
+    }
+    out
+}
+
+/// `chunks` sent one after another (each whole, as soon as the connection is up) on one
+/// connection to the HTTP server, the client half-closing after the last if `shut`; returns
+/// the responses received within 50 ms of virtual time (a mem link's round trip is microseconds).
+fn pipelined(chunks: &[&[u8]], shut: bool) -> Vec<(String, Vec<u8>)> {
+    let (mut a, mut b) = pair();
+    let mut http = HttpServer::listen(&mut b, 80).unwrap();
+    let c = a.tcp_connect(server(80)).unwrap();
+    let mut got = Vec::new();
+    let mut sent = 0;
+    let mut buf = [0u8; 65536];
+    run(&mut a, &mut b, Duration::from_millis(50), |a, b| {
+        http.serve(b).unwrap();
+        if sent < chunks.len() && a.tcp_state(c).unwrap().is_synchronized() {
+            assert_eq!(a.tcp_send(c, chunks[sent]).unwrap(), chunks[sent].len());
+            sent += 1;
+            if shut && sent == chunks.len() {
+                a.tcp_shutdown(c).unwrap();
+            }
+        }
+        if let Ok(net::Recv::Data(n)) = a.tcp_recv(c, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        false
+    });
+    responses(&got)
+}
+
+/// Two requests whose replies are /5 and /size/7, sent whole or split into two sends (inside
+/// the first head, around its end, inside the second), with and without a half-close after
+/// them: both are answered, in order.
+fn assert_both_answered(two: &[u8]) {
+    let first = two.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    for shut in [false, true] {
+        for split in [0, 5, first - 2, first, first + 1, two.len() - 1] {
+            let chunks: Vec<&[u8]> = if split == 0 { vec![two] } else { vec![&two[..split], &two[split..]] };
+            let r = pipelined(&chunks, shut);
+            let want = [
+                ("HTTP/1.1 200 OK".to_string(), pattern_bytes(0, 5)),
+                ("HTTP/1.1 200 OK".to_string(), pattern_bytes(0, 7)),
+            ];
+            assert_eq!(r, want, "split at {split}, half-close {shut}: {:?}", String::from_utf8_lossy(two));
+        }
+    }
+}
+
+#[test]
+fn http_answers_two_pipelined_gets_in_order() {
+    assert_both_answered(b"GET /5 HTTP/1.1\r\nHost: x\r\n\r\nGET /size/7 HTTP/1.1\r\nHost: x\r\n\r\n");
+}
+
+#[test]
+fn http_skips_a_request_body_and_answers_the_request_after_it() {
+    // A body of known length is read past, on the connection kept alive.
+    let (mut a, mut b) = pair();
+    let mut http = HttpServer::listen(&mut b, 80).unwrap();
+    // The body looks like a request: answering it would show it was not skipped.
+    let req: &[u8] =
+        b"POST /upload HTTP/1.1\r\nContent-Length: 19\r\n\r\nGET /5 HTTP/1.1\r\n\r\nGET /size/7 HTTP/1.1\r\n\r\n";
+    let c = a.tcp_connect(server(80)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut sent = false;
+    run(&mut a, &mut b, Duration::from_millis(50), |a, b| {
+        http.serve(b).unwrap();
+        if !sent && a.tcp_state(c).unwrap().is_synchronized() {
+            assert_eq!(a.tcp_send(c, req).unwrap(), req.len());
+            sent = true;
+        }
+        if let Ok(net::Recv::Data(n)) = a.tcp_recv(c, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        false
+    });
+    let r = responses(&got);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r[0].0, "HTTP/1.1 405 Method Not Allowed");
+    assert_eq!(r[1], ("HTTP/1.1 200 OK".to_string(), pattern_bytes(0, 7)));
+    let c = http.counts();
+    assert_eq!((c.ok, c.errors), (1, 1));
+}
+
+#[test]
+fn http_ignores_empty_lines_between_pipelined_requests() {
+    // RFC 9112 section 2.2: a server SHOULD ignore at least one empty line before a request line.
+    assert_both_answered(b"GET /5 HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /size/7 HTTP/1.1\r\nHost: x\r\n\r\n");
+}

@@ -5,7 +5,8 @@
 //!
 //! Matching semantics: at every in-order segment boundary of a direction, the rules are
 //! evaluated on the stream bytes received so far (up to `stream_cap`, then a sliding window),
-//! with the current packet's header fields. Each (sid, flow) is reported once. A direction is
+//! with the current packet's header fields; data in a SYN (TCP Fast Open) is the start of its
+//! direction's stream. Each (sid, flow) is reported once. A direction is
 //! matched in full only once it is *armed* (a fast pattern occurred in its bytes, it looks like
 //! HTTP, or rules without a fast pattern apply to its ports); before that, only the new bytes
 //! go through the prefilter. By the prefilter's contract this skips no match.
@@ -321,7 +322,15 @@ impl IdsUnit {
         let Some(f) = self.flows.get_mut(fid) else { return self.forward(ctx, pkt) };
         f.last = now;
         if syn {
-            f.dirs[dir].next = Some(t.seq.wrapping_add(1));
+            // The SYN's data (TCP Fast Open; attack captures) starts at ISN + 1. A SYN
+            // repeating data already taken (a retransmission) keeps the stream where it is;
+            // any other SYN starts the direction afresh.
+            let first = t.seq.wrapping_add(1);
+            let d = &mut f.dirs[dir];
+            let repeat = d.next.is_some_and(|n| (0..=len as i64).contains(&i64::from(seq_diff(n, first))));
+            if !repeat {
+                d.next = Some(first);
+            }
             if t.flags & flags::ACK == 0 {
                 f.syn = true;
                 f.client = Some(dir);
@@ -329,7 +338,13 @@ impl IdsUnit {
                 f.synack = true;
                 f.client.get_or_insert(1 - dir);
             }
-            return self.forward(ctx, pkt);
+            if len == 0 && !fin {
+                return self.forward(ctx, pkt);
+            }
+            let seg = Seg { pkt, seq: first, off: ip.payload.start, len, fin, hdr };
+            self.accept(ctx, fid, dir, seg);
+            self.release(ctx, fid, dir);
+            return self.maybe_close(ctx, fid);
         }
         if rst {
             self.forward(ctx, pkt);
