@@ -89,6 +89,14 @@ define_counters! {
     tcp_active_opens,
     /// Duplicate ACKs received.
     tcp_dup_acks,
+    /// Tail loss probes sent (RFC 8985 section 7).
+    tcp_tlp_probes,
+    /// Recoveries started because a loss probe was SACKed above holes.
+    tcp_tlp_recoveries,
+    /// Loss probes that repaired a lost segment (answered with a congestion response).
+    tcp_tlp_repairs,
+    /// D-SACK blocks received: the peer got a segment twice (RFC 2883).
+    tcp_dsacks_received,
     /// Out-of-order segments stored for reassembly.
     tcp_out_of_order,
     /// SYN-ACKs sent with a SYN cookie (the half-open queue was full, RFC 4987 3.6).

@@ -114,7 +114,10 @@ fn duplicate_acks_with_data_or_a_window_change_do_not_count() {
 
 #[test]
 fn sack_recovery_retransmits_exactly_the_holes_in_order() {
-    let mut b = Bench::new(config());
+    // RFC 6675 alone: no tail loss probe after the last flight (see `tcp_behaviour_tlp`).
+    let mut cfg = config();
+    cfg.tcp.tail_loss_probe = false;
+    let mut b = Bench::new(cfg);
     let opts = PeerOpts { sack: true, ..PeerOpts::default() };
     let (c, data, s0) = ten_segments_in_flight(&mut b, opts);
     assert!(b.host.tcp_stats(c.h).unwrap().sack);

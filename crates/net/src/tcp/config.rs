@@ -52,6 +52,9 @@ pub struct TcpConfig {
     pub secret: [u64; 2],
     /// Duplicate ACKs that trigger fast retransmit.
     pub dup_thresh: u32,
+    /// Tail loss probes (RFC 8985 section 7): a tail of lost segments is probed after two
+    /// smoothed RTTs instead of waiting for the retransmission timeout (needs SACK).
+    pub tail_loss_probe: bool,
 }
 
 impl Default for TcpConfig {
@@ -78,6 +81,7 @@ impl Default for TcpConfig {
             challenge_ack_limit: 1000,
             secret: super::isn::random_key(),
             dup_thresh: 3,
+            tail_loss_probe: true,
         }
     }
 }

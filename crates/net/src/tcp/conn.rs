@@ -90,6 +90,19 @@ pub struct TxSar {
     pub fast_recoveries: u64,
     /// Application bytes acknowledged.
     pub bytes_acked: u64,
+    /// The retransmission timer currently runs as a loss-probe timeout (RFC 8985 7.2).
+    pub tlp_armed: bool,
+    /// A loss probe is due at the next output.
+    pub tlp_due: bool,
+    /// SND.MAX after the outstanding loss probe went out (TLPRxtOut / TLPHighRxt).
+    pub tlp_high: Option<u32>,
+    /// The outstanding probe was a retransmission (not new data).
+    pub tlp_retx: bool,
+    /// Recovery entered because the probe was SACKed above holes: every hole below the
+    /// highest SACK is lost (the probe left a PTO after them).
+    pub tail_recovery: bool,
+    /// Loss probes sent.
+    pub tlp_probes: u64,
 }
 
 impl TxSar {
@@ -124,6 +137,12 @@ impl TxSar {
             timeouts: 0,
             fast_recoveries: 0,
             bytes_acked: 0,
+            tlp_armed: false,
+            tlp_due: false,
+            tlp_high: None,
+            tlp_retx: false,
+            tail_recovery: false,
+            tlp_probes: 0,
         }
     }
 

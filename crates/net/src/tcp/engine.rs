@@ -348,11 +348,18 @@ impl TcpEngine {
 
     /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
     fn on_rto(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+        if self.tx[sid as usize].tlp_armed {
+            self.on_probe_timeout(sid, now);
+            return;
+        }
         let st = self.state[sid as usize].state;
         let tx = &mut self.tx[sid as usize];
         if tx.snd_una == tx.snd_max {
             return;
         }
+        tx.tlp_due = false;
+        tx.tlp_high = None;
+        tx.tail_recovery = false;
         tx.retries += 1;
         let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
         if tx.retries > limit {

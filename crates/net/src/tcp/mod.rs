@@ -25,6 +25,7 @@ pub mod sack;
 pub mod syncookie;
 pub mod seq;
 pub mod timer;
+mod tlp;
 
 pub use cc::CcAlgorithm;
 pub use config::TcpConfig;

@@ -71,6 +71,10 @@ impl TcpEngine {
         }
         self.bufs[sid as usize].drain_transfers();
         let mut sent_any = false;
+        if self.tx[sid as usize].tlp_due {
+            sent_any |= self.send_loss_probe(eg, link, sid, now)?;
+        }
+        let snd_max_before = self.tx[sid as usize].snd_max;
         if self.tx[sid as usize].retx_front {
             sent_any |= self.retransmit_front(eg, link, sid)?;
         }
@@ -90,10 +94,36 @@ impl TcpEngine {
         // In persist mode the persist timer replaces the retransmission timer (the probe byte
         // must not time the connection out while the peer answers, RFC 1122 4.2.2.17).
         if tx.snd_una != tx.snd_max && self.timers.deadline(sid, TimerKind::Persist).is_none() {
-            let rto = tx.rtt.rto();
-            self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
+            if gt(tx.snd_max, snd_max_before) && !tx.tlp_due && tx.tlp_high.is_none() {
+                // New data went out: a loss probe is scheduled anew (RFC 8985 7.2).
+                self.arm_loss_timer(sid, now);
+            } else {
+                let rto = tx.rtt.rto();
+                self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
+            }
         }
         Ok(())
+    }
+
+    /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
+    fn send_loss_probe<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+        let data_end = self.data_end(sid);
+        let Some((seq, len, retransmission)) = self.probe_segment(sid, data_end) else {
+            self.tx[sid as usize].tlp_due = false;
+            return Ok(false);
+        };
+        let flags = if seq.wrapping_add(len as u32) == data_end { ACK | PSH } else { ACK };
+        let data_off = dist(self.tx[sid as usize].snd_una, seq) as usize;
+        if !self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
+            self.mark_dirty(sid);
+            return Ok(false);
+        }
+        if retransmission {
+            eg.counters.bump(Counter::tcp_retransmits);
+        }
+        self.after_send(sid, seq, len, false, now);
+        self.probe_sent(eg, sid, retransmission);
+        Ok(true)
     }
 
     fn output_handshake<L: Link>(
@@ -298,7 +328,9 @@ impl TcpEngine {
                 return Ok(sent_any);
             }
             let from = max(tx.retx_high, tx.snd_una);
-            let Some((s, e)) = tx.sb.next_hole(from, tx.mss as u32, self.cfg.dup_thresh) else {
+            // After a SACKed loss probe every hole below the highest SACK is lost.
+            let thresh = if tx.tail_recovery { 1 } else { self.cfg.dup_thresh };
+            let Some((s, e)) = tx.sb.next_hole(from, tx.mss as u32, thresh) else {
                 return Ok(sent_any);
             };
             let data_off = dist(tx.snd_una, s) as usize;

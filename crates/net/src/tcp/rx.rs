@@ -332,12 +332,23 @@ impl TcpEngine {
         }
         let window = (repr.window as u32) << tx.snd_shift;
         let window_changed = window != tx.snd_wnd;
+        let mut dsack_of_probe = false;
         if self.rx[sid as usize].sack_ok {
             let tx = &mut self.tx[sid as usize];
+            if let Some((_, e)) = repr.options.sack_blocks[0] {
+                if le(e, repr.ack) {
+                    // A first block below the cumulative ACK: a D-SACK (RFC 2883).
+                    eg.counters.bump(Counter::tcp_dsacks_received);
+                    dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(e);
+                }
+            }
             tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
             self.ack_advances(eg, sid, repr);
+            self.probe_episode_acked(eg, sid, repr.ack, dsack_of_probe);
+            let now = eg.now;
+            self.arm_loss_timer(sid, now);
         } else if repr.ack == self.tx[sid as usize].snd_una
             && seg_len == 0
             && !window_changed
@@ -406,6 +417,7 @@ impl TcpEngine {
         match tx.recover {
             Some(point) if ge(tx.snd_una, point) => {
                 tx.recover = None;
+                tx.tail_recovery = false;
                 tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
                 tx.dupacks = 0;
             }
@@ -444,6 +456,10 @@ impl TcpEngine {
         }
         tx.dupacks += 1;
         eg.counters.bump(Counter::tcp_dup_acks);
+        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(eg, sid) {
+            return;
+        }
+        let tx = &mut self.tx[sid as usize];
         let mss = tx.mss as u32;
         let lost = sack_ok && tx.sb.is_lost(tx.snd_una, mss, dup_thresh);
         if tx.recover.is_none() && (tx.dupacks >= dup_thresh || lost) {

@@ -1,0 +1,155 @@
+//! Tail loss probes (RFC 8985 section 7). When the last segments of a flight are lost no
+//! duplicate ACKs come back, and without a probe the sender waits for the retransmission
+//! timeout (at least 200 ms here). Instead, two smoothed RTTs after the last transmission the
+//! sender probes: one new segment if the windows allow, else the last segment again. The ACK
+//! of the probe either acknowledges everything (the losses were not losses, or the probe
+//! repaired the only one: then the congestion window answers as after a fast recovery) or
+//! SACKs the probe above the holes, which are then all lost — the probe left a PTO after them
+//! — and are retransmitted in one recovery.
+//!
+//! The probe timeout shares the retransmission timer: while it runs as a PTO, `tlp_armed` is
+//! set; when it fires the probe goes out and the timer becomes the RTO again.
+
+use super::engine::TcpEngine;
+use super::seq::{ge, le, lt};
+use super::timer::TimerKind;
+use super::TcpState;
+use crate::counters::Counter;
+use crate::egress::Egress;
+use link::Instant;
+use std::time::Duration;
+
+/// Worst-case delayed-ACK time the PTO allows for when one segment is in flight (RFC 8985
+/// 7.2: WCDelAckT).
+const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
+
+impl TcpEngine {
+    /// The probe timeout for session `sid` now, if a probe may be scheduled (RFC 8985 7.2):
+    /// SACK agreed, data in flight, not in recovery, no probe outstanding, an RTT measured.
+    fn probe_timeout(&self, sid: u32) -> Option<Duration> {
+        let tx = &self.tx[sid as usize];
+        let st = self.state[sid as usize].state;
+        if !self.cfg.tail_loss_probe
+            || !self.rx[sid as usize].sack_ok
+            || !matches!(st, TcpState::Established | TcpState::CloseWait)
+            || tx.snd_una == tx.snd_max
+            || tx.recover.is_some()
+            || tx.tlp_high.is_some()
+            || tx.fin_seq.is_some()
+            || tx.retries > 0
+        {
+            return None;
+        }
+        let srtt = tx.rtt.srtt()?;
+        let mut pto = srtt * 2;
+        if tx.in_flight() <= tx.mss as u32 {
+            pto += WORST_DELAYED_ACK;
+        }
+        let rto = tx.rtt.rto();
+        (pto < rto).then_some(pto)
+    }
+
+    /// (Re)start the retransmission timer after new data went out or an ACK advanced: as a
+    /// probe timeout where a probe may be scheduled, else as the RTO.
+    pub(crate) fn arm_loss_timer(&mut self, sid: u32, now: Instant) {
+        let tx = &self.tx[sid as usize];
+        if tx.snd_una == tx.snd_max {
+            self.tx[sid as usize].tlp_armed = false;
+            self.timers.cancel(sid, TimerKind::Retransmit);
+            return;
+        }
+        match self.probe_timeout(sid) {
+            Some(pto) => {
+                self.tx[sid as usize].tlp_armed = true;
+                self.timers.arm(sid, TimerKind::Retransmit, now + pto);
+            }
+            None => {
+                let tx = &mut self.tx[sid as usize];
+                tx.tlp_armed = false;
+                let rto = tx.rtt.rto();
+                self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+            }
+        }
+    }
+
+    /// The probe timeout fired: a probe goes at the next output, and the timer runs on as the
+    /// RTO from now.
+    pub(crate) fn on_probe_timeout(&mut self, sid: u32, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        tx.tlp_armed = false;
+        if tx.snd_una == tx.snd_max {
+            return;
+        }
+        // Recovery may have started since the PTO was armed: then only the RTO runs on.
+        tx.tlp_due = tx.recover.is_none() && tx.tlp_high.is_none();
+        let rto = tx.rtt.rto();
+        self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+        self.mark_dirty(sid);
+    }
+
+    /// What the due probe sends: `Some((seq, len, retransmission))`, new data if the peer's
+    /// window and the queue allow one segment of it, else the last segment sent.
+    pub(crate) fn probe_segment(&self, sid: u32, data_end: u32) -> Option<(u32, usize, bool)> {
+        let tx = &self.tx[sid as usize];
+        let wnd_end = tx.snd_una.wrapping_add(tx.snd_wnd);
+        if lt(tx.snd_nxt, data_end) && lt(tx.snd_nxt, wnd_end) {
+            let len = (data_end.wrapping_sub(tx.snd_nxt)).min(wnd_end.wrapping_sub(tx.snd_nxt)).min(tx.mss as u32);
+            return Some((tx.snd_nxt, len as usize, false));
+        }
+        let sent_end = if lt(tx.snd_max, data_end) { tx.snd_max } else { data_end };
+        if !lt(tx.snd_una, sent_end) {
+            return None;
+        }
+        let len = sent_end.wrapping_sub(tx.snd_una).min(tx.mss as u32);
+        Some((sent_end.wrapping_sub(len), len as usize, true))
+    }
+
+    /// The probe went out: remember where the flight ended.
+    pub(crate) fn probe_sent(&mut self, eg: &mut Egress, sid: u32, retransmission: bool) {
+        let tx = &mut self.tx[sid as usize];
+        tx.tlp_due = false;
+        tx.tlp_high = Some(tx.snd_max);
+        tx.tlp_retx = retransmission;
+        tx.tlp_probes += 1;
+        eg.counters.bump(Counter::tcp_tlp_probes);
+    }
+
+    /// A duplicate ACK while a probe is outstanding: if it SACKs the probe, the holes below are
+    /// lost. Returns true if recovery started.
+    pub(crate) fn probe_sacked(&mut self, eg: &mut Egress, sid: u32) -> bool {
+        let tx = &mut self.tx[sid as usize];
+        let (Some(high), Some(sacked)) = (tx.tlp_high, tx.sb.high()) else { return false };
+        if tx.recover.is_some() || !ge(sacked, high) {
+            return false;
+        }
+        tx.tlp_high = None;
+        tx.recover = Some(tx.snd_max);
+        let flight = tx.in_flight();
+        tx.cc.on_loss(flight);
+        tx.fast_recoveries += 1;
+        tx.retx_front = true;
+        tx.retx_high = tx.snd_una;
+        tx.tail_recovery = true;
+        eg.counters.bump(Counter::tcp_tlp_recoveries);
+        eg.counters.bump(Counter::tcp_fast_retransmits);
+        true
+    }
+
+    /// An ACK reached SND.UNA `ack`: the probe episode ends once everything up to the probe is
+    /// acknowledged. A retransmitted probe that was not reported as a duplicate (D-SACK)
+    /// repaired a loss: the congestion window answers as after a fast recovery (RFC 8985 7.4).
+    pub(crate) fn probe_episode_acked(&mut self, eg: &mut Egress, sid: u32, ack: u32, dsack_of_probe: bool) {
+        let tx = &mut self.tx[sid as usize];
+        let Some(high) = tx.tlp_high else { return };
+        if !le(high, ack) {
+            return;
+        }
+        tx.tlp_high = None;
+        if tx.tlp_retx && !dsack_of_probe && tx.recover.is_none() {
+            let flight = tx.in_flight().max(tx.mss as u32);
+            tx.cc.on_loss(flight);
+            tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
+            eg.counters.bump(Counter::tcp_tlp_repairs);
+        }
+    }
+}
