@@ -182,17 +182,7 @@ impl Egress {
             }
             return self.send_fragmented(link, dst, proto, l4_len, mtu, fill_l4);
         }
-        self.ip_ident = self.ip_ident.wrapping_add(1);
-        let ip = Ipv4Repr {
-            src: self.cfg.ip,
-            dst,
-            protocol: proto,
-            payload_len: l4_len,
-            ttl: self.cfg.ttl,
-            ident: self.ip_ident,
-            dont_frag: true,
-            dscp_ecn: 0,
-        };
+        let ip = self.next_ip_header(dst, proto, l4_len, true);
         let src_mac = self.cfg.mac;
         let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
             let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
@@ -204,6 +194,21 @@ impl Egress {
         };
         let hop = self.next_hop(dst)?;
         self.emit_or_wait(link, hop, build)
+    }
+
+    /// The header of the next IPv4 packet we originate (a new identification).
+    fn next_ip_header(&mut self, dst: Ipv4Addr, proto: u8, payload_len: usize, dont_frag: bool) -> Ipv4Repr {
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        Ipv4Repr {
+            src: self.cfg.ip,
+            dst,
+            protocol: proto,
+            payload_len,
+            ttl: self.cfg.ttl,
+            ident: self.ip_ident,
+            dont_frag,
+            dscp_ecn: 0,
+        }
     }
 
     /// Send a frame built by `build` for destination MAC `hop`, or park it until ARP resolves
@@ -346,17 +351,7 @@ impl Egress {
         if options.is_empty() || Ipv4Repr::HEADER_LEN + options.len() + l4_len > self.path_mtu(dst) {
             return self.send_icmp(link, dst, repr);
         }
-        self.ip_ident = self.ip_ident.wrapping_add(1);
-        let ip = Ipv4Repr {
-            src: self.cfg.ip,
-            dst,
-            protocol: protocol::ICMP,
-            payload_len: l4_len,
-            ttl: self.cfg.ttl,
-            ident: self.ip_ident,
-            dont_frag: false,
-            dscp_ecn: 0,
-        };
+        let ip = self.next_ip_header(dst, protocol::ICMP, l4_len, false);
         let src_mac = self.cfg.mac;
         let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
             let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };

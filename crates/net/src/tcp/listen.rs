@@ -195,18 +195,9 @@ impl TcpEngine {
         if let Some((tsval, _)) = ack.options.timestamps {
             rx.ts_recent = tsval;
         }
-        match (cfg.window_scale, st.window_scale) {
-            (Some(ours), Some(theirs)) if rx.ts_ok => {
-                rx.ws_ok = true;
-                rx.rcv_shift = ours.min(14);
-                tx.snd_shift = theirs.min(14);
-            }
-            _ => {
-                rx.ws_ok = false;
-                rx.rcv_shift = 0;
-                tx.snd_shift = 0;
-            }
-        }
+        // Without timestamps the cookie could not carry the peer's window scale.
+        let theirs = if rx.ts_ok { st.window_scale } else { None };
+        super::rx::agree_window_scale(rx, tx, cfg.window_scale, theirs);
         rx.sack_ok = cfg.sack && st.sack_permitted && rx.ts_ok;
         let overhead = if rx.ts_ok { 12 } else { 0 };
         tx.mss = st.mss.min(local_mss) - overhead;

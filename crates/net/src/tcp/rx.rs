@@ -3,6 +3,7 @@
 //! and SYN handling with RFC 5961 challenge ACKs, ACK processing with fast retransmit and
 //! recovery, data and out-of-order reassembly, FIN).
 
+use super::conn::{RxSar, TxSar};
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::output::ts_clock;
@@ -19,6 +20,33 @@ use wire::{TcpRepr, TcpSegment};
 
 /// What happened to a received segment: processed, or dropped for a reason.
 pub type Verdict = Result<(), Counter>;
+
+/// Window scaling (RFC 7323 2.2) is on only if both sides offered it; shifts of at most 14.
+/// Enter loss recovery (RFC 5681 3.2, RFC 6675 5): the recovery point is SND.MAX, the
+/// congestion window answers the loss and the first unacknowledged segment goes again.
+pub(super) fn start_recovery(tx: &mut TxSar) {
+    tx.recover = Some(tx.snd_max);
+    let flight = tx.in_flight();
+    tx.cc.on_loss(flight);
+    tx.fast_recoveries += 1;
+    tx.retx_front = true;
+    tx.retx_high = tx.snd_una;
+}
+
+pub(super) fn agree_window_scale(rx: &mut RxSar, tx: &mut TxSar, ours: Option<u8>, theirs: Option<u8>) {
+    match (ours, theirs) {
+        (Some(ours), Some(theirs)) => {
+            rx.ws_ok = true;
+            rx.rcv_shift = ours.min(14);
+            tx.snd_shift = theirs.min(14);
+        }
+        _ => {
+            rx.ws_ok = false;
+            rx.rcv_shift = 0;
+            tx.snd_shift = 0;
+        }
+    }
+}
 
 impl TcpEngine {
     /// Process one TCP segment (`l4`: header and payload) from `src` to `dst` (our address).
@@ -105,18 +133,7 @@ impl TcpEngine {
         rx.irs = repr.seq;
         rx.rcv_nxt = repr.seq.wrapping_add(1);
         rx.rcv_adv = rx.rcv_nxt;
-        match (self.cfg.window_scale, o.window_scale) {
-            (Some(ours), Some(theirs)) => {
-                rx.ws_ok = true;
-                rx.rcv_shift = ours.min(14);
-                tx.snd_shift = theirs.min(14);
-            }
-            _ => {
-                rx.ws_ok = false;
-                rx.rcv_shift = 0;
-                tx.snd_shift = 0;
-            }
-        }
+        agree_window_scale(rx, tx, self.cfg.window_scale, o.window_scale);
         rx.sack_ok = self.cfg.sack && o.sack_permitted;
         rx.ts_ok = self.cfg.timestamps && o.timestamps.is_some();
         if let Some((tsval, _)) = o.timestamps {
@@ -463,12 +480,7 @@ impl TcpEngine {
         let mss = tx.mss as u32;
         let lost = sack_ok && tx.sb.is_lost(tx.snd_una, mss, dup_thresh);
         if tx.recover.is_none() && (tx.dupacks >= dup_thresh || lost) {
-            tx.recover = Some(tx.snd_max);
-            let flight = tx.in_flight();
-            tx.cc.on_loss(flight);
-            tx.fast_recoveries += 1;
-            tx.retx_front = true;
-            tx.retx_high = tx.snd_una;
+            start_recovery(tx);
             if !sack_ok {
                 tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
             }

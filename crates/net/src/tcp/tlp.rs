@@ -123,12 +123,7 @@ impl TcpEngine {
             return false;
         }
         tx.tlp_high = None;
-        tx.recover = Some(tx.snd_max);
-        let flight = tx.in_flight();
-        tx.cc.on_loss(flight);
-        tx.fast_recoveries += 1;
-        tx.retx_front = true;
-        tx.retx_high = tx.snd_una;
+        super::rx::start_recovery(tx);
         tx.tail_recovery = true;
         eg.counters.bump(Counter::tcp_tlp_recoveries);
         eg.counters.bump(Counter::tcp_fast_retransmits);
