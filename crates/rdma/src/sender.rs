@@ -1,0 +1,582 @@
+//! The send side (paper Fig. 1 and 3.1): a command queue of posted writes, the DMA op table
+//! (one entry per op in flight, counting its acknowledged packets), the transaction table
+//! (one entry per packet in flight, with its timer and tries), segmentation of large writes,
+//! and the per-destination window.
+//!
+//! A write above the segment threshold stays at the head of the command queue while it is
+//! cut into segment ops one after another (the paper's "Large Transfer" queue); each segment
+//! is an op of its own with op id `write id << 20 | segment`. The write's local completion
+//! is posted once, when its last op has been acknowledged (or when one failed and the others
+//! have ended).
+
+use crate::counters::{Counter, Counters};
+use crate::notify::{Completion, CompletionKind, NotifyQueue, Status, SEGMENT_BITS};
+use crate::peer::Peer;
+use crate::region::RegionKey;
+use crate::wire::{PacketType, RdmaRepr, FLAG_LAST_SEGMENT, FLAG_REGISTERED, FLAG_SEGMENT};
+use crate::{RdmaConfig, RdmaError};
+use link::Instant;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+const NONE: u32 = u32::MAX;
+
+/// What the transport did with one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxOutcome {
+    /// Handed to the stack.
+    Sent,
+    /// The link queue is full: try again at the next poll.
+    Busy,
+    /// The stack cannot send it (no route, too large): the op fails.
+    Failed,
+}
+
+/// Sends one packet: implemented by the node over its stack.
+pub trait Emit {
+    /// Send `repr` + `payload` to `peer`.
+    fn emit(&mut self, peer: Peer, repr: &RdmaRepr, payload: &[u8]) -> TxOutcome;
+}
+
+/// How a write is to be carried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Force registered (`Some(true)`) or unregistered (`Some(false)`) ops; `None` decides
+    /// by the configured size threshold. Ops wider than the receiver's mask cannot be
+    /// registered and go unregistered.
+    pub registered: Option<bool>,
+}
+
+struct Write {
+    peer: Peer,
+    key: u32,
+    offset: u64,
+    data: Arc<[u8]>,
+    registered: Option<bool>,
+    segmented: bool,
+    seg_total: u32,
+    seg_issued: u32,
+    active_ops: u32,
+    failed: Option<Status>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Data packets are being sent and acknowledged.
+    Data,
+    /// Every data packet is acknowledged; the Notify is (to be) sent.
+    Notify,
+}
+
+struct Op {
+    id: u64,
+    write: u64,
+    peer: Peer,
+    key: u32,
+    offset: u64,
+    data: Arc<[u8]>,
+    data_off: usize,
+    len: u32,
+    count: u32,
+    stride: u16,
+    flags: u8,
+    phase: Phase,
+    next: u32,
+    notify_sent: bool,
+    acked: u32,
+    acked_mask: Vec<u64>,
+    txn: Vec<u32>,
+    notify_txn: u32,
+}
+
+impl Op {
+    fn repr(&self, ty: PacketType, index: u32) -> RdmaRepr {
+        RdmaRepr {
+            ty,
+            flags: self.flags,
+            op_id: self.id,
+            index,
+            count: self.count,
+            key: self.key,
+            op_len: self.len,
+            offset: self.offset,
+            stride: self.stride,
+        }
+    }
+
+    fn payload(&self, index: u32) -> &[u8] {
+        let start = index as usize * usize::from(self.stride);
+        let end = (start + usize::from(self.stride)).min(self.len as usize);
+        &self.data[self.data_off + start..self.data_off + end]
+    }
+
+    fn registered(&self) -> bool {
+        self.flags & FLAG_REGISTERED != 0
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Txn {
+    live: bool,
+    gen: u32,
+    op: u32,
+    index: u32,
+    tries: u32,
+    deadline: Instant,
+}
+
+/// The sender's tables.
+pub struct Sender {
+    stride: usize,
+    register_threshold: usize,
+    mask_width: usize,
+    segment_threshold: usize,
+    segment_size: usize,
+    window: usize,
+    rto: Duration,
+    max_rto: Duration,
+    max_tries: u32,
+    cmd_capacity: usize,
+    next_write: u64,
+    cmdq: VecDeque<u64>,
+    writes: HashMap<u64, Write>,
+    ops: Vec<Option<Op>>,
+    op_free: Vec<u32>,
+    op_by_id: HashMap<u64, u32>,
+    ready: VecDeque<u32>,
+    txns: Vec<Txn>,
+    txn_free: Vec<u32>,
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    inflight: HashMap<Peer, usize>,
+}
+
+impl Sender {
+    /// A sender with tables sized by `cfg`, sending `stride` payload bytes per packet.
+    pub fn new(cfg: &RdmaConfig, stride: usize) -> Self {
+        Sender {
+            stride: stride.clamp(1, usize::from(u16::MAX)),
+            register_threshold: cfg.register_threshold,
+            mask_width: cfg.mask_width,
+            segment_threshold: cfg.segment_threshold,
+            segment_size: cfg.segment_size,
+            window: cfg.window,
+            rto: cfg.rto,
+            max_rto: cfg.max_rto,
+            max_tries: cfg.max_tries,
+            cmd_capacity: cfg.command_queue,
+            next_write: 1,
+            cmdq: VecDeque::with_capacity(cfg.command_queue),
+            writes: HashMap::new(),
+            ops: (0..cfg.max_ops).map(|_| None).collect(),
+            op_free: (0..cfg.max_ops as u32).rev().collect(),
+            op_by_id: HashMap::new(),
+            ready: VecDeque::new(),
+            txns: vec![Txn { live: false, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
+            txn_free: (0..cfg.max_in_flight as u32).rev().collect(),
+            timers: BinaryHeap::new(),
+            inflight: HashMap::new(),
+        }
+    }
+
+    /// Payload bytes per packet.
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// Writes not yet completed (queued or in flight).
+    pub fn pending_writes(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// Ops in the op table.
+    pub fn ops_in_flight(&self) -> usize {
+        self.ops.len() - self.op_free.len()
+    }
+
+    /// Packets in flight (the transaction table's live entries).
+    pub fn packets_in_flight(&self) -> usize {
+        self.txns.len() - self.txn_free.len()
+    }
+
+    /// Queue a write of `data` to (`peer`, `key`, `offset`); returns its write id.
+    pub fn post(
+        &mut self,
+        peer: Peer,
+        key: RegionKey,
+        offset: u64,
+        data: Arc<[u8]>,
+        opts: WriteOptions,
+        ctr: &mut Counters,
+    ) -> Result<u64, RdmaError> {
+        let len = data.len() as u64;
+        let segmented = data.len() > self.segment_threshold;
+        let seg_total = if segmented { len.div_ceil(self.segment_size as u64) } else { 1 };
+        if len == 0 || seg_total > 1 << SEGMENT_BITS || offset.checked_add(len).is_none() {
+            return Err(RdmaError::BadLength(len));
+        }
+        if self.cmdq.len() >= self.cmd_capacity {
+            return Err(RdmaError::QueueFull);
+        }
+        let id = self.next_write;
+        self.next_write = (self.next_write + 1) & ((1 << (64 - SEGMENT_BITS)) - 1);
+        self.writes.insert(
+            id,
+            Write {
+                peer,
+                key: key.0,
+                offset,
+                data,
+                registered: opts.registered,
+                segmented,
+                seg_total: seg_total as u32,
+                seg_issued: 0,
+                active_ops: 0,
+                failed: None,
+            },
+        );
+        self.cmdq.push_back(id);
+        ctr.bump(Counter::tx_writes_posted);
+        Ok(id)
+    }
+
+    /// Move writes from the command queue into the op table while it has room.
+    fn admit(&mut self, ctr: &mut Counters) {
+        while let Some(&wid) = self.cmdq.front() {
+            let Some(w) = self.writes.get_mut(&wid) else {
+                self.cmdq.pop_front();
+                continue;
+            };
+            if w.failed.is_some() || w.seg_issued == w.seg_total {
+                self.cmdq.pop_front();
+                continue;
+            }
+            let Some(slot) = self.op_free.pop() else { break };
+            let seg = w.seg_issued;
+            let (data_off, len) = if w.segmented {
+                let off = seg as usize * self.segment_size;
+                (off, self.segment_size.min(w.data.len() - off))
+            } else {
+                (0, w.data.len())
+            };
+            let count = len.div_ceil(self.stride) as u32;
+            let registered = w.registered.unwrap_or(len <= self.register_threshold) && count as usize <= self.mask_width;
+            let last = seg + 1 == w.seg_total;
+            let mut flags = if registered { FLAG_REGISTERED } else { 0 };
+            if w.segmented {
+                flags |= FLAG_SEGMENT | if last { FLAG_LAST_SEGMENT } else { 0 };
+            }
+            let op_id = wid << SEGMENT_BITS | u64::from(seg);
+            let op = Op {
+                id: op_id,
+                write: wid,
+                peer: w.peer,
+                key: w.key,
+                offset: w.offset + data_off as u64,
+                data: w.data.clone(),
+                data_off,
+                len: len as u32,
+                count,
+                stride: self.stride as u16,
+                flags,
+                phase: Phase::Data,
+                next: 0,
+                notify_sent: false,
+                acked: 0,
+                acked_mask: vec![0; (count as usize).div_ceil(64)],
+                txn: vec![NONE; count as usize],
+                notify_txn: NONE,
+            };
+            w.seg_issued += 1;
+            w.active_ops += 1;
+            if last {
+                self.cmdq.pop_front();
+            }
+            self.ops[slot as usize] = Some(op);
+            self.op_by_id.insert(op_id, slot);
+            self.ready.push_back(slot);
+            ctr.bump(Counter::tx_ops_started);
+        }
+    }
+
+    fn backoff(&self, tries: u32) -> Duration {
+        let shift = tries.saturating_sub(1).min(20);
+        (self.rto * (1u32 << shift)).min(self.max_rto)
+    }
+
+    fn new_txn(&mut self, op: u32, index: u32, deadline: Instant) -> Option<u32> {
+        let t = self.txn_free.pop()?;
+        let x = &mut self.txns[t as usize];
+        x.live = true;
+        x.gen = x.gen.wrapping_add(1);
+        x.op = op;
+        x.index = index;
+        x.tries = 1;
+        x.deadline = deadline;
+        self.timers.push(Reverse((deadline, t, x.gen)));
+        Some(t)
+    }
+
+    fn free_txn(&mut self, t: u32, peer: Peer) {
+        let x = &mut self.txns[t as usize];
+        if x.live {
+            x.live = false;
+            x.gen = x.gen.wrapping_add(1);
+            self.txn_free.push(t);
+            if let Some(n) = self.inflight.get_mut(&peer) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.inflight.remove(&peer);
+                }
+            }
+        }
+    }
+
+    /// Remove op `slot` from the tables, releasing its packets in flight.
+    fn release_op(&mut self, slot: u32) -> Option<Op> {
+        let op = self.ops.get_mut(slot as usize)?.take()?;
+        for &t in op.txn.iter().chain(std::iter::once(&op.notify_txn)) {
+            if t != NONE && self.txns[t as usize].op == slot {
+                self.free_txn(t, op.peer);
+            }
+        }
+        self.op_by_id.remove(&op.id);
+        self.op_free.push(slot);
+        Some(op)
+    }
+
+    /// An op's data is all acknowledged (`Ok`) or it failed: account it to its write.
+    fn op_done(&mut self, wid: u64, status: Status, local: &NotifyQueue, ctr: &mut Counters) {
+        let Some(w) = self.writes.get_mut(&wid) else { return };
+        w.active_ops -= 1;
+        if status != Status::Ok && w.failed.is_none() {
+            w.failed = Some(status);
+        }
+        if w.active_ops > 0 || (w.failed.is_none() && w.seg_issued < w.seg_total) {
+            return;
+        }
+        let Some(w) = self.writes.remove(&wid) else { return };
+        let status = w.failed.unwrap_or(Status::Ok);
+        ctr.bump(if status == Status::Ok { Counter::tx_writes_completed } else { Counter::tx_writes_failed });
+        local.post(Completion {
+            kind: CompletionKind::Send,
+            op_id: wid << SEGMENT_BITS,
+            peer: w.peer,
+            key: RegionKey(w.key),
+            offset: w.offset,
+            len: w.data.len() as u64,
+            status,
+            segment: w.segmented,
+            last_segment: w.segmented,
+        });
+    }
+
+    fn fail_op(&mut self, slot: u32, status: Status, local: &NotifyQueue, ctr: &mut Counters) {
+        let Some(op) = self.release_op(slot) else { return };
+        if op.phase == Phase::Notify {
+            // The data was acknowledged and the write already counted; only the Notify failed.
+            ctr.bump(Counter::tx_notify_failed);
+            return;
+        }
+        ctr.bump(Counter::tx_ops_failed);
+        self.op_done(op.write, status, local, ctr);
+    }
+
+    /// Handle an ACK or NACK from `peer`.
+    pub fn on_answer(&mut self, peer: Peer, r: &RdmaRepr, now: Instant, local: &NotifyQueue, ctr: &mut Counters) {
+        let Some(&slot) = self.op_by_id.get(&r.op_id) else {
+            ctr.bump(Counter::drop_ack_stray);
+            return;
+        };
+        let (txn, is_notify, acked_already) = match &self.ops[slot as usize] {
+            Some(op) if op.peer == peer && op.count == r.count => {
+                if r.index < op.count {
+                    let i = r.index as usize;
+                    (op.txn[i], false, op.acked_mask[i / 64] >> (i % 64) & 1 == 1)
+                } else if r.index == op.count && op.phase == Phase::Notify && op.notify_txn != NONE {
+                    (op.notify_txn, true, false)
+                } else {
+                    (NONE, false, true)
+                }
+            }
+            _ => (NONE, false, true),
+        };
+        if acked_already || txn == NONE {
+            ctr.bump(Counter::drop_ack_stray);
+            return;
+        }
+        match r.ty {
+            PacketType::Ack => {
+                ctr.bump(Counter::rx_acks);
+                self.free_txn(txn, peer);
+                if is_notify {
+                    self.release_op(slot);
+                    return;
+                }
+                let Some(op) = self.ops[slot as usize].as_mut() else { return };
+                let i = r.index as usize;
+                op.acked_mask[i / 64] |= 1 << (i % 64);
+                op.txn[i] = NONE;
+                op.acked += 1;
+                if op.acked < op.count {
+                    return;
+                }
+                ctr.bump(Counter::tx_ops_acked);
+                let wid = op.write;
+                if op.registered() {
+                    self.release_op(slot);
+                } else {
+                    // Paper 3.4: the sender completes after the last ACK, then notifies.
+                    op.phase = Phase::Notify;
+                    self.ready.push_back(slot);
+                }
+                self.op_done(wid, Status::Ok, local, ctr);
+            }
+            PacketType::Nack(why) => {
+                ctr.bump(Counter::rx_nacks);
+                if why.is_transient() {
+                    // Retry after a backoff; the tries are counted by the timer path.
+                    let x = &mut self.txns[txn as usize];
+                    let tries = x.tries;
+                    let deadline = now + self.backoff(tries);
+                    let x = &mut self.txns[txn as usize];
+                    x.deadline = deadline;
+                    self.timers.push(Reverse((deadline, txn, x.gen)));
+                } else {
+                    self.fail_op(slot, Status::Nacked(why), local, ctr);
+                }
+            }
+            _ => ctr.bump(Counter::drop_unexpected_type),
+        }
+    }
+
+    /// Send what is due: retransmissions whose timer fired (and NACKed packets whose backoff
+    /// passed), then new ops and packets within the window; stops at the first busy send.
+    pub fn on_tx(&mut self, now: Instant, tx: &mut dyn Emit, local: &NotifyQueue, ctr: &mut Counters) {
+        // Retransmissions.
+        let mut due = Vec::new();
+        while let Some(&Reverse((t, id, gen))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let x = self.txns[id as usize];
+            if x.live && x.gen == gen && x.deadline == t {
+                due.push(id);
+            }
+        }
+        let mut busy = false;
+        for id in due {
+            let x = self.txns[id as usize];
+            if busy {
+                self.timers.push(Reverse((x.deadline, id, x.gen)));
+                continue;
+            }
+            if x.tries >= self.max_tries {
+                ctr.bump(Counter::tx_timeouts);
+                self.fail_op(x.op, Status::TimedOut, local, ctr);
+                continue;
+            }
+            let Some(op) = self.ops[x.op as usize].as_ref() else { continue };
+            let outcome = if x.index < op.count {
+                let ty = if op.registered() && x.index == 0 { PacketType::RegisterFirst } else { PacketType::Data };
+                tx.emit(op.peer, &op.repr(ty, x.index), op.payload(x.index))
+            } else {
+                tx.emit(op.peer, &op.repr(PacketType::Notify, op.count), &[])
+            };
+            match outcome {
+                TxOutcome::Sent => {
+                    ctr.bump(Counter::tx_timeouts);
+                    ctr.bump(Counter::tx_packets);
+                    ctr.bump(Counter::tx_retransmits);
+                    let tries = x.tries + 1;
+                    let deadline = now + self.backoff(tries);
+                    let t = &mut self.txns[id as usize];
+                    t.tries = tries;
+                    t.deadline = deadline;
+                    self.timers.push(Reverse((deadline, id, t.gen)));
+                }
+                TxOutcome::Busy => {
+                    ctr.bump(Counter::tx_backpressure);
+                    busy = true;
+                    self.timers.push(Reverse((x.deadline, id, x.gen)));
+                }
+                TxOutcome::Failed => {
+                    ctr.bump(Counter::tx_send_errors);
+                    self.fail_op(x.op, Status::SendFailed, local, ctr);
+                }
+            }
+        }
+        if busy {
+            return;
+        }
+        self.admit(ctr);
+        // New packets, op by op, within each destination's window.
+        let rounds = self.ready.len();
+        for _ in 0..rounds {
+            let Some(slot) = self.ready.pop_front() else { break };
+            let Some(op) = self.ops[slot as usize].as_ref() else { continue };
+            let peer = op.peer;
+            let mut keep = false;
+            loop {
+                let Some(op) = self.ops[slot as usize].as_ref() else { break };
+                let (index, ty) = match op.phase {
+                    Phase::Data if op.next < op.count => {
+                        let ty = if op.registered() && op.next == 0 { PacketType::RegisterFirst } else { PacketType::Data };
+                        (op.next, ty)
+                    }
+                    Phase::Notify if !op.notify_sent => (op.count, PacketType::Notify),
+                    _ => break,
+                };
+                let inflight = self.inflight.get(&peer).copied().unwrap_or(0);
+                if inflight >= self.window || self.txn_free.is_empty() {
+                    keep = true;
+                    break;
+                }
+                let payload = if ty == PacketType::Notify { &[][..] } else { op.payload(index) };
+                match tx.emit(peer, &op.repr(ty, index), payload) {
+                    TxOutcome::Sent => {
+                        ctr.bump(Counter::tx_packets);
+                        ctr.bump(if ty == PacketType::Notify { Counter::tx_notifies } else { Counter::tx_data_packets });
+                        let deadline = now + self.backoff(1);
+                        let Some(t) = self.new_txn(slot, index, deadline) else { break };
+                        *self.inflight.entry(peer).or_insert(0) += 1;
+                        if let Some(op) = self.ops[slot as usize].as_mut() {
+                            if ty == PacketType::Notify {
+                                op.notify_sent = true;
+                                op.notify_txn = t;
+                            } else {
+                                op.txn[index as usize] = t;
+                                op.next += 1;
+                            }
+                        }
+                    }
+                    TxOutcome::Busy => {
+                        ctr.bump(Counter::tx_backpressure);
+                        self.ready.push_front(slot);
+                        return;
+                    }
+                    TxOutcome::Failed => {
+                        ctr.bump(Counter::tx_send_errors);
+                        self.fail_op(slot, Status::SendFailed, local, ctr);
+                        break;
+                    }
+                }
+            }
+            if keep {
+                self.ready.push_back(slot);
+            }
+        }
+    }
+
+    /// Earliest retransmission timer.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// True if new packets wait only for the window or the transport (poll again soon).
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty() || !self.cmdq.is_empty()
+    }
+}
