@@ -44,7 +44,9 @@ pub struct RdmaConfig {
     pub rto: Duration,
     /// Largest retransmission timeout (backoff doubles up to here).
     pub max_rto: Duration,
-    /// Transmissions of one packet before its op fails.
+    /// Transmissions of one packet before its op fails. With the backoff, the defaults keep
+    /// a packet alive for about a second: longer than the stack's ARP retry interval, so an
+    /// ARP exchange lost once does not fail the op.
     pub max_tries: u32,
     /// Regions registered at once.
     pub max_regions: usize,
@@ -72,8 +74,8 @@ impl Default for RdmaConfig {
             max_in_flight: 4096,
             window: 64,
             rto: Duration::from_millis(1),
-            max_rto: Duration::from_millis(64),
-            max_tries: 12,
+            max_rto: Duration::from_millis(100),
+            max_tries: 16,
             max_regions: 1024,
             rx_batch: 64,
         }

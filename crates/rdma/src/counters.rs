@@ -184,6 +184,26 @@ impl Counters {
         .sum()
     }
 
+    /// Verdicts given to verified packets: placed, duplicate, parked (less those applied
+    /// later, which get a verdict of their own), refused, posted, answers taken or dropped.
+    /// Equals `rx_packets` when every packet is accounted for.
+    pub fn verdicts(&self) -> u64 {
+        use Counter::*;
+        let sum = |cs: &[Counter]| cs.iter().map(|c| self.get(*c)).sum::<u64>();
+        sum(&[
+            rx_data_placed,
+            drop_dup_registered,
+            drop_dup_completed,
+            rx_escape_parked,
+            rx_completed_notified,
+            rx_acks,
+            rx_nacks,
+            drop_ack_stray,
+            drop_unexpected_type,
+        ]) + self.nacks_sent()
+            - self.get(rx_escape_applied)
+    }
+
     /// Sum of the NACKs sent.
     pub fn nacks_sent(&self) -> u64 {
         [
