@@ -186,6 +186,11 @@ impl Receiver {
         let Some(at) = r.offset.checked_add(rel) else {
             return Self::nack(peer, &r, NackReason::OutOfBounds, out, ctr);
         };
+        // The whole op must lie inside the region, so a refused op never touches memory
+        // (also when some of its packets would fit).
+        if let Err(why) = self.regions.check(r.key, r.offset, u64::from(r.op_len)) {
+            return Self::nack(peer, &r, why, out, ctr);
+        }
         if !registered {
             // Paper 3.4: no tracking, place where it belongs; a duplicate rewrites the same bytes.
             return match self.regions.write(r.key, at, pkt.payload()) {
@@ -209,9 +214,6 @@ impl Receiver {
                 slot
             }
             None if r.ty == PacketType::RegisterFirst => {
-                if let Err(why) = self.regions.check(r.key, r.offset, u64::from(r.op_len)) {
-                    return Self::nack(peer, &r, why, out, ctr);
-                }
                 let e = Entry {
                     peer,
                     op_id: r.op_id,
