@@ -519,8 +519,7 @@ impl Sender {
             let Some(op) = self.ops[slot as usize].as_ref() else { continue };
             let peer = op.peer;
             let mut keep = false;
-            loop {
-                let Some(op) = self.ops[slot as usize].as_ref() else { break };
+            while let Some(op) = self.ops[slot as usize].as_ref() {
                 let (index, ty) = match op.phase {
                     Phase::Data if op.next < op.count => {
                         let ty = if op.registered() && op.next == 0 { PacketType::RegisterFirst } else { PacketType::Data };
