@@ -55,7 +55,10 @@
 //! sized to what a receiver absorbs (its socket queue, its escape channel) and bounds how
 //! far a fast sender can run ahead of a slow one; a receiver that does fall behind drops,
 //! NACKs (`table_full`, `escape_full`) or stays silent, and the sender backs off
-//! exponentially per packet (`rto` doubling to `max_rto`) before retrying. With many
+//! exponentially per packet before retrying. The retransmission timeout follows the
+//! measured round trip per destination (RFC 6298's SRTT + 4 RTTVAR, sampled only from
+//! packets sent once, at least [`RdmaConfig::rto`]), so a deep window whose packets queue
+//! in the link does not time out spuriously; it doubles per retry up to `max_rto`. With many
 //! senders the receiver's load is bounded by senders x window. Adaptive windows (AIMD on
 //! timeouts and transient NACKs) are a possible refinement.
 //!

@@ -120,6 +120,7 @@ impl Op {
 #[derive(Clone, Copy)]
 struct Txn {
     live: bool,
+    sent_at: Instant,
     gen: u32,
     op: u32,
     index: u32,
@@ -150,6 +151,27 @@ pub struct Sender {
     txn_free: Vec<u32>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     inflight: HashMap<Peer, usize>,
+    rtt: HashMap<Peer, RttEstimate>,
+}
+
+/// Smoothed round-trip time of one destination (RFC 6298's estimator, Karn's rule: only
+/// packets sent once are sampled).
+#[derive(Debug, Clone, Copy)]
+struct RttEstimate {
+    srtt: Duration,
+    rttvar: Duration,
+}
+
+impl RttEstimate {
+    fn sample(prev: Option<RttEstimate>, r: Duration) -> RttEstimate {
+        match prev {
+            None => RttEstimate { srtt: r, rttvar: r / 2 },
+            Some(e) => {
+                let diff = e.srtt.abs_diff(r);
+                RttEstimate { srtt: e.srtt * 7 / 8 + r / 8, rttvar: e.rttvar * 3 / 4 + diff / 4 }
+            }
+        }
+    }
 }
 
 impl Sender {
@@ -173,10 +195,11 @@ impl Sender {
             op_free: (0..cfg.max_ops as u32).rev().collect(),
             op_by_id: HashMap::new(),
             ready: VecDeque::new(),
-            txns: vec![Txn { live: false, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
+            txns: vec![Txn { live: false, sent_at: Instant::ZERO, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
             txn_free: (0..cfg.max_in_flight as u32).rev().collect(),
             timers: BinaryHeap::new(),
             inflight: HashMap::new(),
+            rtt: HashMap::new(),
         }
     }
 
@@ -300,12 +323,18 @@ impl Sender {
         }
     }
 
-    fn backoff(&self, tries: u32) -> Duration {
-        let shift = tries.saturating_sub(1).min(20);
-        (self.rto * (1u32 << shift)).min(self.max_rto)
+    /// The retransmission timeout towards `peer`: SRTT + 4 RTTVAR, at least `rto`.
+    pub fn rto_for(&self, peer: Peer) -> Duration {
+        self.rtt.get(&peer).map_or(self.rto, |e| (e.srtt + 4 * e.rttvar).clamp(self.rto, self.max_rto))
     }
 
-    fn new_txn(&mut self, op: u32, index: u32, deadline: Instant) -> Option<u32> {
+    /// The timeout of a packet's `tries`-th transmission: the RTO doubled per retry, capped.
+    fn backoff(&self, peer: Peer, tries: u32) -> Duration {
+        let shift = tries.saturating_sub(1).min(20);
+        (self.rto_for(peer) * (1u32 << shift)).min(self.max_rto)
+    }
+
+    fn new_txn(&mut self, op: u32, index: u32, now: Instant, deadline: Instant) -> Option<u32> {
         let t = self.txn_free.pop()?;
         let x = &mut self.txns[t as usize];
         x.live = true;
@@ -313,6 +342,7 @@ impl Sender {
         x.op = op;
         x.index = index;
         x.tries = 1;
+        x.sent_at = now;
         x.deadline = deadline;
         self.timers.push(Reverse((deadline, t, x.gen)));
         Some(t)
@@ -409,6 +439,11 @@ impl Sender {
         match r.ty {
             PacketType::Ack => {
                 ctr.bump(Counter::rx_acks);
+                let x = self.txns[txn as usize];
+                if x.tries == 1 {
+                    let prev = self.rtt.get(&peer).copied();
+                    self.rtt.insert(peer, RttEstimate::sample(prev, now.saturating_since(x.sent_at)));
+                }
                 self.free_txn(txn, peer);
                 if is_notify {
                     self.release_op(slot);
@@ -437,9 +472,8 @@ impl Sender {
                 ctr.bump(Counter::rx_nacks);
                 if why.is_transient() {
                     // Retry after a backoff; the tries are counted by the timer path.
-                    let x = &mut self.txns[txn as usize];
-                    let tries = x.tries;
-                    let deadline = now + self.backoff(tries);
+                    let tries = self.txns[txn as usize].tries;
+                    let deadline = now + self.backoff(peer, tries);
                     let x = &mut self.txns[txn as usize];
                     x.deadline = deadline;
                     self.timers.push(Reverse((deadline, txn, x.gen)));
@@ -469,6 +503,10 @@ impl Sender {
         let mut busy = false;
         for id in due {
             let x = self.txns[id as usize];
+            // Two timer entries may name the same deadline (a NACK re-armed it): act once.
+            if !x.live || x.deadline > now {
+                continue;
+            }
             if busy {
                 self.timers.push(Reverse((x.deadline, id, x.gen)));
                 continue;
@@ -479,6 +517,7 @@ impl Sender {
                 continue;
             }
             let Some(op) = self.ops[x.op as usize].as_ref() else { continue };
+            let op_peer = op.peer;
             let outcome = if x.index < op.count {
                 let ty = if op.registered() && x.index == 0 { PacketType::RegisterFirst } else { PacketType::Data };
                 tx.emit(op.peer, &op.repr(ty, x.index), op.payload(x.index))
@@ -491,7 +530,7 @@ impl Sender {
                     ctr.bump(Counter::tx_packets);
                     ctr.bump(Counter::tx_retransmits);
                     let tries = x.tries + 1;
-                    let deadline = now + self.backoff(tries);
+                    let deadline = now + self.backoff(op_peer, tries);
                     let t = &mut self.txns[id as usize];
                     t.tries = tries;
                     t.deadline = deadline;
@@ -538,8 +577,8 @@ impl Sender {
                     TxOutcome::Sent => {
                         ctr.bump(Counter::tx_packets);
                         ctr.bump(if ty == PacketType::Notify { Counter::tx_notifies } else { Counter::tx_data_packets });
-                        let deadline = now + self.backoff(1);
-                        let Some(t) = self.new_txn(slot, index, deadline) else { break };
+                        let deadline = now + self.backoff(peer, 1);
+                        let Some(t) = self.new_txn(slot, index, now, deadline) else { break };
                         *self.inflight.entry(peer).or_insert(0) += 1;
                         if let Some(op) = self.ops[slot as usize].as_mut() {
                             if ty == PacketType::Notify {
@@ -577,5 +616,197 @@ impl Sender {
     /// True if new packets wait only for the window or the transport (poll again soon).
     pub fn has_ready(&self) -> bool {
         !self.ready.is_empty() || !self.cmdq.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::NackReason;
+    use std::net::SocketAddrV4;
+
+    /// Records what the sender emits; can refuse (busy) or fail.
+    #[derive(Default)]
+    struct Recorder {
+        sent: Vec<(Peer, RdmaRepr, usize)>,
+        busy: bool,
+    }
+
+    impl Emit for Recorder {
+        fn emit(&mut self, peer: Peer, repr: &RdmaRepr, payload: &[u8]) -> TxOutcome {
+            if self.busy {
+                return TxOutcome::Busy;
+            }
+            self.sent.push((peer, *repr, payload.len()));
+            TxOutcome::Sent
+        }
+    }
+
+    fn peer(n: u8) -> Peer {
+        Peer::Udp(SocketAddrV4::new([10, 0, 0, n].into(), 4791))
+    }
+
+    fn setup(window: usize) -> (Sender, Recorder, NotifyQueue, Counters) {
+        let cfg = RdmaConfig { window, max_tries: 3, ..RdmaConfig::default() };
+        (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new())
+    }
+
+    fn ms(n: u64) -> Instant {
+        Instant::from_millis(n)
+    }
+
+    #[test]
+    fn window_limits_packets_in_flight_per_destination() {
+        let (mut s, mut rec, q, mut c) = setup(4);
+        s.post(peer(1), RegionKey(1), 0, vec![7u8; 1000].into(), WriteOptions::default(), &mut c).unwrap();
+        s.post(peer(2), RegionKey(1), 0, vec![7u8; 250].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        let to = |p| rec.sent.iter().filter(|x| x.0 == p).count();
+        assert_eq!((to(peer(1)), to(peer(2))), (4, 3), "window of 4 to peer 1, all 3 packets to peer 2");
+        assert_eq!(rec.sent[0].1.ty, PacketType::RegisterFirst);
+        assert_eq!(rec.sent[1].1.ty, PacketType::Data);
+        assert_eq!(rec.sent[2].2, 100);
+        // ACKing two packets of peer 1 opens two places.
+        let t = Instant::from_micros(500);
+        for i in 0..2 {
+            let r = rec.sent[i].1.answer(None);
+            s.on_answer(peer(1), &r, t, &q, &mut c);
+        }
+        // A duplicate ACK is stray.
+        let dup = rec.sent[0].1.answer(None);
+        s.on_answer(peer(1), &dup, t, &q, &mut c);
+        assert_eq!(c.get(Counter::drop_ack_stray), 1);
+        // An ACK from the wrong peer is stray too.
+        s.on_answer(peer(3), &rec.sent[2].1.answer(None), t, &q, &mut c);
+        assert_eq!(c.get(Counter::drop_ack_stray), 2);
+        rec.sent.clear();
+        s.on_tx(t, &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.iter().map(|x| x.1.index).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(s.packets_in_flight(), 4 + 3);
+    }
+
+    #[test]
+    fn timeouts_retransmit_with_backoff_then_fail_once() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 50].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 1);
+        // rto 1 ms: retransmit at 1 ms, then 2 ms later, then give up (max_tries 3).
+        s.on_tx(Instant::from_micros(999), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 1);
+        s.on_tx(ms(1), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 2);
+        s.on_tx(Instant::from_micros(2_999), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 2, "second timeout is doubled");
+        s.on_tx(ms(3), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 3);
+        assert!(q.poll().is_none());
+        s.on_tx(ms(100), &mut rec, &q, &mut c);
+        let done = q.poll().unwrap();
+        assert_eq!(done.status, Status::TimedOut);
+        assert!(q.poll().is_none(), "one completion");
+        assert_eq!((s.packets_in_flight(), s.ops_in_flight(), s.pending_writes()), (0, 0, 0));
+        assert_eq!(c.get(Counter::tx_retransmits), 2);
+    }
+
+    #[test]
+    fn transient_nack_retries_and_permanent_nack_fails() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 50].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        let first = rec.sent[0].1;
+        s.on_answer(peer(1), &first.answer(Some(NackReason::TableFull)), ms(0), &q, &mut c);
+        s.on_tx(ms(1), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 2, "retried after the backoff");
+        s.on_answer(peer(1), &first.answer(Some(NackReason::OutOfBounds)), ms(1), &q, &mut c);
+        assert_eq!(q.poll().unwrap().status, Status::Nacked(NackReason::OutOfBounds));
+        // A late ACK for the failed op is stray.
+        s.on_answer(peer(1), &first.answer(None), ms(2), &q, &mut c);
+        assert_eq!(c.get(Counter::drop_ack_stray), 1);
+        assert_eq!(s.pending_writes(), 0);
+    }
+
+    #[test]
+    fn unregistered_op_completes_then_notifies_until_acked() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        let id = s.post(peer(1), RegionKey(1), 5, vec![1u8; 150].into(), WriteOptions { registered: Some(false) }, &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        assert!(rec.sent.iter().all(|x| x.1.ty == PacketType::Data && x.1.flags & FLAG_REGISTERED == 0));
+        for x in rec.sent.clone() {
+            s.on_answer(peer(1), &x.1.answer(None), ms(0), &q, &mut c);
+        }
+        let done = q.poll().unwrap();
+        assert_eq!((done.write_id(), done.status, done.offset, done.len), (id, Status::Ok, 5, 150));
+        rec.sent.clear();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 1);
+        let notify = rec.sent[0].1;
+        assert_eq!((notify.ty, notify.index, notify.count), (PacketType::Notify, 2, 2));
+        s.on_tx(ms(5), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 2, "Notify retransmitted until acknowledged");
+        s.on_answer(peer(1), &notify.answer(None), ms(5), &q, &mut c);
+        assert_eq!((s.ops_in_flight(), s.packets_in_flight()), (0, 0));
+        assert!(q.poll().is_none(), "the Notify's ACK posts nothing more");
+    }
+
+    #[test]
+    fn large_writes_are_segmented_and_complete_once() {
+        let cfg = RdmaConfig { window: 1000, ..RdmaConfig::default().segmentation(1000, 400) };
+        let (mut s, mut rec, q, mut c) = (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new());
+        let id = s.post(peer(1), RegionKey(1), 0, vec![1u8; 1001].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        let ops: std::collections::BTreeSet<u64> = rec.sent.iter().map(|x| x.1.op_id).collect();
+        assert_eq!(ops.into_iter().collect::<Vec<_>>(), vec![id << 20, id << 20 | 1, id << 20 | 2]);
+        let last = rec.sent.iter().filter(|x| x.1.flags & FLAG_LAST_SEGMENT != 0).map(|x| x.1.op_id).collect::<Vec<_>>();
+        assert!(last.iter().all(|o| *o == id << 20 | 2) && !last.is_empty());
+        assert!(rec.sent.iter().all(|x| x.1.flags & FLAG_SEGMENT != 0));
+        assert_eq!(rec.sent.iter().map(|x| x.2).sum::<usize>(), 1001);
+        let offsets: Vec<u64> = rec.sent.iter().filter(|x| x.1.index == 0).map(|x| x.1.offset).collect();
+        assert_eq!(offsets, vec![0, 400, 800]);
+        for x in rec.sent.clone() {
+            s.on_answer(peer(1), &x.1.answer(None), ms(0), &q, &mut c);
+        }
+        // The unregistered segments still owe their Notify, but the write is complete.
+        let done = q.poll().unwrap();
+        assert_eq!((done.write_id(), done.len, done.segment), (id, 1001, true));
+        assert!(q.poll().is_none());
+    }
+
+    #[test]
+    fn busy_transport_defers_without_losing_packets() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 300].into(), WriteOptions::default(), &mut c).unwrap();
+        rec.busy = true;
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        assert_eq!((rec.sent.len(), s.packets_in_flight()), (0, 0));
+        assert!(c.get(Counter::tx_backpressure) > 0);
+        rec.busy = false;
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.iter().map(|x| x.1.index).collect::<Vec<_>>(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn rto_follows_the_measured_round_trip() {
+        let (mut s, mut rec, q, mut c) = setup(64);
+        assert_eq!(s.rto_for(peer(1)), Duration::from_millis(1));
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 2000].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        // Every ACK comes 900 µs after the send, before the first timer fires: the RTO
+        // follows SRTT + 4 RTTVAR (within [rto, 3 x 900 µs]).
+        for x in rec.sent.clone() {
+            s.on_answer(peer(1), &x.1.answer(None), Instant::from_micros(900), &q, &mut c);
+        }
+        let rto = s.rto_for(peer(1));
+        assert!(rto >= Duration::from_millis(1) && rto <= Duration::from_micros(900 * 3), "{rto:?}");
+        assert_eq!(s.rto_for(peer(2)), Duration::from_millis(1), "per destination");
+        let e = RttEstimate::sample(None, Duration::from_millis(8));
+        assert_eq!((e.srtt, e.rttvar), (Duration::from_millis(8), Duration::from_millis(4)));
+        let e = RttEstimate::sample(Some(e), Duration::from_millis(16));
+        assert_eq!((e.srtt, e.rttvar), (Duration::from_millis(9), Duration::from_millis(5)));
+        let cfg = RdmaConfig { max_rto: Duration::from_millis(50), ..RdmaConfig::default() };
+        let mut s2 = Sender::new(&cfg, 100);
+        s2.rtt.insert(peer(1), e);
+        assert_eq!(s2.rto_for(peer(1)), Duration::from_millis(29));
+        assert_eq!(s2.backoff(peer(1), 2), Duration::from_millis(50), "doubled, capped");
     }
 }

@@ -29,7 +29,8 @@ fn bad_keys_and_ranges_are_nacked_and_memory_untouched() {
     let key = net.nodes[1].register(vec![7u8; 10_000]).unwrap();
     let gone = net.nodes[1].register(vec![9u8; 100]).unwrap();
     assert_eq!(&net.nodes[1].deregister(gone).unwrap()[..], &[9u8; 100][..]);
-    let cases: &[(RegionKey, u64, usize, Option<bool>, NackReason, Counter)] = &[
+    type Case = (RegionKey, u64, usize, Option<bool>, NackReason, Counter);
+    let cases: &[Case] = &[
         (RegionKey(0x00ff_0033), 0, 100, None, NackReason::UnknownKey, Counter::nack_unknown_key),
         (RegionKey(0x00ff_0033), 0, 5000, Some(false), NackReason::UnknownKey, Counter::nack_unknown_key),
         (gone, 0, 10, None, NackReason::Deregistered, Counter::nack_deregistered),
