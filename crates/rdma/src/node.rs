@@ -41,7 +41,12 @@ pub struct RdmaNode {
     txbuf: Vec<u8>,
     answers: Vec<Answer>,
     max_packet: usize,
+    timer_deferrals: u32,
 }
+
+/// Polls in a row that may skip the retransmission timers because packets are still
+/// arriving (see [`RdmaNode::poll`]).
+pub const MAX_TIMER_DEFERRALS: u32 = 32;
 
 struct StackEmit<'a, L: Link> {
     stack: &'a mut Stack<L>,
@@ -106,6 +111,7 @@ impl RdmaNode {
             txbuf: vec![0u8; max_packet.max(HEADER_LEN)],
             answers: Vec::new(),
             max_packet,
+            timer_deferrals: 0,
             sock,
             port_or_type,
             cfg,
@@ -266,6 +272,9 @@ impl RdmaNode {
 
     /// One round: take received packets from the socket (up to the configured batch), run
     /// the timers, send answers, retransmissions and new packets, and flush the stack.
+    /// While packets keep arriving, the retransmission timers wait (up to
+    /// [`MAX_TIMER_DEFERRALS`] polls): after this thread was descheduled, the ACKs queued in
+    /// the meantime are read first, instead of every packet in flight being resent.
     /// Returns the number of packets received. Only a link failure is an error.
     pub fn poll<L: Link>(&mut self, stack: &mut Stack<L>, now: Instant) -> Result<usize, RdmaError> {
         let mut got = 0;
@@ -305,8 +314,12 @@ impl RdmaNode {
             done += 1;
         }
         self.answers.drain(..done);
+        // Packets still arriving may be the ACKs a stall of this thread left queued: read
+        // them before declaring anything lost (for at most MAX_TIMER_DEFERRALS polls).
+        let timers = got == 0 || self.timer_deferrals >= MAX_TIMER_DEFERRALS;
+        self.timer_deferrals = if timers { 0 } else { self.timer_deferrals + 1 };
         if self.answers.is_empty() {
-            self.tx.on_tx(now, &mut em, &self.send_q, &mut self.ctr);
+            self.tx.on_tx(now, timers, &mut em, &self.send_q, &mut self.ctr);
         }
         if let Some(e) = em.fatal.take() {
             return Err(e.into());

@@ -487,10 +487,14 @@ impl Sender {
 
     /// Send what is due: retransmissions whose timer fired (and NACKed packets whose backoff
     /// passed), then new ops and packets within the window; stops at the first busy send.
-    pub fn on_tx(&mut self, now: Instant, tx: &mut dyn Emit, local: &NotifyQueue, ctr: &mut Counters) {
+    ///
+    /// `timers: false` skips the retransmission timers for this round: the node passes it
+    /// while answers are still arriving, so that ACKs queued behind a stall of this thread
+    /// are read before their packets are declared lost.
+    pub fn on_tx(&mut self, now: Instant, timers: bool, tx: &mut dyn Emit, local: &NotifyQueue, ctr: &mut Counters) {
         // Retransmissions.
         let mut due = Vec::new();
-        while let Some(&Reverse((t, id, gen))) = self.timers.peek() {
+        while let Some(&Reverse((t, id, gen))) = self.timers.peek().filter(|_| timers) {
             if t > now {
                 break;
             }
@@ -651,6 +655,12 @@ mod tests {
         (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new())
     }
 
+    impl Sender {
+        fn on_tx_t(&mut self, now: Instant, tx: &mut dyn Emit, local: &NotifyQueue, ctr: &mut Counters) {
+            self.on_tx(now, true, tx, local, ctr)
+        }
+    }
+
     fn ms(n: u64) -> Instant {
         Instant::from_millis(n)
     }
@@ -660,7 +670,7 @@ mod tests {
         let (mut s, mut rec, q, mut c) = setup(4);
         s.post(peer(1), RegionKey(1), 0, vec![7u8; 1000].into(), WriteOptions::default(), &mut c).unwrap();
         s.post(peer(2), RegionKey(1), 0, vec![7u8; 250].into(), WriteOptions::default(), &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         let to = |p| rec.sent.iter().filter(|x| x.0 == p).count();
         assert_eq!((to(peer(1)), to(peer(2))), (4, 3), "window of 4 to peer 1, all 3 packets to peer 2");
         assert_eq!(rec.sent[0].1.ty, PacketType::RegisterFirst);
@@ -680,7 +690,7 @@ mod tests {
         s.on_answer(peer(3), &rec.sent[2].1.answer(None), t, &q, &mut c);
         assert_eq!(c.get(Counter::drop_ack_stray), 2);
         rec.sent.clear();
-        s.on_tx(t, &mut rec, &q, &mut c);
+        s.on_tx_t(t, &mut rec, &q, &mut c);
         assert_eq!(rec.sent.iter().map(|x| x.1.index).collect::<Vec<_>>(), vec![4, 5]);
         assert_eq!(s.packets_in_flight(), 4 + 3);
     }
@@ -689,19 +699,19 @@ mod tests {
     fn timeouts_retransmit_with_backoff_then_fail_once() {
         let (mut s, mut rec, q, mut c) = setup(8);
         s.post(peer(1), RegionKey(1), 0, vec![1u8; 50].into(), WriteOptions::default(), &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 1);
         // rto 1 ms: retransmit at 1 ms, then 2 ms later, then give up (max_tries 3).
-        s.on_tx(Instant::from_micros(999), &mut rec, &q, &mut c);
+        s.on_tx_t(Instant::from_micros(999), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 1);
-        s.on_tx(ms(1), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(1), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 2);
-        s.on_tx(Instant::from_micros(2_999), &mut rec, &q, &mut c);
+        s.on_tx_t(Instant::from_micros(2_999), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 2, "second timeout is doubled");
-        s.on_tx(ms(3), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(3), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 3);
         assert!(q.poll().is_none());
-        s.on_tx(ms(100), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(100), &mut rec, &q, &mut c);
         let done = q.poll().unwrap();
         assert_eq!(done.status, Status::TimedOut);
         assert!(q.poll().is_none(), "one completion");
@@ -713,10 +723,10 @@ mod tests {
     fn transient_nack_retries_and_permanent_nack_fails() {
         let (mut s, mut rec, q, mut c) = setup(8);
         s.post(peer(1), RegionKey(1), 0, vec![1u8; 50].into(), WriteOptions::default(), &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         let first = rec.sent[0].1;
         s.on_answer(peer(1), &first.answer(Some(NackReason::TableFull)), ms(0), &q, &mut c);
-        s.on_tx(ms(1), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(1), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 2, "retried after the backoff");
         s.on_answer(peer(1), &first.answer(Some(NackReason::OutOfBounds)), ms(1), &q, &mut c);
         assert_eq!(q.poll().unwrap().status, Status::Nacked(NackReason::OutOfBounds));
@@ -730,7 +740,7 @@ mod tests {
     fn unregistered_op_completes_then_notifies_until_acked() {
         let (mut s, mut rec, q, mut c) = setup(8);
         let id = s.post(peer(1), RegionKey(1), 5, vec![1u8; 150].into(), WriteOptions { registered: Some(false) }, &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert!(rec.sent.iter().all(|x| x.1.ty == PacketType::Data && x.1.flags & FLAG_REGISTERED == 0));
         for x in rec.sent.clone() {
             s.on_answer(peer(1), &x.1.answer(None), ms(0), &q, &mut c);
@@ -738,11 +748,11 @@ mod tests {
         let done = q.poll().unwrap();
         assert_eq!((done.write_id(), done.status, done.offset, done.len), (id, Status::Ok, 5, 150));
         rec.sent.clear();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 1);
         let notify = rec.sent[0].1;
         assert_eq!((notify.ty, notify.index, notify.count), (PacketType::Notify, 2, 2));
-        s.on_tx(ms(5), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(5), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.len(), 2, "Notify retransmitted until acknowledged");
         s.on_answer(peer(1), &notify.answer(None), ms(5), &q, &mut c);
         assert_eq!((s.ops_in_flight(), s.packets_in_flight()), (0, 0));
@@ -754,7 +764,7 @@ mod tests {
         let cfg = RdmaConfig { window: 1000, ..RdmaConfig::default().segmentation(1000, 400) };
         let (mut s, mut rec, q, mut c) = (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new());
         let id = s.post(peer(1), RegionKey(1), 0, vec![1u8; 1001].into(), WriteOptions::default(), &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         let ops: std::collections::BTreeSet<u64> = rec.sent.iter().map(|x| x.1.op_id).collect();
         assert_eq!(ops.into_iter().collect::<Vec<_>>(), vec![id << 20, id << 20 | 1, id << 20 | 2]);
         let last = rec.sent.iter().filter(|x| x.1.flags & FLAG_LAST_SEGMENT != 0).map(|x| x.1.op_id).collect::<Vec<_>>();
@@ -777,11 +787,11 @@ mod tests {
         let (mut s, mut rec, q, mut c) = setup(8);
         s.post(peer(1), RegionKey(1), 0, vec![1u8; 300].into(), WriteOptions::default(), &mut c).unwrap();
         rec.busy = true;
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert_eq!((rec.sent.len(), s.packets_in_flight()), (0, 0));
         assert!(c.get(Counter::tx_backpressure) > 0);
         rec.busy = false;
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert_eq!(rec.sent.iter().map(|x| x.1.index).collect::<Vec<_>>(), vec![0, 1, 2]);
     }
 
@@ -790,7 +800,7 @@ mod tests {
         let (mut s, mut rec, q, mut c) = setup(64);
         assert_eq!(s.rto_for(peer(1)), Duration::from_millis(1));
         s.post(peer(1), RegionKey(1), 0, vec![1u8; 2000].into(), WriteOptions::default(), &mut c).unwrap();
-        s.on_tx(ms(0), &mut rec, &q, &mut c);
+        s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         // Every ACK comes 900 µs after the send, before the first timer fires: the RTO
         // follows SRTT + 4 RTTVAR (within [rto, 3 x 900 µs]).
         for x in rec.sent.clone() {
