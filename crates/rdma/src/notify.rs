@@ -76,9 +76,17 @@ impl Completion {
 }
 
 struct Inner {
-    q: Mutex<VecDeque<Completion>>,
+    q: Mutex<Queue>,
     cv: Condvar,
     len: AtomicUsize,
+}
+
+/// The deque and the number of threads parked on it (changed only under the lock, so a
+/// post that sees no sleeper can skip the wake-up system call without losing one).
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Completion>,
+    sleepers: usize,
 }
 
 /// A queue of completions; clones share the queue.
@@ -99,21 +107,25 @@ impl NotifyQueue {
 
     /// An empty queue.
     pub fn new() -> Self {
-        NotifyQueue { inner: Arc::new(Inner { q: Mutex::new(VecDeque::new()), cv: Condvar::new(), len: AtomicUsize::new(0) }) }
+        NotifyQueue { inner: Arc::new(Inner { q: Mutex::new(Queue::default()), cv: Condvar::new(), len: AtomicUsize::new(0) }) }
     }
 
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Completion>> {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
         // A waiter that panicked cannot leave the deque inconsistent; keep going.
         self.inner.q.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Post a completion and wake a waiter.
+    /// Post a completion and wake a waiter (the wake-up costs a system call only when a
+    /// thread is parked).
     pub fn post(&self, c: Completion) {
         let mut q = self.lock();
-        q.push_back(c);
-        self.inner.len.store(q.len(), Ordering::Release);
+        q.items.push_back(c);
+        self.inner.len.store(q.items.len(), Ordering::Release);
+        let sleepers = q.sleepers;
         drop(q);
-        self.inner.cv.notify_one();
+        if sleepers > 0 {
+            self.inner.cv.notify_one();
+        }
     }
 
     /// The oldest completion, or `None` at once when empty.
@@ -122,8 +134,8 @@ impl NotifyQueue {
             return None;
         }
         let mut q = self.lock();
-        let c = q.pop_front();
-        self.inner.len.store(q.len(), Ordering::Release);
+        let c = q.items.pop_front();
+        self.inner.len.store(q.items.len(), Ordering::Release);
         c
     }
 
@@ -139,15 +151,17 @@ impl NotifyQueue {
         let deadline = std::time::Instant::now() + timeout;
         let mut q = self.lock();
         loop {
-            if let Some(c) = q.pop_front() {
-                self.inner.len.store(q.len(), Ordering::Release);
+            if let Some(c) = q.items.pop_front() {
+                self.inner.len.store(q.items.len(), Ordering::Release);
                 return Some(c);
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return None;
             }
+            q.sleepers += 1;
             q = self.inner.cv.wait_timeout(q, left).unwrap_or_else(|e| e.into_inner()).0;
+            q.sleepers -= 1;
         }
     }
 
@@ -204,5 +218,25 @@ mod tests {
         q.post(c(7));
         assert_eq!(h.join().unwrap().map(|c| c.op_id), Some(7));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_parked_waiter_is_woken_by_a_post() {
+        let q = NotifyQueue::new();
+        let q2 = q.clone();
+        let h = std::thread::spawn(move || q2.wait(Duration::from_secs(600)));
+        // Wait (bounded by count, not time) until the waiter has parked.
+        let mut parked = false;
+        for _ in 0..10_000_000 {
+            if q.lock().sleepers == 1 {
+                parked = true;
+                break;
+            }
+            std::thread::yield_now();
+        }
+        assert!(parked, "the waiter never parked");
+        q.post(c(9));
+        assert_eq!(h.join().unwrap().map(|c| c.op_id), Some(9));
+        assert_eq!(q.lock().sleepers, 0);
     }
 }

@@ -17,7 +17,8 @@ use crate::wire::{PacketType, RdmaRepr, FLAG_LAST_SEGMENT, FLAG_REGISTERED, FLAG
 use crate::{RdmaConfig, RdmaError};
 use link::Instant;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use net::int_hash::IntMap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -142,16 +143,18 @@ pub struct Sender {
     cmd_capacity: usize,
     next_write: u64,
     cmdq: VecDeque<u64>,
-    writes: HashMap<u64, Write>,
+    writes: IntMap<u64, Write>,
     ops: Vec<Option<Op>>,
     op_free: Vec<u32>,
-    op_by_id: HashMap<u64, u32>,
+    op_by_id: IntMap<u64, u32>,
     ready: VecDeque<u32>,
     txns: Vec<Txn>,
     txn_free: Vec<u32>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
-    inflight: HashMap<Peer, usize>,
-    rtt: HashMap<Peer, RttEstimate>,
+    // Keys below are our own op ids and destinations (an attacker can only look up, not
+    // insert), so a one-multiply hasher is safe here.
+    inflight: IntMap<Peer, usize>,
+    rtt: IntMap<Peer, RttEstimate>,
 }
 
 /// Smoothed round-trip time of one destination (RFC 6298's estimator, Karn's rule: only
@@ -190,16 +193,16 @@ impl Sender {
             cmd_capacity: cfg.command_queue,
             next_write: 1,
             cmdq: VecDeque::with_capacity(cfg.command_queue),
-            writes: HashMap::new(),
+            writes: IntMap::default(),
             ops: (0..cfg.max_ops).map(|_| None).collect(),
             op_free: (0..cfg.max_ops as u32).rev().collect(),
-            op_by_id: HashMap::new(),
+            op_by_id: IntMap::default(),
             ready: VecDeque::new(),
             txns: vec![Txn { live: false, sent_at: Instant::ZERO, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
             txn_free: (0..cfg.max_in_flight as u32).rev().collect(),
             timers: BinaryHeap::new(),
-            inflight: HashMap::new(),
-            rtt: HashMap::new(),
+            inflight: IntMap::default(),
+            rtt: IntMap::default(),
         }
     }
 
