@@ -27,9 +27,9 @@ use std::time::Duration;
 /// IP MTU of the link.
 const MTU: usize = 1500;
 /// RDMA port of the latency nodes (and the target).
-const RDMA_PORT: u16 = 4791;
+const RDMA_PORT: u16 = rdma::DEFAULT_UDP_PORT;
 /// RDMA port of the writer's goodput node.
-const RDMA_GOODPUT_PORT: u16 = 4792;
+const RDMA_GOODPUT_PORT: u16 = rdma::DEFAULT_UDP_PORT + 1;
 /// UDP sink port of the target.
 const UDP_SINK: u16 = 9;
 /// TCP sink port of the target.

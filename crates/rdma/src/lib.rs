@@ -20,7 +20,7 @@
 //! # Wire format
 //!
 //! A fixed 48-byte header, big-endian, then the payload. In UDP it is the datagram payload
-//! (default port 4791); on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
+//! (default port 18791, not RoCEv2's 4791); on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
 //! experimental; frames may carry padding after the packet, which is ignored).
 //!
 //! | offset | size | field | meaning |
@@ -40,6 +40,9 @@
 //! | 40 | 2 | stride | payload bytes of every packet but the last (packet i lands at offset + i * stride) |
 //! | 42 | 2 | reserved | 0 |
 //! | 44 | 4 | CRC32C | Castagnoli CRC over bytes 0..44 and the payload |
+//!
+//! A Wireshark dissector for this format ships in `crates/rdma/wireshark/linerate_rdma.lua`
+//! (`tshark -X lua_script:crates/rdma/wireshark/linerate_rdma.lua -r capture.pcap -Y lrrdma`).
 //!
 //! ACKs and NACKs echo the header of the packet they answer, with no payload. The receiver
 //! checks the CRC before anything else, then that the fields agree (index < count, payload

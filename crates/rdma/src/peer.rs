@@ -5,7 +5,8 @@ use std::net::SocketAddrV4;
 use wire::MacAddr;
 
 /// The default UDP port of RDMA nodes.
-pub const DEFAULT_UDP_PORT: u16 = 4791;
+/// (Not 4791: that is RoCEv2's, and capture tools would decode our packets as InfiniBand.)
+pub const DEFAULT_UDP_PORT: u16 = 18791;
 /// The default EtherType of RDMA over raw Ethernet (IEEE 802 local experimental 1).
 pub const DEFAULT_ETHERTYPE: u16 = 0x88b5;
 

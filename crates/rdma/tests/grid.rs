@@ -161,7 +161,7 @@ fn grid(transport: Transport) {
 
 #[test]
 fn impairment_grid_over_udp() {
-    grid(Transport::Udp { port: 4791 });
+    grid(Transport::Udp { port: rdma::DEFAULT_UDP_PORT });
 }
 
 #[test]
