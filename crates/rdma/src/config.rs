@@ -20,6 +20,8 @@ pub struct RdmaConfig {
     /// How long a packet waits in the escape channel for its op's registration.
     pub escape_timeout: Duration,
     /// A registration entry that sees no packet for this long is freed (its sender gave up).
+    /// Keep it well above the senders' `max_rto`: a sender still retrying refreshes the
+    /// entry with every retransmission.
     pub entry_timeout: Duration,
     /// Completed ops remembered for duplicate detection.
     pub recent_capacity: usize,
@@ -52,6 +54,10 @@ pub struct RdmaConfig {
     pub max_regions: usize,
     /// Datagrams taken from the socket per poll.
     pub rx_batch: usize,
+    /// Id of the first write (later ones count up); `None`: drawn per node from the clock
+    /// and process, so that a restarted sender's ops are not taken for duplicates of its
+    /// previous run's by a receiver that still remembers them. Set it for reproducible ids.
+    pub first_write_id: Option<u64>,
 }
 
 impl Default for RdmaConfig {
@@ -78,6 +84,7 @@ impl Default for RdmaConfig {
             max_tries: 16,
             max_regions: 1024,
             rx_batch: 64,
+            first_write_id: None,
         }
     }
 }

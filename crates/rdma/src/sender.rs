@@ -24,6 +24,22 @@ use std::time::Duration;
 
 const NONE: u32 = u32::MAX;
 
+/// Write ids use the op id's bits above the segment number.
+const WRITE_ID_MASK: u64 = (1 << (64 - SEGMENT_BITS)) - 1;
+
+/// A first write id that differs between runs: a receiver remembers completed (source, op)
+/// pairs for a while, and a restarted sender counting from the same start would have its
+/// new writes taken for duplicates of the old ones. Mixed from the clock, the process id
+/// and a per-process counter (splitmix64).
+fn incarnation() -> u64 {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut z = Instant::now().as_nanos() ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
+}
+
 /// What the transport did with one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxOutcome {
@@ -191,7 +207,7 @@ impl Sender {
             max_rto: cfg.max_rto,
             max_tries: cfg.max_tries,
             cmd_capacity: cfg.command_queue,
-            next_write: 1,
+            next_write: cfg.first_write_id.unwrap_or_else(incarnation) & WRITE_ID_MASK,
             cmdq: VecDeque::with_capacity(cfg.command_queue),
             writes: IntMap::default(),
             ops: (0..cfg.max_ops).map(|_| None).collect(),
@@ -246,7 +262,7 @@ impl Sender {
             return Err(RdmaError::QueueFull);
         }
         let id = self.next_write;
-        self.next_write = (self.next_write + 1) & ((1 << (64 - SEGMENT_BITS)) - 1);
+        self.next_write = (self.next_write + 1) & WRITE_ID_MASK;
         self.writes.insert(
             id,
             Write {

@@ -39,7 +39,12 @@ fn closed(e: &RdmaError) -> bool {
 }
 
 /// One side: `me` writes with seed `me`, expects the peer's writes with seed `peer`.
-fn side(link: ShmLink, me: u8, peer: u8) -> Result<(), String> {
+///
+/// Shutdown: each side says "done" once its writes completed and the peer's landed. The
+/// parent (`child_exited` given) then says "bye" until the child has exited; the child
+/// exits at "bye". So the child never sends to a closed link, and the parent meets a
+/// closed link only after the child is gone.
+fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut() -> bool>) -> Result<(), String> {
     let mut stack = Stack::new(Config::host(&format!("10.0.0.{me}/24")), link).map_err(|e| e.to_string())?;
     let mut node = RdmaNode::new(&mut stack, cfg()).map_err(|e| e.to_string())?;
     let key = node.register(vec![0u8; REGION]).map_err(|e| e.to_string())?;
@@ -54,13 +59,12 @@ fn side(link: ShmLink, me: u8, peer: u8) -> Result<(), String> {
     let (mut sent, mut recv) = (Vec::new(), Vec::new());
     let start = Instant::now();
     let mut buf = [0u8; 64];
-    let mut peer_done = false;
-    let mut after = 0u32;
+    let (mut peer_done, mut bye) = (false, false);
     loop {
         let now = Instant::now();
         let r = stack.poll(now).map_err(RdmaError::from).and_then(|_| node.poll(&mut stack, now));
         match r {
-            Err(e) if peer_done && closed(&e) => break,
+            Err(e) if bye && closed(&e) => break,
             Err(e) => return Err(e.to_string()),
             Ok(_) => {}
         }
@@ -72,17 +76,23 @@ fn side(link: ShmLink, me: u8, peer: u8) -> Result<(), String> {
         }
         while let Ok(Some((n, _))) = stack.udp_recv_from(ctl, &mut buf) {
             peer_done |= &buf[..n] == b"done";
+            bye |= &buf[..n] == b"bye";
         }
         let done = sent.len() == WRITES.len() && recv.len() == expected_ops();
-        if done {
-            // Tell the peer, until it has said the same, then a little longer for its sake.
-            let _ = stack.udp_send_to(ctl, peer_ctl, b"done");
-            if peer_done {
-                after += 1;
-                if after > 2000 {
+        match child_exited.as_mut() {
+            // The child: leave when the parent says so (it is done, and so are we).
+            None if bye && done => break,
+            None if done => {
+                let _ = stack.udp_send_to(ctl, peer_ctl, b"done");
+            }
+            Some(exited) if done && peer_done => {
+                bye = true;
+                if exited() {
                     break;
                 }
+                let _ = stack.udp_send_to(ctl, peer_ctl, b"bye");
             }
+            _ => {}
         }
         if now - start > LIMIT {
             return Err(format!("side {me}: {} of {} writes, {} of {} ops", sent.len(), WRITES.len(), recv.len(), expected_ops()));
@@ -112,7 +122,7 @@ fn two_processes_write_into_each_other_over_shm() {
     if let Ok(name) = std::env::var(CHILD_ENV) {
         // The second process.
         let link = ShmLink::open(&name, Duration::from_secs(20)).expect("open the parent's link");
-        side(link, 2, 1).unwrap();
+        side(link, 2, 1, None).unwrap();
         return;
     }
     let name = format!("rdma-test-{}", std::process::id());
@@ -123,8 +133,22 @@ fn two_processes_write_into_each_other_over_shm() {
         .env(CHILD_ENV, &name)
         .spawn()
         .expect("spawn the second process");
-    let mine = side(link, 1, 2);
-    let status = child.wait().expect("child");
+    let mut status = None;
+    let mut exited = || {
+        status = status.or_else(|| child.try_wait().ok().flatten());
+        status.is_some()
+    };
+    let mine = side(link, 1, 2, Some(&mut exited));
+    let status = match (status, &mine) {
+        (Some(s), _) => s,
+        // The child closed its link and is on its way out.
+        (None, Ok(())) => child.wait().expect("child"),
+        (None, Err(_)) => {
+            // We failed first: do not leave the child behind.
+            let _ = child.kill();
+            child.wait().expect("child")
+        }
+    };
     mine.unwrap();
     assert!(status.success(), "the second process failed: {status}");
 }
