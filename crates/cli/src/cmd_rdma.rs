@@ -521,12 +521,12 @@ pub(crate) fn demo_many_step() -> DemoStep {
     let key = nodes[0].register(vec![0u8; SENDERS * LEN]).map_err(msg)?;
     let dst = nodes[0].address(tb.host(ids[0]));
     let mut expect = vec![0u8; SENDERS * LEN];
-    for s in 1..=SENDERS {
+    for (s, node) in nodes.iter_mut().enumerate().skip(1) {
         let off = (s - 1) * LEN;
         let d = demo_data(LEN, s as u64);
         expect[off..off + LEN].copy_from_slice(&d);
         let reg = WriteOptions { registered: Some(s % 2 == 0) };
-        nodes[s].post_write_with(dst, key, off as u64, d, reg).map_err(msg)?;
+        node.post_write_with(dst, key, off as u64, d, reg).map_err(msg)?;
     }
     let mut got = 0;
     let finished = demo_run(&mut tb, &ids, &mut nodes, Duration::from_secs(10), |n| {
