@@ -164,6 +164,10 @@ pub struct Sender {
     op_free: Vec<u32>,
     op_by_id: IntMap<u64, u32>,
     ready: VecDeque<u32>,
+    /// Ops with packets to send whose destination's window is full, in order; one moves
+    /// back to `ready` per packet of that destination acknowledged (so a full window costs
+    /// nothing per poll, however many ops wait behind it).
+    blocked: IntMap<Peer, VecDeque<u32>>,
     txns: Vec<Txn>,
     txn_free: Vec<u32>,
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
@@ -214,6 +218,7 @@ impl Sender {
             op_free: (0..cfg.max_ops as u32).rev().collect(),
             op_by_id: IntMap::default(),
             ready: VecDeque::new(),
+            blocked: IntMap::default(),
             txns: vec![Txn { live: false, sent_at: Instant::ZERO, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
             txn_free: (0..cfg.max_in_flight as u32).rev().collect(),
             timers: BinaryHeap::new(),
@@ -377,6 +382,14 @@ impl Sender {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
                     self.inflight.remove(&peer);
+                }
+            }
+            if let Some(q) = self.blocked.get_mut(&peer) {
+                if let Some(slot) = q.pop_front() {
+                    self.ready.push_back(slot);
+                }
+                if q.is_empty() {
+                    self.blocked.remove(&peer);
                 }
             }
         }
@@ -580,7 +593,6 @@ impl Sender {
             let Some(slot) = self.ready.pop_front() else { break };
             let Some(op) = self.ops[slot as usize].as_ref() else { continue };
             let peer = op.peer;
-            let mut keep = false;
             while let Some(op) = self.ops[slot as usize].as_ref() {
                 let (index, ty) = match op.phase {
                     Phase::Data if op.next < op.count => {
@@ -590,9 +602,13 @@ impl Sender {
                     Phase::Notify if !op.notify_sent => (op.count, PacketType::Notify),
                     _ => break,
                 };
-                let inflight = self.inflight.get(&peer).copied().unwrap_or(0);
-                if inflight >= self.window || self.txn_free.is_empty() {
-                    keep = true;
+                if self.txn_free.is_empty() {
+                    // The transaction table is full: try again at the next poll.
+                    self.ready.push_front(slot);
+                    return;
+                }
+                if self.inflight.get(&peer).copied().unwrap_or(0) >= self.window {
+                    self.blocked.entry(peer).or_default().push_back(slot);
                     break;
                 }
                 let payload = if ty == PacketType::Notify { &[][..] } else { op.payload(index) };
@@ -625,9 +641,6 @@ impl Sender {
                     }
                 }
             }
-            if keep {
-                self.ready.push_back(slot);
-            }
         }
     }
 
@@ -638,7 +651,7 @@ impl Sender {
 
     /// True if new packets wait only for the window or the transport (poll again soon).
     pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty() || !self.cmdq.is_empty()
+        !self.ready.is_empty() || !self.cmdq.is_empty() || !self.blocked.is_empty()
     }
 }
 
