@@ -106,6 +106,8 @@ struct Op {
     acked_mask: Vec<u64>,
     txn: Vec<u32>,
     notify_txn: u32,
+    /// Has waited in its destination's blocked queue (then it is served in that order).
+    queued: bool,
 }
 
 impl Op {
@@ -334,6 +336,7 @@ impl Sender {
                 acked_mask: vec![0; (count as usize).div_ceil(64)],
                 txn: vec![NONE; count as usize],
                 notify_txn: NONE,
+                queued: false,
             };
             w.seg_issued += 1;
             w.active_ops += 1;
@@ -607,8 +610,23 @@ impl Sender {
                     self.ready.push_front(slot);
                     return;
                 }
-                if self.inflight.get(&peer).copied().unwrap_or(0) >= self.window {
-                    self.blocked.entry(peer).or_default().push_back(slot);
+                // Per destination, ops go out in order: one that has started keeps its place
+                // at the head of the queue, and a new op waits behind queued ones (unless
+                // nothing is in flight, so no acknowledgement would ever release it).
+                let started = op.next > 0 || op.phase == Phase::Notify;
+                let inflight = self.inflight.get(&peer).copied().unwrap_or(0);
+                let wait_turn =
+                    !started && !op.queued && inflight > 0 && self.blocked.get(&peer).is_some_and(|q| !q.is_empty());
+                if inflight >= self.window || wait_turn {
+                    let q = self.blocked.entry(peer).or_default();
+                    if started {
+                        q.push_front(slot);
+                    } else {
+                        q.push_back(slot);
+                    }
+                    if let Some(op) = self.ops[slot as usize].as_mut() {
+                        op.queued = true;
+                    }
                     break;
                 }
                 let payload = if ty == PacketType::Notify { &[][..] } else { op.payload(index) };
@@ -725,6 +743,28 @@ mod tests {
         s.on_tx_t(t, &mut rec, &q, &mut c);
         assert_eq!(rec.sent.iter().map(|x| x.1.index).collect::<Vec<_>>(), vec![4, 5]);
         assert_eq!(s.packets_in_flight(), 4 + 3);
+    }
+
+    #[test]
+    fn ops_to_one_destination_go_out_in_order_behind_a_full_window() {
+        let (mut s, mut rec, q, mut c) = setup(4);
+        let a = s.post(peer(1), RegionKey(1), 0, vec![1u8; 1000].into(), WriteOptions::default(), &mut c).unwrap();
+        let b = s.post(peer(1), RegionKey(1), 0, vec![2u8; 300].into(), WriteOptions::default(), &mut c).unwrap();
+        let t = Instant::from_micros(100);
+        s.on_tx(t, true, &mut rec, &q, &mut c);
+        // ACK one packet at a time: each opening goes to the started op until it is done.
+        let mut order = Vec::new();
+        for _ in 0..40 {
+            let Some(&(_, r, _)) = rec.sent.iter().find(|x| !order.contains(&(x.1.op_id, x.1.index))) else { break };
+            order.push((r.op_id, r.index));
+            s.on_answer(peer(1), &r.answer(None), t, &q, &mut c);
+            s.on_tx(t, true, &mut rec, &q, &mut c);
+        }
+        let ops: Vec<u64> = rec.sent.iter().map(|x| x.1.op_id >> 20).collect();
+        let first_b = ops.iter().position(|o| *o == b).unwrap();
+        assert!(ops[..first_b].iter().all(|o| *o == a) && ops[first_b..].iter().all(|o| *o == b), "{ops:?}");
+        assert_eq!(ops.len(), 13);
+        assert_eq!(s.pending_writes(), 0);
     }
 
     #[test]
