@@ -23,6 +23,10 @@ pub struct RdmaConfig {
     /// Keep it well above the senders' `max_rto`: a sender still retrying refreshes the
     /// entry with every retransmission.
     pub entry_timeout: Duration,
+    /// Completions the receive notification queue holds (those waiting plus the registered
+    /// ops that may still complete); past that, new ops are NACKed `queue_full` until the
+    /// application takes some.
+    pub notify_capacity: usize,
     /// Completed ops remembered for duplicate detection.
     pub recent_capacity: usize,
     /// How long a completed op is remembered (longer than a sender retries).
@@ -70,6 +74,7 @@ impl Default for RdmaConfig {
             escape_capacity: 64,
             escape_timeout: Duration::from_millis(5),
             entry_timeout: Duration::from_millis(500),
+            notify_capacity: 65536,
             recent_capacity: 8192,
             recent_linger: Duration::from_secs(2),
             register_threshold: 32 * 1024,
@@ -157,6 +162,9 @@ impl RdmaConfig {
         }
         if self.rx_batch == 0 || self.max_regions == 0 || self.recent_capacity == 0 {
             return bad("rx_batch, max_regions and recent_capacity must be positive".into());
+        }
+        if self.notify_capacity <= self.reg_entries {
+            return bad(format!("notify_capacity {} must exceed reg_entries {}", self.notify_capacity, self.reg_entries));
         }
         Ok(())
     }

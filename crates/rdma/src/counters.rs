@@ -90,6 +90,8 @@ define_counters! {
     nack_too_many_packets,
     /// NACK sent: inconsistent header fields.
     nack_malformed,
+    /// NACK sent: the notification queue is full (the application is not taking completions).
+    nack_queue_full,
     /// ACKs received that acknowledged a packet in flight.
     rx_acks,
     /// NACKs received for a packet in flight.
@@ -214,6 +216,7 @@ impl Counters {
             Counter::nack_escape_full,
             Counter::nack_too_many_packets,
             Counter::nack_malformed,
+            Counter::nack_queue_full,
         ]
         .iter()
         .map(|c| self.get(*c))

@@ -29,7 +29,7 @@
 //! | 2 | 1 | version | 1 |
 //! | 3 | 1 | type | 1 RegisterFirst, 2 Data, 3 Ack, 4 Nack, 5 Notify |
 //! | 4 | 1 | flags | bit 0 registered, bit 1 large-transfer segment, bit 2 last segment; other bits 0 |
-//! | 5 | 1 | reason | NACK reason (1 unknown key, 2 deregistered, 3 out of bounds, 4 table full, 5 escape full, 6 too many packets, 7 malformed); 0 on other types |
+//! | 5 | 1 | reason | NACK reason (1 unknown key, 2 deregistered, 3 out of bounds, 4 table full, 5 escape full, 6 too many packets, 7 malformed, 8 notification queue full); 0 on other types |
 //! | 6 | 2 | payload length | bytes after the header |
 //! | 8 | 8 | op id | write id << 20 \| segment number; unique per sender |
 //! | 16 | 4 | packet index | 0..count for data; count for a Notify and its ACK |
@@ -91,6 +91,8 @@
 //! assert_eq!(landed.unwrap().len, 5);
 //! assert_eq!(&b.region(key).unwrap()[100..105], b"hello");
 //! ```
+
+#![warn(missing_docs)]
 
 pub mod config;
 pub mod counters;

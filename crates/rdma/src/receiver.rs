@@ -29,6 +29,7 @@ pub struct Receiver {
     recent: Recent,
     escape_timeout: Duration,
     entry_timeout: Duration,
+    notify_capacity: usize,
     next_sweep: Instant,
     scratch: Vec<u8>,
 }
@@ -59,6 +60,7 @@ impl Receiver {
             recent: Recent::new(cfg.recent_capacity, cfg.recent_linger),
             escape_timeout: cfg.escape_timeout,
             entry_timeout: cfg.entry_timeout,
+            notify_capacity: cfg.notify_capacity,
             next_sweep: Instant::ZERO,
             scratch: Vec::with_capacity(max_packet),
         }
@@ -96,6 +98,7 @@ impl Receiver {
             NackReason::EscapeFull => Counter::nack_escape_full,
             NackReason::TooManyPackets => Counter::nack_too_many_packets,
             NackReason::Malformed => Counter::nack_malformed,
+            NackReason::QueueFull => Counter::nack_queue_full,
         });
         out.push((peer, r.answer(Some(why))));
     }
@@ -154,6 +157,9 @@ impl Receiver {
         }
         if let Err(why) = self.regions.check(r.key, r.offset, u64::from(r.op_len)) {
             return Self::nack(peer, r, why, out, ctr);
+        }
+        if self.queue_full(q) {
+            return Self::nack(peer, r, NackReason::QueueFull, out, ctr);
         }
         if self.recent.insert(peer, r.op_id, now) {
             ctr.bump(Counter::recent_evicted);
@@ -214,6 +220,9 @@ impl Receiver {
                 slot
             }
             None if r.ty == PacketType::RegisterFirst => {
+                if self.queue_full(q) {
+                    return Self::nack(peer, &r, NackReason::QueueFull, out, ctr);
+                }
                 let e = Entry {
                     peer,
                     op_id: r.op_id,
@@ -274,6 +283,13 @@ impl Receiver {
         if r.ty == PacketType::RegisterFirst {
             self.drain_escape(peer, r.op_id, now, out, q, ctr);
         }
+    }
+
+    /// True when the notification queue could not take the completions of every op that
+    /// may still post one (those waiting in it and those registered): new ops are refused
+    /// (transiently) instead of the queue growing without bound or a completion being lost.
+    fn queue_full(&self, q: &NotifyQueue) -> bool {
+        q.len() + self.table.len() >= self.notify_capacity
     }
 
     /// Apply the parked packets of an op that has just registered.

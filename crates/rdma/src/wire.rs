@@ -132,11 +132,14 @@ pub enum NackReason {
     TooManyPackets,
     /// The header fields contradict each other (lengths, index, stride) or the table entry.
     Malformed,
+    /// The receiver's notification queue is full: the application is not taking its
+    /// completions (transient: retry).
+    QueueFull,
 }
 
 impl NackReason {
     /// Every reason, in code order.
-    pub const ALL: [NackReason; 7] = [
+    pub const ALL: [NackReason; 8] = [
         NackReason::UnknownKey,
         NackReason::Deregistered,
         NackReason::OutOfBounds,
@@ -144,9 +147,10 @@ impl NackReason {
         NackReason::EscapeFull,
         NackReason::TooManyPackets,
         NackReason::Malformed,
+        NackReason::QueueFull,
     ];
 
-    /// The wire code (1..=7).
+    /// The wire code (1..=8).
     pub fn code(self) -> u8 {
         match self {
             NackReason::UnknownKey => 1,
@@ -156,6 +160,7 @@ impl NackReason {
             NackReason::EscapeFull => 5,
             NackReason::TooManyPackets => 6,
             NackReason::Malformed => 7,
+            NackReason::QueueFull => 8,
         }
     }
 
@@ -167,7 +172,7 @@ impl NackReason {
     /// True for conditions that go away by themselves (full tables): the sender retries
     /// after a backoff; for the others it gives up at once.
     pub fn is_transient(self) -> bool {
-        matches!(self, NackReason::TableFull | NackReason::EscapeFull)
+        matches!(self, NackReason::TableFull | NackReason::EscapeFull | NackReason::QueueFull)
     }
 
     /// snake_case name.
@@ -180,6 +185,7 @@ impl NackReason {
             NackReason::EscapeFull => "escape_full",
             NackReason::TooManyPackets => "too_many_packets",
             NackReason::Malformed => "malformed",
+            NackReason::QueueFull => "queue_full",
         }
     }
 }
@@ -488,7 +494,7 @@ mod tests {
         check(
             &|b| {
                 b[3] = 4;
-                b[5] = 8;
+                b[5] = 9;
             },
             RdmaWireError::BadReason,
         );
@@ -504,11 +510,11 @@ mod tests {
             assert_eq!(NackReason::from_code(r.code()), Some(r));
         }
         assert_eq!(NackReason::from_code(0), None);
-        assert_eq!(NackReason::from_code(8), None);
+        assert_eq!(NackReason::from_code(9), None);
         let mut names: Vec<_> = NackReason::ALL.iter().map(|r| r.name()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 7);
+        assert_eq!(names.len(), 8);
         assert!(NackReason::TableFull.is_transient() && !NackReason::OutOfBounds.is_transient());
     }
 

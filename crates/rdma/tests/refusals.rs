@@ -181,3 +181,32 @@ impl Secs for Instant {
         Instant::from_millis(s * 1000)
     }
 }
+
+#[test]
+fn a_full_notification_queue_refuses_new_ops_until_the_application_takes_completions() {
+    let cfg = RdmaConfig { notify_capacity: 65, ..RdmaConfig::default().registration(64, 64) };
+    let (mut node, _stack, _far) = bench_node(cfg);
+    let key = node.register(vec![0u8; 1 << 16]).unwrap();
+    let peer = Peer::Udp("10.0.0.1:4791".parse().unwrap());
+    let one = |op: u64, ty| RdmaRepr { ty, flags: 0, op_id: op, index: 0, count: 1, key: key.0, op_len: 4, offset: op * 4, stride: 4 };
+    // 65 single-packet registered ops complete and wait in the queue: it is full.
+    for op in 0..65u64 {
+        let r = RdmaRepr { flags: FLAG_REGISTERED, ..one(op, rdma::wire::PacketType::RegisterFirst) };
+        node.handle_packet(peer, &packet(r, &[1; 4]), Instant::ZERO);
+    }
+    assert_eq!(node.notifications().len(), 65);
+    let r = RdmaRepr { flags: FLAG_REGISTERED, ..one(100, rdma::wire::PacketType::RegisterFirst) };
+    node.handle_packet(peer, &packet(r, &[2; 4]), Instant::ZERO);
+    // A Notify of an unregistered op is refused the same way.
+    let n = RdmaRepr { index: 1, ..one(101, rdma::wire::PacketType::Notify) };
+    node.handle_packet(peer, &packet(n, &[]), Instant::ZERO);
+    assert_eq!(node.counters().get(Counter::nack_queue_full), 2);
+    assert_eq!(node.region(key).unwrap()[400], 0, "the refused op did not land");
+    // The application takes one completion: the retried op goes through, once.
+    assert!(node.notifications().poll().is_some());
+    node.handle_packet(peer, &packet(r, &[2; 4]), Instant::ZERO);
+    assert_eq!(node.region(key).unwrap()[400], 2);
+    assert_eq!(node.notifications().len(), 65);
+    assert_eq!(node.counters().get(Counter::rx_completed_registered), 66);
+    assert_accounted(&node);
+}

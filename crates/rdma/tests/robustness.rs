@@ -31,7 +31,7 @@ fn plausible(rng: &mut Rng, key: u32) -> Vec<u8> {
         PacketType::Data,
         PacketType::Notify,
         PacketType::Ack,
-        PacketType::Nack(NackReason::ALL[rng.below(7) as usize]),
+        PacketType::Nack(NackReason::ALL[rng.below(8) as usize]),
     ];
     let count = 1 + rng.below(4) as u32;
     let stride = [16u16, 100, 1000][rng.below(3) as usize];

@@ -13,6 +13,7 @@ local types = { [1] = "RegisterFirst", [2] = "Data", [3] = "Ack", [4] = "Nack", 
 local reasons = {
     [0] = "none", [1] = "unknown_key", [2] = "deregistered", [3] = "out_of_bounds",
     [4] = "table_full", [5] = "escape_full", [6] = "too_many_packets", [7] = "malformed",
+    [8] = "queue_full",
 }
 
 local f = p.fields
