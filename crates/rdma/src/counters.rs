@@ -130,6 +130,9 @@ define_counters! {
     tx_backpressure,
     /// Sends the stack refused for good (no route, too large).
     tx_send_errors,
+    /// ACKs and NACKs dropped unsent because the link stayed full and too many piled up
+    /// (the sender retransmits and is answered again).
+    drop_answer_backlog,
 }
 
 /// The counters of a node.

@@ -294,6 +294,13 @@ impl RdmaNode {
             self.handle_packet(peer, &rxbuf[..n], now);
         }
         self.rxbuf = rxbuf;
+        // Answers wait while the link is full, but not without bound.
+        let max_answers = 16 * self.cfg.rx_batch;
+        if self.answers.len() > max_answers {
+            let excess = self.answers.len() - max_answers;
+            self.answers.drain(..excess);
+            self.ctr.add(Counter::drop_answer_backlog, excess as u64);
+        }
         self.rx.on_timers(now, &mut self.ctr);
         let mut em = StackEmit { stack, sock: self.sock, buf: &mut self.txbuf, fatal: None, sent: 0 };
         let mut done = 0;
