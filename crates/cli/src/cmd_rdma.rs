@@ -308,14 +308,16 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     let pb = progress(SIZES.len() as u64 + 3, a.json);
     let name = unique_name("bench-rdma");
     let link = ShmLink::create(&name, LinkConfig::default().mtu(MTU)).map_err(msg)?;
-    let shared = Arc::new(Shared { stop: AtomicBool::new(false), udp_bytes: AtomicU64::new(0), tcp_bytes: AtomicU64::new(0) });
+    let shared =
+        Arc::new(Shared { stop: AtomicBool::new(false), udp_bytes: AtomicU64::new(0), tcp_bytes: AtomicU64::new(0) });
     let (ready_tx, ready_rx) = mpsc::channel();
     let (seen_tx, seen_rx) = mpsc::channel();
     let sh = shared.clone();
     let nm = name.clone();
     let handle = std::thread::spawn(move || target(nm, sh, ready_tx, seen_tx));
     let result = (|| -> Result<Vec<Table>, String> {
-        let key = ready_rx.recv_timeout(Duration::from_secs(10)).map_err(|_| "the target did not start".to_string())??;
+        let key =
+            ready_rx.recv_timeout(Duration::from_secs(10)).map_err(|_| "the target did not start".to_string())??;
         pin_side(0);
         let mut stack = Stack::new(Config::host("10.0.0.1/24").mtu(MTU), link).map_err(msg)?;
         let lat = RdmaNode::new(&mut stack, target_cfg()).map_err(msg)?;
@@ -328,7 +330,14 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         }
         .udp(RDMA_GOODPUT_PORT);
         let gp = RdmaNode::new(&mut stack, gp_cfg).map_err(msg)?;
-        let mut w = Writer { stack, lat, gp, dst: Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), RDMA_PORT)), key, seen: seen_rx };
+        let mut w = Writer {
+            stack,
+            lat,
+            gp,
+            dst: Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), RDMA_PORT)),
+            key,
+            seen: seen_rx,
+        };
         // Warm-up: ARP both ways and caches.
         let small: Arc<[u8]> = vec![1u8; 64].into();
         for _ in 0..50 {
@@ -337,7 +346,13 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         }
         let mut lat_t = Table::new(
             "RDMA latency over the shared-memory link (both sides busy-poll; medians)",
-            &["size", "send (all ACKed)", "unregistered recv (Notify)", "registered recv (local)", "registered / unregistered"],
+            &[
+                "size",
+                "send (all ACKed)",
+                "unregistered recv (Notify)",
+                "registered recv (local)",
+                "registered / unregistered",
+            ],
         );
         for &size in SIZES {
             let data: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<u8>>().into();
@@ -363,9 +378,17 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
             &["transfer", "goodput", "RDMA / this"],
         );
         gp_t.row(vec!["RDMA writes".into(), fmt_si(rdma * 8.0, "bit/s"), "1.00".into()]);
-        gp_t.row(vec!["linerate UDP (1472 B datagrams)".into(), fmt_si(udp * 8.0, "bit/s"), format!("{:.2}", rdma / udp)]);
+        gp_t.row(vec![
+            "linerate UDP (1472 B datagrams)".into(),
+            fmt_si(udp * 8.0, "bit/s"),
+            format!("{:.2}", rdma / udp),
+        ]);
         match tcp {
-            Ok(t) => gp_t.row(vec!["linerate TCP (one connection)".into(), fmt_si(t * 8.0, "bit/s"), format!("{:.2}", rdma / t)]),
+            Ok(t) => gp_t.row(vec![
+                "linerate TCP (one connection)".into(),
+                fmt_si(t * 8.0, "bit/s"),
+                format!("{:.2}", rdma / t),
+            ]),
             Err(e) => gp_t.row(vec!["linerate TCP (one connection)".into(), format!("failed: {e}"), "-".into()]),
         }
         if std::env::var_os("LINERATE_RDMA_DEBUG").is_some() {
@@ -386,7 +409,9 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         let mut mem_t = Table::new("Registration table memory (the paper's Table 1 grid)", &hdr);
         for entries in [64usize, 128, 256, 512, 1024] {
             let mut row = vec![entries.to_string()];
-            row.extend(widths.iter().map(|w| format!("{:.1} KiB", RegTable::memory_bytes(entries, *w) as f64 / 1024.0)));
+            row.extend(
+                widths.iter().map(|w| format!("{:.1} KiB", RegTable::memory_bytes(entries, *w) as f64 / 1024.0)),
+            );
             mem_t.row(row);
         }
         pb.inc(1);
@@ -416,7 +441,10 @@ fn size_label(n: usize) -> String {
 type DemoStep = Result<(String, String), String>;
 
 /// Hosts 10.0.0.1.. on an in-process testbed, each with an RDMA node, links impaired by `imp`.
-fn demo_net(n: usize, imp: Option<link::impair::Impairment>) -> Result<(testbed::Testbed, Vec<testbed::HostId>, Vec<RdmaNode>), String> {
+fn demo_net(
+    n: usize,
+    imp: Option<link::impair::Impairment>,
+) -> Result<(testbed::Testbed, Vec<testbed::HostId>, Vec<RdmaNode>), String> {
     let mut tb = testbed::Testbed::new(testbed::TestbedConfig::default());
     let (mut ids, mut nodes) = (Vec::new(), Vec::new());
     for i in 0..n {

@@ -164,7 +164,10 @@ impl RdmaConfig {
             return bad("rx_batch, max_regions and recent_capacity must be positive".into());
         }
         if self.notify_capacity <= self.reg_entries {
-            return bad(format!("notify_capacity {} must exceed reg_entries {}", self.notify_capacity, self.reg_entries));
+            return bad(format!(
+                "notify_capacity {} must exceed reg_entries {}",
+                self.notify_capacity, self.reg_entries
+            ));
         }
         Ok(())
     }

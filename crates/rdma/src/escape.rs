@@ -27,7 +27,12 @@ impl Escape {
     /// `capacity` slots of `slot_size` bytes (a whole packet each).
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
-        Escape { data: vec![0u8; capacity * slot_size].into_boxed_slice(), slot_size, meta: vec![None; capacity], used: 0 }
+        Escape {
+            data: vec![0u8; capacity * slot_size].into_boxed_slice(),
+            slot_size,
+            meta: vec![None; capacity],
+            used: 0,
+        }
     }
 
     /// Packets parked.

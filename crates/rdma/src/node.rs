@@ -86,7 +86,8 @@ impl RdmaNode {
     /// A node on `stack`: binds the configured UDP port or EtherType.
     pub fn new<L: Link>(stack: &mut Stack<L>, cfg: RdmaConfig) -> Result<Self, RdmaError> {
         cfg.validate()?;
-        let max_packet = stack.config().mtu.saturating_sub(cfg.transport.overhead()).min(HEADER_LEN + usize::from(u16::MAX));
+        let max_packet =
+            stack.config().mtu.saturating_sub(cfg.transport.overhead()).min(HEADER_LEN + usize::from(u16::MAX));
         let max_payload = max_packet.saturating_sub(HEADER_LEN);
         let stride = cfg.packet_payload.unwrap_or(max_payload);
         if stride == 0 || stride > max_payload {
@@ -174,7 +175,13 @@ impl RdmaNode {
 
     /// Post a write of `data` into region `key` of node `dst` at `offset`; returns the
     /// write id that its local completion carries.
-    pub fn post_write(&mut self, dst: Peer, key: RegionKey, offset: u64, data: impl Into<Arc<[u8]>>) -> Result<u64, RdmaError> {
+    pub fn post_write(
+        &mut self,
+        dst: Peer,
+        key: RegionKey,
+        offset: u64,
+        data: impl Into<Arc<[u8]>>,
+    ) -> Result<u64, RdmaError> {
         self.post_write_with(dst, key, offset, data, WriteOptions::default())
     }
 

@@ -107,7 +107,9 @@ impl NotifyQueue {
 
     /// An empty queue.
     pub fn new() -> Self {
-        NotifyQueue { inner: Arc::new(Inner { q: Mutex::new(Queue::default()), cv: Condvar::new(), len: AtomicUsize::new(0) }) }
+        NotifyQueue {
+            inner: Arc::new(Inner { q: Mutex::new(Queue::default()), cv: Condvar::new(), len: AtomicUsize::new(0) }),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {

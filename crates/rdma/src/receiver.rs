@@ -293,7 +293,15 @@ impl Receiver {
     }
 
     /// Apply the parked packets of an op that has just registered.
-    fn drain_escape(&mut self, peer: Peer, op_id: u64, now: Instant, out: &mut Vec<Answer>, q: &NotifyQueue, ctr: &mut Counters) {
+    fn drain_escape(
+        &mut self,
+        peer: Peer,
+        op_id: u64,
+        now: Instant,
+        out: &mut Vec<Answer>,
+        q: &NotifyQueue,
+        ctr: &mut Counters,
+    ) {
         let mut buf = std::mem::take(&mut self.scratch);
         while self.escape.take(peer, op_id, &mut buf) {
             ctr.bump(Counter::rx_escape_applied);

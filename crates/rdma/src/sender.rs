@@ -16,8 +16,8 @@ use crate::region::RegionKey;
 use crate::wire::{PacketType, RdmaRepr, FLAG_LAST_SEGMENT, FLAG_REGISTERED, FLAG_SEGMENT};
 use crate::{RdmaConfig, RdmaError};
 use link::Instant;
-use std::cmp::Reverse;
 use net::int_hash::IntMap;
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +34,8 @@ const WRITE_ID_MASK: u64 = (1 << (64 - SEGMENT_BITS)) - 1;
 fn incarnation() -> u64 {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut z = Instant::now().as_nanos() ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut z =
+        Instant::now().as_nanos() ^ (u64::from(std::process::id()) << 32) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (z ^ (z >> 31)) | 1
@@ -221,7 +222,18 @@ impl Sender {
             op_by_id: IntMap::default(),
             ready: VecDeque::new(),
             blocked: IntMap::default(),
-            txns: vec![Txn { live: false, sent_at: Instant::ZERO, gen: 0, op: 0, index: 0, tries: 0, deadline: Instant::ZERO }; cfg.max_in_flight],
+            txns: vec![
+                Txn {
+                    live: false,
+                    sent_at: Instant::ZERO,
+                    gen: 0,
+                    op: 0,
+                    index: 0,
+                    tries: 0,
+                    deadline: Instant::ZERO
+                };
+                cfg.max_in_flight
+            ],
             txn_free: (0..cfg.max_in_flight as u32).rev().collect(),
             timers: BinaryHeap::new(),
             inflight: IntMap::default(),
@@ -310,7 +322,8 @@ impl Sender {
                 (0, w.data.len())
             };
             let count = len.div_ceil(self.stride) as u32;
-            let registered = w.registered.unwrap_or(len <= self.register_threshold) && count as usize <= self.mask_width;
+            let registered =
+                w.registered.unwrap_or(len <= self.register_threshold) && count as usize <= self.mask_width;
             let last = seg + 1 == w.seg_total;
             let mut flags = if registered { FLAG_REGISTERED } else { 0 };
             if w.segmented {
@@ -599,7 +612,8 @@ impl Sender {
             while let Some(op) = self.ops[slot as usize].as_ref() {
                 let (index, ty) = match op.phase {
                     Phase::Data if op.next < op.count => {
-                        let ty = if op.registered() && op.next == 0 { PacketType::RegisterFirst } else { PacketType::Data };
+                        let ty =
+                            if op.registered() && op.next == 0 { PacketType::RegisterFirst } else { PacketType::Data };
                         (op.next, ty)
                     }
                     Phase::Notify if !op.notify_sent => (op.count, PacketType::Notify),
@@ -633,7 +647,11 @@ impl Sender {
                 match tx.emit(peer, &op.repr(ty, index), payload) {
                     TxOutcome::Sent => {
                         ctr.bump(Counter::tx_packets);
-                        ctr.bump(if ty == PacketType::Notify { Counter::tx_notifies } else { Counter::tx_data_packets });
+                        ctr.bump(if ty == PacketType::Notify {
+                            Counter::tx_notifies
+                        } else {
+                            Counter::tx_data_packets
+                        });
                         let deadline = now + self.backoff(peer, 1);
                         let Some(t) = self.new_txn(slot, index, now, deadline) else { break };
                         *self.inflight.entry(peer).or_insert(0) += 1;
@@ -811,7 +829,9 @@ mod tests {
     #[test]
     fn unregistered_op_completes_then_notifies_until_acked() {
         let (mut s, mut rec, q, mut c) = setup(8);
-        let id = s.post(peer(1), RegionKey(1), 5, vec![1u8; 150].into(), WriteOptions { registered: Some(false) }, &mut c).unwrap();
+        let id = s
+            .post(peer(1), RegionKey(1), 5, vec![1u8; 150].into(), WriteOptions { registered: Some(false) }, &mut c)
+            .unwrap();
         s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         assert!(rec.sent.iter().all(|x| x.1.ty == PacketType::Data && x.1.flags & FLAG_REGISTERED == 0));
         for x in rec.sent.clone() {
@@ -834,12 +854,14 @@ mod tests {
     #[test]
     fn large_writes_are_segmented_and_complete_once() {
         let cfg = RdmaConfig { window: 1000, ..RdmaConfig::default().segmentation(1000, 400) };
-        let (mut s, mut rec, q, mut c) = (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new());
+        let (mut s, mut rec, q, mut c) =
+            (Sender::new(&cfg, 100), Recorder::default(), NotifyQueue::new(), Counters::new());
         let id = s.post(peer(1), RegionKey(1), 0, vec![1u8; 1001].into(), WriteOptions::default(), &mut c).unwrap();
         s.on_tx_t(ms(0), &mut rec, &q, &mut c);
         let ops: std::collections::BTreeSet<u64> = rec.sent.iter().map(|x| x.1.op_id).collect();
         assert_eq!(ops.into_iter().collect::<Vec<_>>(), vec![id << 20, id << 20 | 1, id << 20 | 2]);
-        let last = rec.sent.iter().filter(|x| x.1.flags & FLAG_LAST_SEGMENT != 0).map(|x| x.1.op_id).collect::<Vec<_>>();
+        let last =
+            rec.sent.iter().filter(|x| x.1.flags & FLAG_LAST_SEGMENT != 0).map(|x| x.1.op_id).collect::<Vec<_>>();
         assert!(last.iter().all(|o| *o == id << 20 | 2) && !last.is_empty());
         assert!(rec.sent.iter().all(|x| x.1.flags & FLAG_SEGMENT != 0));
         assert_eq!(rec.sent.iter().map(|x| x.2).sum::<usize>(), 1001);

@@ -16,12 +16,12 @@ const GUARD: u8 = 0xee;
 
 /// (offset, len, forced registration) of the writes each side posts.
 const WRITES: &[(u64, usize, Option<bool>)] = &[
-    (0, 100, None),               // registered, one packet
-    (1000, 6000, None),           // registered, several packets
-    (10_000, 20_000, None),       // unregistered by size
+    (0, 100, None),                // registered, one packet
+    (1000, 6000, None),            // registered, several packets
+    (10_000, 20_000, None),        // unregistered by size
     (40_000, 100_000, Some(true)), // segmented, registered segments
-    (150_000, 50_000, None),      // segmented, unregistered segments
-    (210_000, 3000, Some(false)), // small, forced unregistered
+    (150_000, 50_000, None),       // segmented, unregistered segments
+    (210_000, 3000, Some(false)),  // small, forced unregistered
 ];
 
 fn cfg(transport: Transport) -> RdmaConfig {
@@ -62,9 +62,8 @@ fn run_case(imp: Impairment, transport: Transport, totals: &mut Totals) {
         for (w, &(off, len, reg)) in WRITES.iter().enumerate() {
             let data = pattern(len, (src * 100 + w) as u64 + imp.seed);
             expect[dst][off as usize..off as usize + len].copy_from_slice(&data);
-            let id = net.nodes[src]
-                .post_write_with(to, keys[dst], off, data, WriteOptions { registered: reg })
-                .unwrap();
+            let id =
+                net.nodes[src].post_write_with(to, keys[dst], off, data, WriteOptions { registered: reg }).unwrap();
             write_ids[src].push(id);
         }
     }
@@ -87,8 +86,13 @@ fn run_case(imp: Impairment, transport: Transport, totals: &mut Totals) {
         let region = net.nodes[i].region(keys[i]).unwrap();
         if region != &expect[i][..] {
             let bad: Vec<usize> = (0..REGION).filter(|&j| region[j] != expect[i][j]).collect();
-            eprintln!("diff at {} bytes: first {:?} last {:?}; counters {:?}", bad.len(), bad.first(), bad.last(),
-                net.nodes[i].counters().iter().filter(|x| x.1 > 0).collect::<Vec<_>>());
+            eprintln!(
+                "diff at {} bytes: first {:?} last {:?}; counters {:?}",
+                bad.len(),
+                bad.first(),
+                bad.last(),
+                net.nodes[i].counters().iter().filter(|x| x.1 > 0).collect::<Vec<_>>()
+            );
             eprintln!("peer {:?}", net.nodes[1 - i].counters().iter().filter(|x| x.1 > 0).collect::<Vec<_>>());
         }
         assert!(region == &expect[i][..], "{imp:?}: region {i} hash {:x} != {:x}", fnv(region), fnv(&expect[i]));

@@ -54,7 +54,8 @@ fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut
     // Both sides register their first region first, so the key is the same on both.
     for (i, &(off, len, reg)) in WRITES.iter().enumerate() {
         let data = pattern(len, u64::from(me) * 10 + i as u64);
-        node.post_write_with(dst, key, off as u64, data, WriteOptions { registered: reg }).map_err(|e| e.to_string())?;
+        node.post_write_with(dst, key, off as u64, data, WriteOptions { registered: reg })
+            .map_err(|e| e.to_string())?;
     }
     let (mut sent, mut recv) = (Vec::new(), Vec::new());
     let start = Instant::now();
@@ -95,7 +96,13 @@ fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut
             _ => {}
         }
         if now - start > LIMIT {
-            return Err(format!("side {me}: {} of {} writes, {} of {} ops", sent.len(), WRITES.len(), recv.len(), expected_ops()));
+            return Err(format!(
+                "side {me}: {} of {} writes, {} of {} ops",
+                sent.len(),
+                WRITES.len(),
+                recv.len(),
+                expected_ops()
+            ));
         }
     }
     if let Some(bad) = sent.iter().find(|c| c.status != Status::Ok) {
@@ -112,7 +119,11 @@ fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut
         expect[off..off + len].copy_from_slice(&pattern(len, u64::from(peer) * 10 + i as u64));
     }
     if node.region(key) != Some(&expect[..]) {
-        return Err(format!("side {me}: region bytes differ (hash {:x} vs {:x})", common::fnv(node.region(key).unwrap_or(&[])), common::fnv(&expect)));
+        return Err(format!(
+            "side {me}: region bytes differ (hash {:x} vs {:x})",
+            common::fnv(node.region(key).unwrap_or(&[])),
+            common::fnv(&expect)
+        ));
     }
     Ok(())
 }

@@ -90,7 +90,12 @@ fn deregistration_while_a_write_is_in_flight_is_safe() {
 
 #[test]
 fn a_receiver_that_is_not_there_gives_a_timeout_completion() {
-    let cfg = RdmaConfig { rto: Duration::from_micros(200), max_rto: Duration::from_millis(2), max_tries: 5, ..RdmaConfig::default() };
+    let cfg = RdmaConfig {
+        rto: Duration::from_micros(200),
+        max_rto: Duration::from_millis(2),
+        max_tries: 5,
+        ..RdmaConfig::default()
+    };
     let mut net = Net::new(2, None, cfg);
     // Host 1 closes its RDMA socket: datagrams to it are dropped (ICMP port unreachable).
     let node = net.nodes.remove(1);
@@ -167,7 +172,11 @@ fn full_registration_table_and_escape_channel_are_nacked_and_counted() {
     node.poll(&mut stack, Instant::from_secs_for_test(1)).unwrap();
     assert_eq!(node.counters().get(Counter::drop_entry_expired), 64);
     assert_eq!(node.registered_in_flight(), 0);
-    node.handle_packet(peer, &packet(RdmaRepr { op_id: 999, count: 1, op_len: 5, ..base }, &[3; 5]), Instant::from_secs_for_test(1));
+    node.handle_packet(
+        peer,
+        &packet(RdmaRepr { op_id: 999, count: 1, op_len: 5, ..base }, &[3; 5]),
+        Instant::from_secs_for_test(1),
+    );
     assert_eq!(node.counters().get(Counter::rx_completed_registered), 1);
     assert_eq!(node.notifications().poll().unwrap().op_id, 999);
     assert_accounted(&node);
@@ -188,7 +197,17 @@ fn a_full_notification_queue_refuses_new_ops_until_the_application_takes_complet
     let (mut node, _stack, _far) = bench_node(cfg);
     let key = node.register(vec![0u8; 1 << 16]).unwrap();
     let peer = Peer::Udp("10.0.0.1:4791".parse().unwrap());
-    let one = |op: u64, ty| RdmaRepr { ty, flags: 0, op_id: op, index: 0, count: 1, key: key.0, op_len: 4, offset: op * 4, stride: 4 };
+    let one = |op: u64, ty| RdmaRepr {
+        ty,
+        flags: 0,
+        op_id: op,
+        index: 0,
+        count: 1,
+        key: key.0,
+        op_len: 4,
+        offset: op * 4,
+        stride: 4,
+    };
     // 65 single-packet registered ops complete and wait in the queue: it is full.
     for op in 0..65u64 {
         let r = RdmaRepr { flags: FLAG_REGISTERED, ..one(op, rdma::wire::PacketType::RegisterFirst) };

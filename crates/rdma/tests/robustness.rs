@@ -48,7 +48,8 @@ fn plausible(rng: &mut Rng, key: u32) -> Vec<u8> {
         offset: if rng.below(8) == 0 { rng.next() } else { rng.below(60_000) },
         stride,
     };
-    let plen = if index + 1 < count { usize::from(stride) } else { (op_len - (count - 1) * u32::from(stride)) as usize };
+    let plen =
+        if index + 1 < count { usize::from(stride) } else { (op_len - (count - 1) * u32::from(stride)) as usize };
     let plen = if rng.below(6) == 0 { rng.below(1200) as usize } else { plen.min(1400) };
     let payload = pattern(plen, rng.next());
     let mut b = vec![0u8; HEADER_LEN + plen];

@@ -19,13 +19,18 @@ fn sixty_four_senders_write_into_one_receiver() {
     // 128 registered ops go through a 64-entry table (ops complete and free their entries
     // as they go; a full table would be NACKed and retried).
     let cfg = RdmaConfig::default().registration(64, 64).window(8);
-    let mut net = Net::with(SENDERS + 1, Some(imp), |_| cfg.clone(), |i, mut c| {
-        if i == 0 {
-            c.socket_rx_queue = 2048;
-            c.batch = 64;
-        }
-        c
-    });
+    let mut net = Net::with(
+        SENDERS + 1,
+        Some(imp),
+        |_| cfg.clone(),
+        |i, mut c| {
+            if i == 0 {
+                c.socket_rx_queue = 2048;
+                c.batch = 64;
+            }
+            c
+        },
+    );
     let key = net.nodes[0].register(vec![0u8; SENDERS * SLICE * 3]).unwrap();
     let dst = net.addr(0);
     let mut expect = vec![0u8; SENDERS * SLICE * 3];

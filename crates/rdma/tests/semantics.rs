@@ -23,9 +23,7 @@ fn timing(registered: bool, len: usize) -> (Duration, Duration) {
     net.run_for(Duration::from_millis(5));
     while net.nodes[1].notifications().poll().is_some() {}
     let start = net.now();
-    net.nodes[0]
-        .post_write_with(dst, key, 0, pattern(len, 3), WriteOptions { registered: Some(registered) })
-        .unwrap();
+    net.nodes[0].post_write_with(dst, key, 0, pattern(len, 3), WriteOptions { registered: Some(registered) }).unwrap();
     let (mut recv, mut sent): (Option<Instant>, Option<Instant>) = (None, None);
     assert!(net.run_until(Duration::from_secs(1), |n| {
         if recv.is_none() && n.nodes[1].notifications().poll().is_some() {
@@ -60,7 +58,8 @@ fn segmented_write_lets_the_receiver_compute_on_early_segments() {
     const LEN: usize = 1 << 20;
     const SEG: usize = 64 * 1024;
     // A 1 Gbit/s link: 1 MiB takes about 8.5 ms to cross.
-    let imp = Impairment { rate_bps: Some(1_000_000_000), delay: Duration::from_micros(5), seed: 8, ..Impairment::default() };
+    let imp =
+        Impairment { rate_bps: Some(1_000_000_000), delay: Duration::from_micros(5), seed: 8, ..Impairment::default() };
     let cfg = RdmaConfig::default().segmentation(256 * 1024, SEG).registration(64, 64);
     let mut net = Net::new(2, Some(imp), cfg);
     let key = net.nodes[1].register(vec![0u8; LEN]).unwrap();

@@ -16,7 +16,12 @@ fn script() -> PathBuf {
 }
 
 fn tshark_available() -> bool {
-    Command::new("tshark").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("tshark")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Rows of the given fields for every lrrdma packet in `pcap`.
@@ -38,7 +43,9 @@ fn decode(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
 fn capture(transport: Transport, pcap: &Path) -> (u32, u64, u64) {
     let cfg = RdmaConfig { transport, ..RdmaConfig::default() }.packet_payload(1024);
     let mut tb = Testbed::new(TestbedConfig::default());
-    let a = tb.add_host_with(Config::host("10.0.0.1/24"), HostOptions { impairment: None, pcap: Some(pcap.into()) }).unwrap();
+    let a = tb
+        .add_host_with(Config::host("10.0.0.1/24"), HostOptions { impairment: None, pcap: Some(pcap.into()) })
+        .unwrap();
     let b = tb.add_host("10.0.0.2/24").unwrap();
     let mut na = rdma::RdmaNode::new(tb.host(a), cfg.clone()).unwrap();
     let mut nb = rdma::RdmaNode::new(tb.host(b), cfg).unwrap();
@@ -104,12 +111,26 @@ fn check(transport: Transport, name: &str) {
     let (key, w1, w2) = capture(transport, &pcap);
     let rows = decode(
         &pcap,
-        &["lrrdma.type", "lrrdma.write_id", "lrrdma.index", "lrrdma.count", "lrrdma.key", "lrrdma.offset", "lrrdma.payload_len", "lrrdma.flags.registered", "lrrdma.crc.status", "lrrdma.op_len", "lrrdma.segment_no"],
+        &[
+            "lrrdma.type",
+            "lrrdma.write_id",
+            "lrrdma.index",
+            "lrrdma.count",
+            "lrrdma.key",
+            "lrrdma.offset",
+            "lrrdma.payload_len",
+            "lrrdma.flags.registered",
+            "lrrdma.crc.status",
+            "lrrdma.op_len",
+            "lrrdma.segment_no",
+        ],
     );
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!("{name}: {} packets decoded, e.g. {:?}", rows.len(), rows.first());
     let keyhex = format!("0x{key:08x}");
-    let find = |ty: &str, wid: u64, idx: &str| rows.iter().filter(|r| r[0] == ty && r[1] == wid.to_string() && r[2] == idx).count();
+    let find = |ty: &str, wid: u64, idx: &str| {
+        rows.iter().filter(|r| r[0] == ty && r[1] == wid.to_string() && r[2] == idx).count()
+    };
     // The registered write: RegisterFirst then two Data packets of 1024/1024/952 bytes, each ACKed.
     assert_eq!(find("1", w1, "0"), 1, "{rows:?}");
     assert_eq!(find("2", w1, "1") + find("2", w1, "2"), 2, "{rows:?}");

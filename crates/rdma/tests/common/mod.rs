@@ -116,7 +116,12 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 pub fn assert_accounted(node: &RdmaNode) {
     let c = node.counters();
     assert_eq!(c.get(Counter::rx_datagrams), c.get(Counter::rx_packets) + c.parse_drops(), "datagrams");
-    assert_eq!(c.verdicts(), c.get(Counter::rx_packets), "verdicts: {:?}", c.iter().filter(|x| x.1 > 0).collect::<Vec<_>>());
+    assert_eq!(
+        c.verdicts(),
+        c.get(Counter::rx_packets),
+        "verdicts: {:?}",
+        c.iter().filter(|x| x.1 > 0).collect::<Vec<_>>()
+    );
     assert_eq!(
         c.get(Counter::rx_escape_parked),
         c.get(Counter::rx_escape_applied)
