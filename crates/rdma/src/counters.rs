@@ -122,6 +122,12 @@ define_counters! {
     tx_retransmits,
     /// Transmission timers that fired.
     tx_timeouts,
+    /// Retransmissions held back while one probe tests a destination that has answered
+    /// nothing since they were sent (a stalled or vanished receiver, not a lossy path).
+    tx_postponed,
+    /// Ops failed together because their destination stayed silent through a probe's
+    /// every try.
+    tx_ops_failed_silent,
     /// Notify packets sent for the first time.
     tx_notifies,
     /// Notifies never acknowledged after every try (the data had been acknowledged).

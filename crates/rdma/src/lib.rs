@@ -61,7 +61,11 @@
 //! exponentially per packet before retrying. The retransmission timeout follows the
 //! measured round trip per destination (RFC 6298's SRTT + 4 RTTVAR, sampled only from
 //! packets sent once, at least [`RdmaConfig::rto`]), so a deep window whose packets queue
-//! in the link does not time out spuriously; it doubles per retry up to `max_rto`. With many
+//! in the link does not time out spuriously; it doubles per retry up to `max_rto`. A
+//! destination that has answered nothing since its due packets went out (a stalled or
+//! vanished receiver rather than a lossy path) gets one probe per timeout round while the
+//! others wait; if the probe exhausts its tries, every op to that destination fails at once.
+//! While answers are still arriving, the timers wait for them to be read first (bounded). With many
 //! senders the receiver's load is bounded by senders x window. Adaptive windows (AIMD on
 //! timeouts and transient NACKs) are a possible refinement.
 //!

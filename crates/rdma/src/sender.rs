@@ -141,6 +141,7 @@ impl Op {
 struct Txn {
     live: bool,
     sent_at: Instant,
+    last_tx: Instant,
     gen: u32,
     op: u32,
     index: u32,
@@ -178,6 +179,8 @@ pub struct Sender {
     // insert), so a one-multiply hasher is safe here.
     inflight: IntMap<Peer, usize>,
     rtt: IntMap<Peer, RttEstimate>,
+    /// When each destination with packets in flight last answered anything.
+    heard: IntMap<Peer, Instant>,
 }
 
 /// Smoothed round-trip time of one destination (RFC 6298's estimator, Karn's rule: only
@@ -226,6 +229,7 @@ impl Sender {
                 Txn {
                     live: false,
                     sent_at: Instant::ZERO,
+                    last_tx: Instant::ZERO,
                     gen: 0,
                     op: 0,
                     index: 0,
@@ -238,6 +242,7 @@ impl Sender {
             timers: BinaryHeap::new(),
             inflight: IntMap::default(),
             rtt: IntMap::default(),
+            heard: IntMap::default(),
         }
     }
 
@@ -383,6 +388,7 @@ impl Sender {
         x.index = index;
         x.tries = 1;
         x.sent_at = now;
+        x.last_tx = now;
         x.deadline = deadline;
         self.timers.push(Reverse((deadline, t, x.gen)));
         Some(t)
@@ -398,6 +404,7 @@ impl Sender {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
                     self.inflight.remove(&peer);
+                    self.heard.remove(&peer);
                 }
             }
             if let Some(q) = self.blocked.get_mut(&peer) {
@@ -463,6 +470,9 @@ impl Sender {
 
     /// Handle an ACK or NACK from `peer`.
     pub fn on_answer(&mut self, peer: Peer, r: &RdmaRepr, now: Instant, local: &NotifyQueue, ctr: &mut Counters) {
+        if self.inflight.contains_key(&peer) {
+            self.heard.insert(peer, now);
+        }
         let Some(&slot) = self.op_by_id.get(&r.op_id) else {
             ctr.bump(Counter::drop_ack_stray);
             return;
@@ -553,6 +563,9 @@ impl Sender {
             }
         }
         let mut busy = false;
+        // Destinations silent since their packets went out get one probe per round; the
+        // rest of their due packets wait (a stalled receiver is not a lossy path).
+        let mut probed: Vec<(Peer, Instant)> = Vec::new();
         for id in due {
             let x = self.txns[id as usize];
             // Two timer entries may name the same deadline (a NACK re-armed it): act once.
@@ -563,13 +576,35 @@ impl Sender {
                 self.timers.push(Reverse((x.deadline, id, x.gen)));
                 continue;
             }
+            let Some(op_peer) = self.ops[x.op as usize].as_ref().map(|o| o.peer) else { continue };
+            let silent = self.heard.get(&op_peer).is_none_or(|h| *h < x.last_tx);
             if x.tries >= self.max_tries {
                 ctr.bump(Counter::tx_timeouts);
-                self.fail_op(x.op, Status::TimedOut, local, ctr);
+                if silent {
+                    // Nothing from this destination through every try: it is gone; end
+                    // every op to it now rather than one full retry span after another.
+                    let slots: Vec<u32> = (0..self.ops.len() as u32)
+                        .filter(|s| self.ops[*s as usize].as_ref().is_some_and(|o| o.peer == op_peer))
+                        .collect();
+                    ctr.add(Counter::tx_ops_failed_silent, slots.len() as u64);
+                    for s in slots {
+                        self.fail_op(s, Status::TimedOut, local, ctr);
+                    }
+                } else {
+                    self.fail_op(x.op, Status::TimedOut, local, ctr);
+                }
+                continue;
+            }
+            if let Some(&(_, probe_due)) = probed.iter().find(|p| silent && p.0 == op_peer) {
+                // Just after the probe's next timer, so the same packet stays the probe.
+                ctr.bump(Counter::tx_postponed);
+                let deadline = probe_due + Duration::from_nanos(1);
+                let t = &mut self.txns[id as usize];
+                t.deadline = deadline;
+                self.timers.push(Reverse((deadline, id, t.gen)));
                 continue;
             }
             let Some(op) = self.ops[x.op as usize].as_ref() else { continue };
-            let op_peer = op.peer;
             let outcome = if x.index < op.count {
                 let ty = if op.registered() && x.index == 0 { PacketType::RegisterFirst } else { PacketType::Data };
                 tx.emit(op.peer, &op.repr(ty, x.index), op.payload(x.index))
@@ -583,8 +618,12 @@ impl Sender {
                     ctr.bump(Counter::tx_retransmits);
                     let tries = x.tries + 1;
                     let deadline = now + self.backoff(op_peer, tries);
+                    if silent {
+                        probed.push((op_peer, deadline));
+                    }
                     let t = &mut self.txns[id as usize];
                     t.tries = tries;
+                    t.last_tx = now;
                     t.deadline = deadline;
                     self.timers.push(Reverse((deadline, id, t.gen)));
                 }
@@ -807,6 +846,41 @@ mod tests {
         assert!(q.poll().is_none(), "one completion");
         assert_eq!((s.packets_in_flight(), s.ops_in_flight(), s.pending_writes()), (0, 0, 0));
         assert_eq!(c.get(Counter::tx_retransmits), 2);
+    }
+
+    #[test]
+    fn a_silent_destination_gets_one_probe_per_round_then_every_op_to_it_fails_at_once() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 300].into(), WriteOptions::default(), &mut c).unwrap();
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 100].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), true, &mut rec, &q, &mut c);
+        assert_eq!(rec.sent.len(), 4);
+        // Nothing heard: at the timeout one packet is resent, three wait.
+        s.on_tx(ms(1), true, &mut rec, &q, &mut c);
+        assert_eq!((rec.sent.len(), c.get(Counter::tx_postponed)), (5, 3));
+        // The probe keeps trying (max_tries 3); then both ops fail together.
+        s.on_tx(ms(100), true, &mut rec, &q, &mut c);
+        s.on_tx(ms(200), true, &mut rec, &q, &mut c);
+        s.on_tx(ms(300), true, &mut rec, &q, &mut c);
+        let failed: Vec<Status> = std::iter::from_fn(|| q.poll()).map(|c| c.status).collect();
+        assert_eq!(failed, vec![Status::TimedOut, Status::TimedOut]);
+        assert_eq!(c.get(Counter::tx_ops_failed_silent), 2);
+        assert_eq!((s.packets_in_flight(), s.ops_in_flight()), (0, 0));
+    }
+
+    #[test]
+    fn a_destination_that_answers_gets_every_lost_packet_resent() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 300].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx(ms(0), true, &mut rec, &q, &mut c);
+        // Packet 0 is answered late (the peer is alive); 1 and 2 were lost.
+        let first = rec.sent[0].1;
+        s.on_answer(peer(1), &first.answer(None), Instant::from_micros(900), &q, &mut c);
+        s.on_tx(ms(2), true, &mut rec, &q, &mut c);
+        // Heard from after 1 and 2 went out? No: they went out at 0 and the ACK came at
+        // 0.9 ms, so the destination is not silent and both are resent.
+        assert_eq!(rec.sent.len(), 5);
+        assert_eq!(c.get(Counter::tx_postponed), 0);
     }
 
     #[test]
