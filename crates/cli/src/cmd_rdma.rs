@@ -32,6 +32,8 @@ const RDMA_PORT: u16 = rdma::DEFAULT_UDP_PORT;
 const RDMA_GOODPUT_PORT: u16 = rdma::DEFAULT_UDP_PORT + 1;
 /// UDP sink port of the target.
 const UDP_SINK: u16 = 9;
+/// UDP echo port of the target (the same-run reference for the latency figure).
+const UDP_ECHO: u16 = 7;
 /// TCP sink port of the target.
 const TCP_SINK: u16 = 5001;
 /// Message sizes of the latency figure.
@@ -110,10 +112,11 @@ fn target(name: String, shared: Arc<Shared>, ready: mpsc::Sender<Result<RegionKe
         let mut node = RdmaNode::new(&mut stack, target_cfg()).map_err(msg)?;
         let key = node.register(vec![0u8; REGION]).map_err(msg)?;
         let udp = stack.udp_bind(UDP_SINK).map_err(msg)?;
+        let echo = stack.udp_bind(UDP_ECHO).map_err(msg)?;
         let tcp = stack.tcp_listen(TCP_SINK, 4).map_err(msg)?;
-        Ok((stack, node, key, udp, tcp))
+        Ok((stack, node, key, udp, echo, tcp))
     };
-    let (mut stack, mut node, key, udp, tcp) = match setup() {
+    let (mut stack, mut node, key, udp, echo, tcp) = match setup() {
         Ok(x) => x,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -135,6 +138,13 @@ fn target(name: String, shared: Arc<Shared>, ready: mpsc::Sender<Result<RegionKe
         }
         while let Ok(Some((n, _))) = stack.udp_recv_from(udp, &mut buf) {
             shared.udp_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        let mut echoed = false;
+        while let Ok(Some((n, from))) = stack.udp_recv_from(echo, &mut buf) {
+            echoed |= stack.udp_send_to(echo, from, &buf[..n.min(buf.len())]).unwrap_or(false);
+        }
+        if echoed {
+            let _ = stack.flush();
         }
         if let Some(c) = stack.tcp_accept(tcp) {
             conns.push(c);
@@ -196,6 +206,40 @@ impl Writer {
             }
         }
         Ok((sent.unwrap_or(0), recv.unwrap_or(0)))
+    }
+
+    /// Median 64-byte UDP round trip to the target's echo over the same link (ns).
+    fn udp_rtt(&mut self, n: usize) -> Result<f64, String> {
+        let sock = self.stack.udp_bind(0).map_err(msg)?;
+        let dst = SocketAddrV4::new([10, 0, 0, 2].into(), UDP_ECHO);
+        let mut buf = [0u8; 64];
+        let mut samples = Vec::with_capacity(n);
+        for seq in 0..(n + 100) as u64 {
+            let t0 = Instant::now();
+            let mut req = [0u8; 64];
+            req[..8].copy_from_slice(&seq.to_le_bytes());
+            while !self.stack.udp_send_to(sock, dst, &req).map_err(msg)? {
+                self.stack.flush().map_err(msg)?;
+            }
+            self.stack.flush().map_err(msg)?;
+            loop {
+                let now = Instant::now();
+                self.stack.poll(now).map_err(msg)?;
+                if let Some((len, _)) = self.stack.udp_recv_from(sock, &mut buf).map_err(msg)? {
+                    if len >= 8 && buf[..8] == seq.to_le_bytes() {
+                        if seq >= 100 {
+                            samples.push(now.as_nanos() - t0.as_nanos());
+                        }
+                        break;
+                    }
+                }
+                if now - t0 > OP_TIMEOUT || stop_requested() {
+                    return Err("a UDP echo did not come back".into());
+                }
+            }
+        }
+        self.stack.udp_close(sock).map_err(msg)?;
+        Ok(median(&mut samples))
     }
 
     /// `mib` MiB in 1 MiB segmented writes, all posted at once; bytes per second.
@@ -305,7 +349,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     }
     install_stop_handler();
     bench_cpus();
-    let pb = progress(SIZES.len() as u64 + 3, a.json);
+    let pb = progress(SIZES.len() as u64 + 4, a.json);
     let name = unique_name("bench-rdma");
     let link = ShmLink::create(&name, LinkConfig::default().mtu(MTU)).map_err(msg)?;
     let shared =
@@ -344,6 +388,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
             w.one(&small, true)?;
             w.one(&small, false)?;
         }
+        let rtt = step(&pb, "UDP round trip", || w.udp_rtt(a.reps.max(100) * 10))?;
         let mut lat_t = Table::new(
             "RDMA latency over the shared-memory link (both sides busy-poll; medians)",
             &[
@@ -354,6 +399,13 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
                 "registered / unregistered",
             ],
         );
+        lat_t.row(vec![
+            "64 B UDP RTT".into(),
+            format!("{} (same link, same run: the reference)", fmt_us(rtt)),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
         for &size in SIZES {
             let data: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<u8>>().into();
             let reps = if size >= 256 * 1024 { a.reps.div_ceil(10).max(5) } else { a.reps };
