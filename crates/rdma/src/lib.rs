@@ -66,8 +66,19 @@
 //! vanished receiver rather than a lossy path) gets one probe per timeout round while the
 //! others wait; if the probe exhausts its tries, every op to that destination fails at once.
 //! While answers are still arriving, the timers wait for them to be read first (bounded). With many
-//! senders the receiver's load is bounded by senders x window. Adaptive windows (AIMD on
-//! timeouts and transient NACKs) are a possible refinement.
+//! senders the receiver's load is bounded by senders x window. Per destination, ops go out
+//! in the order they were posted (an op that has started keeps its turn). Adaptive windows
+//! (AIMD on timeouts and transient NACKs) are a possible refinement.
+//!
+//! # Limits
+//!
+//! - Exactly-once completion rests on the receiver remembering completed (source, op) pairs
+//!   for [`RdmaConfig::recent_linger`] (2 s): a duplicate delayed longer than that could be
+//!   taken for a new op. Senders retry for about a second, well inside it.
+//! - An unsegmented op is at most 4 GiB (32-bit op length); a write has at most 2^20
+//!   segments; a registered op has at most `mask_width` packets (wider ones go unregistered).
+//! - Region keys name regions, they do not protect them: anyone who can reach the port and
+//!   guess a key can write into that region (as with the paper's global address space).
 //!
 //! # Example
 //!
