@@ -302,6 +302,9 @@ impl Receiver {
         q: &NotifyQueue,
         ctr: &mut Counters,
     ) {
+        if self.escape.is_empty() {
+            return;
+        }
         let mut buf = std::mem::take(&mut self.scratch);
         while self.escape.take(peer, op_id, &mut buf) {
             ctr.bump(Counter::rx_escape_applied);
