@@ -11,6 +11,7 @@ mod cmd_ids;
 mod cmd_iperf;
 mod cmd_middlebox;
 mod cmd_ping;
+mod cmd_rdma;
 mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
@@ -51,6 +52,9 @@ enum Command {
     /// Sum-Product Network inference: generate, compile, eval, serve, bench.
     #[command(subcommand)]
     Spn(cmd_spn::SpnCommand),
+    /// Reliable connectionless RDMA writes (seed 001): benchmark.
+    #[command(subcommand)]
+    Rdma(cmd_rdma::RdmaCommand),
     /// Benchmarks, reported as ratios against peers measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Ids(a) => cmd_ids::run_ids(a),
         Command::Middlebox(c) => cmd_middlebox::run_command(c),
         Command::Spn(c) => cmd_spn::run(c),
+        Command::Rdma(c) => cmd_rdma::run(c),
         Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
         Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
         Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),

@@ -2,6 +2,7 @@
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
 mod middlebox;
+mod rdma;
 mod rx_bypass;
 mod spn;
 
@@ -30,6 +31,8 @@ fn parse_ip(s: &str) -> PyResult<Ipv4Addr> {
 #[pyclass(name = "Testbed", unsendable)]
 struct PyTestbed {
     tb: Testbed,
+    /// RDMA nodes of the hosts (`Host.rdma()`), polled before every step.
+    rdma: Vec<(HostId, ::rdma::RdmaNode)>,
     /// Exceptions of RX-bypass callables, re-raised by `run`/`step`.
     handler_errors: rx_bypass::HandlerErrors,
 }
@@ -43,7 +46,7 @@ impl PyTestbed {
             return Err(PyValueError::new_err(format!("mtu {mtu} is outside 68..=9216")));
         }
         let cfg = TestbedConfig { mtu, step: Duration::from_micros(step_us.max(1)), ..Default::default() };
-        Ok(PyTestbed { tb: Testbed::new(cfg), handler_errors: Default::default() })
+        Ok(PyTestbed { tb: Testbed::new(cfg), rdma: Vec::new(), handler_errors: Default::default() })
     }
 
     /// Add a host ("10.0.0.1/24"). Impairments apply between the host and the switch; with
@@ -89,12 +92,22 @@ impl PyTestbed {
     /// Advance virtual time by `ms` milliseconds, polling every host at every step.
     #[pyo3(signature = (ms = 1.0))]
     fn run(&mut self, ms: f64) -> PyResult<()> {
-        self.tb.run_for(Duration::from_secs_f64(ms.max(0.0) / 1e3)).map_err(rt)?;
+        let d = Duration::from_secs_f64(ms.max(0.0) / 1e3);
+        if self.rdma.is_empty() {
+            self.tb.run_for(d).map_err(rt)?;
+        } else {
+            let end = self.tb.now() + d;
+            while self.tb.now() < end {
+                self.poll_rdma()?;
+                self.tb.step().map_err(rt)?;
+            }
+        }
         rx_bypass::take_error(&self.handler_errors)
     }
 
     /// One step: poll every host once and advance time by one step. Returns frames moved.
     fn step(&mut self) -> PyResult<usize> {
+        self.poll_rdma()?;
         let n = self.tb.step().map_err(rt)?;
         rx_bypass::take_error(&self.handler_errors)?;
         Ok(n)
@@ -110,6 +123,15 @@ impl PyTestbed {
 impl PyTestbed {
     fn tb_mtu(&self) -> usize {
         self.tb.config().mtu
+    }
+
+    /// Poll every RDMA node at the current virtual time.
+    fn poll_rdma(&mut self) -> PyResult<()> {
+        let now = self.tb.now();
+        for (id, node) in &mut self.rdma {
+            node.poll(self.tb.host(*id), now).map_err(rt)?;
+        }
+        Ok(())
     }
 }
 
@@ -189,6 +211,16 @@ impl PyHost {
         let dst = SocketAddrV4::new(parse_ip(&addr.0)?, addr.1);
         let h = self.with(py, |tb| tb.host(self.id).tcp_connect(dst).map_err(val))?;
         Ok(PyTcpConn { tb: self.tb.clone_ref(py), id: self.id, h })
+    }
+
+    /// An RDMA node on this host, over UDP `port` (reliable connectionless writes, seed 001);
+    /// the testbed polls it as it runs.
+    #[pyo3(signature = (port = ::rdma::DEFAULT_UDP_PORT))]
+    fn rdma(&self, py: Python<'_>, port: u16) -> PyResult<rdma::PyRdmaNode> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        let node = ::rdma::RdmaNode::new(t.tb.host(self.id), ::rdma::RdmaConfig::default().udp(port)).map_err(val)?;
+        t.rdma.push((self.id, node));
+        Ok(rdma::PyRdmaNode { tb: self.tb.clone_ref(py), idx: t.rdma.len() - 1 })
     }
 
     /// Bind a raw Ethernet socket to an EtherType.
@@ -528,6 +560,7 @@ fn counter_names() -> Vec<&'static str> {
 fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTestbed>()?;
     m.add_class::<PyHost>()?;
+    m.add_class::<rdma::PyRdmaNode>()?;
     m.add_class::<PyUdpSocket>()?;
     m.add_class::<PyRawSocket>()?;
     m.add_class::<PyTcpListener>()?;

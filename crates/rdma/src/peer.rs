@@ -1,0 +1,60 @@
+//! Who a packet comes from or goes to, and which transport carries it.
+
+use std::fmt;
+use std::net::SocketAddrV4;
+use wire::MacAddr;
+
+/// The default UDP port of RDMA nodes.
+/// (Not 4791: that is RoCEv2's, and capture tools would decode our packets as InfiniBand.)
+pub const DEFAULT_UDP_PORT: u16 = 18791;
+/// The default EtherType of RDMA over raw Ethernet (IEEE 802 local experimental 1).
+pub const DEFAULT_ETHERTYPE: u16 = 0x88b5;
+
+/// A node's address on the transport it uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    /// A UDP socket address (routable).
+    Udp(SocketAddrV4),
+    /// A MAC address on the local Ethernet segment.
+    Eth(MacAddr),
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Udp(a) => write!(f, "udp:{a}"),
+            Peer::Eth(m) => write!(f, "eth:{m}"),
+        }
+    }
+}
+
+/// How a node's packets travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// In UDP datagrams to and from this local port.
+    Udp {
+        /// The local port (peers address it).
+        port: u16,
+    },
+    /// In Ethernet frames of this EtherType.
+    Eth {
+        /// The EtherType (at least 0x0600, not IPv4/ARP/VLAN).
+        ethertype: u16,
+    },
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport::Udp { port: DEFAULT_UDP_PORT }
+    }
+}
+
+impl Transport {
+    /// Bytes the transport's headers take from the link MTU (IPv4 + UDP, or none).
+    pub fn overhead(&self) -> usize {
+        match self {
+            Transport::Udp { .. } => 28,
+            Transport::Eth { .. } => 0,
+        }
+    }
+}
