@@ -37,7 +37,10 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
         ("Robustness: 200,000 mutated frames into a host", Box::new(|_| robustness_step())),
         ("TCP: 20 MB over a link with 1% loss, 1% reorder, 0.5% dup", Box::new(|_| tcp_transfer_step())),
         ("TCP: 10,000 concurrent connections, data on each", Box::new(|_| tcp_many_step())),
-        ("RDMA writes over an impaired link (2% loss, 1% dup, 5% reorder)", Box::new(|_| crate::cmd_rdma::demo_impaired_step())),
+        (
+            "RDMA writes over an impaired link (2% loss, 1% dup, 5% reorder)",
+            Box::new(|_| crate::cmd_rdma::demo_impaired_step()),
+        ),
         ("RDMA: 64 senders into one receiver", Box::new(|_| crate::cmd_rdma::demo_many_step())),
         ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
     ];

@@ -63,7 +63,8 @@ fn linux_ping_with_record_route_sees_the_host_in_the_route() {
     let out = tap_run(&format!("ping -R -c 2 -W 1 {HOST}"), &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    let route: Vec<&str> = text.split("RR:").nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").split_whitespace().collect();
+    let route: Vec<&str> =
+        text.split("RR:").nth(1).unwrap_or("").split("\n\n").next().unwrap_or("").split_whitespace().collect();
     assert!(route.contains(&HOST), "the echo reply's recorded route lacks {HOST}: {text}");
 }
 
@@ -79,7 +80,8 @@ fn udp_echo_of_1473_8000_and_65507_byte_datagrams_through_socat_keeps_hashes() {
     for n in sizes {
         let (i, o) = (dir.file(&format!("in{n}")), dir.file(&format!("out{n}")));
         // One read of the file is one datagram (-b above the size); the echo is one datagram.
-        script += &format!("head -c {n} /dev/urandom > {i} && socat -b 65536 -T 3 - UDP:{HOST}:7 < {i} > {o} || exit 1; ");
+        script +=
+            &format!("head -c {n} /dev/urandom > {i} && socat -b 65536 -T 3 - UDP:{HOST}:7 < {i} > {o} || exit 1; ");
     }
     let out = tap_run(&script, &[]);
     assert!(out.status.success(), "socat failed");
@@ -122,7 +124,10 @@ sendp(frames, iface="lrtap0", verbose=False)
     let c = counters(&out.stdout);
     assert_eq!(c.get("drop_ipv4_no_route"), Some(&2), "{c:?}");
     assert_eq!(c.get("drop_ipv4_martian_src"), Some(&4), "{c:?}");
-    assert_eq!(c["rx_frames"], c["rx_delivered"] + c.iter().filter(|(k, _)| is_rx_drop(k)).map(|(_, v)| v).sum::<u64>());
+    assert_eq!(
+        c["rx_frames"],
+        c["rx_delivered"] + c.iter().filter(|(k, _)| is_rx_drop(k)).map(|(_, v)| v).sum::<u64>()
+    );
 }
 
 /// Receive-path drop counters (see `net::Counters::rx_drops`).

@@ -267,7 +267,12 @@ impl Core {
     }
 
     /// A whole IPv4 datagram for us (received whole or reassembled): its transport.
-    fn handle_datagram<L: Link>(&mut self, link: &mut L, ip: &Ipv4Packet<&[u8]>, broadcast: bool) -> Result<(), NetError> {
+    fn handle_datagram<L: Link>(
+        &mut self,
+        link: &mut L,
+        ip: &Ipv4Packet<&[u8]>,
+        broadcast: bool,
+    ) -> Result<(), NetError> {
         let (src, dst) = (ip.src(), ip.dst());
         let payload = &ip.as_bytes()[..usize::from(ip.total_len())];
         let l4 = ip.payload();
@@ -434,7 +439,12 @@ impl Core {
     }
 
     /// Send an ICMP error message, within the rate limit. Returns true if it was sent.
-    fn send_icmp_error_repr<L: Link>(&mut self, link: &mut L, to: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, NetError> {
+    fn send_icmp_error_repr<L: Link>(
+        &mut self,
+        link: &mut L,
+        to: Ipv4Addr,
+        repr: &IcmpRepr<'_>,
+    ) -> Result<bool, NetError> {
         if !self.icmp_limit.allow(self.eg.now) {
             self.eg.counters.bump(Counter::drop_icmp_rate_limited);
             return Ok(false);

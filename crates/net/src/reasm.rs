@@ -277,7 +277,9 @@ impl Reassembler {
 
     /// The earliest instant a datagram times out.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.order.iter().find_map(|(serial, key)| self.map.get(key).filter(|d| d.serial == *serial).map(|d| d.deadline))
+        self.order
+            .iter()
+            .find_map(|(serial, key)| self.map.get(key).filter(|d| d.serial == *serial).map(|d| d.deadline))
     }
 
     /// Give up older datagrams until `need` more bytes fit for `src` and overall.
@@ -464,12 +466,25 @@ mod tests {
         let mut tcp_inside = frag(2, SRC, 8, false, &[0; 16]);
         tcp_inside[9] = protocol::TCP;
         Ipv4Packet::new_unchecked(&mut tcp_inside[..]).fill_checksum();
-        assert_eq!(put(&mut r, &tcp_inside, Instant::ZERO), drop(Counter::drop_ipv4_frag_tiny), "offset 8 rewrites the header");
-        assert_eq!(put(&mut r, &frag(2, SRC, 0, true, &[0; 12]), Instant::ZERO), drop(Counter::drop_ipv4_frag_malformed));
-        assert_eq!(put(&mut r, &frag(2, SRC, 65528, false, &[0; 16]), Instant::ZERO), drop(Counter::drop_ipv4_frag_malformed));
+        assert_eq!(
+            put(&mut r, &tcp_inside, Instant::ZERO),
+            drop(Counter::drop_ipv4_frag_tiny),
+            "offset 8 rewrites the header"
+        );
+        assert_eq!(
+            put(&mut r, &frag(2, SRC, 0, true, &[0; 12]), Instant::ZERO),
+            drop(Counter::drop_ipv4_frag_malformed)
+        );
+        assert_eq!(
+            put(&mut r, &frag(2, SRC, 65528, false, &[0; 16]), Instant::ZERO),
+            drop(Counter::drop_ipv4_frag_malformed)
+        );
         assert_eq!(put(&mut r, &frag(3, SRC, 64, false, &[0; 8]), Instant::ZERO), FragVerdict::Queued);
         // A second "last" fragment with another end contradicts the first.
-        assert_eq!(put(&mut r, &frag(3, SRC, 80, false, &[0; 8]), Instant::ZERO), drop(Counter::drop_ipv4_frag_overlap));
+        assert_eq!(
+            put(&mut r, &frag(3, SRC, 80, false, &[0; 8]), Instant::ZERO),
+            drop(Counter::drop_ipv4_frag_overlap)
+        );
     }
 
     #[test]

@@ -59,7 +59,12 @@ impl UdpTable {
         if self.by_port[port as usize] != 0 {
             return Err(NetError::PortInUse(port));
         }
-        let socket = UdpSocket { port, queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload), icmp_errors: 0, dont_fragment: false };
+        let socket = UdpSocket {
+            port,
+            queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload),
+            icmp_errors: 0,
+            dont_fragment: false,
+        };
         let idx = match self.sockets.iter().position(Option::is_none) {
             Some(i) => {
                 self.sockets[i] = Some(socket);

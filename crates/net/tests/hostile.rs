@@ -289,7 +289,8 @@ fn hostile_fragment_sets_are_counted_and_bounded() {
     });
     assert!(time_exceeded);
     // 10,000 incomplete datagrams: memory stays within the limits, the oldest are given up.
-    let frames: Vec<Vec<u8>> = (0..10_000u16).map(|i| fragment(1000 + i, protocol::UDP, &whole, 0, 1480, true)).collect();
+    let frames: Vec<Vec<u8>> =
+        (0..10_000u16).map(|i| fragment(1000 + i, protocol::UDP, &whole, 0, 1480, true)).collect();
     b.exchange(&frames);
     let (datagrams, bytes) = b.host.reassembly_usage();
     assert!(bytes <= limits.max_bytes_per_source, "{bytes} bytes held");

@@ -43,7 +43,8 @@ fn a_full_half_open_queue_answers_with_syn_cookies_that_open_connections() {
     // The ACK returns the cookie and carries the request: the connection exists.
     let (tsval, _) = o.timestamps.expect("timestamps carry the options");
     let iss = synack.seq();
-    let ack = Seg::new(40003, 80, ACK | PSH, PEER_ISS + 1, iss + 1, 100).ts(5001, tsval).data(b"GET / HTTP/1.0\r\n\r\n");
+    let ack =
+        Seg::new(40003, 80, ACK | PSH, PEER_ISS + 1, iss + 1, 100).ts(5001, tsval).data(b"GET / HTTP/1.0\r\n\r\n");
     let out = b.send(ack);
     assert_eq!(b.counter(Counter::tcp_syncookies_accepted), 1);
     let h = loop {
@@ -148,7 +149,9 @@ fn a_new_syn_reopens_a_tuple_in_time_wait_only_if_it_is_newer() {
     let mut b = Bench::new(config());
     let l = b.host.tcp_listen(80, 8).unwrap();
     into_time_wait(&mut b, l, 40002, PeerOpts::default());
-    let out = b.send(Seg::new(40002, 80, SYN, PEER_ISS + 5000, 0, 65535).opts(TcpOptions { mss: Some(1460), ..Default::default() }));
+    let out = b.send(
+        Seg::new(40002, 80, SYN, PEER_ISS + 5000, 0, 65535).opts(TcpOptions { mss: Some(1460), ..Default::default() }),
+    );
     assert_eq!(out.iter().map(|s| s.flags()).collect::<Vec<_>>(), vec![SYN | ACK]);
 }
 

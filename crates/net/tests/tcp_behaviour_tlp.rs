@@ -25,7 +25,8 @@ fn a_lost_tail_is_probed_after_two_rtts_and_repaired_without_a_timeout() {
     let mut b = Bench::new(config());
     let (c, data, s0) = ten_in_flight(&mut b);
     let s = |k: u32| s0 + k * MSS;
-    let seg = |k: u32, f: u8| c.h(f, s(k), PEER_ISS + 1, 65535).data(&data[(k * MSS) as usize..((k + 1) * MSS) as usize]);
+    let seg =
+        |k: u32, f: u8| c.h(f, s(k), PEER_ISS + 1, 65535).data(&data[(k * MSS) as usize..((k + 1) * MSS) as usize]);
     // S8 and S9 are lost; the ACK of S0..S7 comes one RTT later.
     b.now = b.now + ms(10);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, s(8))), vec![]);

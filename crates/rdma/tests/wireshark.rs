@@ -102,7 +102,10 @@ fn capture(transport: Transport, pcap: &Path) -> (u32, u64, u64) {
 
 fn check(transport: Transport, name: &str) {
     // A test that cannot run fails and says why (make setup installs tshark).
-    assert!(tshark_available(), "NOT RUN: tshark is not installed, so the dissector cannot be checked (make setup installs it)");
+    assert!(
+        tshark_available(),
+        "NOT RUN: tshark is not installed, so the dissector cannot be checked (make setup installs it)"
+    );
     let dir = std::env::temp_dir().join(format!("lrrdma-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("a.pcap");

@@ -291,7 +291,8 @@ mod tests {
         prop_oneof![
             (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoRequest { ident, seq }),
             (any::<u16>(), any::<u16>()).prop_map(|(ident, seq)| IcmpMessage::EchoReply { ident, seq }),
-            (any::<u8>(), any::<u16>()).prop_map(|(code, next_hop_mtu)| IcmpMessage::DestUnreachable { code, next_hop_mtu }),
+            (any::<u8>(), any::<u16>())
+                .prop_map(|(code, next_hop_mtu)| IcmpMessage::DestUnreachable { code, next_hop_mtu }),
             any::<u8>().prop_map(|code| IcmpMessage::TimeExceeded { code }),
             // Build "other" through the decoder so it is canonical.
             (any::<u8>(), any::<u8>()).prop_map(|(t, c)| IcmpMessage::from_header(t, c, [0; 4])),

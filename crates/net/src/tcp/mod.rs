@@ -22,8 +22,8 @@ pub mod ringbuf;
 pub mod rtt;
 pub mod rx;
 pub mod sack;
-pub mod syncookie;
 pub mod seq;
+pub mod syncookie;
 pub mod timer;
 mod tlp;
 

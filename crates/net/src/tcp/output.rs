@@ -106,7 +106,13 @@ impl TcpEngine {
     }
 
     /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
-    fn send_loss_probe<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<bool, NetError> {
+    fn send_loss_probe<L: Link>(
+        &mut self,
+        eg: &mut Egress,
+        link: &mut L,
+        sid: u32,
+        now: Instant,
+    ) -> Result<bool, NetError> {
         let data_end = self.data_end(sid);
         let Some((seq, len, retransmission)) = self.probe_segment(sid, data_end) else {
             self.tx[sid as usize].tlp_due = false;

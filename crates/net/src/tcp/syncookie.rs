@@ -79,7 +79,15 @@ impl CookieJar {
 
     /// Check the cookie an ACK returns (`ack - 1`) for the SYN with `peer_isn` (`seq - 1`);
     /// `tsecr` is the ACK's echoed timestamp, if any.
-    pub fn check(&self, local: Ipv4Addr, t: &FourTuple, peer_isn: u32, cookie: u32, tsecr: Option<u32>, now: Instant) -> Option<CookieState> {
+    pub fn check(
+        &self,
+        local: Ipv4Addr,
+        t: &FourTuple,
+        peer_isn: u32,
+        cookie: u32,
+        tsecr: Option<u32>,
+        now: Instant,
+    ) -> Option<CookieState> {
         let idx = cookie & 7;
         let now_slot = slot(now);
         let valid = (0..2).filter_map(|age| now_slot.checked_sub(age)).any(|s| {
