@@ -225,6 +225,65 @@ pub fn lloyd(shape: Shape, data: &[f32], init: &[f32], max_iter: usize, tol: f64
     Ok(fit)
 }
 
+/// Features of Covertype-shaped data: 10 integer-valued quantities, 4 one-hot wilderness
+/// areas, 40 one-hot soil types.
+pub const COVERTYPE_D: usize = 54;
+
+/// Samples in the real Covertype data set.
+pub const COVERTYPE_N: usize = 581_012;
+
+/// Deterministic Covertype-shaped data: `n` samples of [`COVERTYPE_D`] features from
+/// seven classes (as K-Means with k = 7 expects), all values integers like the real set
+/// (elevation 1859..3858 m, aspect 0..360, slope 0..66, distances, hillshades 0..255, then
+/// the one-hot areas and soils). Row-major `f32`; the same `seed` gives the same data.
+pub fn covertype_like(n: usize, seed: u64) -> Vec<f32> {
+    const RANGES: [(f32, f32); 10] = [
+        (1859.0, 3858.0),
+        (0.0, 360.0),
+        (0.0, 66.0),
+        (0.0, 1397.0),
+        (-173.0, 601.0),
+        (0.0, 7117.0),
+        (0.0, 254.0),
+        (0.0, 254.0),
+        (0.0, 254.0),
+        (0.0, 7173.0),
+    ];
+    let mut s = seed;
+    let mut next = move || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32;
+    // Class prototypes: a centre and a spread per quantity, a favourite area and soil.
+    let protos: Vec<([f32; 10], usize, usize)> = (0..7)
+        .map(|_| {
+            let mut c = [0.0f32; 10];
+            for (v, &(lo, hi)) in c.iter_mut().zip(&RANGES) {
+                *v = lo + (hi - lo) * (0.2 + 0.6 * unit());
+            }
+            (c, (unit() * 4.0) as usize % 4, (unit() * 40.0) as usize % 40)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(n * COVERTYPE_D);
+    for _ in 0..n {
+        let (c, area, soil) = &protos[(unit() * 7.0) as usize % 7];
+        for (j, &(lo, hi)) in RANGES.iter().enumerate() {
+            // Sum of three uniforms: a bell around the prototype, 15% of the range wide.
+            let noise = (unit() + unit() + unit() - 1.5) * 0.1 * (hi - lo);
+            out.push((c[j] + noise).round().clamp(lo, hi));
+        }
+        let area = if unit() < 0.8 { *area } else { (unit() * 4.0) as usize % 4 };
+        let soil = if unit() < 0.7 { *soil } else { (unit() * 40.0) as usize % 40 };
+        out.extend((0..4).map(|a| if a == area { 1.0 } else { 0.0 }));
+        out.extend((0..40).map(|t| if t == soil { 1.0 } else { 0.0 }));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,6 +417,23 @@ mod tests {
         }
         assert_ne!(a.labels[0], a.labels[1]);
         assert!(a.iterations < 50);
+    }
+
+    #[test]
+    fn covertype_like_data_has_the_shape_and_is_seeded() {
+        let a = covertype_like(500, 1);
+        assert_eq!(a.len(), 500 * COVERTYPE_D);
+        assert_eq!(a, covertype_like(500, 1));
+        assert_ne!(a, covertype_like(500, 2));
+        for row in a.chunks_exact(COVERTYPE_D) {
+            assert!(row.iter().all(|v| v.fract() == 0.0));
+            assert!((1859.0..=3858.0).contains(&row[0]));
+            assert_eq!(row[10..14].iter().sum::<f32>(), 1.0);
+            assert_eq!(row[14..].iter().sum::<f32>(), 1.0);
+        }
+        let init: Vec<f32> = a[..7 * COVERTYPE_D].to_vec();
+        let fit = lloyd(Shape { d: COVERTYPE_D, k: 7 }, &a, &init, 20, 0.0).unwrap();
+        assert!(fit.iterations >= 2);
     }
 
     #[test]
