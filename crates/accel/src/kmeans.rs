@@ -36,7 +36,7 @@ impl Shape {
         if self.d == 0 || self.k == 0 {
             return Err(AccelError::Shape(format!("d = {} and k = {} must be at least 1", self.d, self.k)));
         }
-        if data.len() % self.d != 0 {
+        if !data.len().is_multiple_of(self.d) {
             return Err(AccelError::Shape(format!("{} values are not whole samples of {}", data.len(), self.d)));
         }
         if centres.len() != self.k * self.d {
@@ -81,7 +81,11 @@ impl Partials {
     pub fn from_packed(shape: Shape, packed: &[f64]) -> Result<Partials, AccelError> {
         let (kd, k) = (shape.k * shape.d, shape.k);
         if packed.len() != kd + k + 1 {
-            return Err(AccelError::Shape(format!("packed partials of {} values, expected {}", packed.len(), kd + k + 1)));
+            return Err(AccelError::Shape(format!(
+                "packed partials of {} values, expected {}",
+                packed.len(),
+                kd + k + 1
+            )));
         }
         let counts = packed[kd..kd + k]
             .iter()

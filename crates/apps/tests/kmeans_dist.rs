@@ -9,12 +9,19 @@ use testbed::Testbed;
 
 /// Runs the distributed K-Means on `size` ranks; returns (centres of every rank, all
 /// labels in rank order, iterations).
-fn distributed(size: usize, shape: Shape, data: &[f32], init: &[f32], max_iter: usize) -> (Vec<Vec<f32>>, Vec<u32>, usize) {
+fn distributed(
+    size: usize,
+    shape: Shape,
+    data: &[f32],
+    init: &[f32],
+    max_iter: usize,
+) -> (Vec<Vec<f32>>, Vec<u32>, usize) {
     let n = data.len() / shape.d;
     let mut tb = Testbed::default();
     let ids: Vec<_> = (0..size).map(|i| tb.add_host(&format!("10.0.0.{}/24", i + 1)).unwrap()).collect();
     let addrs: Vec<_> = ids.iter().map(|&h| SocketAddrV4::new(tb.host_ref(h).ip(), 7470)).collect();
-    let mut eps: Vec<Endpoint> = (0..size).map(|r| Endpoint::new(r, addrs.clone(), Config::default()).unwrap()).collect();
+    let mut eps: Vec<Endpoint> =
+        (0..size).map(|r| Endpoint::new(r, addrs.clone(), Config::default()).unwrap()).collect();
     let mut kms: Vec<DistKmeans> = (0..size)
         .map(|r| {
             let s = share(n, size, r);
@@ -83,7 +90,7 @@ fn non_integer_data_gives_the_same_labels_and_centres_to_rounding() {
     let data: Vec<f32> = (0..n * shape.d)
         .map(|i| {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) + if (i / shape.d) % 3 == 0 { 4.0 } else { 0.0 }
+            ((s >> 40) as f32 / (1u64 << 24) as f32) + if (i / shape.d).is_multiple_of(3) { 4.0 } else { 0.0 }
         })
         .collect();
     let init = data[..3 * shape.d].to_vec();

@@ -106,7 +106,11 @@ fn fmax32(a: f32, b: f32, max: bool) -> f32 {
     }
     if a == b {
         // Equal values differ at most in the sign of zero.
-        let neg = if max { a.is_sign_negative() && b.is_sign_negative() } else { a.is_sign_negative() || b.is_sign_negative() };
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
         return if neg { -a.abs() } else { a.abs() };
     }
     if (a > b) == max {
@@ -123,7 +127,11 @@ fn fmax64(a: f64, b: f64, max: bool) -> f64 {
         return f64::NAN;
     }
     if a == b {
-        let neg = if max { a.is_sign_negative() && b.is_sign_negative() } else { a.is_sign_negative() || b.is_sign_negative() };
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
         return if neg { -a.abs() } else { a.abs() };
     }
     if (a > b) == max {

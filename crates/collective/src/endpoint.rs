@@ -600,7 +600,11 @@ impl Endpoint {
 
     fn check_peer(&self, peer: usize) -> Result<(), CollectiveError> {
         if peer >= self.size() || peer == self.rank {
-            return Err(CollectiveError::BadArgument(format!("peer {peer} (we are rank {} of {})", self.rank, self.size())));
+            return Err(CollectiveError::BadArgument(format!(
+                "peer {peer} (we are rank {} of {})",
+                self.rank,
+                self.size()
+            )));
         }
         Ok(())
     }
@@ -626,7 +630,9 @@ impl Endpoint {
         self.check_peer(peer)?;
         let len = data.len() * T::DTYPE.size();
         let s = Schedule {
-            steps: vec![schedule::Step { actions: vec![Action::Send { peer, buf: Buf::Input, range: 0..len, wire: 0 }] }],
+            steps: vec![schedule::Step {
+                actions: vec![Action::Send { peer, buf: Buf::Input, range: 0..len, wire: 0 }],
+            }],
             init: Init::Zeros(0),
             result: 0..0,
         };
@@ -638,7 +644,9 @@ impl Endpoint {
         self.check_peer(peer)?;
         let len = count * T::DTYPE.size();
         let s = Schedule {
-            steps: vec![schedule::Step { actions: vec![Action::Recv { peer, range: 0..len, mode: Mode::Copy, wire: 0 }] }],
+            steps: vec![schedule::Step {
+                actions: vec![Action::Recv { peer, range: 0..len, mode: Mode::Copy, wire: 0 }],
+            }],
             init: Init::Zeros(len),
             result: 0..len,
         };
@@ -653,7 +661,12 @@ impl Endpoint {
     }
 
     /// Broadcast with an explicit algorithm.
-    pub fn ibcast_with<T: Element>(&mut self, data: &[T], root: usize, algo: TreeAlgo) -> Result<Request<T>, CollectiveError> {
+    pub fn ibcast_with<T: Element>(
+        &mut self,
+        data: &[T],
+        root: usize,
+        algo: TreeAlgo,
+    ) -> Result<Request<T>, CollectiveError> {
         self.check_root(root)?;
         let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
         let s = match algo {
@@ -665,7 +678,12 @@ impl Endpoint {
 
     /// Reduce to `root` (algorithm [`Config::reduce`]); the root's result is the reduction,
     /// other ranks get an empty vector.
-    pub fn ireduce<T: Element>(&mut self, data: &[T], op: ReduceOp, root: usize) -> Result<Request<T>, CollectiveError> {
+    pub fn ireduce<T: Element>(
+        &mut self,
+        data: &[T],
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<Request<T>, CollectiveError> {
         let algo = self.cfg.reduce;
         self.ireduce_with(data, op, root, algo)
     }
@@ -718,7 +736,12 @@ impl Endpoint {
 
     /// Scatter from `root`: the root passes `size * chunk` elements, the other ranks' `data`
     /// is ignored (pass an empty slice); rank `i` gets chunk `i`.
-    pub fn iscatter<T: Element>(&mut self, data: &[T], chunk: usize, root: usize) -> Result<Request<T>, CollectiveError> {
+    pub fn iscatter<T: Element>(
+        &mut self,
+        data: &[T],
+        chunk: usize,
+        root: usize,
+    ) -> Result<Request<T>, CollectiveError> {
         self.check_root(root)?;
         if self.rank == root && data.len() != chunk * self.size() {
             return Err(CollectiveError::BadArgument(format!(
@@ -748,7 +771,7 @@ impl Endpoint {
     /// reduced over all ranks.
     pub fn ireduce_scatter<T: Element>(&mut self, data: &[T], op: ReduceOp) -> Result<Request<T>, CollectiveError> {
         let n = self.size();
-        if data.len() % n != 0 {
+        if !data.len().is_multiple_of(n) {
             return Err(CollectiveError::BadArgument(format!("{} elements are not {n} equal chunks", data.len())));
         }
         let s = schedule::reduce_scatter(self.rank, n, data.len() / n, T::DTYPE.size());
@@ -759,7 +782,7 @@ impl Endpoint {
     /// the result holds what every rank sent us, in rank order.
     pub fn ialltoall<T: Element>(&mut self, data: &[T]) -> Result<Request<T>, CollectiveError> {
         let n = self.size();
-        if data.len() % n != 0 {
+        if !data.len().is_multiple_of(n) {
             return Err(CollectiveError::BadArgument(format!("{} elements are not {n} equal chunks", data.len())));
         }
         let s = schedule::alltoall(self.rank, n, data.len() / n * T::DTYPE.size());

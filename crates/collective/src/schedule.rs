@@ -133,7 +133,10 @@ impl Schedule {
     /// Ranks this schedule sends to or receives from in step `i`.
     pub fn recv_peers(&self, i: usize) -> Vec<usize> {
         let mut v: Vec<usize> = self.steps.get(i).map_or(Vec::new(), |s| {
-            s.actions.iter().filter_map(|a| if let Action::Recv { peer, .. } = a { Some(*peer) } else { None }).collect()
+            s.actions
+                .iter()
+                .filter_map(|a| if let Action::Recv { peer, .. } = a { Some(*peer) } else { None })
+                .collect()
         });
         v.sort_unstable();
         v.dedup();
@@ -190,7 +193,8 @@ pub fn bcast_tree(r: usize, n: usize, root: usize, len: usize) -> Schedule {
     if v != 0 {
         s.step(vec![recv(abs((v - 1) / 2, n, root), 0..len, Mode::Copy, 0)]);
     }
-    let kids: Vec<Action> = tree_children(v, n).into_iter().map(|c| send(abs(c, n, root), Buf::Work, 0..len, 0)).collect();
+    let kids: Vec<Action> =
+        tree_children(v, n).into_iter().map(|c| send(abs(c, n, root), Buf::Work, 0..len, 0)).collect();
     if !kids.is_empty() {
         s.step(kids);
     }

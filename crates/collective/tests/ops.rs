@@ -173,17 +173,16 @@ fn every_operation<T: TE>(w: &mut World, seed: u64) {
     // All-to-all: chunk j of rank i goes to rank j at position i.
     let a2a: Vec<Vec<i64>> = (0..n).map(|_| values::<T>(&mut rng, ReduceOp::Sum, n * CHUNK)).collect();
     let reqs = start_all(w, |r, ep| ep.ialltoall(&conv::<T>(&a2a[r])).unwrap());
-    let expect = (0..n)
-        .map(|j| (0..n).flat_map(|i| conv::<T>(&a2a[i][j * CHUNK..(j + 1) * CHUNK])).collect())
-        .collect();
+    let expect =
+        (0..n).map(|j| (0..n).flat_map(|i| conv::<T>(&a2a[i][j * CHUNK..(j + 1) * CHUNK])).collect()).collect();
     cases.push(Case { label: "all-to-all".into(), reqs, expect });
     // Point-to-point around the ring, two messages with different tags each.
     if n > 1 {
         let mut reqs = Vec::new();
         let mut expect = Vec::new();
-        for r in 0..n {
+        for (r, x) in xs.iter().enumerate() {
             for tag in [5u32, 9] {
-                let data = conv::<T>(&xs[r][..(tag as usize)]);
+                let data = conv::<T>(&x[..(tag as usize)]);
                 reqs.push((r, w.eps[r].isend((r + 1) % n, tag, &data).unwrap()));
                 expect.push(Vec::new());
             }

@@ -47,7 +47,11 @@ impl World {
         let limit = Duration::from_secs(5);
         let end = w.tb.now() + limit;
         while w.eps.iter().any(|e| e.mesh_state().unwrap() != MeshState::Ready) {
-            assert!(w.tb.now() < end, "mesh of {n} not up: {:?}", w.eps.iter().map(|e| e.unconnected()).collect::<Vec<_>>());
+            assert!(
+                w.tb.now() < end,
+                "mesh of {n} not up: {:?}",
+                w.eps.iter().map(|e| e.unconnected()).collect::<Vec<_>>()
+            );
             w.step();
         }
         w
@@ -65,33 +69,6 @@ impl World {
             if !self.hung[i] {
                 ep.progress(self.tb.host(self.ids[i]), now).unwrap();
             }
-        }
-    }
-
-    /// Runs until every given request (one per rank, `None` for ranks without one) is
-    /// finished; returns the results and the virtual time it took.
-    pub fn run<T: Element>(
-        &mut self,
-        reqs: Vec<Option<Request<T>>>,
-        limit: Duration,
-    ) -> (Vec<Option<Result<Vec<T>, CollectiveError>>>, Duration) {
-        let start = self.tb.now();
-        let mut out: Vec<Option<Result<Vec<T>, CollectiveError>>> = (0..reqs.len()).map(|_| None).collect();
-        loop {
-            for (i, r) in reqs.iter().enumerate() {
-                if let (Some(r), None) = (r, &out[i]) {
-                    match self.eps[i].test(r) {
-                        Ok(Some(v)) => out[i] = Some(Ok(v)),
-                        Ok(None) => {}
-                        Err(e) => out[i] = Some(Err(e)),
-                    }
-                }
-            }
-            if reqs.iter().zip(&out).all(|(r, o)| r.is_none() || o.is_some()) {
-                return (out, self.tb.now() - start);
-            }
-            assert!(self.tb.now() - start < limit, "operations still running after {limit:?} of virtual time");
-            self.step();
         }
     }
 
@@ -124,9 +101,9 @@ impl World {
     /// Starts one operation per rank with `f(rank, endpoint)` and runs them all to the end;
     /// panics on an operation error.
     pub fn all<T: Element>(&mut self, mut f: impl FnMut(usize, &mut Endpoint) -> Request<T>) -> Vec<Vec<T>> {
-        let reqs = (0..self.n()).map(|r| Some(f(r, &mut self.eps[r]))).collect();
-        let (res, _) = self.run(reqs, Duration::from_secs(60));
-        res.into_iter().enumerate().map(|(r, o)| o.unwrap().unwrap_or_else(|e| panic!("rank {r}: {e}"))).collect()
+        let reqs = (0..self.n()).map(|r| (r, f(r, &mut self.eps[r]))).collect();
+        let res = self.run_pairs(reqs, Duration::from_secs(60));
+        res.into_iter().enumerate().map(|(r, o)| o.unwrap_or_else(|e| panic!("rank {r}: {e}"))).collect()
     }
 }
 
