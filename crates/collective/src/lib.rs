@@ -11,17 +11,20 @@
 //! - [`schedule`]: every algorithm as a per-rank list of steps, which fixes the order of
 //!   floating-point reductions (identical bits on every run).
 //! - [`frame`]: the message header on the TCP stream; [`dtype`]: element types and
-//!   reduction operators.
+//!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
+//!   `mpirun`, `srun`, PMI or explicit variables.
 
 pub mod comm;
 pub mod dtype;
 pub mod endpoint;
 pub mod error;
 pub mod frame;
+pub mod launch;
 pub mod schedule;
 
 pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
 pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request, TreeAlgo};
 pub use error::CollectiveError;
+pub use launch::{from_env, parse_launch, Launch, Launcher};
 pub use half::{bf16, f16};
