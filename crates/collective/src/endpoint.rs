@@ -5,7 +5,7 @@
 //! with one rank per thread or process (see [`crate::Communicator`]).
 
 use crate::dtype::{from_bytes, reduce_bytes, to_bytes, DType, Element, ReduceOp};
-use crate::frame::{encode, Kind, Msg, Parser, PumpEnd, PumpError};
+use crate::frame::{decode_addrs, encode, encode_addrs, Kind, Msg, Parser, PumpEnd, PumpError};
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
 use link::{Instant, Link};
@@ -158,7 +158,12 @@ impl<T> Request<T> {
 /// One rank of a communicator.
 pub struct Endpoint {
     rank: usize,
-    addrs: Vec<SocketAddrV4>,
+    size: usize,
+    /// Every rank's listening address, as far as known (bootstrap learns them from rank 0).
+    addrs: Vec<Option<SocketAddrV4>>,
+    /// Whether `addrs` is complete (always in deterministic addressing).
+    table_known: bool,
+    table_sent: bool,
     cfg: Config,
     listener: Option<TcpListener>,
     peers: Vec<Peer>,
@@ -181,7 +186,40 @@ impl Endpoint {
             return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {}", addrs.len())));
         }
         cfg.port = addrs[rank].port();
-        let peers = (0..addrs.len())
+        let size = addrs.len();
+        Ok(Endpoint::with_table(rank, size, addrs.into_iter().map(Some).collect(), true, true, cfg))
+    }
+
+    /// Rank `rank` of `size` that knows only rank 0's address `root` (bootstrap through rank
+    /// 0, as from [`crate::Launch`]): every rank connects to rank 0 first and names its own
+    /// listening address (its stack's IP and `cfg.port`; rank 0 listens at `root`); once all
+    /// have arrived, rank 0 sends everyone the table of addresses and the mesh completes.
+    pub fn bootstrap(
+        rank: usize,
+        size: usize,
+        root: SocketAddrV4,
+        mut cfg: Config,
+    ) -> Result<Endpoint, CollectiveError> {
+        if rank >= size {
+            return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {size}")));
+        }
+        if rank == 0 {
+            cfg.port = root.port();
+        }
+        let mut addrs = vec![None; size];
+        addrs[0] = Some(root);
+        Ok(Endpoint::with_table(rank, size, addrs, rank == 0 || size == 1, size == 1, cfg))
+    }
+
+    fn with_table(
+        rank: usize,
+        size: usize,
+        addrs: Vec<Option<SocketAddrV4>>,
+        known: bool,
+        sent: bool,
+        cfg: Config,
+    ) -> Endpoint {
+        let peers = (0..size)
             .map(|j| Peer {
                 conn: None,
                 up: j == rank,
@@ -192,9 +230,12 @@ impl Endpoint {
                 lost: None,
             })
             .collect();
-        Ok(Endpoint {
+        Endpoint {
             rank,
+            size,
             addrs,
+            table_known: known,
+            table_sent: sent,
             cfg,
             listener: None,
             peers,
@@ -207,7 +248,7 @@ impl Endpoint {
             next_seq: 0,
             now: Instant::ZERO,
             counters: Counters::default(),
-        })
+        }
     }
 
     /// This rank.
@@ -217,7 +258,7 @@ impl Endpoint {
 
     /// Number of ranks.
     pub fn size(&self) -> usize {
-        self.addrs.len()
+        self.size
     }
 
     /// The settings.
@@ -247,20 +288,26 @@ impl Endpoint {
         if self.size() > 1 {
             self.listener = Some(stack.tcp_listen(self.cfg.port, self.size().max(16))?);
         }
+        if self.addrs[self.rank].is_none() {
+            self.addrs[self.rank] = Some(SocketAddrV4::new(stack.ip(), self.cfg.port));
+        }
         self.started = true;
         for j in 0..self.rank {
-            self.connect(stack, j)?;
+            if self.addrs[j].is_some() {
+                self.connect(stack, j)?;
+            }
         }
         Ok(())
     }
 
     fn connect<L: Link>(&mut self, stack: &mut Stack<L>, j: usize) -> Result<(), CollectiveError> {
-        let h = stack.tcp_connect(self.addrs[j])?;
+        let (Some(to), Some(me)) = (self.addrs[j], self.addrs[self.rank]) else { return Ok(()) };
+        let h = stack.tcp_connect(to)?;
         let p = &mut self.peers[j];
         p.conn = Some(h);
         p.retry_at = None;
         p.parser = Parser::default();
-        p.outbox.push_front(encode(Kind::Hello, self.rank as u32, self.addrs.len() as u32, &[]));
+        p.outbox.push_front(encode(Kind::Hello, self.rank as u32, self.size as u32, &encode_addrs(&[me])));
         Ok(())
     }
 
@@ -319,6 +366,7 @@ impl Endpoint {
     }
 
     fn setup_progress<L: Link>(&mut self, stack: &mut Stack<L>, now: Instant) -> Result<(), CollectiveError> {
+        self.bootstrap_progress(stack)?;
         if self.peers.iter().all(|p| p.up) {
             return Ok(());
         }
@@ -358,10 +406,13 @@ impl Endpoint {
         while i < self.pending.len() {
             let pd = &mut self.pending[i];
             let r = pd.parser.pump(stack, pd.conn, self.cfg.max_message, &mut pd.msgs);
-            let hello = pd.msgs.front().map(|m| (m.kind, m.tag as usize, m.step as usize));
+            let hello = pd.msgs.front().map(|m| (m.kind, m.tag as usize, m.step as usize, decode_addrs(&m.payload)));
             let verdict = match (r, hello) {
-                (_, Some((Kind::Hello, j, size))) => {
-                    if size == self.size() && j > self.rank && j < self.size() && !self.peers[j].up {
+                (_, Some((Kind::Hello, j, size, Some(a)))) => {
+                    if size == self.size() && j > self.rank && j < self.size() && !self.peers[j].up && a.len() == 1 {
+                        if self.addrs[j].is_none() {
+                            self.addrs[j] = Some(a[0]);
+                        }
                         Some(Ok(j))
                     } else {
                         Some(Err(()))
@@ -395,6 +446,43 @@ impl Endpoint {
         }
         if now >= deadline && self.setup_error.is_none() {
             self.setup_error = Some((self.rank, self.unconnected()));
+        }
+        Ok(())
+    }
+
+    /// Bootstrap through rank 0: rank 0 sends the table once everyone has arrived; the
+    /// others connect to the ranks below them once the table is here.
+    fn bootstrap_progress<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<(), CollectiveError> {
+        if self.rank == 0 && !self.table_sent && self.peers.iter().all(|p| p.up) {
+            let all: Option<Vec<SocketAddrV4>> = self.addrs.iter().copied().collect();
+            if let Some(all) = all {
+                let table = encode(Kind::Table, 0, self.size as u32, &encode_addrs(&all));
+                for p in self.peers.iter_mut().skip(1) {
+                    p.outbox.push_back(table.clone());
+                }
+                self.table_sent = true;
+            }
+        }
+        if self.table_known || !self.peers[0].up {
+            return Ok(());
+        }
+        let inbox = &mut self.peers[0].inbox;
+        let Some(i) = inbox.iter().position(|m| m.kind == Kind::Table) else { return Ok(()) };
+        let Some(m) = inbox.remove(i) else { return Ok(()) };
+        match decode_addrs(&m.payload) {
+            Some(t) if t.len() == self.size && t[self.rank] == self.addrs[self.rank].unwrap_or(t[self.rank]) => {
+                for (a, n) in self.addrs.iter_mut().zip(t) {
+                    *a = Some(n);
+                }
+                self.table_known = true;
+                for j in 1..self.rank {
+                    self.connect(stack, j)?;
+                }
+            }
+            _ => {
+                self.peers[0].lost = Some("protocol violation: a bad address table".into());
+                self.counters.protocol_errors += 1;
+            }
         }
         Ok(())
     }

@@ -13,6 +13,7 @@
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 24;
@@ -28,6 +29,8 @@ pub enum Kind {
     P2p,
     /// Message of a collective operation.
     Coll,
+    /// Rank 0's table of every rank's address (bootstrap through rank 0).
+    Table,
 }
 
 impl Kind {
@@ -36,6 +39,7 @@ impl Kind {
             Kind::Hello => 0,
             Kind::P2p => 1,
             Kind::Coll => 2,
+            Kind::Table => 3,
         }
     }
 }
@@ -86,6 +90,28 @@ pub fn encode(kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
+pub fn encode_addrs(addrs: &[SocketAddrV4]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(addrs.len() * 6);
+    for a in addrs {
+        v.extend_from_slice(&a.ip().octets());
+        v.extend_from_slice(&a.port().to_le_bytes());
+    }
+    v
+}
+
+/// Parses what [`encode_addrs`] produced; `None` if the length is not a multiple of 6.
+pub fn decode_addrs(b: &[u8]) -> Option<Vec<SocketAddrV4>> {
+    if !b.len().is_multiple_of(6) {
+        return None;
+    }
+    Some(
+        b.chunks_exact(6)
+            .map(|c| SocketAddrV4::new(Ipv4Addr::new(c[0], c[1], c[2], c[3]), u16::from_le_bytes([c[4], c[5]])))
+            .collect(),
+    )
+}
+
 /// Parses a header: (kind, tag, step, length).
 pub fn decode_header(h: &[u8; HEADER_LEN], max: usize) -> Result<(Kind, u32, u32, usize), FrameError> {
     let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -96,6 +122,7 @@ pub fn decode_header(h: &[u8; HEADER_LEN], max: usize) -> Result<(Kind, u32, u32
         0 => Kind::Hello,
         1 => Kind::P2p,
         2 => Kind::Coll,
+        3 => Kind::Table,
         k => return Err(FrameError::BadKind(k)),
     };
     let mut l = [0u8; 8];
@@ -205,5 +232,8 @@ mod tests {
         let mut bad = h;
         bad[3] = 9;
         assert_eq!(decode_header(&bad, 100), Err(FrameError::BadKind(9)));
+        let a: Vec<SocketAddrV4> = vec!["10.0.0.1:7470".parse().unwrap(), "192.168.3.4:1".parse().unwrap()];
+        assert_eq!(decode_addrs(&encode_addrs(&a)), Some(a));
+        assert_eq!(decode_addrs(&[1, 2, 3]), None);
     }
 }

@@ -26,5 +26,5 @@ pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
 pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request, TreeAlgo};
 pub use error::CollectiveError;
-pub use launch::{from_env, parse_launch, Launch, Launcher};
 pub use half::{bf16, f16};
+pub use launch::{from_env, parse_launch, Launch, Launcher};
