@@ -12,12 +12,14 @@
 //!   floating-point reductions (identical bits on every run).
 //! - [`frame`]: the message header on the TCP stream; [`dtype`]: element types and
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
-//!   `mpirun`, `srun`, PMI or explicit variables.
+//!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
+//!   joins the processes of one machine into one L2 segment.
 
 pub mod comm;
 pub mod dtype;
 pub mod endpoint;
 pub mod error;
+pub mod fabric;
 pub mod frame;
 pub mod launch;
 pub mod schedule;
@@ -26,5 +28,6 @@ pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
 pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request, TreeAlgo};
 pub use error::CollectiveError;
+pub use fabric::ShmFabric;
 pub use half::{bf16, f16};
 pub use launch::{from_env, parse_launch, Launch, Launcher};
