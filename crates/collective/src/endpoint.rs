@@ -35,6 +35,9 @@ pub enum TreeAlgo {
     Flat,
     /// A binary tree rooted at the root.
     Tree,
+    /// A chain of ranks from the root, pipelined in segments of [`Config::chain_segment`]
+    /// bytes (bandwidth-optimal for large buffers).
+    Chain,
 }
 
 /// Settings of an endpoint: a plain struct with defaults.
@@ -59,6 +62,8 @@ pub struct Config {
     pub bcast: TreeAlgo,
     /// Reduce algorithm.
     pub reduce: TreeAlgo,
+    /// Segment size of the pipelined chain algorithms.
+    pub chain_segment: usize,
 }
 
 impl Default for Config {
@@ -73,6 +78,7 @@ impl Default for Config {
             small_allreduce: 16 * 1024,
             bcast: TreeAlgo::Flat,
             reduce: TreeAlgo::Flat,
+            chain_segment: 64 * 1024,
         }
     }
 }
@@ -760,6 +766,7 @@ impl Endpoint {
         let s = match algo {
             TreeAlgo::Flat => schedule::bcast_flat(r, n, root, len),
             TreeAlgo::Tree => schedule::bcast_tree(r, n, root, len),
+            TreeAlgo::Chain => schedule::bcast_chain(r, n, root, len, self.cfg.chain_segment),
         };
         Ok(self.coll("broadcast", ReduceOp::Sum, s, data))
     }
@@ -789,6 +796,7 @@ impl Endpoint {
         let s = match algo {
             TreeAlgo::Flat => schedule::reduce_flat(r, n, root, len),
             TreeAlgo::Tree => schedule::reduce_tree(r, n, root, len),
+            TreeAlgo::Chain => schedule::reduce_chain(r, n, root, len, T::DTYPE.size(), self.cfg.chain_segment),
         };
         Ok(self.coll("reduce", op, s, data))
     }

@@ -13,6 +13,9 @@
 //!   `2v+1`, `2v+2`): each node computes `(own op child1) op child2`, then sends to its parent;
 //! - ring reduce-scatter / all-reduce: the chunk that ends at rank `c` is accumulated along
 //!   the ring starting at rank `c+1`: `((x(c+1) op x(c+2)) op ...) op x(c)`;
+//! - chain reduce (ranks relative to the root in a line, pipelined in segments): rank `v`
+//!   computes `own op (what v+1 sent)`, so the root holds `x0 op (x1 op (... op x(n-1)))`
+//!   in relative ranks;
 //! - recursive doubling: with `p` the largest power of two `<= n` and `e = n - p`, ranks
 //!   `2i+1 < 2e` first take `x(2i) op x(2i+1)`; then the `p` survivors combine with the partner
 //!   at distance 1, 2, 4, ... (by survivor index), both partners computing the same value.
@@ -197,6 +200,67 @@ pub fn bcast_tree(r: usize, n: usize, root: usize, len: usize) -> Schedule {
         tree_children(v, n).into_iter().map(|c| send(abs(c, n, root), Buf::Work, 0..len, 0)).collect();
     if !kids.is_empty() {
         s.step(kids);
+    }
+    s
+}
+
+/// Byte ranges of the segments of a pipelined chain: `seg` bytes each (at least one
+/// element, rounded down to whole elements), the last one shorter.
+fn segments(len: usize, seg: usize, esize: usize) -> Vec<Range<usize>> {
+    let esize = esize.max(1);
+    let seg = (seg / esize).max(1) * esize;
+    let mut v: Vec<Range<usize>> = (0..len).step_by(seg).map(|a| a..(a + seg).min(len)).collect();
+    if v.is_empty() {
+        v.push(0..0);
+    }
+    v
+}
+
+/// Broadcast of `len` bytes down a chain of ranks (relative to the root), pipelined in
+/// segments of `seg` bytes: each rank forwards a segment as soon as it has it.
+pub fn bcast_chain(r: usize, n: usize, root: usize, len: usize, seg: usize) -> Schedule {
+    let v = rel(r, n, root);
+    let segs = segments(len, seg, 1);
+    let mut s = if v == 0 { Schedule::new(Init::Input, 0..len) } else { Schedule::new(Init::Zeros(len), 0..len) };
+    let next = (v + 1 < n).then(|| abs(v + 1, n, root));
+    let prev = abs(v.wrapping_sub(1), n, root);
+    if v == 0 {
+        if let Some(next) = next {
+            s.step(segs.iter().enumerate().map(|(k, g)| send(next, Buf::Work, g.clone(), k as u32)).collect());
+        }
+        return s;
+    }
+    for (k, g) in segs.iter().enumerate() {
+        s.step(vec![recv(prev, g.clone(), Mode::Copy, k as u32)]);
+        if let Some(next) = next {
+            s.step(vec![send(next, Buf::Work, g.clone(), k as u32)]);
+        }
+    }
+    s
+}
+
+/// Reduce of `len` bytes (elements of `esize` bytes) to `root` up a chain, pipelined in
+/// segments of about `seg` bytes.
+pub fn reduce_chain(r: usize, n: usize, root: usize, len: usize, esize: usize, seg: usize) -> Schedule {
+    let v = rel(r, n, root);
+    let segs = segments(len, seg, esize);
+    let result = if v == 0 { 0..len } else { 0..0 };
+    let mut s = Schedule::new(Init::Input, result);
+    let from = (v + 1 < n).then(|| abs(v + 1, n, root));
+    let to = (v > 0).then(|| abs(v - 1, n, root));
+    match (from, to) {
+        (None, Some(to)) => {
+            s.step(segs.iter().enumerate().map(|(k, g)| send(to, Buf::Input, g.clone(), k as u32)).collect());
+        }
+        (Some(from), to) => {
+            for (k, g) in segs.iter().enumerate() {
+                s.step(vec![recv(from, g.clone(), Mode::Reduce, k as u32)]);
+                if let Some(to) = to {
+                    s.step(vec![send(to, Buf::Work, g.clone(), k as u32)]);
+                }
+            }
+        }
+        (None, None) => {}
     }
     s
 }
@@ -436,6 +500,8 @@ mod tests {
         let algos: Vec<(&str, Build)> = vec![
             ("bcast_flat", |r, n| bcast_flat(r, n, n / 2, 12)),
             ("bcast_tree", |r, n| bcast_tree(r, n, n - 1, 12)),
+            ("bcast_chain", |r, n| bcast_chain(r, n, n / 3, 12, 5)),
+            ("reduce_chain", |r, n| reduce_chain(r, n, n / 3, 12, 4, 5)),
             ("reduce_flat", |r, n| reduce_flat(r, n, n / 2, 12)),
             ("reduce_tree", |r, n| reduce_tree(r, n, n / 2, 12)),
             ("ar_rb", |r, n| allreduce_reduce_bcast(r, n, 12)),

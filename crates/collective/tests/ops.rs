@@ -134,7 +134,7 @@ fn every_operation<T: TE>(w: &mut World, seed: u64) {
             let reqs = start_all(w, |r, ep| ep.iallreduce_with(&conv::<T>(&xs[r]), op, algo));
             cases.push(Case { label: format!("all-reduce {algo:?} {op:?}"), reqs, expect: vec![red.clone(); n] });
         }
-        for algo in [TreeAlgo::Flat, TreeAlgo::Tree] {
+        for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
             let root = n / 2;
             let reqs = start_all(w, |r, ep| ep.ireduce_with(&conv::<T>(&xs[r]), op, root, algo).unwrap());
             let expect = (0..n).map(|r| if r == root { red.clone() } else { Vec::new() }).collect();
@@ -148,7 +148,7 @@ fn every_operation<T: TE>(w: &mut World, seed: u64) {
         cases.push(Case { label: format!("reduce-scatter {op:?}"), reqs, expect });
     }
     let xs: Vec<Vec<i64>> = (0..n).map(|_| values::<T>(&mut rng, ReduceOp::Sum, LEN)).collect();
-    for algo in [TreeAlgo::Flat, TreeAlgo::Tree] {
+    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
         let root = n - 1;
         let reqs = start_all(w, |r, ep| ep.ibcast_with(&conv::<T>(&xs[r]), root, algo).unwrap());
         cases.push(Case { label: format!("broadcast {algo:?}"), reqs, expect: vec![conv(&xs[root]); n] });
@@ -224,7 +224,9 @@ fn every_operation<T: TE>(w: &mut World, seed: u64) {
 }
 
 fn every_type(n: usize) {
-    let mut w = World::new(n);
+    // Chain segments of 8 bytes: the 13-element buffers go in several pipelined segments.
+    let cfg = collective::Config { chain_segment: 8, ..collective::Config::default() };
+    let mut w = World::with(n, cfg, None);
     every_operation::<i32>(&mut w, 1);
     every_operation::<i64>(&mut w, 2);
     every_operation::<f32>(&mut w, 3);
@@ -308,6 +310,12 @@ fn float_reductions_follow_the_documented_order_bit_for_bit() {
         for (r, g) in got.iter().enumerate() {
             assert_eq!(bits(g), bits(&want), "ring all-reduce on rank {r} of {n}");
         }
+        // Chain reduce: x0 op (x1 op (... op x(n-1))) in ranks relative to the root.
+        let got = w.all(|r, ep| ep.ireduce_with(&xs[r], ReduceOp::Sum, root, TreeAlgo::Chain).unwrap());
+        let want: Vec<f64> = (0..len)
+            .map(|e| (0..n - 1).rev().fold(xs[(n - 1 + root) % n][e], |a, v| xs[(v + root) % n][e] + a))
+            .collect();
+        assert_eq!(bits(&got[root]), bits(&want), "chain reduce on {n}");
         // Recursive doubling and reduce+broadcast: every rank the same bits, and the same
         // bits again on a second run.
         for algo in [AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::ReduceBcast] {
