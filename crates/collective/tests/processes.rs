@@ -87,3 +87,45 @@ fn a_rank_that_dies_mid_all_reduce_is_named_by_the_root() {
     assert!(std::path::Path::new(&left).exists(), "expected the dead rank's ring {left}");
     std::fs::remove_file(&left).unwrap();
 }
+
+/// `mpirun` on PATH, or why the test cannot run (an error under CI, where `make setup`
+/// installs Debian's openmpi-bin).
+fn mpirun() -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("mpirun")).find(|c| c.is_file()));
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var_os("CI").is_some() => panic!("mpirun is not installed (make setup installs openmpi-bin)"),
+        None => {
+            eprintln!("NOT RUN (not CI): mpirun is not installed (apt-get install openmpi-bin)");
+            None
+        }
+    }
+}
+
+#[test]
+fn four_ranks_under_the_real_mpirun() {
+    let Some(mpirun) = mpirun() else { return };
+    let name = fabric_name("mpirun");
+    let mut cmd = Command::new(mpirun);
+    // Four ranks on two cores: oversubscribe; tests run as root in CI.
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4", RANK, "--fabric", &name, "--elems", "2000"]);
+    for k in ["LINERATE_RANK", "LINERATE_WORLD_SIZE"] {
+        cmd.env_remove(k);
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "mpirun failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for r in 0..4 {
+        assert!(stdout.contains(&format!("RESULT rank={r} ok")), "rank {r} missing in: {stdout}");
+    }
+}
