@@ -5,6 +5,7 @@ mod bench_link;
 mod bench_middlebox;
 mod bench_tcp;
 mod bench_udp;
+mod cmd_collective;
 mod cmd_demo;
 mod cmd_firewall;
 mod cmd_ids;
@@ -51,6 +52,11 @@ enum Command {
     /// Sum-Product Network inference: generate, compile, eval, serve, bench.
     #[command(subcommand)]
     Spn(cmd_spn::SpnCommand),
+    /// MPI-like collectives: launch N local ranks of a program on a shared-memory fabric.
+    #[command(subcommand)]
+    Collective(cmd_collective::CollectiveCommand),
+    /// Distributed K-Means (seed 003) on Covertype-shaped data over 1..N ranks.
+    Kmeans(cmd_collective::KmeansArgs),
     /// Benchmarks, reported as ratios against peers measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -93,6 +99,8 @@ fn main() -> ExitCode {
         Command::Ids(a) => cmd_ids::run_ids(a),
         Command::Middlebox(c) => cmd_middlebox::run_command(c),
         Command::Spn(c) => cmd_spn::run(c),
+        Command::Collective(c) => cmd_collective::run(c),
+        Command::Kmeans(a) => cmd_collective::run_kmeans(a),
         Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
         Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
         Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),

@@ -89,6 +89,46 @@ impl<L: Link> Communicator<L> {
         }
     }
 
+    /// Leaves the communicator cleanly (like `MPI_Finalize`): polls until everything this
+    /// rank sent is acknowledged by its peers, then closes the connections. Without it, a
+    /// rank that returns right after its last operation may take its last messages with it
+    /// (the stack hands frames to the link at its next poll). Fails with
+    /// [`CollectiveError::Timeout`] naming the peers that did not acknowledge in time.
+    pub fn finalize(mut self) -> Result<(), CollectiveError> {
+        let deadline = Instant::now() + self.ep.config().timeout;
+        let mut idle = 0;
+        loop {
+            let polled = self.poll();
+            let waiting = self.ep.unacknowledged(&self.stack);
+            if waiting.is_empty() {
+                break;
+            }
+            // A point-to-point link ends when its peer is gone: only an error if we still
+            // had data for it.
+            let moved = polled?;
+            if Instant::now() >= deadline {
+                return Err(CollectiveError::Timeout {
+                    op: "finalize",
+                    step: 0,
+                    waiting_for: waiting,
+                    timeout: self.ep.config().timeout,
+                });
+            }
+            if moved {
+                idle = 0;
+            } else {
+                self.idle(&mut idle);
+            }
+        }
+        self.ep.close(&mut self.stack);
+        for _ in 0..8 {
+            if self.stack.poll(Instant::now()).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Blocking send.
     pub fn send<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<(), CollectiveError> {
         let r = self.ep.isend(peer, tag, data)?;

@@ -347,6 +347,35 @@ impl Endpoint {
         }
     }
 
+    /// Ranks to which sent data is not yet acknowledged (queued here or in the stack).
+    pub fn unacknowledged<L: Link>(&self, stack: &Stack<L>) -> Vec<usize> {
+        let mut v = Vec::new();
+        for (j, p) in self.peers.iter().enumerate() {
+            if p.lost.is_some() || j == self.rank {
+                continue;
+            }
+            let in_stack = p.conn.map_or(0, |h| stack.tcp_send_pending(h).unwrap_or(0));
+            if in_stack > 0 || !p.outbox.is_empty() {
+                v.push(j);
+            }
+        }
+        v
+    }
+
+    /// Closes every connection gracefully (FIN after the queued data). Call it once
+    /// [`Endpoint::unacknowledged`] is empty, as [`crate::Communicator::finalize`] does.
+    pub fn close<L: Link>(&mut self, stack: &mut Stack<L>) {
+        for p in &mut self.peers {
+            if let Some(h) = p.conn.take() {
+                let _ = stack.tcp_close(h);
+            }
+            p.lost.get_or_insert_with(|| "closed by this rank".into());
+        }
+        if let Some(l) = self.listener.take() {
+            let _ = stack.tcp_unlisten(l);
+        }
+    }
+
     /// Ranks that are not connected yet.
     pub fn unconnected(&self) -> Vec<usize> {
         (0..self.size()).filter(|&j| !self.peers[j].up).collect()

@@ -11,7 +11,9 @@
 //!
 //! The rendezvous (rank 0's address) comes from `LINERATE_ROOT_ADDR` (`a.b.c.d:port`, or
 //! `a.b.c.d` with the default port), or from `MASTER_ADDR` / `MASTER_PORT` in the style of
-//! torch.distributed; it is optional (deterministic addressing needs none). Parsing is a
+//! torch.distributed; it is optional (deterministic addressing needs none). The name of the
+//! shared-memory fabric of the job on one machine comes from `LINERATE_FABRIC` (set by
+//! `linerate collective launch`). Parsing is a
 //! pure function of a variable lookup, [`parse_launch`], so it is tested without touching
 //! the process environment; [`from_env`] applies it to the real one.
 
@@ -47,6 +49,8 @@ pub struct Launch {
     pub root: Option<SocketAddrV4>,
     /// Where rank and size came from.
     pub launcher: Launcher,
+    /// Name of the job's shared-memory fabric (`LINERATE_FABRIC`), if given.
+    pub fabric: Option<String>,
 }
 
 const SOURCES: [(Launcher, &str, &str, &str); 4] = [
@@ -107,7 +111,15 @@ pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, Coll
         if size == 0 || rank >= size {
             return Err(CollectiveError::Env(format!("{rank_var}={rank} is not a rank of {size_var}={size}")));
         }
-        return Ok(Launch { rank, size, local_rank: number(&get, local_var)?, root: root_addr(&get)?, launcher });
+        let fabric = get("LINERATE_FABRIC").map(|f| f.trim().to_string()).filter(|f| !f.is_empty());
+        return Ok(Launch {
+            rank,
+            size,
+            local_rank: number(&get, local_var)?,
+            root: root_addr(&get)?,
+            launcher,
+            fabric,
+        });
     }
     Err(CollectiveError::Env(
         "no launcher variables: set LINERATE_RANK and LINERATE_WORLD_SIZE, or start under mpirun, srun or a PMI launcher"
@@ -153,7 +165,10 @@ mod tests {
         for (vars, launcher, rank, size, local) in cases {
             let l = parse_launch(env(&vars)).unwrap();
             assert_eq!((l.launcher, l.rank, l.size, l.local_rank, l.root), (launcher, rank, size, local, None));
+            assert_eq!(l.fabric, None);
         }
+        let l = parse_launch(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("LINERATE_FABRIC", "job-7")])).unwrap();
+        assert_eq!(l.fabric.as_deref(), Some("job-7"));
     }
 
     #[test]

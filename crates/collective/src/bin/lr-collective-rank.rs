@@ -2,8 +2,9 @@
 //! (`mpirun`, `srun`, a PMI launcher, or `LINERATE_RANK`/`LINERATE_WORLD_SIZE` by hand).
 //!
 //! ```text
-//! lr-collective-rank --fabric NAME [--timeout-ms MS] [--elems N] [--die-rank R]
+//! lr-collective-rank [--fabric NAME] [--timeout-ms MS] [--elems N] [--die-rank R]
 //! ```
+//! The fabric name defaults to `LINERATE_FABRIC` (set by `linerate collective launch`).
 //! Every rank joins fabric `NAME` at 10.77.0.(rank+1), connects the full mesh, runs every
 //! operation on data that every rank can recompute, checks the results and prints
 //! `RESULT rank=R ok` (exit 0), or `ERROR rank=R: ...` (exit 1 on a wrong result, 4 when an
@@ -11,7 +12,7 @@
 //! killed process) in the middle of an all-reduce, and the others report who is missing.
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
-use link::{Instant, LinkConfig};
+use link::LinkConfig;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -39,7 +40,10 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if a.fabric.is_empty() {
-        return Err("--fabric NAME is required".into());
+        a.fabric = std::env::var("LINERATE_FABRIC").unwrap_or_default();
+    }
+    if a.fabric.is_empty() {
+        return Err("--fabric NAME (or LINERATE_FABRIC) is required".into());
     }
     Ok(a)
 }
@@ -154,13 +158,7 @@ fn main() -> ExitCode {
         let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg)?)?;
         c.connect()?;
         self_check(&mut c, &args)?;
-        // Linger so that the last segments and acknowledgements leave before the rings close.
-        let end = Instant::now() + Duration::from_millis(50);
-        while Instant::now() < end {
-            if c.poll().is_err() {
-                break;
-            }
-        }
+        c.finalize()?;
         Ok(())
     };
     match run() {
