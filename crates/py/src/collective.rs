@@ -11,11 +11,19 @@
 //! req = comm.iallreduce(x); ...; y = req.wait()
 //! comm.barrier(); comm.finalize()
 //! ```
+//! `linerate.collective.kmeans(data, init)` is the single-process K-Means of `accel`;
+//! `comm.kmeans(local, init)` its distributed form.
+//!
 //! Element types: float16, float32, float64, int32, int64 (bfloat16 has no numpy dtype).
 
+use accel::kmeans::{lloyd, Shape};
+use apps::kmeans::DistKmeans;
 use collective::{f16, Communicator, Config, Element, Endpoint, ReduceOp, Request, ShmFabric};
 use link::LinkConfig;
-use numpy::{PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -288,6 +296,27 @@ impl PyComm {
         wait_any(py, self.c()?, r, &[])
     }
 
+    /// Distributed K-Means (seed 003): this rank holds `local` (its samples, a 2-D float32
+    /// array); every rank passes the same `init` centres. Each iteration assigns the local
+    /// samples, all-reduces the sums and counts, and updates the centres. Returns
+    /// `(centres, local_labels, iterations)`.
+    #[pyo3(signature = (local, init, max_iter = 300, tol = 0.0))]
+    fn kmeans<'py>(
+        &mut self,
+        py: Python<'py>,
+        local: PyReadonlyArray2<'py, f32>,
+        init: PyReadonlyArray2<'py, f32>,
+        max_iter: usize,
+        tol: f64,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize)> {
+        let (shape, data, init_v) = kmeans_inputs(&local, &init)?;
+        let mut km = DistKmeans::new(shape, data, &init_v).map_err(val)?;
+        let c = self.c()?;
+        py.allow_threads(|| km.fit(c, max_iter, tol)).map_err(rt)?;
+        let centres = numpy::PyArray1::from_slice(py, km.centres()).reshape([shape.k, shape.d])?;
+        Ok((centres, numpy::PyArray1::from_slice(py, km.labels()), km.iterations))
+    }
+
     /// Barrier.
     fn barrier(&mut self, py: Python<'_>) -> PyResult<()> {
         let c = self.c()?;
@@ -337,10 +366,55 @@ fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm
     Ok(PyComm { comm: Some(comm), rank: r, size: n })
 }
 
+fn val<E: std::fmt::Display>(e: E) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// Checks and copies K-Means inputs: samples (n, d) and centres (k, d).
+fn kmeans_inputs(
+    data: &PyReadonlyArray2<'_, f32>,
+    init: &PyReadonlyArray2<'_, f32>,
+) -> PyResult<(Shape, Vec<f32>, Vec<f32>)> {
+    let (ds, cs) = (data.shape(), init.shape());
+    if ds[1] != cs[1] || cs[0] == 0 || ds[1] == 0 {
+        return Err(PyValueError::new_err(format!("samples {ds:?} and centres {cs:?} do not fit (n, d) and (k, d)")));
+    }
+    let shape = Shape { d: ds[1], k: cs[0] };
+    Ok((shape, data.as_array().iter().copied().collect(), init.as_array().iter().copied().collect()))
+}
+
+/// K-Means (Lloyd) on one core with `accel::kmeans` from the given initial centres: returns
+/// `(centres, labels, iterations)`; stops when no centre moves more than `tol` (squared).
+#[pyfunction]
+#[pyo3(signature = (data, init, max_iter = 300, tol = 0.0))]
+fn kmeans<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArray2<'py, f32>,
+    init: PyReadonlyArray2<'py, f32>,
+    max_iter: usize,
+    tol: f64,
+) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize)> {
+    let (shape, x, c) = kmeans_inputs(&data, &init)?;
+    let fit = py.allow_threads(|| lloyd(shape, &x, &c, max_iter, tol)).map_err(val)?;
+    let centres = numpy::PyArray1::from_vec(py, fit.centres).reshape([shape.k, shape.d])?;
+    Ok((centres, numpy::PyArray1::from_vec(py, fit.labels), fit.iterations))
+}
+
+/// Covertype-shaped data (integer-valued, 54 features, seven classes) from `accel`'s seeded
+/// generator, as an (n, 54) float32 array.
+#[pyfunction]
+#[pyo3(signature = (n, seed = 1))]
+fn covertype_like(py: Python<'_>, n: usize, seed: u64) -> PyResult<Bound<'_, PyArray2<f32>>> {
+    let v = py.allow_threads(|| accel::kmeans::covertype_like(n, seed));
+    Ok(numpy::PyArray1::from_vec(py, v).reshape([n, accel::kmeans::COVERTYPE_D])?)
+}
+
 /// Registers the `collective` submodule.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyComm>()?;
     m.add_class::<PyRequest>()?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_function(wrap_pyfunction!(kmeans, m)?)?;
+    m.add_function(wrap_pyfunction!(covertype_like, m)?)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 """One rank of the Python collective test: started N times by test_collective.py with the
 launcher variables set; checks every operation against numpy and prints OK."""
 
+import os
 import sys
 
 import numpy as np
@@ -55,5 +56,31 @@ def main():
     print(f"OK rank {r} of {n}")
 
 
+def dataset(name):
+    """The K-Means data sets of test_kmeans.py: (samples as float32, initial centres)."""
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        x, k = load_digits().data.astype(np.float32), 10
+    else:
+        x, k = lr.collective.covertype_like(20000, 3), 7
+    return x, x[np.linspace(0, len(x) - 1, k).astype(int)].copy()
+
+
+def kmeans_main(name, outdir):
+    """Distributed K-Means on this rank's share; saves centres, labels and iterations."""
+    comm = lr.collective.init(timeout=60)
+    x, init = dataset(name)
+    local = np.array_split(x, comm.size)[comm.rank]
+    centres, labels, iters = comm.kmeans(np.ascontiguousarray(local), init, 300, 0.0)
+    np.save(os.path.join(outdir, f"centres-{comm.rank}.npy"), centres)
+    np.save(os.path.join(outdir, f"labels-{comm.rank}.npy"), labels)
+    np.save(os.path.join(outdir, f"iters-{comm.rank}.npy"), np.array([iters]))
+    comm.finalize()
+    print(f"OK rank {comm.rank} of {comm.size}")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "kmeans":
+        sys.exit(kmeans_main(sys.argv[2], sys.argv[3]))
     sys.exit(main())

@@ -10,7 +10,7 @@ import pytest
 RANK_SCRIPT = os.path.join(os.path.dirname(__file__), "collective_rank.py")
 
 
-def launch(n, tag):
+def launch(n, tag, args=()):
     env = dict(os.environ)
     for k in ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
         env.pop(k, None)
@@ -18,7 +18,7 @@ def launch(n, tag):
     procs = []
     for r in range(n):
         e = dict(env, LINERATE_RANK=str(r), LINERATE_WORLD_SIZE=str(n), LINERATE_FABRIC=fabric)
-        procs.append(subprocess.Popen([sys.executable, RANK_SCRIPT], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen([sys.executable, RANK_SCRIPT, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = []
     for p in procs:
         try:
