@@ -5,8 +5,6 @@
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
 use collective::{Communicator, Config as CollConfig, Endpoint, ShmFabric};
-use link::LinkConfig;
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -40,8 +38,8 @@ pub fn run(c: CollectiveCommand) -> Result<ExitCode, String> {
 }
 
 fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
-    if a.n == 0 || a.n > 250 {
-        return Err(format!("-n {} is not a rank count between 1 and 250", a.n));
+    if a.n == 0 || a.n > 254 {
+        return Err(format!("-n {} is not a rank count between 1 and 254", a.n));
     }
     let fabric = a.fabric.unwrap_or_else(|| format!("lr-{}", std::process::id()));
     let (prog, args) = a.program.split_first().ok_or("no program given")?;
@@ -126,12 +124,11 @@ fn kmeans_rank(
     iters: usize,
 ) -> Result<RankReport, String> {
     let e = |x: &dyn std::fmt::Display| format!("rank {r}: {x}");
-    let lc = LinkConfig { mtu: 9000, depth: 256 };
-    let fab = ShmFabric::join(fabric, r, n, lc, Duration::from_secs(30)).map_err(|x| e(&x))?;
-    let ip = |k: usize| Ipv4Addr::new(10, 78, 0, k as u8 + 1);
-    let nc = net::Config::parse_host(&format!("{}/24", ip(r))).map_err(|x| e(&x))?.mtu(9000).mss(8960);
+    let fab =
+        ShmFabric::join(fabric, r, n, collective::fabric_link_config(), Duration::from_secs(30)).map_err(|x| e(&x))?;
+    let nc = collective::fabric_host_config(r, n).map_err(|x| e(&x))?;
     let stack = net::Stack::new(nc, fab).map_err(|x| e(&x))?;
-    let addrs = (0..n).map(|k| SocketAddrV4::new(ip(k), 7470)).collect();
+    let addrs = collective::fabric_addrs(n);
     let ep = Endpoint::new(r, addrs, CollConfig::default()).map_err(|x| e(&x))?;
     let mut comm = Communicator::new(stack, ep).map_err(|x| e(&x))?;
     comm.connect().map_err(|x| e(&x))?;

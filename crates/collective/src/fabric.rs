@@ -40,6 +40,41 @@ pub struct ShmFabric {
     counters: FabricCounters,
 }
 
+/// IP MTU of the ranks' stacks on a fabric (jumbo frames: the rings carry them at memory speed).
+pub const FABRIC_MTU: usize = 9000;
+
+/// TCP port every rank listens on in [`fabric_addrs`].
+pub const FABRIC_PORT: u16 = 7470;
+
+/// The link settings of a fabric's rings.
+pub fn fabric_link_config() -> LinkConfig {
+    LinkConfig { mtu: FABRIC_MTU, depth: 256 }
+}
+
+/// Rank `k`'s address on a fabric: 10.77.0.(k+1).
+pub fn fabric_ip(k: usize) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(10, 77, 0, (k + 1).min(254) as u8)
+}
+
+/// Every rank's listening address on a fabric of `size` ranks (deterministic addressing).
+pub fn fabric_addrs(size: usize) -> Vec<std::net::SocketAddrV4> {
+    (0..size).map(|k| std::net::SocketAddrV4::new(fabric_ip(k), FABRIC_PORT)).collect()
+}
+
+/// The stack configuration of rank `rank` of `size` on a fabric: jumbo MTU, and TCP buffers
+/// of 4 MiB (1 MiB beyond 16 ranks) so that large messages need few window round trips.
+pub fn fabric_host_config(rank: usize, size: usize) -> Result<net::Config, net::NetError> {
+    if size > 254 || rank >= size {
+        return Err(net::NetError::BadConfig(format!("rank {rank} of {size}: a fabric holds at most 254 ranks")));
+    }
+    let mut c =
+        net::Config::parse_host(&format!("{}/24", fabric_ip(rank)))?.mtu(FABRIC_MTU).mss(FABRIC_MTU as u16 - 40);
+    let buf = if size <= 16 { 4 << 20 } else { 1 << 20 };
+    c.tcp.rx_buffer = buf;
+    c.tcp.tx_buffer = buf;
+    Ok(c)
+}
+
 fn ring_name(name: &str, i: usize, j: usize) -> String {
     format!("{name}-{i}-{j}")
 }

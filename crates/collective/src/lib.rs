@@ -28,6 +28,6 @@ pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
 pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request, TreeAlgo};
 pub use error::CollectiveError;
-pub use fabric::ShmFabric;
+pub use fabric::{fabric_addrs, fabric_host_config, fabric_link_config, ShmFabric};
 pub use half::{bf16, f16};
 pub use launch::{from_env, parse_launch, Launch, Launcher};

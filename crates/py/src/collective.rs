@@ -19,14 +19,12 @@
 use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
 use collective::{f16, Communicator, Config, Element, Endpoint, ReduceOp, Request, ShmFabric};
-use link::LinkConfig;
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 fn rt<E: std::fmt::Display>(e: E) -> PyErr {
@@ -42,6 +40,9 @@ fn parse_op(op: &str) -> PyResult<ReduceOp> {
         _ => Err(PyValueError::new_err(format!("op {op:?} is not one of sum, prod, max, min"))),
     }
 }
+
+/// K-Means results to Python: (centres, labels, iterations).
+type KmeansOut<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize);
 
 /// A started operation of one of the supported element types.
 enum AnyRequest {
@@ -308,7 +309,7 @@ impl PyComm {
         init: PyReadonlyArray2<'py, f32>,
         max_iter: usize,
         tol: f64,
-    ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize)> {
+    ) -> PyResult<KmeansOut<'py>> {
         let (shape, data, init_v) = kmeans_inputs(&local, &init)?;
         let mut km = DistKmeans::new(shape, data, &init_v).map_err(val)?;
         let c = self.c()?;
@@ -343,19 +344,18 @@ fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm
             "no fabric name: pass fabric=... or set LINERATE_FABRIC (linerate collective launch does)",
         )
     })?;
-    if l.size > 250 || !(timeout > 0.0 && timeout.is_finite()) {
-        return Err(PyValueError::new_err("at most 250 ranks, and a positive timeout"));
+    if l.size > 254 || !(timeout > 0.0 && timeout.is_finite()) {
+        return Err(PyValueError::new_err("at most 254 ranks, and a positive timeout"));
     }
     let timeout = Duration::from_secs_f64(timeout);
     let (r, n) = (l.rank, l.size);
     let comm = py
         .allow_threads(|| -> Result<Communicator<ShmFabric>, String> {
-            let fab = ShmFabric::join(&name, r, n, LinkConfig { mtu: 9000, depth: 256 }, timeout)
-                .map_err(|e| e.to_string())?;
-            let ip = |k: usize| Ipv4Addr::new(10, 77, 0, k as u8 + 1);
-            let nc = net::Config::parse_host(&format!("{}/24", ip(r))).map_err(|e| e.to_string())?.mtu(9000).mss(8960);
+            let fab =
+                ShmFabric::join(&name, r, n, collective::fabric_link_config(), timeout).map_err(|e| e.to_string())?;
+            let nc = collective::fabric_host_config(r, n).map_err(|e| e.to_string())?;
             let stack = net::Stack::new(nc, fab).map_err(|e| e.to_string())?;
-            let addrs = (0..n).map(|k| SocketAddrV4::new(ip(k), 7470)).collect();
+            let addrs = collective::fabric_addrs(n);
             let cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
             let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg).map_err(|e| e.to_string())?)
                 .map_err(|e| e.to_string())?;
@@ -393,7 +393,7 @@ fn kmeans<'py>(
     init: PyReadonlyArray2<'py, f32>,
     max_iter: usize,
     tol: f64,
-) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize)> {
+) -> PyResult<KmeansOut<'py>> {
     let (shape, x, c) = kmeans_inputs(&data, &init)?;
     let fit = py.allow_threads(|| lloyd(shape, &x, &c, max_iter, tol)).map_err(val)?;
     let centres = numpy::PyArray1::from_vec(py, fit.centres).reshape([shape.k, shape.d])?;
@@ -406,7 +406,7 @@ fn kmeans<'py>(
 #[pyo3(signature = (n, seed = 1))]
 fn covertype_like(py: Python<'_>, n: usize, seed: u64) -> PyResult<Bound<'_, PyArray2<f32>>> {
     let v = py.allow_threads(|| accel::kmeans::covertype_like(n, seed));
-    Ok(numpy::PyArray1::from_vec(py, v).reshape([n, accel::kmeans::COVERTYPE_D])?)
+    numpy::PyArray1::from_vec(py, v).reshape([n, accel::kmeans::COVERTYPE_D])
 }
 
 /// Registers the `collective` submodule.

@@ -5,15 +5,17 @@
 //! lr-collective-rank [--fabric NAME] [--timeout-ms MS] [--elems N] [--die-rank R]
 //! ```
 //! The fabric name defaults to `LINERATE_FABRIC` (set by `linerate collective launch`).
-//! Every rank joins fabric `NAME` at 10.77.0.(rank+1), connects the full mesh, runs every
+//! Every rank joins fabric `NAME` at 10.77.0.(rank+1) ([`collective::fabric_host_config`]), connects the full mesh, runs every
 //! operation on data that every rank can recompute, checks the results and prints
 //! `RESULT rank=R ok` (exit 0), or `ERROR rank=R: ...` (exit 1 on a wrong result, 4 when an
 //! operation failed). With `--die-rank R`, rank R exits abruptly (no clean-up, like a
 //! killed process) in the middle of an all-reduce, and the others report who is missing.
+//! With `--bench`, rank 0 prints the median time of all-reduce (each algorithm) and broadcast
+//! from 64 B to 8 MiB, each followed by a barrier, beside the barrier alone (busy-polling; a
+//! figure, not a check; on a loaded machine the large sizes mostly measure scheduling).
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
-use link::LinkConfig;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use link::Link;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -22,10 +24,12 @@ struct Args {
     timeout: Duration,
     elems: usize,
     die_rank: Option<usize>,
+    bench: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { fabric: String::new(), timeout: Duration::from_secs(10), elems: 10_000, die_rank: None };
+    let mut a =
+        Args { fabric: String::new(), timeout: Duration::from_secs(10), elems: 10_000, die_rank: None, bench: false };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -35,6 +39,7 @@ fn parse_args() -> Result<Args, String> {
                 a.timeout = Duration::from_millis(val()?.parse().map_err(|e| format!("--timeout-ms: {e}"))?)
             }
             "--elems" => a.elems = val()?.parse().map_err(|e| format!("--elems: {e}"))?,
+            "--bench" => a.bench = true,
             "--die-rank" => a.die_rank = Some(val()?.parse().map_err(|e| format!("--die-rank: {e}"))?),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -123,6 +128,53 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
     Ok(())
 }
 
+/// Median time of an operation followed by a barrier (so that a broadcast counts until the
+/// last rank has it), beside the barrier alone, from 64 B to 8 MiB of i32.
+fn bench(c: &mut Communicator<ShmFabric>) -> Result<(), Failure> {
+    let mut bytes = 64usize;
+    if c.rank() == 0 {
+        println!("median us, each operation followed by a barrier (i32 sum; busy-polling, {} ranks)", c.size());
+        println!(
+            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "bytes", "barrier", "ar-rd", "ar-ring", "ar-r+b", "bcast"
+        );
+    }
+    while bytes <= 8 << 20 {
+        let data = vec![1i32; bytes / 4];
+        let reps = (2_000_000 / bytes).clamp(5, 200);
+        let mut cols = Vec::new();
+        for k in 0..5 {
+            let mut t = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                c.barrier()?;
+                let start = std::time::Instant::now();
+                let req = match k {
+                    0 => None,
+                    1 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::RecursiveDoubling)),
+                    2 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::Ring)),
+                    3 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::ReduceBcast)),
+                    _ => Some(c.endpoint().ibcast_with(&data, 0, TreeAlgo::Flat)?),
+                };
+                if let Some(req) = req {
+                    c.wait(req)?;
+                }
+                c.barrier()?;
+                t.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+            t.sort_by(f64::total_cmp);
+            cols.push(t[t.len() / 2]);
+        }
+        if c.rank() == 0 {
+            println!(
+                "{bytes:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                cols[0], cols[1], cols[2], cols[3], cols[4]
+            );
+        }
+        bytes *= 8;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -139,25 +191,34 @@ fn main() -> ExitCode {
         }
     };
     let (r, n) = (launch.rank, launch.size);
-    if n > 250 {
-        eprintln!("lr-collective-rank: at most 250 ranks on one fabric");
+    if n > 254 {
+        eprintln!("lr-collective-rank: at most 254 ranks on one fabric");
         return ExitCode::from(2);
     }
     let run = || -> Result<(), Failure> {
-        let lc = LinkConfig { mtu: 9000, depth: 256 };
-        let fabric = ShmFabric::join(&args.fabric, r, n, lc, Duration::from_secs(30))
+        let fabric = ShmFabric::join(&args.fabric, r, n, collective::fabric_link_config(), Duration::from_secs(30))
             .map_err(|e| Failure::Wrong(format!("joining the fabric: {e}")))?;
-        let ip = |k: usize| Ipv4Addr::new(10, 77, 0, k as u8 + 1);
-        let nc = net::Config::parse_host(&format!("{}/24", ip(r)))
-            .map_err(|e| Failure::Wrong(e.to_string()))?
-            .mtu(9000)
-            .mss(8960);
+        let nc = collective::fabric_host_config(r, n).map_err(|e| Failure::Wrong(e.to_string()))?;
         let stack = net::Stack::new(nc, fabric).map_err(|e| Failure::Wrong(e.to_string()))?;
-        let addrs = (0..n).map(|k| SocketAddrV4::new(ip(k), 7470)).collect();
+        let addrs = collective::fabric_addrs(n);
         let cfg = Config { timeout: args.timeout, connect_timeout: Duration::from_secs(30), ..Config::default() };
         let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg)?)?;
         c.connect()?;
-        self_check(&mut c, &args)?;
+        if args.bench {
+            bench(&mut c)?;
+            let st = c.stack();
+            let cn = st.counters();
+            eprintln!(
+                "rank {r}: retransmits {} rto {} fast {} link {:?} fabric {:?}",
+                cn.get(net::Counter::tcp_retransmits),
+                cn.get(net::Counter::tcp_rto_fired),
+                cn.get(net::Counter::tcp_fast_retransmits),
+                st.link().stats(),
+                st.link().counters()
+            );
+        } else {
+            self_check(&mut c, &args)?;
+        }
         c.finalize()?;
         Ok(())
     };
