@@ -1,5 +1,6 @@
 //! `linerate`: the command-line front end of the linerate platform.
 
+mod bench_collective;
 mod bench_common;
 mod bench_link;
 mod bench_middlebox;
@@ -75,6 +76,8 @@ enum BenchCommand {
     Tcp(bench_tcp::TcpArgs),
     /// Middlebox forwarding (1 and 2 units) beside memcpy, firewall and IDS rates, swap time.
     Middlebox(bench_middlebox::MiddleboxBenchArgs),
+    /// All-reduce and broadcast latency 64 B..8 MiB on the shm fabric, beside OpenMPI (shm, TCP).
+    Collective(bench_collective::CollectiveBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -85,6 +88,8 @@ enum PeerCommand {
     Udp(bench_udp::PeerArgs),
     /// A linerate host on a shared-memory link serving a TCP echo and a reporting TCP sink.
     Tcp(bench_tcp::PeerArgs),
+    /// One linerate rank of `bench collective` (environment from the launcher).
+    Collective(bench_collective::CollectivePeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -105,9 +110,11 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
         Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),
         Command::Bench(BenchCommand::Middlebox(a)) => bench_middlebox::run(a),
+        Command::Bench(BenchCommand::Collective(a)) => bench_collective::run(a),
         Command::BenchPeer(PeerCommand::LinkSink(a)) => bench_link::run_sink(a),
         Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
         Command::BenchPeer(PeerCommand::Tcp(a)) => bench_tcp::run_peer(a),
+        Command::BenchPeer(PeerCommand::Collective(a)) => bench_collective::run_peer(a),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
 //!   joins the processes of one machine into one L2 segment.
 
+pub mod bench;
 pub mod comm;
 pub mod dtype;
 pub mod endpoint;

@@ -10,9 +10,9 @@
 //! `RESULT rank=R ok` (exit 0), or `ERROR rank=R: ...` (exit 1 on a wrong result, 4 when an
 //! operation failed). With `--die-rank R`, rank R exits abruptly (no clean-up, like a
 //! killed process) in the middle of an all-reduce, and the others report who is missing.
-//! With `--bench`, rank 0 prints the median time of all-reduce (each algorithm) and broadcast
-//! from 64 B to 8 MiB, each followed by a barrier, beside the barrier alone (busy-polling; a
-//! figure, not a check; on a loaded machine the large sizes mostly measure scheduling).
+//! With `--bench`, rank 0 prints `ROW bytes op median_us` lines of [`collective::bench`]
+//! (all-reduce per algorithm and broadcast from 64 B to 8 MiB, each followed by a barrier,
+//! beside the barrier alone; busy-polling; a figure, not a check).
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
 use link::Link;
@@ -128,49 +128,14 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
     Ok(())
 }
 
-/// Median time of an operation followed by a barrier (so that a broadcast counts until the
-/// last rank has it), beside the barrier alone, from 64 B to 8 MiB of i32.
+/// Prints this rank's latency table (rank 0 only): `ROW bytes op median_us` lines.
 fn bench(c: &mut Communicator<ShmFabric>) -> Result<(), Failure> {
-    let mut bytes = 64usize;
+    let rows = collective::bench::latency(c, &collective::bench::fig6_sizes())?;
     if c.rank() == 0 {
-        println!("median us, each operation followed by a barrier (i32 sum; busy-polling, {} ranks)", c.size());
-        println!(
-            "{:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "bytes", "barrier", "ar-rd", "ar-ring", "ar-r+b", "bcast"
-        );
-    }
-    while bytes <= 8 << 20 {
-        let data = vec![1i32; bytes / 4];
-        let reps = (2_000_000 / bytes).clamp(5, 200);
-        let mut cols = Vec::new();
-        for k in 0..5 {
-            let mut t = Vec::with_capacity(reps);
-            for _ in 0..reps {
-                c.barrier()?;
-                let start = std::time::Instant::now();
-                let req = match k {
-                    0 => None,
-                    1 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::RecursiveDoubling)),
-                    2 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::Ring)),
-                    3 => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::ReduceBcast)),
-                    _ => Some(c.endpoint().ibcast_with(&data, 0, TreeAlgo::Flat)?),
-                };
-                if let Some(req) = req {
-                    c.wait(req)?;
-                }
-                c.barrier()?;
-                t.push(start.elapsed().as_secs_f64() * 1e6);
-            }
-            t.sort_by(f64::total_cmp);
-            cols.push(t[t.len() / 2]);
+        println!("# median us of each operation followed by a barrier, i32 sum, {} ranks, busy-polling", c.size());
+        for r in rows {
+            println!("ROW {} {} {:.2}", r.bytes, r.op, r.median_us);
         }
-        if c.rank() == 0 {
-            println!(
-                "{bytes:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                cols[0], cols[1], cols[2], cols[3], cols[4]
-            );
-        }
-        bytes *= 8;
     }
     Ok(())
 }
