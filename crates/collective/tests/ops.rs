@@ -364,3 +364,33 @@ fn mismatched_lengths_are_a_reported_error_not_a_panic() {
     assert!(w.eps[0].isend(0, 1, &[1i32]).is_err());
     assert!(w.eps[0].ireduce_scatter(&[1i32, 2, 3], ReduceOp::Sum).is_err());
 }
+
+#[test]
+fn a_stream_of_chunks_is_consumed_while_later_chunks_are_in_flight() {
+    let mut w = World::new(2);
+    let total = 400_000; // 1.6 MB of i32: many windows' worth
+    let data: Vec<i32> = (0..total as i32).collect();
+    let sends = w.eps[0].isend_stream(1, 42, &data, 50_000).unwrap();
+    let mut rx = w.eps[1].irecv_stream::<i32>(0, 42, total, 50_000).unwrap();
+    assert_eq!(rx.remaining(), 8);
+    let mut got = Vec::new();
+    let mut overlapped = false;
+    for _ in 0..1_000_000 {
+        while let Some(chunk) = rx.next_chunk(&mut w.eps[1]).unwrap() {
+            // "Compute" on the chunk; note whether later chunks were still on the way.
+            overlapped |= rx.remaining() > 0 && w.eps[1].counters().msgs_received < 8;
+            got.extend(chunk);
+        }
+        if rx.is_done() {
+            break;
+        }
+        w.step();
+    }
+    assert_eq!(got, data);
+    assert_eq!(rx.received(), 8);
+    assert!(overlapped, "every chunk had arrived before the first was handed out");
+    for s in sends {
+        assert_eq!(w.eps[0].test(&s).unwrap(), Some(Vec::new()));
+    }
+    assert!(w.eps[0].isend_stream(1, 1, &data, 0).is_err());
+}
