@@ -563,11 +563,10 @@ impl Endpoint {
     }
 
     fn advance_ops(&mut self, now: Instant) {
-        let ids: Vec<u64> = self.ops.iter().filter(|(_, o)| o.outcome.is_none()).map(|(&id, _)| id).collect();
-        for id in ids {
-            let Some(mut op) = self.ops.remove(&id) else { continue };
-            let r = self.advance(&mut op, now);
-            if let Some(res) = r {
+        // Take the table out so each operation can borrow the endpoint while it advances.
+        let mut ops = std::mem::take(&mut self.ops);
+        for op in ops.values_mut().filter(|o| o.outcome.is_none()) {
+            if let Some(res) = self.advance(op, now) {
                 if res.is_ok() {
                     self.counters.ops_completed += 1;
                 } else {
@@ -575,8 +574,8 @@ impl Endpoint {
                 }
                 op.outcome = Some(res);
             }
-            self.ops.insert(id, op);
         }
+        self.ops = ops;
     }
 
     /// Runs `op` as far as it can go; `Some` once it finished or failed.
