@@ -215,10 +215,21 @@ pub fn from_bytes<T: Element>(b: &[u8]) -> Vec<T> {
     b.chunks_exact(T::DTYPE.size()).map(T::read_le).collect()
 }
 
-fn reduce_typed<T: Element>(op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
+#[inline(always)]
+fn apply<T: Element>(acc: &mut [u8], inc: &[u8], f: impl Fn(T, T) -> T) {
     let s = T::DTYPE.size();
     for (a, b) in acc.chunks_exact_mut(s).zip(inc.chunks_exact(s)) {
-        T::combine(op, T::read_le(a), T::read_le(b)).write_le(a);
+        f(T::read_le(a), T::read_le(b)).write_le(a);
+    }
+}
+
+fn reduce_typed<T: Element>(op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
+    // One loop per operator, so the operator is not re-dispatched per element.
+    match op {
+        ReduceOp::Sum => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Sum, a, b)),
+        ReduceOp::Prod => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Prod, a, b)),
+        ReduceOp::Max => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Max, a, b)),
+        ReduceOp::Min => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Min, a, b)),
     }
 }
 
