@@ -93,7 +93,7 @@ pub struct KmeansArgs {
     /// Ranks (threads, each with its own stack, on one shared-memory fabric).
     #[arg(long, default_value_t = 1)]
     ranks: usize,
-    /// Samples of the built-in Covertype-shaped generator (54 features).
+    /// Samples of the built-in Covertype-shaped generator (54 features; ignored with --data).
     #[arg(long, default_value_t = COVERTYPE_N)]
     samples: usize,
     /// Seed of the generator.
@@ -105,6 +105,12 @@ pub struct KmeansArgs {
     /// Iterations (Lloyd steps).
     #[arg(long, default_value_t = 10)]
     iters: usize,
+    /// Samples from a file instead of the generator: .npy (2-D float32/64, int32/64) or CSV.
+    #[arg(long, value_name = "FILE")]
+    data: Option<std::path::PathBuf>,
+    /// Initial centres (k rows) from a .npy or CSV file; default: k samples evenly spaced.
+    #[arg(long, value_name = "FILE")]
+    init: Option<std::path::PathBuf>,
 }
 
 struct RankReport {
@@ -162,20 +168,45 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
     if a.ranks == 0 || a.ranks > 64 {
         return Err(format!("--ranks {} is not between 1 and 64", a.ranks));
     }
-    if a.k == 0 || a.samples < a.k {
-        return Err(format!("need at least k = {} samples, have {}", a.k, a.samples));
+    if a.k == 0 {
+        return Err("k must be at least 1".into());
     }
-    let shape = Shape { d: COVERTYPE_D, k: a.k };
-    let data = covertype_like(a.samples, a.seed);
-    let stride = a.samples / a.k;
-    let init: Vec<f32> =
-        (0..a.k).flat_map(|j| data[j * stride * shape.d..(j * stride + 1) * shape.d].to_vec()).collect();
+    let (data, n, d) = match &a.data {
+        Some(p) => {
+            let m = accel::matrix::load(p).map_err(|e| e.to_string())?;
+            (m.data, m.rows, m.cols)
+        }
+        None => (covertype_like(a.samples, a.seed), a.samples, COVERTYPE_D),
+    };
+    let init: Vec<f32> = match &a.init {
+        Some(p) => {
+            let m = accel::matrix::load(p).map_err(|e| e.to_string())?;
+            if m.cols != d || m.rows != a.k {
+                return Err(format!(
+                    "{}: {} x {} centres, expected k = {} rows of {d}",
+                    p.display(),
+                    m.rows,
+                    m.cols,
+                    a.k
+                ));
+            }
+            m.data
+        }
+        None => {
+            if n < a.k {
+                return Err(format!("need at least k = {} samples, have {n}", a.k));
+            }
+            let stride = n / a.k;
+            (0..a.k).flat_map(|j| data[j * stride * d..(j * stride + 1) * d].to_vec()).collect()
+        }
+    };
+    let shape = Shape { d, k: a.k };
     let fabric = format!("lr-kmeans-{}", std::process::id());
     let started = Instant::now();
     let reports: Vec<Result<RankReport, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..a.ranks)
             .map(|r| {
-                let part = share(a.samples, a.ranks, r);
+                let part = share(n, a.ranks, r);
                 let mine = data[part.start * shape.d..part.end * shape.d].to_vec();
                 let (fabric, init) = (&fabric, &init);
                 s.spawn(move || kmeans_rank(r, a.ranks, fabric, shape, mine, init, a.iters))
@@ -194,7 +225,7 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
     }
     println!(
         "kmeans: {} samples x {} features, k = {}, {} ranks, {} iterations (total {:.2} s with set-up)",
-        a.samples,
+        n,
         shape.d,
         a.k,
         a.ranks,
@@ -204,7 +235,7 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
     println!(
         "per iteration {:.2} ms, throughput {:.1} M samples/s, communication {:.1}% of an iteration (all-reduce of {} values)",
         per_iter * 1e3,
-        a.samples as f64 / per_iter / 1e6,
+        n as f64 / per_iter / 1e6,
         100.0 * comm / per_iter.max(f64::MIN_POSITIVE),
         a.k * shape.d + a.k + 1
     );
