@@ -4,6 +4,8 @@
 //! transport over loopback. The OpenMPI peer is our own program (`ompi_peer.c`), built with
 //! `mpicc` and run under `mpirun`; both sides time "operation, then a barrier" after a
 //! barrier and report the median. Ratios are linerate / OpenMPI (below 1: linerate faster).
+//! Also the paper's Fig. 5b: send/recv goodput from rank 0 to rank 1, 1 KiB to 64 MiB, timed
+//! until a 4-byte reply is back (ratio above 1: linerate faster).
 
 use crate::output::Table;
 use std::collections::HashMap;
@@ -61,7 +63,8 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
     c.connect().map_err(|e| e.to_string())?;
-    let rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
+    let mut rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
+    rows.extend(collective::bench::goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
     c.finalize().map_err(|e| e.to_string())?;
     if l.rank == 0 {
         for r in rows {
@@ -141,6 +144,10 @@ fn cell(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.1}"))
 }
 
+fn cell2(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
@@ -189,6 +196,19 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
                     ratio(l, c),
                     cell(us.get(&(b, "barrier".to_string())).copied()),
                 ]);
+            }
+            tables.push(t);
+        }
+        if n >= 2 {
+            let mut t = Table::new(
+                &format!("send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / OpenMPI"),
+                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp"],
+            );
+            for b in collective::bench::fig5_sizes() {
+                let k = (b, "sendrecv".to_string());
+                let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e3));
+                let (l, s, c) = (gbps(us.get(&k).copied()), gbps(shm.get(&k).copied()), gbps(tcp.get(&k).copied()));
+                t.row(vec![b.to_string(), cell2(l), cell2(s), cell2(c), ratio(l, s), ratio(l, c)]);
             }
             tables.push(t);
         }

@@ -62,3 +62,43 @@ pub fn latency<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
 pub fn fig6_sizes() -> Vec<usize> {
     vec![64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 8 << 20]
 }
+
+/// The sizes of the paper's Fig. 5b: 1 KiB to 64 MiB.
+pub fn fig5_sizes() -> Vec<usize> {
+    vec![1 << 10, 8 << 10, 64 << 10, 512 << 10, 4 << 20, 32 << 20, 64 << 20]
+}
+
+/// Point-to-point goodput from rank 0 to rank 1 (other ranks only take part in the
+/// barriers): rank 0 times sending `bytes` until rank 1's one-element acknowledgement is
+/// back. Returns rank 0's rows as op "sendrecv" with the median in microseconds.
+pub fn goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<LatencyRow>, CollectiveError> {
+    let mut rows = Vec::new();
+    if c.size() < 2 {
+        return Ok(rows);
+    }
+    for &bytes in sizes {
+        let data = vec![7i32; bytes / 4];
+        let reps = (64_000_000 / bytes.max(1)).clamp(3, 50);
+        let mut t = Vec::new();
+        for _ in 0..reps {
+            c.barrier()?;
+            let start = std::time::Instant::now();
+            match c.rank() {
+                0 => {
+                    let s = c.endpoint().isend(1, 7, &data)?;
+                    c.wait(s)?;
+                    c.recv::<i32>(1, 8, 1)?;
+                }
+                1 => {
+                    c.recv::<i32>(0, 7, data.len())?;
+                    c.send(0, 8, &[1i32])?;
+                }
+                _ => {}
+            }
+            t.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        t.sort_by(f64::total_cmp);
+        rows.push(LatencyRow { bytes, op: "sendrecv", median_us: t[t.len() / 2] });
+    }
+    Ok(rows)
+}

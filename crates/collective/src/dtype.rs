@@ -57,7 +57,7 @@ mod sealed {
 }
 
 /// A Rust type that travels as one of the [`DType`]s.
-pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+pub trait Element: Copy + Send + Sync + 'static + bytemuck::Pod + sealed::Sealed {
     /// The wire type.
     const DTYPE: DType;
     /// Writes the element little-endian into `out` (exactly `DTYPE.size()` bytes).
@@ -200,8 +200,11 @@ macro_rules! half_element {
 half_element!(f16, DType::F16);
 half_element!(bf16, DType::BF16);
 
-/// Elements as little-endian bytes.
+/// Elements as little-endian bytes (one copy on little-endian machines).
 pub fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        return bytemuck::cast_slice::<T, u8>(data).to_vec();
+    }
     let s = T::DTYPE.size();
     let mut v = vec![0u8; data.len() * s];
     for (c, &x) in v.chunks_exact_mut(s).zip(data) {
@@ -210,13 +213,30 @@ pub fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
     v
 }
 
-/// Little-endian bytes as elements (a trailing partial element is ignored).
+/// Little-endian bytes as elements (a trailing partial element is ignored; one copy on
+/// little-endian machines).
 pub fn from_bytes<T: Element>(b: &[u8]) -> Vec<T> {
-    b.chunks_exact(T::DTYPE.size()).map(T::read_le).collect()
+    let whole = &b[..b.len() - b.len() % T::DTYPE.size()];
+    if cfg!(target_endian = "little") {
+        let mut v = vec![T::zeroed(); whole.len() / T::DTYPE.size()];
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(whole);
+        return v;
+    }
+    whole.chunks_exact(T::DTYPE.size()).map(T::read_le).collect()
 }
 
 #[inline(always)]
 fn apply<T: Element>(acc: &mut [u8], inc: &[u8], f: impl Fn(T, T) -> T) {
+    // Aligned buffers on a little-endian machine: operate on the elements in place (a loop
+    // the compiler vectorises); otherwise element by element through the byte encoding.
+    if cfg!(target_endian = "little") {
+        if let (Ok(a), Ok(b)) = (bytemuck::try_cast_slice_mut::<u8, T>(acc), bytemuck::try_cast_slice::<u8, T>(inc)) {
+            for (x, &y) in a.iter_mut().zip(b) {
+                *x = f(*x, y);
+            }
+            return;
+        }
+    }
     let s = T::DTYPE.size();
     for (a, b) in acc.chunks_exact_mut(s).zip(inc.chunks_exact(s)) {
         f(T::read_le(a), T::read_le(b)).write_le(a);
@@ -278,6 +298,26 @@ mod tests {
         assert_eq!(f16::combine(ReduceOp::Sum, a, f16::from_f32(1.0)), a);
         let b = bf16::from_f32(3.0);
         assert_eq!(bf16::combine(ReduceOp::Prod, b, b).to_f32(), 9.0);
+    }
+
+    #[test]
+    fn unaligned_buffers_reduce_like_aligned_ones() {
+        let x: Vec<f64> = (0..9).map(|i| i as f64 * 0.5).collect();
+        let y: Vec<f64> = (0..9).map(|i| 1.0 - i as f64).collect();
+        let mut aligned = to_bytes(&x);
+        reduce_bytes(DType::F64, ReduceOp::Sum, &mut aligned, &to_bytes(&y));
+        // The same bytes at an offset that is not 8-aligned cannot be viewed as f64: the
+        // byte path is taken.
+        let mut buf = [0u8; 80];
+        let mut inc = [0u8; 80];
+        let off = |p: *const u8| (1..8).find(|&o| !(p as usize + o).is_multiple_of(8)).unwrap_or(1);
+        let (ob, oi) = (off(buf.as_ptr()), off(inc.as_ptr()));
+        buf[ob..ob + 72].copy_from_slice(&to_bytes(&x));
+        inc[oi..oi + 72].copy_from_slice(&to_bytes(&y));
+        reduce_bytes(DType::F64, ReduceOp::Sum, &mut buf[ob..ob + 72], &inc[oi..oi + 72]);
+        assert_eq!(&buf[ob..ob + 72], &aligned[..]);
+        assert_eq!(from_bytes::<f64>(&buf[ob..ob + 72]), (0..9).map(|i| 1.0 - i as f64 * 0.5).collect::<Vec<_>>());
+        assert_eq!(from_bytes::<i32>(&[1, 0, 0, 0, 9]), vec![1]);
     }
 
     #[test]

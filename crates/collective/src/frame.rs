@@ -165,7 +165,8 @@ pub struct Parser {
 
 impl Parser {
     /// Reads everything the connection has and appends complete messages to `out`.
-    /// Payload buffers grow as bytes arrive, so an announced length costs no memory up front.
+    /// Payload buffers grow as bytes arrive, so an announced length reserves at most 16 MiB
+    /// up front.
     pub fn pump<L: Link>(
         &mut self,
         stack: &mut Stack<L>,
@@ -200,7 +201,7 @@ impl Parser {
             if self.have == HEADER_LEN {
                 self.have = 0;
                 let (kind, tag, step, len) = decode_header(&self.hdr, max)?;
-                let msg = Msg { kind, tag, step, payload: Vec::with_capacity(len.min(1 << 20)) };
+                let msg = Msg { kind, tag, step, payload: Vec::with_capacity(len.min(16 << 20)) };
                 self.cur = Some((msg, len));
             }
         }

@@ -42,6 +42,34 @@ int main(int argc, char **argv) {
         free(out);
         free(t);
     }
+    /* Fig. 5b: rank 0 sends, rank 1 acknowledges with one int. */
+    const size_t gsizes[7] = {1 << 10, 8 << 10, 64 << 10, 512 << 10, 4 << 20, 32 << 20, 64 << 20};
+    for (int s = 0; s < 7 && size >= 2; s++) {
+        size_t bytes = gsizes[s];
+        int count = (int)(bytes / 4), ack = 1;
+        int *buf = malloc(bytes);
+        for (int i = 0; i < count; i++) buf[i] = 7;
+        int reps = (int)(64000000 / bytes);
+        if (reps < 3) reps = 3;
+        if (reps > 50) reps = 50;
+        double *t = malloc(sizeof(double) * reps);
+        for (int i = 0; i < reps; i++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (rank == 0) {
+                MPI_Send(buf, count, MPI_INT, 1, 7, MPI_COMM_WORLD);
+                MPI_Recv(&ack, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(buf, count, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&ack, 1, MPI_INT, 0, 8, MPI_COMM_WORLD);
+            }
+            t[i] = (MPI_Wtime() - t0) * 1e6;
+        }
+        qsort(t, reps, sizeof(double), cmp);
+        if (rank == 0) printf("ROW %zu sendrecv %.2f\n", bytes, t[reps / 2]);
+        free(buf);
+        free(t);
+    }
     MPI_Finalize();
     return 0;
 }

@@ -12,7 +12,8 @@
 //! killed process) in the middle of an all-reduce, and the others report who is missing.
 //! With `--bench`, rank 0 prints `ROW bytes op median_us` lines of [`collective::bench`]
 //! (all-reduce per algorithm and broadcast from 64 B to 8 MiB, each followed by a barrier,
-//! beside the barrier alone; busy-polling; a figure, not a check).
+//! beside the barrier alone; busy-polling; a figure, not a check), then the send/recv goodput
+//! rows of Fig. 5b (`LINERATE_BENCH_GOODPUT_ONLY=1` skips the latency part).
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
 use link::Link;
@@ -130,7 +131,12 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
 
 /// Prints this rank's latency table (rank 0 only): `ROW bytes op median_us` lines.
 fn bench(c: &mut Communicator<ShmFabric>) -> Result<(), Failure> {
-    let rows = collective::bench::latency(c, &collective::bench::fig6_sizes())?;
+    let mut rows = if std::env::var_os("LINERATE_BENCH_GOODPUT_ONLY").is_some() {
+        Vec::new()
+    } else {
+        collective::bench::latency(c, &collective::bench::fig6_sizes())?
+    };
+    rows.extend(collective::bench::goodput(c, &collective::bench::fig5_sizes())?);
     if c.rank() == 0 {
         println!("# median us of each operation followed by a barrier, i32 sum, {} ranks, busy-polling", c.size());
         for r in rows {
