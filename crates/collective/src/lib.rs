@@ -32,5 +32,5 @@ pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request
 pub use error::CollectiveError;
 pub use fabric::{fabric_addrs, fabric_host_config, fabric_link_config, ShmFabric};
 pub use half::{bf16, f16};
-pub use stream::RecvStream;
 pub use launch::{from_env, parse_launch, Launch, Launcher};
+pub use stream::RecvStream;
