@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 CARGO ?= cargo
-APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat curl tcpdump tshark iperf3 libpcap-dev libhyperscan-dev nftables iptables
+APT_PACKAGES := iproute2 iputils-ping arping netcat-openbsd socat curl tcpdump tshark iperf3 libpcap-dev libhyperscan-dev nftables iptables openmpi-bin libopenmpi-dev
 
 .PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-tools fuzz-build fuzz clean
 
@@ -59,6 +59,7 @@ bench: build-release
 	./target/release/linerate bench link
 	./target/release/linerate bench udp
 	./target/release/linerate bench tcp
+	./target/release/linerate bench collective
 
 # Fuzz targets (see fuzz/README.md): the nightly toolchain and cargo-fuzz (installed if missing).
 FUZZ_SECS ?= 60

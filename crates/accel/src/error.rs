@@ -13,6 +13,9 @@ pub enum AccelError {
         /// What is wrong, in one sentence.
         problem: String,
     },
+    /// Arrays whose lengths do not fit the declared shape (a kernel's input contract).
+    #[error("shape mismatch: {0}")]
+    Shape(String),
     /// Reading an input file failed.
     #[error("{path}: {source}")]
     Io {

@@ -1,10 +1,12 @@
 //! `linerate`: the command-line front end of the linerate platform.
 
+mod bench_collective;
 mod bench_common;
 mod bench_link;
 mod bench_middlebox;
 mod bench_tcp;
 mod bench_udp;
+mod cmd_collective;
 mod cmd_demo;
 mod cmd_firewall;
 mod cmd_ids;
@@ -55,6 +57,11 @@ enum Command {
     /// Reliable connectionless RDMA writes (seed 001): benchmark.
     #[command(subcommand)]
     Rdma(cmd_rdma::RdmaCommand),
+    /// MPI-like collectives: launch N local ranks of a program on a shared-memory fabric.
+    #[command(subcommand)]
+    Collective(cmd_collective::CollectiveCommand),
+    /// Distributed K-Means (seed 003) on Covertype-shaped data over 1..N ranks.
+    Kmeans(cmd_collective::KmeansArgs),
     /// Benchmarks, reported as ratios against peers measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -73,6 +80,8 @@ enum BenchCommand {
     Tcp(bench_tcp::TcpArgs),
     /// Middlebox forwarding (1 and 2 units) beside memcpy, firewall and IDS rates, swap time.
     Middlebox(bench_middlebox::MiddleboxBenchArgs),
+    /// All-reduce and broadcast latency 64 B..8 MiB on the shm fabric, beside OpenMPI (shm, TCP).
+    Collective(bench_collective::CollectiveBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -83,6 +92,8 @@ enum PeerCommand {
     Udp(bench_udp::PeerArgs),
     /// A linerate host on a shared-memory link serving a TCP echo and a reporting TCP sink.
     Tcp(bench_tcp::PeerArgs),
+    /// One linerate rank of `bench collective` (environment from the launcher).
+    Collective(bench_collective::CollectivePeerArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,13 +109,17 @@ fn main() -> ExitCode {
         Command::Middlebox(c) => cmd_middlebox::run_command(c),
         Command::Spn(c) => cmd_spn::run(c),
         Command::Rdma(c) => cmd_rdma::run(c),
+        Command::Collective(c) => cmd_collective::run(c),
+        Command::Kmeans(a) => cmd_collective::run_kmeans(a),
         Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
         Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
         Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),
         Command::Bench(BenchCommand::Middlebox(a)) => bench_middlebox::run(a),
+        Command::Bench(BenchCommand::Collective(a)) => bench_collective::run(a),
         Command::BenchPeer(PeerCommand::LinkSink(a)) => bench_link::run_sink(a),
         Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
         Command::BenchPeer(PeerCommand::Tcp(a)) => bench_tcp::run_peer(a),
+        Command::BenchPeer(PeerCommand::Collective(a)) => bench_collective::run_peer(a),
     };
     match result {
         Ok(code) => code,

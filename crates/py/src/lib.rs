@@ -1,6 +1,7 @@
 //! Python bindings of linerate: testbeds of hosts, UDP and raw sockets, ping, counters, and
 //! frame injection/collection for test benches (the scapy bridge lives in Python).
 
+mod collective;
 mod middlebox;
 mod rdma;
 mod rx_bypass;
@@ -569,6 +570,9 @@ fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let mb = PyModule::new(m.py(), "middlebox")?;
     middlebox::register(&mb)?;
     m.add_submodule(&mb)?;
+    let coll = PyModule::new(m.py(), "collective")?;
+    collective::register(&coll)?;
+    m.add_submodule(&coll)?;
     let sub = PyModule::new(m.py(), "spn")?;
     spn::register(&sub)?;
     m.add_submodule(&sub)?;

@@ -1,0 +1,170 @@
+//! Loading a numeric matrix (samples x features) as `f32` from a `.npy` file (numpy's
+//! format: 2-D, C order, little-endian float32/float64/int32/int64) or a CSV file (one sample
+//! per line, comma-separated; a first line that is not numeric is taken as a header).
+
+use crate::AccelError;
+use std::path::Path;
+
+/// A row-major matrix of `f32`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// `rows * cols` values, row after row.
+    pub data: Vec<f32>,
+    /// Number of rows (samples).
+    pub rows: usize,
+    /// Number of columns (features).
+    pub cols: usize,
+}
+
+/// Loads `path` by its extension: `.npy`, otherwise CSV.
+pub fn load(path: &Path) -> Result<Matrix, AccelError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| AccelError::Io { path: name.clone(), source })?;
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("npy")) {
+        parse_npy(&name, &bytes)
+    } else {
+        parse_csv(&name, &String::from_utf8_lossy(&bytes))
+    }
+}
+
+/// Parses the bytes of a `.npy` file.
+pub fn parse_npy(name: &str, b: &[u8]) -> Result<Matrix, AccelError> {
+    let bad = |m: &str| AccelError::parse(name, 1, m);
+    if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
+        return Err(bad("not a .npy file (no \\x93NUMPY magic)"));
+    }
+    let (hlen, start) = match b[6] {
+        1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10),
+        2 | 3 if b.len() >= 12 => (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12),
+        v => return Err(bad(&format!("unsupported .npy version {v}"))),
+    };
+    let header = b.get(start..start + hlen).ok_or_else(|| bad("truncated header"))?;
+    let header = String::from_utf8_lossy(header);
+    let field = |key: &str| -> Option<String> {
+        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
+        let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
+        Some(rest.to_string())
+    };
+    let descr = field("descr").ok_or_else(|| bad("no 'descr' in the header"))?;
+    let descr = descr.trim_start_matches(['\'', '"']).split(['\'', '"']).next().unwrap_or("").to_string();
+    if field("fortran_order").is_some_and(|f| f.starts_with("True")) {
+        return Err(bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)"));
+    }
+    let shape = field("shape").ok_or_else(|| bad("no 'shape' in the header"))?;
+    let inner = shape.trim_start_matches('(').split(')').next().unwrap_or("");
+    let dims: Vec<usize> = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().map_err(|_| bad("bad shape")))
+        .collect::<Result<_, _>>()?;
+    let (rows, cols) = match dims[..] {
+        [r, c] => (r, c),
+        [r] => (r, 1),
+        _ => return Err(bad(&format!("expected a 2-D array, the shape is {dims:?}"))),
+    };
+    let body = &b[start + hlen..];
+    let n = rows.checked_mul(cols).ok_or_else(|| bad("shape too large"))?;
+    let size = match descr.as_str() {
+        "<f4" | "<i4" => 4,
+        "<f8" | "<i8" => 8,
+        d => return Err(bad(&format!("unsupported dtype {d:?} (little-endian float32/64 or int32/64)"))),
+    };
+    if body.len() < n.checked_mul(size).ok_or_else(|| bad("shape too large"))? {
+        return Err(bad(&format!("{} data bytes for {rows} x {cols} of {size} bytes", body.len())));
+    }
+    let data = body[..n * size]
+        .chunks_exact(size)
+        .map(|c| match descr.as_str() {
+            "<f4" => f32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+            "<i4" => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32,
+            "<f8" => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32,
+            _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32,
+        })
+        .collect();
+    Ok(Matrix { data, rows, cols })
+}
+
+/// Parses CSV text.
+pub fn parse_csv(name: &str, text: &str) -> Result<Matrix, AccelError> {
+    let mut data = Vec::new();
+    let (mut rows, mut cols) = (0usize, None);
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let vals: Result<Vec<f32>, _> = line.split(',').map(|f| f.trim().parse::<f32>()).collect();
+        let vals = match vals {
+            Ok(v) => v,
+            Err(_) if rows == 0 && cols.is_none() => {
+                cols = Some(line.split(',').count());
+                continue; // a header
+            }
+            Err(_) => return Err(AccelError::parse(name, i + 1, "a field is not a number")),
+        };
+        match cols {
+            Some(c) if c != vals.len() => {
+                return Err(AccelError::parse(name, i + 1, format!("{} fields where {c} were expected", vals.len())))
+            }
+            _ => cols = Some(vals.len()),
+        }
+        data.extend(vals);
+        rows += 1;
+    }
+    if rows == 0 {
+        return Err(AccelError::parse(name, 1, "no data rows"));
+    }
+    Ok(Matrix { data, rows, cols: cols.unwrap_or(0) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn npy(descr: &str, shape: &str, body: &[u8]) -> Vec<u8> {
+        let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + h.len() + 1) % 64 != 0 {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut v = b"\x93NUMPY\x01\x00".to_vec();
+        v.extend_from_slice(&(h.len() as u16).to_le_bytes());
+        v.extend_from_slice(h.as_bytes());
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn npy_float32_float64_and_int() {
+        let body: Vec<u8> = [1.5f32, 2.0, -3.0, 4.0, 5.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let m = parse_npy("a.npy", &npy("<f4", "(2, 3)", &body)).unwrap();
+        assert_eq!((m.rows, m.cols, m.data), (2, 3, vec![1.5, 2.0, -3.0, 4.0, 5.0, 6.0]));
+        let body: Vec<u8> = [1.0f64, 2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(parse_npy("b.npy", &npy("<f8", "(2,)", &body)).unwrap().data, vec![1.0, 2.5]);
+        let body: Vec<u8> = [7i64, -2].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(parse_npy("c.npy", &npy("<i8", "(1, 2)", &body)).unwrap().data, vec![7.0, -2.0]);
+    }
+
+    #[test]
+    fn npy_errors_are_reported() {
+        assert!(parse_npy("x", b"hello").is_err());
+        assert!(parse_npy("x", &npy("<f4", "(2, 3)", &[0; 8])).is_err(), "truncated data");
+        assert!(parse_npy("x", &npy(">f4", "(1, 1)", &[0; 4])).is_err(), "big-endian");
+        assert!(parse_npy("x", &npy("<f4", "(1, 1, 1)", &[0; 4])).is_err(), "3-D");
+        let mut bad = npy("<f4", "(1, 1)", &[0; 4]);
+        bad[8] = 0xff; // header length beyond the file
+        assert!(parse_npy("x", &bad).is_err());
+    }
+
+    #[test]
+    fn csv_with_and_without_header() {
+        let m = parse_csv("a.csv", "x,y\n1,2\n3, 4.5\n\n").unwrap();
+        assert_eq!((m.rows, m.cols, m.data), (2, 2, vec![1.0, 2.0, 3.0, 4.5]));
+        assert_eq!(parse_csv("b.csv", "1\n2\n").unwrap().rows, 2);
+        let e = parse_csv("c.csv", "1,2\n3\n").unwrap_err().to_string();
+        assert!(e.contains("c.csv:2"), "{e}");
+        assert!(parse_csv("d.csv", "1,2\nx,y\n").is_err());
+        assert!(parse_csv("e.csv", "a,b\n").is_err());
+    }
+}

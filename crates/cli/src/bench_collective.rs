@@ -1,0 +1,234 @@
+//! `linerate bench collective`: all-reduce and broadcast latency, 64 B to 8 MiB (the paper's
+//! Fig. 6), for linerate's collectives on the shared-memory fabric beside OpenMPI measured in
+//! the same run on the same rank count, over its shared-memory transport (vader) and its TCP
+//! transport over loopback. The OpenMPI peer is our own program (`ompi_peer.c`), built with
+//! `mpicc` and run under `mpirun`; both sides time "operation, then a barrier" after a
+//! barrier and report the median. Ratios are linerate / OpenMPI (below 1: linerate faster).
+//! Also the paper's Fig. 5b: send/recv goodput from rank 0 to rank 1, 1 KiB to 64 MiB, timed
+//! until a 4-byte reply is back (ratio above 1: linerate faster).
+
+use crate::output::Table;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+const PEER_C: &str = include_str!("bench_collective/ompi_peer.c");
+
+/// Options of `linerate bench collective`.
+#[derive(clap::Args)]
+pub struct CollectiveBenchArgs {
+    /// Rank counts to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4])]
+    ranks: Vec<usize>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of the hidden peer: one linerate rank of the benchmark (environment from the
+/// launcher, fabric from LINERATE_FABRIC).
+#[derive(clap::Args)]
+pub struct CollectivePeerArgs {}
+
+type Figures = HashMap<(usize, String), f64>;
+
+fn parse_rows(text: &str) -> Figures {
+    let mut m = HashMap::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let ["ROW", bytes, op, us] = f[..] {
+            if let (Ok(b), Ok(u)) = (bytes.parse::<usize>(), us.parse::<f64>()) {
+                m.insert((b, op.to_string()), u);
+            }
+        }
+    }
+    m
+}
+
+/// Runs one linerate rank of the benchmark (hidden `bench-peer collective`).
+pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
+    let l = collective::from_env().map_err(|e| e.to_string())?;
+    let name = l.fabric.clone().ok_or("LINERATE_FABRIC is not set")?;
+    let fab = collective::ShmFabric::join(
+        &name,
+        l.rank,
+        l.size,
+        collective::fabric_link_config(),
+        std::time::Duration::from_secs(30),
+    )
+    .map_err(|e| e.to_string())?;
+    let stack = net::Stack::new(collective::fabric_host_config(l.rank, l.size).map_err(|e| e.to_string())?, fab)
+        .map_err(|e| e.to_string())?;
+    let ep = collective::Endpoint::new(l.rank, collective::fabric_addrs(l.size), collective::Config::default())
+        .map_err(|e| e.to_string())?;
+    let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
+    c.connect().map_err(|e| e.to_string())?;
+    let mut rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
+    rows.extend(collective::bench::goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
+    c.finalize().map_err(|e| e.to_string())?;
+    if l.rank == 0 {
+        for r in rows {
+            println!("ROW {} {} {:.2}", r.bytes, r.op, r.median_us);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ours(n: usize) -> Result<Figures, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let fabric = format!("lr-bench-coll-{}-{n}", std::process::id());
+    let children: Vec<_> = (0..n)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["bench-peer", "collective"])
+                .env("LINERATE_RANK", r.to_string())
+                .env("LINERATE_WORLD_SIZE", n.to_string())
+                .env("LINERATE_FABRIC", &fabric)
+                .stdout(Stdio::piped())
+                .spawn()
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let mut text = String::new();
+    for (r, c) in children.into_iter().enumerate() {
+        let o = c.wait_with_output().map_err(|e| e.to_string())?;
+        if !o.status.success() {
+            return Err(format!("linerate rank {r} failed: {}", o.status));
+        }
+        text.push_str(&String::from_utf8_lossy(&o.stdout));
+    }
+    Ok(parse_rows(&text))
+}
+
+/// Builds the OpenMPI peer in `dir`, or says why it cannot.
+fn build_peer(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let src = dir.join("ompi_peer.c");
+    let bin = dir.join("ompi_peer");
+    std::fs::write(&src, PEER_C).map_err(|e| e.to_string())?;
+    let out = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("mpicc is not available ({e}); install openmpi-bin and libopenmpi-dev"))?;
+    if !out.status.success() {
+        return Err(format!("mpicc failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(bin)
+}
+
+fn openmpi(bin: &Path, n: usize, btl: &str) -> Result<Figures, String> {
+    let out = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &n.to_string(),
+            "--mca",
+            "pml",
+            "ob1",
+            "--mca",
+            "btl",
+            btl,
+        ])
+        .arg(bin)
+        .output()
+        .map_err(|e| format!("mpirun is not available ({e})"))?;
+    if !out.status.success() {
+        return Err(format!("mpirun ({btl}) failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(parse_rows(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.1}"))
+}
+
+fn cell2(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// Runs `linerate bench collective`.
+pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
+    if a.ranks.iter().any(|&n| n == 0 || n > 64) {
+        return Err("--ranks must be between 1 and 64".into());
+    }
+    let dir = std::env::temp_dir().join(format!("lr-bench-coll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let peer = build_peer(&dir);
+    let mut tables = Vec::new();
+    for &n in &a.ranks {
+        let us = ours(n)?;
+        let (shm, tcp, why) = match &peer {
+            Ok(bin) => {
+                let shm = openmpi(bin, n, "self,vader");
+                let tcp = openmpi(bin, n, "self,tcp");
+                let why = [&shm, &tcp].iter().filter_map(|r| r.as_ref().err().cloned()).collect::<Vec<_>>().join("; ");
+                (shm.unwrap_or_default(), tcp.unwrap_or_default(), why)
+            }
+            Err(e) => (Figures::new(), Figures::new(), e.clone()),
+        };
+        for op in ["allreduce", "bcast"] {
+            let title = format!(
+                "{op} on {n} ranks, median us (operation + barrier); ratio = linerate / OpenMPI{}",
+                if why.is_empty() { String::new() } else { format!(" [OpenMPI: {why}]") }
+            );
+            let mut t = Table::new(
+                &title,
+                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp", "barrier (lr)"],
+            );
+            for b in collective::bench::fig6_sizes() {
+                let k = (b, op.to_string());
+                let (l, s, c) = (us.get(&k).copied(), shm.get(&k).copied(), tcp.get(&k).copied());
+                t.row(vec![
+                    b.to_string(),
+                    cell(l),
+                    cell(s),
+                    cell(c),
+                    ratio(l, s),
+                    ratio(l, c),
+                    cell(us.get(&(b, "barrier".to_string())).copied()),
+                ]);
+            }
+            tables.push(t);
+        }
+        if n >= 2 {
+            let mut t = Table::new(
+                &format!("send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / OpenMPI"),
+                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp"],
+            );
+            for b in collective::bench::fig5_sizes() {
+                let k = (b, "sendrecv".to_string());
+                let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e3));
+                let (l, s, c) = (gbps(us.get(&k).copied()), gbps(shm.get(&k).copied()), gbps(tcp.get(&k).copied()));
+                t.row(vec![b.to_string(), cell2(l), cell2(s), cell2(c), ratio(l, s), ratio(l, c)]);
+            }
+            tables.push(t);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::bench_common::print_tables(&tables, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_parse_and_ratios_divide() {
+        let f = parse_rows("# comment\nROW 64 allreduce 6.50\nROW 64 bcast x\nnoise\nROW 512 bcast 2.00\n");
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.get(&(64, "allreduce".to_string())), Some(&6.5));
+        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50");
+        assert_eq!(ratio(Some(3.0), None), "-");
+        assert_eq!(cell(None), "-");
+    }
+}

@@ -1,0 +1,85 @@
+//! `linerate collective launch` and `linerate kmeans` end to end.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+
+#[test]
+fn launch_gives_every_rank_its_environment() {
+    let out = Command::new(BIN)
+        .args(["collective", "launch", "-n", "3", "--fabric", "cli-launch-test", "--"])
+        .args(["sh", "-c", "echo rank=$LINERATE_RANK size=$LINERATE_WORLD_SIZE fabric=$LINERATE_FABRIC"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for r in 0..3 {
+        assert!(text.contains(&format!("rank={r} size=3 fabric=cli-launch-test")), "{text}");
+    }
+}
+
+#[test]
+fn launch_reports_failed_ranks() {
+    let out = Command::new(BIN)
+        .args(["collective", "launch", "-n", "2", "--", "sh", "-c", "exit $LINERATE_RANK"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 2 ranks failed") && err.contains("rank 1"), "{err}");
+}
+
+fn kmeans(ranks: usize) -> String {
+    let out = Command::new(BIN)
+        .args(["kmeans", "--ranks", &ranks.to_string(), "--samples", "20000", "--iters", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("per iteration") && text.contains("communication"), "{text}");
+    text.lines().find(|l| l.starts_with("centres checksum")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn kmeans_gives_the_same_centres_on_1_2_and_4_ranks() {
+    let one = kmeans(1);
+    assert!(!one.is_empty());
+    assert_eq!(kmeans(2), one);
+    assert_eq!(kmeans(4), one);
+}
+
+#[test]
+fn kmeans_reads_csv_data_and_centres() {
+    let dir = std::env::temp_dir().join(format!("lr-cli-km-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("x.csv");
+    let init = dir.join("c.csv");
+    let mut text = String::from("a,b\n");
+    for i in 0..200 {
+        let base = if i % 2 == 0 { 0.0 } else { 100.0 };
+        text.push_str(&format!("{},{}\n", base + (i % 7) as f64, base - (i % 5) as f64));
+    }
+    std::fs::write(&data, text).unwrap();
+    std::fs::write(&init, "1,1\n90,90\n").unwrap();
+    let run = |ranks: &str| {
+        let out = Command::new(BIN)
+            .args(["kmeans", "-k", "2", "--ranks", ranks, "--iters", "5", "--data"])
+            .arg(&data)
+            .arg("--init")
+            .arg(&init)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let one = run("1");
+    assert!(one.contains("200 samples x 2 features, k = 2"), "{one}");
+    let sum = |t: &str| t.lines().find(|l| l.starts_with("centres checksum")).unwrap_or_default().to_string();
+    assert_eq!(sum(&run("2")), sum(&one));
+    std::fs::write(&init, "1,1,1\n").unwrap();
+    let out =
+        Command::new(BIN).args(["kmeans", "-k", "2", "--data"]).arg(&data).arg("--init").arg(&init).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected k = 2 rows of 2"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

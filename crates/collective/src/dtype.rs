@@ -1,0 +1,331 @@
+//! Element types and reduction operators, and the reduction kernel on little-endian bytes.
+//!
+//! Messages carry elements little-endian. Reductions combine two operands at a time:
+//! integers wrap on overflow (as numpy's fixed-width integers do); `f16` and `bf16` are
+//! computed in `f32` and rounded back after every operation (as numpy does for `float16`).
+//! Every operator is commutative bit for bit (IEEE addition and multiplication are; `max`
+//! and `min` here treat `+0` as larger than `-0` and return a canonical NaN if either operand
+//! is NaN), so two ranks combining the same pair in either operand order get identical bits.
+//! Which pairs are combined, and in which order, is fixed by each algorithm (see
+//! [`crate::schedule`]); NaN payloads are not preserved.
+
+use half::{bf16, f16};
+
+/// The element types a communicator reduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary64.
+    F64,
+    /// 32-bit two's complement (the paper's 32-bit fixed point).
+    I32,
+    /// 64-bit two's complement.
+    I64,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+        }
+    }
+}
+
+/// Reduction operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Addition.
+    Sum,
+    /// Multiplication.
+    Prod,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that travels as one of the [`DType`]s.
+pub trait Element: Copy + Send + Sync + 'static + bytemuck::Pod + sealed::Sealed {
+    /// The wire type.
+    const DTYPE: DType;
+    /// Writes the element little-endian into `out` (exactly `DTYPE.size()` bytes).
+    fn write_le(self, out: &mut [u8]);
+    /// Reads an element from `b` (exactly `DTYPE.size()` bytes).
+    fn read_le(b: &[u8]) -> Self;
+    /// `a op b`, commutative bit for bit.
+    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_element {
+    ($t:ty, $d:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn read_le(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            #[inline]
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::Sum => a.wrapping_add(b),
+                    ReduceOp::Prod => a.wrapping_mul(b),
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::Min => a.min(b),
+                }
+            }
+        }
+    };
+}
+int_element!(i32, DType::I32);
+int_element!(i64, DType::I64);
+
+/// Commutative IEEE maximum/minimum on `f32` (NaN wins, `+0 > -0`).
+#[inline]
+fn fmax32(a: f32, b: f32, max: bool) -> f32 {
+    if a.is_nan() || b.is_nan() {
+        return f32::NAN;
+    }
+    if a == b {
+        // Equal values differ at most in the sign of zero.
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
+        return if neg { -a.abs() } else { a.abs() };
+    }
+    if (a > b) == max {
+        a
+    } else {
+        b
+    }
+}
+
+/// Commutative IEEE maximum/minimum on `f64` (NaN wins, `+0 > -0`).
+#[inline]
+fn fmax64(a: f64, b: f64, max: bool) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if a == b {
+        let neg = if max {
+            a.is_sign_negative() && b.is_sign_negative()
+        } else {
+            a.is_sign_negative() || b.is_sign_negative()
+        };
+        return if neg { -a.abs() } else { a.abs() };
+    }
+    if (a > b) == max {
+        a
+    } else {
+        b
+    }
+}
+
+macro_rules! float_element {
+    ($t:ty, $d:expr, $m:ident) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn read_le(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            #[inline]
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::Sum => a + b,
+                    ReduceOp::Prod => a * b,
+                    ReduceOp::Max => $m(a, b, true),
+                    ReduceOp::Min => $m(a, b, false),
+                }
+            }
+        }
+    };
+}
+float_element!(f32, DType::F32, fmax32);
+float_element!(f64, DType::F64, fmax64);
+
+macro_rules! half_element {
+    ($t:ty, $d:expr) => {
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline]
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline]
+            fn read_le(b: &[u8]) -> Self {
+                <$t>::from_le_bytes([b[0], b[1]])
+            }
+            #[inline]
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                let (x, y) = (a.to_f32(), b.to_f32());
+                <$t>::from_f32(match op {
+                    ReduceOp::Sum => x + y,
+                    ReduceOp::Prod => x * y,
+                    ReduceOp::Max => fmax32(x, y, true),
+                    ReduceOp::Min => fmax32(x, y, false),
+                })
+            }
+        }
+    };
+}
+half_element!(f16, DType::F16);
+half_element!(bf16, DType::BF16);
+
+/// Elements as little-endian bytes (one copy on little-endian machines).
+pub fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        return bytemuck::cast_slice::<T, u8>(data).to_vec();
+    }
+    let s = T::DTYPE.size();
+    let mut v = vec![0u8; data.len() * s];
+    for (c, &x) in v.chunks_exact_mut(s).zip(data) {
+        x.write_le(c);
+    }
+    v
+}
+
+/// Little-endian bytes as elements (a trailing partial element is ignored; one copy on
+/// little-endian machines).
+pub fn from_bytes<T: Element>(b: &[u8]) -> Vec<T> {
+    let whole = &b[..b.len() - b.len() % T::DTYPE.size()];
+    if cfg!(target_endian = "little") {
+        let mut v = vec![T::zeroed(); whole.len() / T::DTYPE.size()];
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(whole);
+        return v;
+    }
+    whole.chunks_exact(T::DTYPE.size()).map(T::read_le).collect()
+}
+
+#[inline(always)]
+fn apply<T: Element>(acc: &mut [u8], inc: &[u8], f: impl Fn(T, T) -> T) {
+    // Aligned buffers on a little-endian machine: operate on the elements in place (a loop
+    // the compiler vectorises); otherwise element by element through the byte encoding.
+    if cfg!(target_endian = "little") {
+        if let (Ok(a), Ok(b)) = (bytemuck::try_cast_slice_mut::<u8, T>(acc), bytemuck::try_cast_slice::<u8, T>(inc)) {
+            for (x, &y) in a.iter_mut().zip(b) {
+                *x = f(*x, y);
+            }
+            return;
+        }
+    }
+    let s = T::DTYPE.size();
+    for (a, b) in acc.chunks_exact_mut(s).zip(inc.chunks_exact(s)) {
+        f(T::read_le(a), T::read_le(b)).write_le(a);
+    }
+}
+
+fn reduce_typed<T: Element>(op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
+    // One loop per operator, so the operator is not re-dispatched per element.
+    match op {
+        ReduceOp::Sum => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Sum, a, b)),
+        ReduceOp::Prod => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Prod, a, b)),
+        ReduceOp::Max => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Max, a, b)),
+        ReduceOp::Min => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Min, a, b)),
+    }
+}
+
+/// `acc[i] = acc[i] op inc[i]` element-wise on little-endian bytes of `dtype`. Both slices
+/// must have the same length, a multiple of the element size (callers check it).
+pub fn reduce_bytes(dtype: DType, op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
+    match dtype {
+        DType::F16 => reduce_typed::<f16>(op, acc, inc),
+        DType::BF16 => reduce_typed::<bf16>(op, acc, inc),
+        DType::F32 => reduce_typed::<f32>(op, acc, inc),
+        DType::F64 => reduce_typed::<f64>(op, acc, inc),
+        DType::I32 => reduce_typed::<i32>(op, acc, inc),
+        DType::I64 => reduce_typed::<i64>(op, acc, inc),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_wrap_like_numpy() {
+        assert_eq!(i32::combine(ReduceOp::Sum, i32::MAX, 1), i32::MIN);
+        assert_eq!(i64::combine(ReduceOp::Prod, i64::MAX, 2), -2);
+        assert_eq!(i32::combine(ReduceOp::Min, -3, 2), -3);
+    }
+
+    #[test]
+    fn float_max_min_are_commutative_in_bits() {
+        for &(a, b) in &[(0.0f32, -0.0f32), (1.0, 2.0), (f32::NAN, 1.0), (-0.0, -0.0)] {
+            for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum, ReduceOp::Prod] {
+                let x = f32::combine(op, a, b).to_bits();
+                let y = f32::combine(op, b, a).to_bits();
+                assert_eq!(x, y, "{op:?} {a} {b}");
+            }
+        }
+        assert_eq!(f64::combine(ReduceOp::Max, -0.0, 0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(f64::combine(ReduceOp::Min, -0.0, 0.0).to_bits(), (-0.0f64).to_bits());
+        assert!(f64::combine(ReduceOp::Max, 1.0, f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn halves_round_after_each_operation() {
+        // 2048 + 1 is not representable in f16: the sum rounds back to 2048 (ties to even).
+        let a = f16::from_f32(2048.0);
+        assert_eq!(f16::combine(ReduceOp::Sum, a, f16::from_f32(1.0)), a);
+        let b = bf16::from_f32(3.0);
+        assert_eq!(bf16::combine(ReduceOp::Prod, b, b).to_f32(), 9.0);
+    }
+
+    #[test]
+    fn unaligned_buffers_reduce_like_aligned_ones() {
+        let x: Vec<f64> = (0..9).map(|i| i as f64 * 0.5).collect();
+        let y: Vec<f64> = (0..9).map(|i| 1.0 - i as f64).collect();
+        let mut aligned = to_bytes(&x);
+        reduce_bytes(DType::F64, ReduceOp::Sum, &mut aligned, &to_bytes(&y));
+        // The same bytes at an offset that is not 8-aligned cannot be viewed as f64: the
+        // byte path is taken.
+        let mut buf = [0u8; 80];
+        let mut inc = [0u8; 80];
+        let off = |p: *const u8| (1..8).find(|&o| !(p as usize + o).is_multiple_of(8)).unwrap_or(1);
+        let (ob, oi) = (off(buf.as_ptr()), off(inc.as_ptr()));
+        buf[ob..ob + 72].copy_from_slice(&to_bytes(&x));
+        inc[oi..oi + 72].copy_from_slice(&to_bytes(&y));
+        reduce_bytes(DType::F64, ReduceOp::Sum, &mut buf[ob..ob + 72], &inc[oi..oi + 72]);
+        assert_eq!(&buf[ob..ob + 72], &aligned[..]);
+        assert_eq!(from_bytes::<f64>(&buf[ob..ob + 72]), (0..9).map(|i| 1.0 - i as f64 * 0.5).collect::<Vec<_>>());
+        assert_eq!(from_bytes::<i32>(&[1, 0, 0, 0, 9]), vec![1]);
+    }
+
+    #[test]
+    fn bytes_round_trip_and_reduce() {
+        let x = [1.5f64, -2.0, 3.25];
+        let mut a = to_bytes(&x);
+        assert_eq!(from_bytes::<f64>(&a), x);
+        reduce_bytes(DType::F64, ReduceOp::Sum, &mut a, &to_bytes(&[1.0f64, 1.0, 1.0]));
+        assert_eq!(from_bytes::<f64>(&a), [2.5, -1.0, 4.25]);
+    }
+}

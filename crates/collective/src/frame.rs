@@ -1,0 +1,240 @@
+//! Framing of messages on a TCP byte stream: a 24-byte header, then the payload.
+//!
+//! ```text
+//! 0      2    3    4        8        12       16               24
+//! | magic | ver| kind| tag    | step   | rsvd   | length (u64)   | payload ...
+//! ```
+//! All fields little-endian. `kind` says what `tag` means: a [`Kind::Hello`] carries the
+//! sender's rank in `tag` and the world size in `step`; [`Kind::P2p`] carries the user's tag;
+//! [`Kind::Coll`] carries the collective's sequence number and `step` its protocol step.
+//! A [`Parser`] turns the bytes of one connection into [`Msg`]s; anything malformed is a
+//! [`FrameError`], never a panic.
+
+use link::Link;
+use net::{NetError, Recv, Stack, TcpHandle};
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 24;
+const MAGIC: u16 = 0x434c; // "LC" little-endian
+const VERSION: u8 = 1;
+
+/// What a message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// First message on a connection: who the sender is.
+    Hello,
+    /// Point-to-point message with a user tag.
+    P2p,
+    /// Message of a collective operation.
+    Coll,
+    /// Rank 0's table of every rank's address (bootstrap through rank 0).
+    Table,
+}
+
+impl Kind {
+    fn code(self) -> u8 {
+        match self {
+            Kind::Hello => 0,
+            Kind::P2p => 1,
+            Kind::Coll => 2,
+            Kind::Table => 3,
+        }
+    }
+}
+
+/// One received message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    /// What it is.
+    pub kind: Kind,
+    /// User tag, collective sequence number, or the sender's rank (hello).
+    pub tag: u32,
+    /// Protocol step (hello: world size).
+    pub step: u32,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+/// Malformed input on a connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The header does not start with the magic number and version.
+    #[error("bad magic or version in a message header")]
+    BadMagic,
+    /// Unknown message kind.
+    #[error("unknown message kind {0}")]
+    BadKind(u8),
+    /// Length beyond the configured maximum.
+    #[error("message of {len} bytes exceeds the maximum of {max}")]
+    TooLong {
+        /// Announced length.
+        len: u64,
+        /// Largest accepted.
+        max: usize,
+    },
+}
+
+/// Builds one framed message: header and payload in one buffer.
+pub fn encode(kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
+    v.extend_from_slice(&MAGIC.to_le_bytes());
+    v.push(VERSION);
+    v.push(kind.code());
+    v.extend_from_slice(&tag.to_le_bytes());
+    v.extend_from_slice(&step.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
+pub fn encode_addrs(addrs: &[SocketAddrV4]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(addrs.len() * 6);
+    for a in addrs {
+        v.extend_from_slice(&a.ip().octets());
+        v.extend_from_slice(&a.port().to_le_bytes());
+    }
+    v
+}
+
+/// Parses what [`encode_addrs`] produced; `None` if the length is not a multiple of 6.
+pub fn decode_addrs(b: &[u8]) -> Option<Vec<SocketAddrV4>> {
+    if !b.len().is_multiple_of(6) {
+        return None;
+    }
+    Some(
+        b.chunks_exact(6)
+            .map(|c| SocketAddrV4::new(Ipv4Addr::new(c[0], c[1], c[2], c[3]), u16::from_le_bytes([c[4], c[5]])))
+            .collect(),
+    )
+}
+
+/// Parses a header: (kind, tag, step, length).
+pub fn decode_header(h: &[u8; HEADER_LEN], max: usize) -> Result<(Kind, u32, u32, usize), FrameError> {
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    if u16::from_le_bytes([h[0], h[1]]) != MAGIC || h[2] != VERSION {
+        return Err(FrameError::BadMagic);
+    }
+    let kind = match h[3] {
+        0 => Kind::Hello,
+        1 => Kind::P2p,
+        2 => Kind::Coll,
+        3 => Kind::Table,
+        k => return Err(FrameError::BadKind(k)),
+    };
+    let mut l = [0u8; 8];
+    l.copy_from_slice(&h[16..24]);
+    let len = u64::from_le_bytes(l);
+    if len > max as u64 {
+        return Err(FrameError::TooLong { len, max });
+    }
+    Ok((kind, word(4), word(8), len as usize))
+}
+
+/// Why a connection stopped yielding messages.
+#[derive(Debug)]
+pub enum PumpEnd {
+    /// No more bytes for now.
+    WouldBlock,
+    /// The peer closed its direction (after everything was read).
+    Eof,
+}
+
+/// Failure while reading a connection.
+#[derive(Debug, thiserror::Error)]
+pub enum PumpError {
+    /// The bytes broke the framing.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// The connection failed.
+    #[error(transparent)]
+    Net(#[from] NetError),
+}
+
+/// Reassembles messages from one connection's byte stream.
+#[derive(Debug, Default)]
+pub struct Parser {
+    hdr: [u8; HEADER_LEN],
+    have: usize,
+    /// The message being received and the payload length still missing.
+    cur: Option<(Msg, usize)>,
+}
+
+impl Parser {
+    /// Reads everything the connection has and appends complete messages to `out`.
+    /// Payload buffers grow as bytes arrive, so an announced length reserves at most 16 MiB
+    /// up front.
+    pub fn pump<L: Link>(
+        &mut self,
+        stack: &mut Stack<L>,
+        h: TcpHandle,
+        max: usize,
+        out: &mut VecDeque<Msg>,
+    ) -> Result<PumpEnd, PumpError> {
+        loop {
+            if let Some((msg, missing)) = &mut self.cur {
+                let avail = stack.tcp_recv_borrow(h)?;
+                if *missing > 0 && avail.is_empty() {
+                    return self.idle(stack, h);
+                }
+                let take = avail.len().min(*missing);
+                msg.payload.extend_from_slice(&avail[..take]);
+                *missing -= take;
+                if take > 0 {
+                    stack.tcp_recv_consume(h, take)?;
+                }
+                if *missing == 0 {
+                    if let Some((m, _)) = self.cur.take() {
+                        out.push_back(m);
+                    }
+                }
+                continue;
+            }
+            match stack.tcp_recv(h, &mut self.hdr[self.have..])? {
+                Recv::Data(n) => self.have += n,
+                Recv::WouldBlock => return Ok(PumpEnd::WouldBlock),
+                Recv::Eof => return Ok(PumpEnd::Eof),
+            }
+            if self.have == HEADER_LEN {
+                self.have = 0;
+                let (kind, tag, step, len) = decode_header(&self.hdr, max)?;
+                let msg = Msg { kind, tag, step, payload: Vec::with_capacity(len.min(16 << 20)) };
+                self.cur = Some((msg, len));
+            }
+        }
+    }
+
+    fn idle<L: Link>(&self, stack: &mut Stack<L>, h: TcpHandle) -> Result<PumpEnd, PumpError> {
+        match stack.tcp_recv(h, &mut [])? {
+            Recv::Eof => Ok(PumpEnd::Eof),
+            _ => Ok(PumpEnd::WouldBlock),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_rejections() {
+        let m = encode(Kind::Coll, 7, 3, b"abc");
+        let mut h = [0u8; HEADER_LEN];
+        h.copy_from_slice(&m[..HEADER_LEN]);
+        assert_eq!(decode_header(&h, 100).unwrap(), (Kind::Coll, 7, 3, 3));
+        assert_eq!(&m[HEADER_LEN..], b"abc");
+        assert_eq!(decode_header(&h, 2), Err(FrameError::TooLong { len: 3, max: 2 }));
+        let mut bad = h;
+        bad[0] ^= 1;
+        assert_eq!(decode_header(&bad, 100), Err(FrameError::BadMagic));
+        let mut bad = h;
+        bad[3] = 9;
+        assert_eq!(decode_header(&bad, 100), Err(FrameError::BadKind(9)));
+        let a: Vec<SocketAddrV4> = vec!["10.0.0.1:7470".parse().unwrap(), "192.168.3.4:1".parse().unwrap()];
+        assert_eq!(decode_addrs(&encode_addrs(&a)), Some(a));
+        assert_eq!(decode_addrs(&[1, 2, 3]), None);
+    }
+}

@@ -1,0 +1,234 @@
+//! Where a rank learns who it is: the environment its launcher set.
+//!
+//! A rank takes its rank and world size from the first of these that is present:
+//!
+//! | source | rank | size | local rank |
+//! | --- | --- | --- | --- |
+//! | explicit | `LINERATE_RANK` | `LINERATE_WORLD_SIZE` | `LINERATE_LOCAL_RANK` |
+//! | OpenMPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` |
+//! | PMI (MPICH/Hydra, Slurm with PMI) | `PMI_RANK` | `PMI_SIZE` | `MPI_LOCALRANKID` |
+//! | Slurm `srun` | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_LOCALID` |
+//!
+//! The rendezvous (rank 0's address) comes from `LINERATE_ROOT_ADDR` (`a.b.c.d:port`, or
+//! `a.b.c.d` with the default port), or from `MASTER_ADDR` / `MASTER_PORT` in the style of
+//! torch.distributed; it is optional (deterministic addressing needs none). The name of the
+//! shared-memory fabric of the job on one machine comes from `LINERATE_FABRIC` (set by
+//! `linerate collective launch`). Parsing is a
+//! pure function of a variable lookup, [`parse_launch`], so it is tested without touching
+//! the process environment; [`from_env`] applies it to the real one.
+
+use crate::CollectiveError;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// Port of the rendezvous when only an address is given.
+pub const DEFAULT_ROOT_PORT: u16 = 7470;
+
+/// Which launcher described the rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// `LINERATE_*` variables.
+    Explicit,
+    /// OpenMPI's `mpirun` / `mpiexec`.
+    OpenMpi,
+    /// A PMI environment.
+    Pmi,
+    /// Slurm's `srun`.
+    Slurm,
+}
+
+/// What a rank learned from its launcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// This rank, `0..size`.
+    pub rank: usize,
+    /// Number of ranks.
+    pub size: usize,
+    /// Rank among the ranks on this machine, if the launcher says.
+    pub local_rank: Option<usize>,
+    /// Rank 0's rendezvous address, if given.
+    pub root: Option<SocketAddrV4>,
+    /// Where rank and size came from.
+    pub launcher: Launcher,
+    /// Name of the job's shared-memory fabric (`LINERATE_FABRIC`), if given.
+    pub fabric: Option<String>,
+}
+
+const SOURCES: [(Launcher, &str, &str, &str); 4] = [
+    (Launcher::Explicit, "LINERATE_RANK", "LINERATE_WORLD_SIZE", "LINERATE_LOCAL_RANK"),
+    (Launcher::OpenMpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+    (Launcher::Pmi, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"),
+    (Launcher::Slurm, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
+];
+
+fn number(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<usize>, CollectiveError> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => v
+            .trim()
+            .parse::<usize>()
+            .map(Some)
+            .map_err(|_| CollectiveError::Env(format!("{var}={v:?} is not a non-negative integer"))),
+    }
+}
+
+fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddrV4>, CollectiveError> {
+    if let Some(v) = get("LINERATE_ROOT_ADDR") {
+        let t = v.trim();
+        let bad = || CollectiveError::Env(format!("LINERATE_ROOT_ADDR={v:?} is not an IPv4 address[:port]"));
+        return match t.parse::<SocketAddrV4>() {
+            Ok(a) => Ok(Some(a)),
+            Err(_) => t.parse::<Ipv4Addr>().map(|ip| Some(SocketAddrV4::new(ip, DEFAULT_ROOT_PORT))).map_err(|_| bad()),
+        };
+    }
+    let Some(addr) = get("MASTER_ADDR") else { return Ok(None) };
+    let ip = addr
+        .trim()
+        .parse::<Ipv4Addr>()
+        .map_err(|_| CollectiveError::Env(format!("MASTER_ADDR={addr:?} is not an IPv4 address")))?;
+    let port = match get("MASTER_PORT") {
+        None => DEFAULT_ROOT_PORT,
+        Some(p) => p
+            .trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| CollectiveError::Env(format!("MASTER_PORT={p:?} is not a port number")))?,
+    };
+    Ok(Some(SocketAddrV4::new(ip, port)))
+}
+
+/// Reads a rank's description through `get` (a variable lookup, such as
+/// `|k| std::env::var(k).ok()`). Errors name the variable that is missing or malformed.
+pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, CollectiveError> {
+    for (launcher, rank_var, size_var, local_var) in SOURCES {
+        let (rank, size) = (number(&get, rank_var)?, number(&get, size_var)?);
+        let (rank, size) = match (rank, size) {
+            (None, None) => continue,
+            (Some(r), Some(s)) => (r, s),
+            (Some(_), None) => return Err(CollectiveError::Env(format!("{rank_var} is set but {size_var} is not"))),
+            (None, Some(_)) => return Err(CollectiveError::Env(format!("{size_var} is set but {rank_var} is not"))),
+        };
+        if size == 0 || rank >= size {
+            return Err(CollectiveError::Env(format!("{rank_var}={rank} is not a rank of {size_var}={size}")));
+        }
+        let fabric = get("LINERATE_FABRIC").map(|f| f.trim().to_string()).filter(|f| !f.is_empty());
+        return Ok(Launch {
+            rank,
+            size,
+            local_rank: number(&get, local_var)?,
+            root: root_addr(&get)?,
+            launcher,
+            fabric,
+        });
+    }
+    Err(CollectiveError::Env(
+        "no launcher variables: set LINERATE_RANK and LINERATE_WORLD_SIZE, or start under mpirun, srun or a PMI launcher"
+            .into(),
+    ))
+}
+
+/// [`parse_launch`] on this process's environment.
+pub fn from_env() -> Result<Launch, CollectiveError> {
+    parse_launch(|k| std::env::var(k).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn each_launcher_is_recognised() {
+        let cases = [
+            (
+                vec![("OMPI_COMM_WORLD_RANK", "3"), ("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_LOCAL_RANK", "1")],
+                Launcher::OpenMpi,
+                3,
+                4,
+                Some(1),
+            ),
+            (
+                vec![("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0")],
+                Launcher::Slurm,
+                0,
+                2,
+                Some(0),
+            ),
+            (vec![("PMI_RANK", "6"), ("PMI_SIZE", "7")], Launcher::Pmi, 6, 7, None),
+            (vec![("LINERATE_RANK", "1"), ("LINERATE_WORLD_SIZE", "2")], Launcher::Explicit, 1, 2, None),
+        ];
+        for (vars, launcher, rank, size, local) in cases {
+            let l = parse_launch(env(&vars)).unwrap();
+            assert_eq!((l.launcher, l.rank, l.size, l.local_rank, l.root), (launcher, rank, size, local, None));
+            assert_eq!(l.fabric, None);
+        }
+        let l = parse_launch(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("LINERATE_FABRIC", "job-7")])).unwrap();
+        assert_eq!(l.fabric.as_deref(), Some("job-7"));
+    }
+
+    #[test]
+    fn explicit_variables_win_over_a_launcher_and_pmi_over_slurm() {
+        let l = parse_launch(env(&[
+            ("LINERATE_RANK", "2"),
+            ("LINERATE_WORLD_SIZE", "3"),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+        ]))
+        .unwrap();
+        assert_eq!((l.launcher, l.rank, l.size), (Launcher::Explicit, 2, 3));
+        let l =
+            parse_launch(env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "4"), ("PMI_RANK", "1"), ("PMI_SIZE", "4")]))
+                .unwrap();
+        assert_eq!(l.launcher, Launcher::Pmi);
+    }
+
+    #[test]
+    fn root_address_forms() {
+        let base = [("PMI_RANK", "0"), ("PMI_SIZE", "2")];
+        let with = |extra: &[(&str, &str)]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            parse_launch(env(&v))
+        };
+        assert_eq!(
+            with(&[("LINERATE_ROOT_ADDR", "10.0.0.1:9000")]).unwrap().root,
+            Some("10.0.0.1:9000".parse().unwrap())
+        );
+        assert_eq!(with(&[("LINERATE_ROOT_ADDR", " 10.0.0.1 ")]).unwrap().root, Some("10.0.0.1:7470".parse().unwrap()));
+        assert_eq!(
+            with(&[("MASTER_ADDR", "10.9.0.1"), ("MASTER_PORT", "29500")]).unwrap().root,
+            Some("10.9.0.1:29500".parse().unwrap())
+        );
+        assert_eq!(with(&[("MASTER_ADDR", "10.9.0.1")]).unwrap().root, Some("10.9.0.1:7470".parse().unwrap()));
+        // The explicit variable wins over MASTER_*.
+        assert_eq!(
+            with(&[("LINERATE_ROOT_ADDR", "10.0.0.5:1"), ("MASTER_ADDR", "10.9.0.1")]).unwrap().root,
+            Some("10.0.0.5:1".parse().unwrap())
+        );
+        for bad in [
+            vec![("LINERATE_ROOT_ADDR", "host.example:80")],
+            vec![("MASTER_ADDR", "::1")],
+            vec![("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "0")],
+            vec![("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "70000")],
+        ] {
+            assert!(matches!(with(&bad), Err(CollectiveError::Env(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_or_incomplete_variables_are_named() {
+        let msg = |vars: &[(&str, &str)]| parse_launch(env(vars)).unwrap_err().to_string();
+        assert!(msg(&[]).contains("no launcher variables"));
+        assert!(msg(&[("OMPI_COMM_WORLD_RANK", "1")]).contains("OMPI_COMM_WORLD_SIZE"));
+        assert!(msg(&[("SLURM_NTASKS", "4")]).contains("SLURM_PROCID"));
+        assert!(msg(&[("PMI_RANK", "x"), ("PMI_SIZE", "2")]).contains("PMI_RANK=\"x\""));
+        assert!(msg(&[("PMI_RANK", "2"), ("PMI_SIZE", "2")]).contains("not a rank"));
+        assert!(msg(&[("PMI_RANK", "0"), ("PMI_SIZE", "0")]).contains("not a rank"));
+        assert!(msg(&[("PMI_RANK", "-1"), ("PMI_SIZE", "2")]).contains("PMI_RANK"));
+    }
+}

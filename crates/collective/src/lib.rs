@@ -1,0 +1,36 @@
+//! MPI-like collectives over linerate TCP (seed 003, EasyNet): a communicator of `N` ranks,
+//! each with its own [`net::Stack`] and a full mesh of TCP connections to its peers.
+//!
+//! - [`Endpoint`]: one rank's connections, message queues and operations in progress. It is
+//!   advanced by [`Endpoint::progress`] with the rank's stack, so the same algorithms run
+//!   with every rank as a virtual-time host of one thread (tests drive all stacks in turn)
+//!   and with one rank per thread or process ([`Communicator`], on the real clock).
+//! - Operations are non-blocking: `i*` methods start one and return a [`Request`];
+//!   [`Endpoint::test`] collects it; [`Communicator::wait`] blocks. Every operation fails
+//!   within [`Config::timeout`] with an error naming the ranks that did not arrive.
+//! - [`schedule`]: every algorithm as a per-rank list of steps, which fixes the order of
+//!   floating-point reductions (identical bits on every run).
+//! - [`frame`]: the message header on the TCP stream; [`dtype`]: element types and
+//!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
+//!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
+//!   joins the processes of one machine into one L2 segment.
+
+pub mod bench;
+pub mod comm;
+pub mod dtype;
+pub mod endpoint;
+pub mod error;
+pub mod fabric;
+pub mod frame;
+pub mod launch;
+pub mod schedule;
+pub mod stream;
+
+pub use comm::Communicator;
+pub use dtype::{DType, Element, ReduceOp};
+pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request, TreeAlgo};
+pub use error::CollectiveError;
+pub use fabric::{fabric_addrs, fabric_host_config, fabric_link_config, ShmFabric};
+pub use half::{bf16, f16};
+pub use launch::{from_env, parse_launch, Launch, Launcher};
+pub use stream::RecvStream;
