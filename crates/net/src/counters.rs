@@ -97,6 +97,8 @@ define_counters! {
     tcp_tlp_repairs,
     /// D-SACK blocks received: the peer got a segment twice (RFC 2883).
     tcp_dsacks_received,
+    /// Fast recoveries undone: D-SACKs showed every retransmission was a duplicate.
+    tcp_recoveries_undone,
     /// Out-of-order segments stored for reassembly.
     tcp_out_of_order,
     /// SYN-ACKs sent with a SYN cookie (the half-open queue was full, RFC 4987 3.6).

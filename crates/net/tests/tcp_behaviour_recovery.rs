@@ -259,3 +259,40 @@ fn cubic_is_chosen_per_connection_and_a_lossy_transfer_completes() {
     }
     assert_eq!(r.a.tcp_state(c1).unwrap(), TcpState::Established);
 }
+
+#[test]
+fn a_recovery_proved_spurious_by_d_sack_is_undone_and_the_reordering_threshold_doubles() {
+    let mut b = Bench::new(config());
+    let opts = PeerOpts { sack: true, ..PeerOpts::default() };
+    let (c, data, s0) = ten_segments_in_flight(&mut b, opts);
+    let s = |k: u32| s0 + k * MSS;
+    let seg = |k: u32| c.h(ACK, s(k), PEER_ISS + 1, 65535).data(&data[(k * MSS) as usize..((k + 1) * MSS) as usize]);
+    let cwnd_before = b.host.tcp_stats(c.h).unwrap().cwnd;
+    // S0 is only late: S1..S3 are SACKed first, and the host starts a recovery.
+    b.now = b.now + ms(10);
+    b.send(c.p(ACK, PEER_ISS + 1, s(0)).sack(&[(s(1), s(2))]));
+    b.send(c.p(ACK, PEER_ISS + 1, s(0)).sack(&[(s(1), s(3))]));
+    assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, s(0)).sack(&[(s(1), s(4))])), vec![seg(0)]);
+    assert!(b.host.tcp_stats(c.h).unwrap().cwnd < cwnd_before);
+    // The late S0 and then its retransmission arrive: the peer reports the duplicate.
+    b.now = b.now + ms(10);
+    b.send(c.p(ACK, PEER_ISS + 1, s(10)).sack(&[(s(0), s(1))]));
+    assert_eq!(b.counter(Counter::tcp_dsacks_received), 1);
+    assert_eq!(b.counter(Counter::tcp_recoveries_undone), 1);
+    assert!(b.host.tcp_stats(c.h).unwrap().cwnd >= cwnd_before, "cwnd restored");
+    // The same reordering again: three SACKed segments above a hole are no longer a loss;
+    // six are.
+    let more = pattern(10 * MSS as usize);
+    b.host.tcp_send(c.h, &more).unwrap();
+    assert_eq!(b.flush().len(), 10);
+    let t = |k: u32| s(10) + k * MSS;
+    b.now = b.now + ms(10);
+    for k in 2..=4 {
+        assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, t(0)).sack(&[(t(1), t(k))])), vec![], "{} SACKed", k - 1);
+    }
+    let mut out = vec![];
+    for k in 5..=7 {
+        out = b.send(c.p(ACK, PEER_ISS + 1, t(0)).sack(&[(t(1), t(k))]));
+    }
+    assert_eq!(out.first().map(|x| x.seq()), Some(t(0)), "six SACKed segments: S10 is lost");
+}

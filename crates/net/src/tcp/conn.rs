@@ -103,6 +103,29 @@ pub struct TxSar {
     pub tail_recovery: bool,
     /// Loss probes sent.
     pub tlp_probes: u64,
+    /// The last fast recovery, while it may still be undone: (SND.UNA when it started,
+    /// cwnd and ssthresh before it, `retransmits` when it started).
+    pub undo: Option<UndoPoint>,
+    /// Segments of the undo episode the peer reported as duplicates (D-SACK).
+    pub undo_dsacked: u64,
+    /// Duplicate ACKs (or SACKed segments above a hole) that mean loss on this connection:
+    /// the configured threshold, raised when a recovery proves spurious (reordering).
+    pub reordering: u32,
+    /// Recoveries undone because every retransmission was a duplicate.
+    pub undone: u64,
+}
+
+/// What an undo of a spurious fast recovery restores (RFC 2883 section 6, as Linux does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UndoPoint {
+    /// SND.UNA when the recovery started: D-SACKs at or above it belong to the episode.
+    pub from: u32,
+    /// cwnd before the recovery.
+    pub cwnd: u32,
+    /// ssthresh before the recovery.
+    pub ssthresh: u32,
+    /// The connection's `retransmits` when the recovery started.
+    pub retransmits: u64,
 }
 
 impl TxSar {
@@ -143,6 +166,10 @@ impl TxSar {
             tlp_retx: false,
             tail_recovery: false,
             tlp_probes: 0,
+            undo: None,
+            undo_dsacked: 0,
+            reordering: 3,
+            undone: 0,
         }
     }
 

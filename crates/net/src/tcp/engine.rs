@@ -222,6 +222,7 @@ impl TcpEngine {
         *s = StateEntry { gen: s.gen, state, in_use: true, tuple, listener: None, released: false, error: None };
         let iss = self.isn.isn(self.local_ip, &tuple, now);
         self.tx[sid as usize] = TxSar::new(iss, self.local_mss, self.cfg.cc, self.cfg.min_rto, self.cfg.max_rto);
+        self.tx[sid as usize].reordering = self.cfg.dup_thresh;
         self.rx[sid as usize] = RxSar::default();
         let b = &mut self.bufs[sid as usize];
         if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
@@ -360,6 +361,7 @@ impl TcpEngine {
         tx.tlp_due = false;
         tx.tlp_high = None;
         tx.tail_recovery = false;
+        tx.undo = None;
         tx.retries += 1;
         let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
         if tx.retries > limit {

@@ -183,6 +183,7 @@ impl TcpEngine {
         let rx = &mut self.rx[sid as usize];
         let tx = &mut self.tx[sid as usize];
         *tx = super::conn::TxSar::new(iss, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
+        tx.reordering = cfg.dup_thresh;
         tx.snd_una = ack.ack;
         tx.snd_nxt = ack.ack;
         tx.snd_max = ack.ack;

@@ -26,6 +26,7 @@ pub mod seq;
 pub mod syncookie;
 pub mod timer;
 mod tlp;
+mod undo;
 
 pub use cc::CcAlgorithm;
 pub use config::TcpConfig;

@@ -335,7 +335,7 @@ impl TcpEngine {
             }
             let from = max(tx.retx_high, tx.snd_una);
             // After a SACKed loss probe every hole below the highest SACK is lost.
-            let thresh = if tx.tail_recovery { 1 } else { self.cfg.dup_thresh };
+            let thresh = if tx.tail_recovery { 1 } else { tx.reordering };
             let Some((s, e)) = tx.sb.next_hole(from, tx.mss as u32, thresh) else {
                 return Ok(sent_any);
             };

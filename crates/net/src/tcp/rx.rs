@@ -25,6 +25,7 @@ pub type Verdict = Result<(), Counter>;
 /// Enter loss recovery (RFC 5681 3.2, RFC 6675 5): the recovery point is SND.MAX, the
 /// congestion window answers the loss and the first unacknowledged segment goes again.
 pub(super) fn start_recovery(tx: &mut TxSar) {
+    super::undo::mark_undo_point(tx);
     tx.recover = Some(tx.snd_max);
     let flight = tx.in_flight();
     tx.cc.on_loss(flight);
@@ -351,14 +352,19 @@ impl TcpEngine {
         let window_changed = window != tx.snd_wnd;
         let mut dsack_of_probe = false;
         if self.rx[sid as usize].sack_ok {
-            let tx = &mut self.tx[sid as usize];
-            if let Some((_, e)) = repr.options.sack_blocks[0] {
-                if le(e, repr.ack) {
-                    // A first block below the cumulative ACK: a D-SACK (RFC 2883).
+            let blocks = &repr.options.sack_blocks;
+            if let Some((s, e)) = blocks[0] {
+                // A first block below the cumulative ACK, or inside the second block, is a
+                // D-SACK (RFC 2883 section 4).
+                let inside_next = blocks[1].is_some_and(|(s2, e2)| le(s2, s) && le(e, e2));
+                if lt(s, e) && (le(e, repr.ack) || inside_next) {
                     eg.counters.bump(Counter::tcp_dsacks_received);
+                    let tx = &self.tx[sid as usize];
                     dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(e);
+                    self.on_dsack(eg, sid, s, e);
                 }
             }
+            let tx = &mut self.tx[sid as usize];
             tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
@@ -466,7 +472,7 @@ impl TcpEngine {
     /// retransmit and recovery (RFC 5681 3.2, RFC 6675 5).
     fn duplicate_ack(&mut self, eg: &mut Egress, sid: u32) {
         let sack_ok = self.rx[sid as usize].sack_ok;
-        let dup_thresh = self.cfg.dup_thresh;
+        let dup_thresh = self.tx[sid as usize].reordering;
         let tx = &mut self.tx[sid as usize];
         if tx.snd_una == tx.snd_max {
             return;

@@ -1,0 +1,50 @@
+//! Undoing spurious fast recoveries (RFC 2883 section 6, RFC 3708; as Linux's D-SACK undo):
+//! when the peer reports every segment retransmitted in a recovery as a duplicate, the
+//! "losses" were reordering. The congestion window and threshold go back to what they were
+//! before the recovery, and the connection's reordering threshold doubles so that the same
+//! reordering does not trigger recovery again.
+
+use super::conn::{TxSar, UndoPoint};
+use super::engine::TcpEngine;
+use super::seq::lt;
+use crate::counters::Counter;
+use crate::egress::Egress;
+
+/// Highest reordering threshold a connection reaches (segments).
+pub const MAX_REORDERING: u32 = 64;
+
+/// A fast recovery starts now: remember what undoing it restores.
+pub(super) fn mark_undo_point(tx: &mut TxSar) {
+    tx.undo =
+        Some(UndoPoint { from: tx.snd_una, cwnd: tx.cc.cwnd, ssthresh: tx.cc.ssthresh, retransmits: tx.retransmits });
+    tx.undo_dsacked = 0;
+}
+
+impl TcpEngine {
+    /// The peer reported `[start, end)` as received twice (D-SACK). If that makes every
+    /// retransmission of the last recovery a duplicate, undo the recovery.
+    pub(super) fn on_dsack(&mut self, eg: &mut Egress, sid: u32, start: u32, end: u32) {
+        let tx = &mut self.tx[sid as usize];
+        let Some(u) = tx.undo else { return };
+        if lt(start, u.from) {
+            return;
+        }
+        let mss = (tx.mss as u32).max(1);
+        tx.undo_dsacked += u64::from(end.wrapping_sub(start).div_ceil(mss));
+        let retransmitted = tx.retransmits - u.retransmits;
+        if retransmitted == 0 || tx.undo_dsacked < retransmitted {
+            return;
+        }
+        tx.cc.cwnd = tx.cc.cwnd.max(u.cwnd);
+        tx.cc.ssthresh = tx.cc.ssthresh.max(u.ssthresh);
+        if tx.recover.is_some() {
+            tx.recover = None;
+            tx.tail_recovery = false;
+            tx.dupacks = 0;
+        }
+        tx.undo = None;
+        tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
+        tx.undone += 1;
+        eg.counters.bump(Counter::tcp_recoveries_undone);
+    }
+}
