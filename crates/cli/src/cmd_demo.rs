@@ -394,11 +394,14 @@ fn tcp_transfer_step() -> Step {
             st.retransmits, st.fast_recoveries, st.timeouts
         ),
         format!(
-            "{} wall-clock; SACK {}, timestamps {}, wscale {:?}",
+            "{} wall-clock; SACK {}, timestamps {}, window scale {}",
             fmt_si(data.len() as f64 * 8.0 / secs, "bit/s"),
-            st.sack,
-            st.timestamps,
-            st.wscale
+            if st.sack { "on" } else { "off" },
+            if st.timestamps { "on" } else { "off" },
+            match st.wscale {
+                Some((ours, theirs)) => format!("{ours} (ours) and {theirs} (peer's)"),
+                None => "off".to_string(),
+            }
         ),
     ))
 }
