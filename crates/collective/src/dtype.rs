@@ -98,48 +98,36 @@ macro_rules! int_element {
 int_element!(i32, DType::I32);
 int_element!(i64, DType::I64);
 
-/// Commutative IEEE maximum/minimum on `f32` (NaN wins, `+0 > -0`).
-#[inline]
-fn fmax32(a: f32, b: f32, max: bool) -> f32 {
-    if a.is_nan() || b.is_nan() {
-        return f32::NAN;
-    }
-    if a == b {
-        // Equal values differ at most in the sign of zero.
-        let neg = if max {
-            a.is_sign_negative() && b.is_sign_negative()
-        } else {
-            a.is_sign_negative() || b.is_sign_negative()
-        };
-        return if neg { -a.abs() } else { a.abs() };
-    }
-    if (a > b) == max {
-        a
-    } else {
-        b
-    }
+/// Defines a commutative IEEE maximum/minimum on one float type (NaN wins, `+0 > -0`), so
+/// that the result does not depend on the order of the operands.
+macro_rules! commutative_max {
+    ($name:ident, $t:ty) => {
+        #[doc = concat!("Commutative IEEE maximum/minimum on `", stringify!($t), "` (NaN wins, `+0 > -0`).")]
+        #[inline]
+        fn $name(a: $t, b: $t, max: bool) -> $t {
+            if a.is_nan() || b.is_nan() {
+                return <$t>::NAN;
+            }
+            if a == b {
+                // Equal values differ at most in the sign of zero.
+                let neg = if max {
+                    a.is_sign_negative() && b.is_sign_negative()
+                } else {
+                    a.is_sign_negative() || b.is_sign_negative()
+                };
+                return if neg { -a.abs() } else { a.abs() };
+            }
+            if (a > b) == max {
+                a
+            } else {
+                b
+            }
+        }
+    };
 }
 
-/// Commutative IEEE maximum/minimum on `f64` (NaN wins, `+0 > -0`).
-#[inline]
-fn fmax64(a: f64, b: f64, max: bool) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        return f64::NAN;
-    }
-    if a == b {
-        let neg = if max {
-            a.is_sign_negative() && b.is_sign_negative()
-        } else {
-            a.is_sign_negative() || b.is_sign_negative()
-        };
-        return if neg { -a.abs() } else { a.abs() };
-    }
-    if (a > b) == max {
-        a
-    } else {
-        b
-    }
-}
+commutative_max!(fmax32, f32);
+commutative_max!(fmax64, f64);
 
 macro_rules! float_element {
     ($t:ty, $d:expr, $m:ident) => {

@@ -2,10 +2,13 @@
 
 use wire::WireError;
 
+/// Defines `pub enum Counter` with one variant per name (each with its doc), `Counter::ALL`
+/// in order and `Counter::name`: the counter set of a stack, and of the layers above it that
+/// count the same way (`rdma`). The first item is the enum's own doc.
+#[macro_export]
 macro_rules! define_counters {
-    ($($(#[doc = $doc:literal])* $name:ident),* $(,)?) => {
-        /// One counter of a [`Stack`](crate::Stack). Names starting with `drop_` count frames
-        /// or packets that were discarded, one counter per reason.
+    ($(#[doc = $enum_doc:literal])* ; $($(#[doc = $doc:literal])* $name:ident),* $(,)?) => {
+        $(#[doc = $enum_doc])*
         #[allow(non_camel_case_types)]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(usize)]
@@ -28,6 +31,9 @@ macro_rules! define_counters {
 }
 
 define_counters! {
+    /// One counter of a [`Stack`](crate::Stack). Names starting with `drop_` count frames
+    /// or packets that were discarded, one counter per reason.
+    ;
     /// Frames received from the link.
     rx_frames,
     /// Bytes received from the link.

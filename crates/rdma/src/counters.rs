@@ -1,31 +1,9 @@
 //! Named counters of an RDMA node: what it sent and received, and every drop by reason.
 
-macro_rules! define_counters {
-    ($($(#[doc = $doc:literal])* $name:ident),* $(,)?) => {
-        /// One counter of an [`RdmaNode`](crate::RdmaNode). Names starting with `drop_`
-        /// count packets discarded, one counter per reason; `nack_` counts refusals sent.
-        #[allow(non_camel_case_types)]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[repr(usize)]
-        pub enum Counter {
-            $($(#[doc = $doc])* $name),*
-        }
-
-        impl Counter {
-            /// Every counter, in display order.
-            pub const ALL: &'static [Counter] = &[$(Counter::$name),*];
-
-            /// The counter's snake_case name.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Counter::$name => stringify!($name)),*
-                }
-            }
-        }
-    };
-}
-
-define_counters! {
+net::define_counters! {
+    /// One counter of an [`RdmaNode`](crate::RdmaNode). Names starting with `drop_` count
+    /// packets discarded, one counter per reason; `nack_` counts refusals sent.
+    ;
     /// Datagrams or frames taken from the transport socket.
     rx_datagrams,
     /// Packets that passed header and CRC checks.

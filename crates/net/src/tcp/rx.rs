@@ -21,7 +21,6 @@ use wire::{TcpRepr, TcpSegment};
 /// What happened to a received segment: processed, or dropped for a reason.
 pub type Verdict = Result<(), Counter>;
 
-/// Window scaling (RFC 7323 2.2) is on only if both sides offered it; shifts of at most 14.
 /// Enter loss recovery (RFC 5681 3.2, RFC 6675 5): the recovery point is SND.MAX, the
 /// congestion window answers the loss and the first unacknowledged segment goes again.
 pub(super) fn start_recovery(tx: &mut TxSar) {
@@ -34,6 +33,7 @@ pub(super) fn start_recovery(tx: &mut TxSar) {
     tx.retx_high = tx.snd_una;
 }
 
+/// Window scaling (RFC 7323 2.2) is on only if both sides offered it; shifts of at most 14.
 pub(super) fn agree_window_scale(rx: &mut RxSar, tx: &mut TxSar, ours: Option<u8>, theirs: Option<u8>) {
     match (ours, theirs) {
         (Some(ours), Some(theirs)) => {
@@ -182,6 +182,7 @@ impl TcpEngine {
         if has_ack {
             self.ack_advances(eg, sid, repr);
             self.state[sid as usize].state = TcpState::Established;
+            self.arm_loss_timer(sid, eg.now);
             eg.counters.bump(Counter::tcp_active_opens);
         } else {
             // Simultaneous open: answer with SYN-ACK carrying the same ISS.
@@ -460,12 +461,7 @@ impl TcpEngine {
                 }
             }
         }
-        if tx.snd_una == tx.snd_max {
-            self.timers.cancel(sid, TimerKind::Retransmit);
-        } else {
-            let rto = tx.rtt.rto();
-            self.timers.arm(sid, TimerKind::Retransmit, now + rto);
-        }
+        // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
 
     /// A duplicate ACK: count it; the third (or SACK evidence of loss) starts fast
