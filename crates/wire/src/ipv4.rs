@@ -295,7 +295,7 @@ impl Ipv4Repr {
     ///
     /// Errors: `BadHeaderLen` for options of a bad length, else as [`Self::emit`].
     pub fn emit_with_options(&self, buf: &mut [u8], options: &[u8]) -> Result<usize, WireError> {
-        if options.len() % 4 != 0 || options.len() > 40 {
+        if !options.len().is_multiple_of(4) || options.len() > 40 {
             return Err(WireError::BadHeaderLen);
         }
         let hl = Self::HEADER_LEN + options.len();
