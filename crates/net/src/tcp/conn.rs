@@ -31,6 +31,9 @@ pub struct StateEntry {
     pub error: Option<TcpError>,
 }
 
+/// Longest a peer may delay the ACK of a lone in-order segment (RFC 8985 7.2: WCDelAckT).
+pub const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
+
 /// Send sequence variables (RFC 9293 3.3.1), congestion and loss-recovery state.
 #[derive(Debug, Clone)]
 pub struct TxSar {
@@ -176,6 +179,20 @@ impl TxSar {
     /// Bytes sent and not yet acknowledged.
     pub fn in_flight(&self) -> u32 {
         self.snd_max.wrapping_sub(self.snd_una)
+    }
+
+    /// The retransmission timeout to arm now: the RFC 6298 estimate, and with a lone new
+    /// segment in flight at least SRTT plus the worst-case delayed ACK (as RFC 8985 7.2 does
+    /// for the probe timeout). The peer may hold the ACK of a lone in-order segment that long;
+    /// a retransmission fills a hole and is acknowledged at once, so it needs no allowance.
+    pub fn rto(&self) -> Duration {
+        let rto = self.rtt.rto();
+        match self.rtt.srtt() {
+            Some(srtt) if self.in_flight() <= self.mss as u32 && self.retries == 0 && self.recover.is_none() => {
+                rto.max(srtt + WORST_DELAYED_ACK)
+            }
+            _ => rto,
+        }
     }
 }
 

@@ -387,7 +387,7 @@ impl TcpEngine {
                 tx.fin_seq = None;
             }
         }
-        let rto = tx.rtt.rto();
+        let rto = tx.rto();
         self.timers.arm(sid, TimerKind::Retransmit, now + rto);
         self.mark_dirty(sid);
     }

@@ -98,7 +98,7 @@ impl TcpEngine {
                 // New data went out: a loss probe is scheduled anew (RFC 8985 7.2).
                 self.arm_loss_timer(sid, now);
             } else {
-                let rto = tx.rtt.rto();
+                let rto = tx.rto();
                 self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
             }
         }
@@ -162,7 +162,7 @@ impl TcpEngine {
             if tx.retries == 0 {
                 tx.timed = Some((iss, now));
             }
-            let rto = tx.rtt.rto();
+            let rto = tx.rto();
             self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
         } else {
             self.mark_dirty(sid);
@@ -273,7 +273,7 @@ impl TcpEngine {
             tx.snd_nxt = next;
         }
         tx.snd_max = max(tx.snd_max, tx.snd_nxt);
-        let rto = tx.rtt.rto();
+        let rto = tx.rto();
         self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
     }
 

@@ -10,6 +10,7 @@
 //! The probe timeout shares the retransmission timer: while it runs as a PTO, `tlp_armed` is
 //! set; when it fires the probe goes out and the timer becomes the RTO again.
 
+use super::conn::WORST_DELAYED_ACK;
 use super::engine::TcpEngine;
 use super::seq::{ge, le, lt};
 use super::timer::TimerKind;
@@ -18,10 +19,6 @@ use crate::counters::Counter;
 use crate::egress::Egress;
 use link::Instant;
 use std::time::Duration;
-
-/// Worst-case delayed-ACK time the PTO allows for when one segment is in flight (RFC 8985
-/// 7.2: WCDelAckT).
-const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
 
 impl TcpEngine {
     /// The probe timeout for session `sid` now, if a probe may be scheduled (RFC 8985 7.2):
@@ -45,7 +42,7 @@ impl TcpEngine {
         if tx.in_flight() <= tx.mss as u32 {
             pto += WORST_DELAYED_ACK;
         }
-        let rto = tx.rtt.rto();
+        let rto = tx.rto();
         (pto < rto).then_some(pto)
     }
 
@@ -66,7 +63,7 @@ impl TcpEngine {
             None => {
                 let tx = &mut self.tx[sid as usize];
                 tx.tlp_armed = false;
-                let rto = tx.rtt.rto();
+                let rto = tx.rto();
                 self.timers.arm(sid, TimerKind::Retransmit, now + rto);
             }
         }
@@ -82,7 +79,7 @@ impl TcpEngine {
         }
         // Recovery may have started since the PTO was armed: then only the RTO runs on.
         tx.tlp_due = tx.recover.is_none() && tx.tlp_high.is_none();
-        let rto = tx.rtt.rto();
+        let rto = tx.rto();
         self.timers.arm(sid, TimerKind::Retransmit, now + rto);
         self.mark_dirty(sid);
     }

@@ -53,6 +53,8 @@ pub fn host_config(ip: &str) -> Config {
     let mut c = Config::host(ip);
     c.tcp.secret = [0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210];
     c.tcp.max_sessions = 16;
+    // The exact-segment tests were written against Linux's 200 ms floor.
+    c.tcp.min_rto = Duration::from_millis(200);
     c.gratuitous_arp = false;
     c.arp_ttl = Duration::from_secs(1_000_000);
     c

@@ -1,0 +1,32 @@
+//! Goodput under loss and reordering, in virtual time (exact, not timed).
+
+mod tcp_path_util;
+
+use net::CcAlgorithm;
+use std::time::Duration;
+use tcp_path_util::*;
+
+#[test]
+fn probe_figures() {
+    for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic] {
+        for rtt_us in [100u64, 10_000] {
+            for (p, mb) in [(0.001, 40u64), (0.01, 10), (0.05, 3)] {
+                let rtt = Duration::from_micros(rtt_us);
+                let path = Path { loss: p, cc, ..Path::ten_gig(rtt) };
+                let t = std::time::Instant::now();
+                let o = transfer(path, mb << 20, Duration::from_millis(100));
+                let bound = mathis_bps(o.sender.mss as u32, rtt, p);
+                eprintln!(
+                    "{cc:?} rtt {rtt:?} p {p}: {:.3} Gbit/s = {:.2} of Mathis {:.3}; rto {} fr {} retx {} ({:?} real)",
+                    o.goodput_bps() / 1e9,
+                    o.goodput_bps() / bound,
+                    bound / 1e9,
+                    o.sender.timeouts,
+                    o.sender.fast_recoveries,
+                    o.sender.retransmits,
+                    t.elapsed()
+                );
+            }
+        }
+    }
+}
