@@ -117,6 +117,10 @@ define_counters! {
     tcp_time_wait_reused,
     /// ACKs sent with a D-SACK block (RFC 2883) reporting a duplicate segment.
     tcp_dsacks_sent,
+    /// Receive buffers doubled because the peer filled the window we offered (auto-tuning).
+    tcp_rx_buffer_grown,
+    /// Send buffers grown to follow the congestion window.
+    tcp_tx_buffer_grown,
     /// Path MTU lowered by an ICMP "fragmentation needed" message (RFC 1191).
     icmp_pmtu_updates,
     /// IPv4 fragments stored for reassembly (a received frame's verdict).

@@ -92,7 +92,7 @@ fn handshake_negotiates_options() {
     for st in [p.a.tcp_stats(c).unwrap(), p.b.tcp_stats(s).unwrap()] {
         assert_eq!(st.state, TcpState::Established);
         assert!(st.sack && st.timestamps);
-        assert_eq!(st.wscale, Some((7, 7)));
+        assert_eq!(st.wscale, Some((9, 9)));
         assert_eq!(st.mss, 1460 - 12);
     }
 }

@@ -30,3 +30,22 @@ fn probe_figures() {
         }
     }
 }
+
+#[test]
+fn probe_ramp() {
+    for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic] {
+        let rtt = Duration::from_millis(10);
+        let path = Path { cc, ..Path::ten_gig(rtt) };
+        let t = std::time::Instant::now();
+        let o = transfer(path, 1 << 30, rtt);
+        let rates: Vec<f64> =
+            o.progress.windows(2).map(|w| (w[1].1 - w[0].1) as f64 * 8.0 / rtt.as_secs_f64() / 1e9).collect();
+        eprintln!(
+            "{cc:?}: {:.2} Gbit/s overall, per RTT {:?} ({:?} real) {:?}",
+            o.goodput_bps() / 1e9,
+            &rates[..rates.len().min(60)],
+            t.elapsed(),
+            o.counters.iter().filter(|c| c.0.contains("grown")).collect::<Vec<_>>()
+        );
+    }
+}

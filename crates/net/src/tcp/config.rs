@@ -10,16 +10,26 @@ pub struct TcpConfig {
     pub max_sessions: usize,
     /// MSS we announce (clamped to the MTU minus 40).
     pub mss: u16,
-    /// Our window-scale shift (RFC 7323), 0..=14; `None` disables the option.
+    /// Our window-scale shift (RFC 7323), 0..=14; `None` disables the option. The default 9
+    /// lets the window reach 32 MiB, the receive-buffer maximum (10 Gbit/s x 25 ms).
     pub window_scale: Option<u8>,
     /// Offer and use SACK (RFC 2018, 6675).
     pub sack: bool,
     /// Offer and use timestamps (RFC 7323).
     pub timestamps: bool,
-    /// Per-connection send buffer, bytes.
+    /// Per-connection send buffer at the start, bytes.
     pub tx_buffer: usize,
-    /// Per-connection receive buffer, bytes.
+    /// Per-connection receive buffer at the start, bytes.
     pub rx_buffer: usize,
+    /// Largest the send buffer grows to: it follows twice the congestion window (as Linux's
+    /// send-buffer expansion) while the application keeps it full. Equal to `tx_buffer` to
+    /// switch growth off (bounding memory per session, e.g. for many thousand sessions).
+    pub tx_buffer_max: usize,
+    /// Largest the receive buffer grows to: it doubles when the peer fills the whole window
+    /// we offered while the application keeps up (dynamic right-sizing, as Linux's receive
+    /// buffer auto-tuning). Equal to `rx_buffer` to switch growth off. The window-scale shift
+    /// must allow it (`65535 << shift`).
+    pub rx_buffer_max: usize,
     /// Congestion control for new connections.
     pub cc: CcAlgorithm,
     /// Nagle's algorithm (off by default).
@@ -68,11 +78,13 @@ impl Default for TcpConfig {
         TcpConfig {
             max_sessions: 4096,
             mss: 1460,
-            window_scale: Some(7),
+            window_scale: Some(9),
             sack: true,
             timestamps: true,
             tx_buffer: 256 * 1024,
             rx_buffer: 256 * 1024,
+            tx_buffer_max: 32 << 20,
+            rx_buffer_max: 32 << 20,
             cc: CcAlgorithm::NewReno,
             nagle: false,
             delayed_ack: Duration::from_millis(1),

@@ -229,6 +229,12 @@ pub struct RxSar {
     pub bypass: bool,
     /// A duplicate segment to report in the next ACK's first SACK block (D-SACK, RFC 2883).
     pub dsack: Option<(u32, u32)>,
+    /// RCV.NXT when the current auto-tuning round started (see `autotune`).
+    pub tune_mark: u32,
+    /// When the current auto-tuning round started.
+    pub tune_time: Option<Instant>,
+    /// The receiver's RTT estimate, from the timestamps the peer echoes.
+    pub rcv_rtt: Option<Duration>,
 }
 
 /// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order

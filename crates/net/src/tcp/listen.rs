@@ -190,6 +190,7 @@ impl TcpEngine {
         tx.retx_high = ack.ack;
         rx.irs = ack.seq.wrapping_sub(1);
         rx.rcv_nxt = ack.seq;
+        rx.tune_mark = ack.seq;
         rx.rcv_adv = ack.seq.wrapping_add(cfg.rx_buffer.min(65535) as u32);
         rx.last_ack_sent = ack.seq;
         rx.ts_ok = cfg.timestamps && ack.options.timestamps.is_some();

@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod assembler;
+mod autotune;
 pub mod bypass;
 pub mod cc;
 pub mod config;

@@ -99,6 +99,21 @@ impl RingBuf {
         a.len() + b.len()
     }
 
+    /// Grow to `capacity` bytes (no-op if not larger), keeping the readable bytes and
+    /// everything written ahead of them at the same offsets.
+    pub fn grow(&mut self, capacity: usize) {
+        let old = self.buf.len();
+        if capacity <= old {
+            return;
+        }
+        let mut buf = vec![0u8; capacity].into_boxed_slice();
+        let first = old - self.head;
+        buf[..first].copy_from_slice(&self.buf[self.head..]);
+        buf[first..old].copy_from_slice(&self.buf[..self.head]);
+        self.buf = buf;
+        self.head = 0;
+    }
+
     /// Drop `n` readable bytes from the front.
     pub fn consume(&mut self, n: usize) {
         let n = n.min(self.len);
@@ -140,5 +155,25 @@ mod tests {
         assert_eq!(r.copy_out(0, &mut out[..5]), 5);
         assert_eq!(&out[..5], b"abcXY");
         assert_eq!(r.write_at(3, b"0123456789"), 0, "offset past the free space");
+    }
+
+    #[test]
+    fn grows_keeping_readable_and_written_ahead_bytes() {
+        let mut r = RingBuf::new(8);
+        r.enqueue(b"abcdef");
+        r.consume(5);
+        r.enqueue(b"ghij");
+        assert_eq!(r.write_at(1, b"XY"), 2);
+        r.grow(16);
+        assert_eq!((r.capacity(), r.len()), (16, 5));
+        let mut out = [0u8; 5];
+        r.copy_out(0, &mut out);
+        assert_eq!(&out, b"fghij");
+        r.write_at(0, b"k");
+        r.commit(3);
+        let mut out = [0u8; 8];
+        assert_eq!(r.copy_out(0, &mut out), 8);
+        assert_eq!(&out, b"fghijkXY");
+        assert_eq!(r.enqueue(b"0123456789"), 8);
     }
 }

@@ -134,6 +134,7 @@ impl TcpEngine {
         rx.irs = repr.seq;
         rx.rcv_nxt = repr.seq.wrapping_add(1);
         rx.rcv_adv = rx.rcv_nxt;
+        rx.tune_mark = rx.rcv_nxt;
         agree_window_scale(rx, tx, self.cfg.window_scale, o.window_scale);
         rx.sack_ok = self.cfg.sack && o.sack_permitted;
         rx.ts_ok = self.cfg.timestamps && o.timestamps.is_some();
@@ -263,6 +264,9 @@ impl TcpEngine {
             if le(repr.seq, self.rx[sid as usize].last_ack_sent) {
                 self.rx[sid as usize].ts_recent = v;
             }
+        }
+        if let (true, Some((_, ecr)), false) = (ts_ok, repr.options.timestamps, payload.is_empty()) {
+            self.sample_rcv_rtt(sid, ecr, now);
         }
         if self.state[sid as usize].state == TcpState::SynReceived {
             let tx = &self.tx[sid as usize];
@@ -461,6 +465,9 @@ impl TcpEngine {
                 }
             }
         }
+        if data_acked > 0 {
+            self.autotune_tx(eg, sid);
+        }
         // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
 
@@ -574,6 +581,10 @@ impl TcpEngine {
                 }
             }
         }
+        if off == 0 && !rx.bypass {
+            self.autotune_rx(eg, sid, now);
+        }
+        let rx = &mut self.rx[sid as usize];
         if off > 0 || had_holes {
             // Out of order, or a hole just filled: acknowledge at once (RFC 5681 4.2).
             rx.ack_now = true;

@@ -53,8 +53,12 @@ pub fn host_config(ip: &str) -> Config {
     let mut c = Config::host(ip);
     c.tcp.secret = [0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210];
     c.tcp.max_sessions = 16;
-    // The exact-segment tests were written against Linux's 200 ms floor.
+    // The exact-segment tests were written against Linux's 200 ms RTO floor and window
+    // scale 7, with fixed buffers.
     c.tcp.min_rto = Duration::from_millis(200);
+    c.tcp.window_scale = Some(7);
+    c.tcp.rx_buffer_max = c.tcp.rx_buffer;
+    c.tcp.tx_buffer_max = c.tcp.tx_buffer;
     c.gratuitous_arp = false;
     c.arp_ttl = Duration::from_secs(1_000_000);
     c

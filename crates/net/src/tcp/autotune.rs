@@ -1,0 +1,83 @@
+//! Buffers that follow the path. Once per round trip (measured at the receiver from the
+//! timestamps the peer echoes) the receive buffer grows to at least twice what the peer
+//! delivered in that round trip, while the application keeps up: dynamic right-sizing, as
+//! Linux's receive-buffer auto-tuning, so the offered window stays ahead of the sender's
+//! slow start. The send buffer grows to twice the usable window (the smaller of cwnd and the
+//! peer's window) when the application keeps it full, as Linux's send-buffer expansion. Both
+//! stop at the configured maxima, so memory per session stays bounded.
+
+use super::engine::TcpEngine;
+use super::output::ts_clock;
+use super::seq::dist;
+use crate::counters::Counter;
+use crate::egress::Egress;
+use link::Instant;
+use std::time::Duration;
+
+impl TcpEngine {
+    /// A segment echoing our timestamp `ecr` arrived: sample the receiver's RTT estimate
+    /// (RFC 7323 timestamps measure it at the receiver too; 1 ms tick, at least 1 ms).
+    pub(super) fn sample_rcv_rtt(&mut self, sid: u32, ecr: u32, now: Instant) {
+        let ms = ts_clock(now).wrapping_sub(ecr);
+        if ecr == 0 || ms >= 60_000 {
+            return;
+        }
+        let sample = Duration::from_millis(u64::from(ms.max(1)));
+        let rx = &mut self.rx[sid as usize];
+        rx.rcv_rtt = Some(match rx.rcv_rtt {
+            None => sample,
+            Some(old) => (old * 7 + sample) / 8,
+        });
+    }
+
+    /// In-order data arrived: once per receiver RTT, offer at least twice what the peer
+    /// delivered in the last RTT (growing the buffer up to the maximum) if the application
+    /// keeps up. Without an RTT estimate (no timestamps, nothing sent) the buffer stays.
+    pub(super) fn autotune_rx(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+        let max = self.cfg.rx_buffer_max;
+        let srtt = self.tx[sid as usize].rtt.srtt();
+        let rx = &mut self.rx[sid as usize];
+        let ring = &mut self.bufs[sid as usize].rx;
+        let cap = ring.capacity();
+        let Some(rtt) = rx.rcv_rtt.or(srtt) else { return };
+        let Some(since) = rx.tune_time else {
+            rx.tune_time = Some(now);
+            rx.tune_mark = rx.rcv_nxt;
+            return;
+        };
+        if now - since < rtt {
+            return;
+        }
+        let delivered = dist(rx.tune_mark, rx.rcv_nxt) as usize;
+        rx.tune_time = Some(now);
+        rx.tune_mark = rx.rcv_nxt;
+        let want = delivered.saturating_mul(2);
+        let reader_keeps_up = ring.len() <= cap / 2;
+        if cap >= max || cap == 0 || want <= cap || !reader_keeps_up {
+            return;
+        }
+        ring.grow(want.next_power_of_two().min(max));
+        rx.ack_now = true; // announce the wider window at once
+        eg.counters.bump(Counter::tcp_rx_buffer_grown);
+    }
+
+    /// An ACK advanced: grow the send buffer towards twice the usable window if the
+    /// application keeps it full.
+    pub(super) fn autotune_tx(&mut self, eg: &mut Egress, sid: u32) {
+        let max = self.cfg.tx_buffer_max;
+        let tx = &self.tx[sid as usize];
+        let b = &mut self.bufs[sid as usize];
+        let cap = b.tx.capacity();
+        if cap >= max || cap == 0 {
+            return;
+        }
+        let app_limited = b.tx.free() > cap / 4 && b.transfers.is_empty();
+        let usable = tx.cc.cwnd.min(tx.snd_wnd) as usize;
+        if app_limited || usable * 2 <= cap {
+            return;
+        }
+        let grown = (usable * 2).next_power_of_two().min(max);
+        b.tx.grow(grown);
+        eg.counters.bump(Counter::tcp_tx_buffer_grown);
+    }
+}
