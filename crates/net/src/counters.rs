@@ -117,7 +117,14 @@ define_counters! {
     tcp_time_wait_reused,
     /// ACKs sent with a D-SACK block (RFC 2883) reporting a duplicate segment.
     tcp_dsacks_sent,
-    /// Receive buffers doubled because the peer filled the window we offered (auto-tuning).
+    /// Segments RACK marked lost (RFC 8985): a segment sent later was delivered and more
+    /// than an RTT plus the reordering window passed.
+    tcp_rack_lost,
+    /// RACK reordering timers that fired.
+    tcp_reorder_timeouts,
+    /// Retransmission timeouts found spurious by timestamps and undone (Eifel, RFC 3522/4015).
+    tcp_spurious_rtos,
+    /// Receive buffers grown to twice what the peer delivered in a round trip (auto-tuning).
     tcp_rx_buffer_grown,
     /// Send buffers grown to follow the congestion window.
     tcp_tx_buffer_grown,

@@ -323,6 +323,14 @@ impl<L: Link> Stack<L> {
             snd_una: tx.snd_una,
             snd_nxt: tx.snd_nxt,
             rcv_nxt: rx.rcv_nxt,
+            rack_lost: tx.rack_lost,
+            tlp_probes: tx.tlp_probes,
+            dsacks_received: tx.dsacks_received,
+            dsacks_sent: rx.dsacks_sent,
+            recoveries_undone: tx.undone,
+            spurious_rtos: tx.spurious_rtos,
+            tx_buffer: tcp.bufs[sid].tx.capacity(),
+            rx_buffer: tcp.bufs[sid].rx.capacity(),
         })
     }
 

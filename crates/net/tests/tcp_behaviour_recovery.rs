@@ -113,8 +113,8 @@ fn duplicate_acks_with_data_or_a_window_change_do_not_count() {
 }
 
 #[test]
-fn sack_recovery_retransmits_exactly_the_holes_in_order() {
-    // RFC 6675 alone: no tail loss probe after the last flight (see `tcp_behaviour_tlp`).
+fn sack_recovery_resends_each_hole_once_as_rack_finds_it_paced_by_prr() {
+    // RACK and PRR alone: no tail loss probe after the last flight (see `tcp_behaviour_tlp`).
     let mut cfg = config();
     cfg.tcp.tail_loss_probe = false;
     let mut b = Bench::new(cfg);
@@ -124,25 +124,30 @@ fn sack_recovery_retransmits_exactly_the_holes_in_order() {
     let s = |k: u32| s0 + k * MSS;
     let seg = |k: u32| c.h(ACK, s(k), PEER_ISS + 1, 65535).data(&data[(k * MSS) as usize..((k + 1) * MSS) as usize]);
     // S0, S3 and S5 are lost; every other segment arrives and is SACKed (most recent block
-    // first, RFC 2018).
+    // first, RFC 2018). All ten went out at once, and every ACK comes one RTT (10 ms) later.
     let dup = |blocks: &[(u32, u32)]| c.p(ACK, PEER_ISS + 1, s(0)).sack(blocks);
     b.now = b.now + ms(10);
+    // One or two segments SACKed and no reordering seen yet: S0 may still be reordered;
+    // RACK waits a quarter of the minimum RTT (the reordering timer).
     assert_eq!(b.send(dup(&[(s(1), s(2))])), vec![]);
     assert_eq!(b.send(dup(&[(s(1), s(3))])), vec![]);
-    // Three segments SACKed above S0: S0 is lost (RFC 6675 IsLost); recovery starts with
-    // cwnd = ssthresh = FlightSize / 2 and S0 is retransmitted.
+    // Three SACKed: no reordering window (RFC 8985 6.2 step 4); S0 and S3, both sent before
+    // the delivered S4 one RTT ago, are lost. Recovery: ssthresh = FlightSize / 2, and PRR's
+    // first ACK lets exactly the fast retransmit go (cwnd = pipe 5 + 1 segment).
     assert_eq!(b.send(dup(&[(s(4), s(5)), (s(1), s(3))])), vec![seg(0)]);
     let st = b.host.tcp_stats(c.h).unwrap();
-    assert_eq!((st.ssthresh, st.cwnd), (5 * MSS, 5 * MSS));
-    // S3 has only two SACKed segments above it: not lost yet, and the pipe is full.
-    assert_eq!(b.send(dup(&[(s(6), s(7)), (s(4), s(5)), (s(1), s(3))])), vec![]);
-    // Now three segments above S3: S3 goes; S5 is not lost yet.
-    assert_eq!(b.send(dup(&[(s(6), s(8)), (s(4), s(5)), (s(1), s(3))])), vec![seg(3)]);
-    assert_eq!(b.send(dup(&[(s(6), s(9)), (s(4), s(5)), (s(1), s(3))])), vec![seg(5)]);
-    // Everything above is SACKed: no hole left, nothing SACKed is sent again.
+    assert_eq!((st.ssthresh, st.cwnd), (5 * MSS, 6 * MSS));
+    assert_eq!(b.counter(Counter::tcp_rack_lost), 2);
+    // S6 delivered: S5 (sent before it) is lost too. Pipe is 4 (10 sent, 4 SACKed, S3 and S5
+    // waiting), below ssthresh: PRR's slow-start bound lets one segment go, S3 first.
+    assert_eq!(b.send(dup(&[(s(6), s(7)), (s(4), s(5)), (s(1), s(3))])), vec![seg(3)]);
+    assert_eq!(b.send(dup(&[(s(6), s(8)), (s(4), s(5)), (s(1), s(3))])), vec![seg(5)]);
+    // Every hole resent once: nothing SACKed is sent again, nothing twice.
+    assert_eq!(b.send(dup(&[(s(6), s(9)), (s(4), s(5)), (s(1), s(3))])), vec![]);
     assert_eq!(b.send(dup(&[(s(6), s(10)), (s(4), s(5)), (s(1), s(3))])), vec![]);
+    assert_eq!(b.counter(Counter::tcp_rack_lost), 3);
     // The retransmissions arrive: partial ACKs send nothing more; the ACK of the recovery
-    // point ends recovery.
+    // point ends recovery with cwnd = ssthresh.
     b.now = b.now + ms(10);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, s(3)).sack(&[(s(4), s(5)), (s(6), s(10))])), vec![]);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, s(5)).sack(&[(s(6), s(10))])), vec![]);
@@ -158,6 +163,24 @@ fn sack_recovery_retransmits_exactly_the_holes_in_order() {
     assert_eq!(b.next_output(Duration::from_millis(100)), None);
 }
 
+#[test]
+fn a_hole_inside_the_reordering_window_is_resent_only_when_the_reordering_timer_fires() {
+    let mut cfg = config();
+    cfg.tcp.tail_loss_probe = false;
+    let mut b = Bench::new(cfg);
+    let opts = PeerOpts { sack: true, ..PeerOpts::default() };
+    let (c, data, s0) = ten_segments_in_flight(&mut b, opts);
+    let s = |k: u32| s0 + k * MSS;
+    let seg = |k: u32| c.h(ACK, s(k), PEER_ISS + 1, 65535).data(&data[(k * MSS) as usize..((k + 1) * MSS) as usize]);
+    b.now = b.now + ms(10);
+    // S1 SACKed, S0 missing: min_RTT is 10 ms, the window a quarter of it.
+    assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, s(0)).sack(&[(s(1), s(2))])), vec![]);
+    let sacked_at = b.now;
+    let (t, out) = b.next_output(secs(1)).expect("the reordering timer resends S0");
+    assert_eq!((t - sacked_at, out), (Duration::from_micros(2500), vec![seg(0)]));
+    assert_eq!(b.counter(Counter::tcp_reorder_timeouts), 1);
+    assert_eq!(b.counter(Counter::tcp_rto_fired), 0);
+}
 #[test]
 fn sack_blocks_below_una_or_beyond_snd_max_are_ignored() {
     let mut b = Bench::new(config());
@@ -280,19 +303,20 @@ fn a_recovery_proved_spurious_by_d_sack_is_undone_and_the_reordering_threshold_d
     assert_eq!(b.counter(Counter::tcp_dsacks_received), 1);
     assert_eq!(b.counter(Counter::tcp_recoveries_undone), 1);
     assert!(b.host.tcp_stats(c.h).unwrap().cwnd >= cwnd_before, "cwnd restored");
-    // The same reordering again: three SACKed segments above a hole are no longer a loss;
-    // six are.
+    // The same reordering again: however many segments are SACKed above the hole, RACK now
+    // waits the reordering window, widened by the D-SACK to 2 x min_RTT / 4 = 5 ms; the late
+    // segment arriving inside it costs nothing.
     let more = pattern(10 * MSS as usize);
     b.host.tcp_send(c.h, &more).unwrap();
     assert_eq!(b.flush().len(), 10);
     let t = |k: u32| s(10) + k * MSS;
     b.now = b.now + ms(10);
-    for k in 2..=4 {
+    for k in 2..=10 {
         assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, t(0)).sack(&[(t(1), t(k))])), vec![], "{} SACKed", k - 1);
     }
-    let mut out = vec![];
-    for k in 5..=7 {
-        out = b.send(c.p(ACK, PEER_ISS + 1, t(0)).sack(&[(t(1), t(k))]));
-    }
-    assert_eq!(out.first().map(|x| x.seq()), Some(t(0)), "six SACKed segments: S10 is lost");
+    b.now = b.now + ms(4);
+    assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, t(10))), vec![]);
+    assert_eq!(b.counter(Counter::tcp_rack_lost), 1, "only the first round's S0");
+    assert_eq!(b.host.tcp_stats(c.h).unwrap().retransmits, 1);
+    assert_eq!(b.next_output(secs(1)), None);
 }

@@ -89,8 +89,8 @@ fn rto_is_clamped_to_min_rto_and_karn_keeps_the_backoff_until_a_fresh_sample() {
     let mut b = Bench::new(config());
     let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(10));
     let st = b.host.tcp_stats(c.h).unwrap();
-    // SRTT + 4 RTTVAR = 30 ms, below min_rto.
-    assert_eq!((st.srtt, st.rto), (Some(ms(10)), ms(200)));
+    // RTO = SRTT + max(min_rto, 4 RTTVAR): 4 RTTVAR = 20 ms is below the 200 ms margin.
+    assert_eq!((st.srtt, st.rto), (Some(ms(10)), ms(210)));
     let data = pattern(200);
     b.host.tcp_send(c.h, &data[..100]).unwrap();
     let seg = c.h(ACK | PSH, c.iss + 1, PEER_ISS + 1, 65535).data(&data[..100]);
@@ -99,20 +99,20 @@ fn rto_is_clamped_to_min_rto_and_karn_keeps_the_backoff_until_a_fresh_sample() {
     // min_rto here.
     assert_eq!(b.advance(ms(209)), vec![]);
     assert_eq!(b.advance(ms(1)), vec![seg]);
-    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(400));
+    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(420));
     // The ACK of a retransmission gives no sample (Karn): the backed-off RTO stays.
     b.now = b.now + ms(10);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, c.iss + 101)), vec![]);
     let st = b.host.tcp_stats(c.h).unwrap();
-    assert_eq!((st.rto, st.srtt, st.bytes_acked), (ms(400), Some(ms(10)), 100));
-    // New data, acknowledged after 10 ms: a fresh sample brings the RTO back to min_rto.
+    assert_eq!((st.rto, st.srtt, st.bytes_acked), (ms(420), Some(ms(10)), 100));
+    // New data, acknowledged after 10 ms: a fresh sample brings the RTO back.
     b.host.tcp_send(c.h, &data[100..]).unwrap();
     let seg = c.h(ACK | PSH, c.iss + 101, PEER_ISS + 1, 65535).data(&data[100..]);
     assert_eq!(b.flush(), vec![seg]);
     b.now = b.now + ms(10);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, c.iss + 201)), vec![]);
     let st = b.host.tcp_stats(c.h).unwrap();
-    assert_eq!((st.rto, st.srtt, st.rttvar), (ms(200), Some(ms(10)), std::time::Duration::from_micros(3750)));
+    assert_eq!((st.rto, st.srtt, st.rttvar), (ms(210), Some(ms(10)), std::time::Duration::from_micros(3750)));
 }
 
 #[test]
@@ -136,14 +136,14 @@ fn zero_window_stops_sending_and_probes_with_backoff_until_the_window_opens() {
     b.now = b.now + ms(100);
     let x = x + 3000;
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x).win(0)), vec![]);
-    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(250));
+    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(300));
     assert_eq!(b.host.tcp_send(c.h, &data[3000..]).unwrap(), 2000);
     assert_eq!(b.flush(), vec![], "nothing goes out into a zero window");
     let probe = c.h(ACK, x, PEER_ISS + 1, 65535).data(&data[3000..3001]);
     let mut at = b.now;
     // Probes after one RTO, then with exponential backoff (capped at 64 RTOs); each answered
     // with a zero window; the connection must survive it indefinitely (RFC 1122 4.2.2.17).
-    for interval in [250, 500, 1000, 2000, 4000, 8000, 16000, 16000, 16000, 16000] {
+    for interval in [300, 600, 1200, 2400, 4800, 9600, 19200, 19200, 19200, 19200] {
         at = at + ms(interval);
         let (t, out) = b.next_output(secs(60)).expect("a window probe");
         assert_eq!((t, out), (at, vec![probe.clone()]), "probe {interval} ms after the previous");
@@ -179,12 +179,12 @@ fn window_closing_with_data_in_flight_turns_into_probing_after_the_rto() {
     // The peer takes only the first segment and its buffer is full.
     b.now = b.now + ms(100);
     assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x + 1460).win(0)), vec![]);
-    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(250));
+    assert_eq!(b.host.tcp_stats(c.h).unwrap().rto, ms(300));
     // The retransmission timer expires with the window closed: nothing can be sent, so the
     // stack starts probing one (backed-off) RTO later, with the first unacknowledged byte.
     let probe = c.h(ACK, x + 1460, PEER_ISS + 1, 65535).data(&data[1460..1461]);
-    let mut at = b.now + ms(250);
-    for interval in [500, 1000, 2000, 4000, 8000] {
+    let mut at = b.now + ms(300);
+    for interval in [600, 1200, 2400, 4800, 9600] {
         at = at + ms(interval);
         let (t, out) = b.next_output(secs(60)).expect("a window probe");
         assert_eq!((t, out), (at, vec![probe.clone()]));

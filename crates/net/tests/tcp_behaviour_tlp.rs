@@ -94,6 +94,6 @@ fn without_sack_there_is_no_probe_and_the_rto_repairs_the_tail() {
     assert_eq!(b.flush().len(), 3);
     let sent_at = b.now;
     let (t, out) = b.next_output(secs(5)).unwrap();
-    assert_eq!((t - sent_at, out.len()), (ms(200), 1), "the RTO, not a probe");
+    assert_eq!((t - sent_at, out.len()), (ms(210), 1), "the RTO, not a probe");
     assert_eq!(b.counter(Counter::tcp_tlp_probes), 0);
 }

@@ -36,13 +36,15 @@ pub struct TcpConfig {
     pub nagle: bool,
     /// Longest an ACK of in-order data is delayed; 0 acknowledges every segment.
     pub delayed_ack: Duration,
-    /// Lower bound of the RTO (5 ms by default). RFC 6298 asks for 1 s and Linux uses 200 ms,
-    /// floors chosen for coarse timers and peers that delay ACKs; here timers run at the poll
-    /// loop's precision, a lone segment gets the delayed-ACK allowance on top (see
-    /// `TxSar::rto`), and a spurious timeout is detected with timestamps and undone. At a
-    /// 100 µs round trip a 200 ms floor costs 2,000 round trips per timeout; 5 ms costs 50 and
-    /// stays above the 1 ms timestamp tick, so the original and the retransmission can be told
-    /// apart.
+    /// The least margin of the RTO above the smoothed RTT, RFC 6298's G in
+    /// RTO = SRTT + max(G, 4 RTTVAR); 5 ms by default. RFC 6298 asks for an RTO of at least
+    /// 1 s and Linux uses a 200 ms margin, chosen for coarse timers and peers that delay
+    /// ACKs; here timers run at the poll loop's precision, a lone segment gets the
+    /// delayed-ACK allowance on top (see `TxSar::rto`), RACK and tail loss probes repair
+    /// nearly every loss before the timer, and a spurious timeout is detected with
+    /// timestamps and undone. At a 100 µs round trip a 200 ms margin costs 2,000 round
+    /// trips per timeout; 5 ms costs 50, and stays above the 1 ms timestamp tick so the
+    /// original and the retransmission can be told apart.
     pub min_rto: Duration,
     /// Upper bound of the RTO.
     pub max_rto: Duration,

@@ -4,6 +4,7 @@
 use super::assembler::Assembler;
 use super::cc::{CcAlgorithm, Congestion};
 use super::lookup::FourTuple;
+use super::rack::Rack;
 use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
@@ -116,6 +117,42 @@ pub struct TxSar {
     pub reordering: u32,
     /// Recoveries undone because every retransmission was a duplicate.
     pub undone: u64,
+    /// RACK loss detection: the segments in flight (see `rack`).
+    pub rack: Rack,
+    /// Proportional Rate Reduction during the current recovery (RFC 6937).
+    pub prr: Prr,
+    /// After a retransmission timeout, until the first ACK that advances: what undoing it
+    /// restores if that ACK shows the timeout was spurious (Eifel, RFC 3522/4015).
+    pub rto_undo: Option<RtoUndo>,
+    /// Segments RACK marked lost.
+    pub rack_lost: u64,
+    /// Retransmission timeouts found spurious and undone.
+    pub spurious_rtos: u64,
+    /// D-SACK blocks received on this connection.
+    pub dsacks_received: u64,
+}
+
+/// Proportional Rate Reduction state (RFC 6937 section 3), bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prr {
+    /// Data the receiver got since recovery started (prr_delivered).
+    pub delivered: u64,
+    /// Data sent since recovery started (prr_out).
+    pub out: u64,
+    /// Data in the network when recovery started (RecoverFS).
+    pub recover_fs: u64,
+}
+
+/// What undoing a spurious retransmission timeout restores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtoUndo {
+    /// Our timestamp when the timeout fired: an ACK echoing an earlier one was caused by the
+    /// original transmission.
+    pub ts: u32,
+    /// cwnd before the timeout.
+    pub cwnd: u32,
+    /// ssthresh before the timeout.
+    pub ssthresh: u32,
 }
 
 /// What an undo of a spurious fast recovery restores (RFC 2883 section 6, as Linux does).
@@ -173,12 +210,24 @@ impl TxSar {
             undo_dsacked: 0,
             reordering: 3,
             undone: 0,
+            rack: Rack::default(),
+            prr: Prr::default(),
+            rto_undo: None,
+            rack_lost: 0,
+            spurious_rtos: 0,
+            dsacks_received: 0,
         }
     }
 
     /// Bytes sent and not yet acknowledged.
     pub fn in_flight(&self) -> u32 {
         self.snd_max.wrapping_sub(self.snd_una)
+    }
+
+    /// Bytes believed in the network with SACK (RFC 6675 pipe, as Linux counts it): in
+    /// flight, less what was SACKed and what is marked lost and not sent again.
+    pub fn pipe(&self) -> u32 {
+        self.in_flight().saturating_sub(self.sb.sacked).saturating_sub(self.rack.lost_bytes)
     }
 
     /// The retransmission timeout to arm now: the RFC 6298 estimate, and with a lone new
@@ -229,6 +278,8 @@ pub struct RxSar {
     pub bypass: bool,
     /// A duplicate segment to report in the next ACK's first SACK block (D-SACK, RFC 2883).
     pub dsack: Option<(u32, u32)>,
+    /// D-SACK blocks sent on this connection.
+    pub dsacks_sent: u64,
     /// RCV.NXT when the current auto-tuning round started (see `autotune`).
     pub tune_mark: u32,
     /// When the current auto-tuning round started.

@@ -85,6 +85,8 @@ pub struct TcpEngine {
     pub(crate) scratch_activity: Vec<u32>,
     /// Buffers of sessions lingering in TIME-WAIT, for new sessions.
     spare: Vec<Buffers>,
+    /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
+    pub(super) sack_before: Vec<(u32, u32)>,
     /// SYN cookies (RFC 4987 3.6).
     pub(crate) cookies: super::syncookie::CookieJar,
     /// When we last answered a SYN with a cookie.
@@ -124,6 +126,7 @@ impl TcpEngine {
             activity: Activity::default(),
             scratch_activity: Vec::new(),
             spare: Vec::new(),
+            sack_before: Vec::new(),
             cookies: super::syncookie::CookieJar::new(cfg.secret),
             last_cookie: None,
             time_wait: VecDeque::new(),
@@ -342,6 +345,7 @@ impl TcpEngine {
                 TimerKind::Persist => self.on_persist(sid, now),
                 TimerKind::Keepalive => self.on_keepalive(eg, link, sid, now)?,
                 TimerKind::Linger => self.finish(sid, None),
+                TimerKind::Reorder => self.on_reorder_timeout(eg, sid, now),
             }
         }
         self.flush_dirty(eg, link, now)
@@ -371,6 +375,10 @@ impl TcpEngine {
         }
         eg.counters.bump(Counter::tcp_rto_fired);
         tx.timeouts += 1;
+        if st.is_synchronized() {
+            self.mark_rto_undo(sid, now);
+        }
+        let tx = &mut self.tx[sid as usize];
         let flight = tx.in_flight();
         if st.is_synchronized() {
             tx.cc.on_timeout(flight);
@@ -380,7 +388,8 @@ impl TcpEngine {
         tx.snd_nxt = tx.snd_una;
         tx.recover = None;
         tx.dupacks = 0;
-        tx.sb.clear();
+        // The SACK scoreboard stays (as Linux keeps it): resending from SND.UNA skips what
+        // the peer already holds.
         tx.retx_high = tx.snd_una;
         if let Some(f) = tx.fin_seq {
             if super::seq::le(tx.snd_una, f) {

@@ -19,6 +19,8 @@ mod listen;
 pub mod lookup;
 pub mod output;
 mod pmtu;
+pub mod rack;
+mod recovery;
 pub mod ringbuf;
 pub mod rtt;
 pub mod rx;
@@ -196,4 +198,20 @@ pub struct TcpConnStats {
     pub snd_nxt: u32,
     /// Next sequence number expected from the peer.
     pub rcv_nxt: u32,
+    /// Segments RACK marked lost (RFC 8985).
+    pub rack_lost: u64,
+    /// Tail loss probes sent.
+    pub tlp_probes: u64,
+    /// D-SACK blocks received (the peer got a segment twice).
+    pub dsacks_received: u64,
+    /// D-SACK blocks sent (we got a segment twice).
+    pub dsacks_sent: u64,
+    /// Fast recoveries undone because D-SACKs proved them spurious.
+    pub recoveries_undone: u64,
+    /// Retransmission timeouts proved spurious by timestamps and undone.
+    pub spurious_rtos: u64,
+    /// Current send-buffer capacity, bytes (grows with the window).
+    pub tx_buffer: usize,
+    /// Current receive-buffer capacity, bytes (grows by auto-tuning).
+    pub rx_buffer: usize,
 }

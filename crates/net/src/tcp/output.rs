@@ -220,15 +220,26 @@ impl TcpEngine {
                 }
                 return Ok(sent_any);
             }
-            if in_recovery_sack && self.pipe(sid) + tx.mss as u32 > tx.cc.cwnd {
+            if in_recovery_sack && self.tx[sid as usize].pipe() + tx.mss as u32 > tx.cc.cwnd {
                 return Ok(sent_any);
             }
             if !lt(tx.snd_nxt, wnd_end) {
                 return Ok(sent_any);
             }
+            if lt(tx.snd_nxt, tx.snd_max) {
+                // Resending after a timeout: skip what the peer SACKed.
+                if let Some(end) = tx.sb.sacked_run_end(tx.snd_nxt) {
+                    let tx = &mut self.tx[sid as usize];
+                    tx.snd_nxt = if lt(end, tx.snd_max) { end } else { tx.snd_max };
+                    continue;
+                }
+            }
             let avail = dist(tx.snd_nxt, data_end) as usize;
             let room = dist(tx.snd_nxt, wnd_end) as usize;
-            let len = avail.min(room).min(tx.mss as usize);
+            let mut len = avail.min(room).min(tx.mss as usize);
+            if let Some(next) = tx.sb.next_sacked_start(tx.snd_nxt).filter(|_| lt(tx.snd_nxt, tx.snd_max)) {
+                len = len.min(dist(tx.snd_nxt, next) as usize);
+            }
             if self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
                 return Ok(sent_any);
             }
@@ -308,18 +319,7 @@ impl TcpEngine {
         Ok(true)
     }
 
-    /// RFC 6675 pipe: bytes believed in the network.
-    fn pipe(&self, sid: u32) -> u32 {
-        let tx = &self.tx[sid as usize];
-        let outstanding = tx.sb.unsacked_between(tx.snd_una, tx.snd_max);
-        let lost_unsent = match tx.sb.high() {
-            Some(h) if lt(max(tx.retx_high, tx.snd_una), h) => tx.sb.unsacked_between(max(tx.retx_high, tx.snd_una), h),
-            _ => 0,
-        };
-        outstanding.saturating_sub(lost_unsent)
-    }
-
-    /// Loss recovery with SACK: retransmit lost holes while the pipe has room (RFC 6675 5).
+    /// Loss recovery with SACK: retransmit what RACK marked lost while PRR's window has room.
     fn output_sack_recovery<L: Link>(
         &mut self,
         eg: &mut Egress,
@@ -330,13 +330,11 @@ impl TcpEngine {
         let mut sent_any = false;
         loop {
             let tx = &self.tx[sid as usize];
-            if self.pipe(sid) + tx.mss as u32 > tx.cc.cwnd {
+            if self.tx[sid as usize].pipe() + tx.mss as u32 > tx.cc.cwnd {
                 return Ok(sent_any);
             }
-            let from = max(tx.retx_high, tx.snd_una);
-            // After a SACKed loss probe every hole below the highest SACK is lost.
-            let thresh = if tx.tail_recovery { 1 } else { tx.reordering };
-            let Some((s, e)) = tx.sb.next_hole(from, tx.mss as u32, thresh) else {
+            // What RACK marked lost, in sequence order.
+            let Some((s, e)) = tx.rack.next_lost(&tx.sb, tx.snd_una) else {
                 return Ok(sent_any);
             };
             let data_off = dist(tx.snd_una, s) as usize;
@@ -351,6 +349,13 @@ impl TcpEngine {
             tx.timed = None;
             eg.counters.bump(Counter::tcp_retransmits);
             sent_any = true;
+            if s == tx.snd_una {
+                // The head went again: its ACK is one RTT away from now, so the timer
+                // restarts (as Linux does), or a recovery that took a while to find the loss
+                // would time out just before the repair arrives.
+                let rto = tx.rto();
+                self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+            }
         }
     }
 
@@ -529,10 +534,14 @@ impl TcpEngine {
         })?;
         if sent {
             eg.counters.bump(Counter::tcp_tx_segments);
+            if seg.len > 0 {
+                self.on_data_sent(sid, seg.seq, seg.len, now);
+            }
             if seg.flags & ACK != 0 {
                 let rx = &mut self.rx[sid as usize];
                 if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack {
                     rx.dsack = None;
+                    rx.dsacks_sent += 1;
                     eg.counters.bump(Counter::tcp_dsacks_sent);
                 }
                 rx.last_ack_sent = ack;

@@ -43,10 +43,15 @@ impl RttEstimator {
         self.rto = self.base_rto();
     }
 
+    /// RTO = SRTT + max(G, 4 RTTVAR) (RFC 6298 2.3) with `min_rto` as G, the margin above
+    /// the smoothed RTT (as Linux applies its floor): a relative margin would vanish on a
+    /// steady path, where RTTVAR decays towards zero and delayed ACKs or a queue building up
+    /// would then fire the timer spuriously.
     fn base_rto(&self) -> Duration {
-        let srtt = self.srtt.unwrap_or(Duration::from_secs(1));
-        let k_var = (self.rttvar * 4).max(Duration::from_millis(1));
-        (srtt + k_var).clamp(self.min_rto, self.max_rto)
+        match self.srtt {
+            None => Duration::from_secs(1).clamp(self.min_rto, self.max_rto),
+            Some(srtt) => (srtt + (self.rttvar * 4).max(self.min_rto)).min(self.max_rto),
+        }
     }
 
     /// Double the RTO after a timeout (RFC 6298 5.5), up to the maximum.
@@ -89,10 +94,11 @@ mod tests {
         assert_eq!(e.rto(), Duration::from_millis(300));
         e.sample(Duration::from_millis(100));
         assert_eq!(e.rttvar(), Duration::from_micros(37_500));
-        assert_eq!(e.rto(), Duration::from_millis(250));
+        // 4 RTTVAR = 150 ms is below the 200 ms margin.
+        assert_eq!(e.rto(), Duration::from_millis(300));
         e.back_off();
         e.back_off();
-        assert_eq!(e.rto(), Duration::from_millis(1000));
+        assert_eq!(e.rto(), Duration::from_millis(1200));
         for _ in 0..20 {
             e.back_off();
         }

@@ -7,6 +7,7 @@ use super::conn::{RxSar, TxSar};
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::output::ts_clock;
+use super::recovery::start_recovery;
 use super::seq::{dist, ge, gt, le, lt};
 use super::timer::TimerKind;
 use super::{TcpError, TcpHandle, TcpState};
@@ -20,18 +21,6 @@ use wire::{TcpRepr, TcpSegment};
 
 /// What happened to a received segment: processed, or dropped for a reason.
 pub type Verdict = Result<(), Counter>;
-
-/// Enter loss recovery (RFC 5681 3.2, RFC 6675 5): the recovery point is SND.MAX, the
-/// congestion window answers the loss and the first unacknowledged segment goes again.
-pub(super) fn start_recovery(tx: &mut TxSar) {
-    super::undo::mark_undo_point(tx);
-    tx.recover = Some(tx.snd_max);
-    let flight = tx.in_flight();
-    tx.cc.on_loss(flight);
-    tx.fast_recoveries += 1;
-    tx.retx_front = true;
-    tx.retx_high = tx.snd_una;
-}
 
 /// Window scaling (RFC 7323 2.2) is on only if both sides offered it; shifts of at most 14.
 pub(super) fn agree_window_scale(rx: &mut RxSar, tx: &mut TxSar, ours: Option<u8>, theirs: Option<u8>) {
@@ -217,7 +206,15 @@ impl TcpEngine {
         if ts_ok && repr.flags & RST == 0 {
             if let Some(v) = tsval {
                 if lt(v, ts_recent) {
-                    self.rx[sid as usize].ack_now = true;
+                    let rx = &mut self.rx[sid as usize];
+                    rx.ack_now = true;
+                    if rx.sack_ok && !payload.is_empty() && lt(repr.seq, rx.rcv_nxt) {
+                        // A late original of data already received (its retransmission
+                        // moved TS.Recent on): still report the duplicate with a D-SACK, as
+                        // Linux does, or the sender cannot tell its recovery was spurious.
+                        let end = repr.seq.wrapping_add(payload.len() as u32);
+                        rx.dsack = Some((repr.seq, if gt(end, rx.rcv_nxt) { rx.rcv_nxt } else { end }));
+                    }
                     return Err(Counter::drop_tcp_paws);
                 }
             }
@@ -356,7 +353,10 @@ impl TcpEngine {
         let window = (repr.window as u32) << tx.snd_shift;
         let window_changed = window != tx.snd_wnd;
         let mut dsack_of_probe = false;
-        if self.rx[sid as usize].sack_ok {
+        let sack_ok = self.rx[sid as usize].sack_ok;
+        let una_before = self.tx[sid as usize].snd_una;
+        let mut newly_sacked = Vec::new();
+        if sack_ok {
             let blocks = &repr.options.sack_blocks;
             if let Some((s, e)) = blocks[0] {
                 // A first block below the cumulative ACK, or inside the second block, is a
@@ -370,7 +370,10 @@ impl TcpEngine {
                 }
             }
             let tx = &mut self.tx[sid as usize];
+            self.sack_before.clear();
+            self.sack_before.extend_from_slice(tx.sb.ranges());
             tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
+            newly_sacked = tx.sb.newly_sacked(&self.sack_before);
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
             self.ack_advances(eg, sid, repr);
@@ -386,6 +389,21 @@ impl TcpEngine {
             // Not while the window is closed: those ACKs answer window probes, and nothing
             // may be retransmitted into a zero window anyway.
             self.duplicate_ack(eg, sid);
+        }
+        if sack_ok && self.state[sid as usize].state.is_synchronized() {
+            let ecr = self.rx[sid as usize].ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
+            let tx = &mut self.tx[sid as usize];
+            tx.rack.on_ack(tx.snd_una, &newly_sacked, ecr, now);
+            let tx = &self.tx[sid as usize];
+            if !tx.sb.is_empty() || tx.recover.is_some() {
+                self.detect_losses(eg, sid, now);
+            }
+            let tx = &self.tx[sid as usize];
+            let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
+            let delivered = dist(una_before, tx.snd_una).wrapping_add(sacked);
+            if tx.recover.is_some() && gt(tx.snd_una, una_before) || sacked > 0 {
+                self.prr_on_ack(sid, delivered);
+            }
         }
         let tx = &mut self.tx[sid as usize];
         // Only an ACK at or beyond SND.UNA carries a usable window (RFC 9293 3.10.7.4): the
@@ -448,6 +466,7 @@ impl TcpEngine {
                 tx.tail_recovery = false;
                 tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
                 tx.dupacks = 0;
+                tx.rack.on_recovery_end();
             }
             Some(_) => {
                 if !self.rx[sid as usize].sack_ok {
@@ -464,6 +483,10 @@ impl TcpEngine {
                     tx.cc.on_ack(data_acked as u32, now, srtt);
                 }
             }
+        }
+        if self.tx[sid as usize].rto_undo.is_some() {
+            let ecr = self.rx[sid as usize].ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
+            self.check_spurious_rto(eg, sid, ecr);
         }
         if data_acked > 0 {
             self.autotune_tx(eg, sid);
@@ -485,16 +508,17 @@ impl TcpEngine {
         if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(eg, sid) {
             return;
         }
+        if sack_ok {
+            // With SACK, RACK decides what is lost (`detect_losses`, after the scoreboard).
+            return;
+        }
         let tx = &mut self.tx[sid as usize];
         let mss = tx.mss as u32;
-        let lost = sack_ok && tx.sb.is_lost(tx.snd_una, mss, dup_thresh);
-        if tx.recover.is_none() && (tx.dupacks >= dup_thresh || lost) {
-            start_recovery(tx);
-            if !sack_ok {
-                tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
-            }
+        if tx.recover.is_none() && tx.dupacks >= dup_thresh {
+            start_recovery(tx, false);
+            tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
             eg.counters.bump(Counter::tcp_fast_retransmits);
-        } else if tx.recover.is_some() && !sack_ok {
+        } else if tx.recover.is_some() {
             tx.cc.cwnd = tx.cc.cwnd.saturating_add(mss);
         }
     }
@@ -562,11 +586,17 @@ impl TcpEngine {
                 rx.ack_now = true;
                 return Err(Counter::drop_tcp_rx_buffer_full);
             }
-            if !b.asm.add(off as u32, (off + written) as u32) {
+            let ready = if b.asm.add(off as u32, (off + written) as u32) {
+                b.asm.take_front() as usize
+            } else if off == 0 {
+                // In-order data needs no range: with every range in use it still goes in (or
+                // a full map of holes could never be filled).
+                b.asm.shift(written as u32);
+                written + b.asm.take_front() as usize
+            } else {
                 rx.ack_now = true;
                 return Err(Counter::drop_tcp_ooo_full);
-            }
-            let ready = b.asm.take_front() as usize;
+            };
             if ready > 0 {
                 b.rx.commit(ready);
                 rx.rcv_nxt = rx.rcv_nxt.wrapping_add(ready as u32);

@@ -82,6 +82,46 @@ impl Scoreboard {
         self.ranges.last().map(|r| r.1)
     }
 
+    /// The SACKed ranges, sorted.
+    pub fn ranges(&self) -> &[(u32, u32)] {
+        &self.ranges
+    }
+
+    /// The start of the first SACKed range beginning after `seq`, if any.
+    pub fn next_sacked_start(&self, seq: u32) -> Option<u32> {
+        self.ranges.iter().find(|r| gt(r.0, seq)).map(|r| r.0)
+    }
+
+    /// The end of the SACKed range that covers `seq`, if one does.
+    pub fn sacked_run_end(&self, seq: u32) -> Option<u32> {
+        self.ranges.iter().find(|r| le(r.0, seq) && lt(seq, r.1)).map(|r| r.1)
+    }
+
+    /// The parts of the current ranges that `before` (an earlier copy of them) did not cover:
+    /// what one ACK newly SACKed.
+    pub fn newly_sacked(&self, before: &[(u32, u32)]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for &(s, e) in &self.ranges {
+            let mut cur = s;
+            for &(bs, be) in before {
+                if le(be, cur) || le(e, bs) {
+                    continue;
+                }
+                if lt(cur, bs) {
+                    out.push((cur, bs));
+                }
+                cur = max(cur, be);
+                if !lt(cur, e) {
+                    break;
+                }
+            }
+            if lt(cur, e) {
+                out.push((cur, e));
+            }
+        }
+        out
+    }
+
     /// True if `seq` is covered by a SACK block.
     pub fn is_sacked(&self, seq: u32) -> bool {
         self.ranges.iter().any(|r| le(r.0, seq) && lt(seq, r.1))
@@ -154,6 +194,17 @@ mod tests {
         assert_eq!(sb.sacked, 300);
         sb.update(1700, 2000, &[]);
         assert!(sb.is_empty());
+    }
+
+    #[test]
+    fn newly_sacked_is_the_difference() {
+        let mut sb = Scoreboard::default();
+        sb.update(1000, 3000, &[Some((1200, 1400)), Some((1600, 1800))]);
+        let before = sb.ranges().to_vec();
+        sb.update(1000, 3000, &[Some((1100, 2000))]);
+        assert_eq!(sb.newly_sacked(&before), vec![(1100, 1200), (1400, 1600), (1800, 2000)]);
+        assert_eq!(sb.sacked_run_end(1500), Some(2000));
+        assert_eq!(sb.sacked_run_end(1000), None);
     }
 
     #[test]

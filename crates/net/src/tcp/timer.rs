@@ -20,9 +20,11 @@ pub enum TimerKind {
     Keepalive = 3,
     /// TIME-WAIT and FIN-WAIT-2 expiry.
     Linger = 4,
+    /// RACK's reordering timer: run loss detection again (RFC 8985 6.3).
+    Reorder = 5,
 }
 
-const KINDS: usize = 5;
+const KINDS: usize = 6;
 
 /// All sessions' timers.
 #[derive(Debug)]
@@ -105,8 +107,14 @@ impl Timers {
     }
 }
 
-const KIND_OF: [TimerKind; KINDS] =
-    [TimerKind::Retransmit, TimerKind::DelayedAck, TimerKind::Persist, TimerKind::Keepalive, TimerKind::Linger];
+const KIND_OF: [TimerKind; KINDS] = [
+    TimerKind::Retransmit,
+    TimerKind::DelayedAck,
+    TimerKind::Persist,
+    TimerKind::Keepalive,
+    TimerKind::Linger,
+    TimerKind::Reorder,
+];
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,9 @@ impl TcpEngine {
     /// retransmission of the last recovery a duplicate, undo the recovery.
     pub(super) fn on_dsack(&mut self, eg: &mut Egress, sid: u32, start: u32, end: u32) {
         let tx = &mut self.tx[sid as usize];
+        tx.dsacks_received += 1;
+        let (una, nxt) = (tx.snd_una, tx.snd_nxt);
+        tx.rack.on_dsack(una, nxt);
         let Some(u) = tx.undo else { return };
         if lt(start, u.from) {
             return;
@@ -44,6 +47,7 @@ impl TcpEngine {
         }
         tx.undo = None;
         tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
+        tx.rack.reordering_seen = true;
         tx.undone += 1;
         eg.counters.bump(Counter::tcp_recoveries_undone);
     }

@@ -73,9 +73,6 @@ fn config(ip: &str, cc: CcAlgorithm) -> Config {
     c.tcp.secret = [11, 12];
     c.tcp.max_sessions = 4;
     c.tcp.cc = cc;
-    if let Ok(v) = std::env::var("MINRTO_US") {
-        c.tcp.min_rto = Duration::from_micros(v.parse().unwrap());
-    }
     c
 }
 
@@ -126,7 +123,14 @@ pub fn transfer(path: Path, total: u64, sample_every: Duration) -> Outcome {
             }
             while queued < total {
                 let n = ((total - queued) as usize).min(chunk.len());
-                let sent = a.tcp_send(c, &chunk[..n]).unwrap();
+                let sent = match a.tcp_send(c, &chunk[..n]) {
+                    Ok(s) => s,
+                    Err(e) => panic!(
+                        "send failed: {e} at {now:?} after {got} bytes; sender counters {:?}; receiver {:?}",
+                        a.counters().iter().filter(|c| c.1 > 0 && c.0.starts_with("tcp")).collect::<Vec<_>>(),
+                        b.counters().iter().filter(|c| c.1 > 0).collect::<Vec<_>>()
+                    ),
+                };
                 queued += sent as u64;
                 if sent < n {
                     break;

@@ -1,0 +1,138 @@
+//! Loss recovery with SACK, as today's Linux does it: RACK marks segments lost by time (see
+//! `rack`), recovery retransmits every lost segment as the window allows, Proportional Rate
+//! Reduction (RFC 6937) spreads the window reduction over the recovery round trip instead of
+//! stopping transmission for half of it, and a retransmission timeout that the timestamps
+//! show to be spurious (the ACK echoes the original transmission) is undone (Eifel, RFC 3522
+//! detection with the RFC 4015 response).
+
+use super::conn::{Prr, RtoUndo, TxSar};
+use super::engine::TcpEngine;
+use super::output::ts_clock;
+use super::seq::{gt, lt};
+use super::timer::TimerKind;
+use crate::counters::Counter;
+use crate::egress::Egress;
+use link::Instant;
+
+/// Enter loss recovery (RFC 5681 3.2, RFC 6675 5, RFC 6937 3): the recovery point is SND.MAX
+/// and the congestion window answers the loss. With SACK, PRR then paces what is sent and
+/// RACK says what is lost; without, the first unacknowledged segment goes again at once.
+pub(super) fn start_recovery(tx: &mut TxSar, sack: bool) {
+    super::undo::mark_undo_point(tx);
+    tx.recover = Some(tx.snd_max);
+    let flight = tx.in_flight();
+    tx.cc.on_loss(flight);
+    tx.fast_recoveries += 1;
+    tx.retx_high = tx.snd_una;
+    if sack {
+        tx.prr = Prr { delivered: 0, out: 0, recover_fs: u64::from(tx.pipe().max(1)) };
+    } else {
+        tx.retx_front = true;
+    }
+}
+
+impl TcpEngine {
+    /// Run RACK loss detection for `sid` (with SACK): start recovery when it finds a loss,
+    /// and keep the reordering timer for segments that may still turn out lost.
+    pub(super) fn detect_losses(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        let mss = (tx.mss as u32).max(1);
+        let reo_wnd = tx.rack.reo_wnd(tx.recover.is_some(), tx.sb.sacked / mss, tx.reordering, tx.rtt.srtt());
+        let found = tx.rack.detect_loss(&tx.sb, reo_wnd, now);
+        if found.newly_lost > 0 {
+            tx.rack_lost += u64::from(found.newly_lost);
+            eg.counters.add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
+            if tx.recover.is_none() {
+                tx.tlp_high = None;
+                start_recovery(tx, true);
+                eg.counters.bump(Counter::tcp_fast_retransmits);
+                // Found by the reordering timer, not an ACK: PRR still lets the first
+                // retransmission go.
+                self.prr_on_ack(sid, 0);
+            }
+            self.mark_dirty(sid);
+        }
+        match found.timeout {
+            Some(t) => self.timers.arm(sid, TimerKind::Reorder, now + t),
+            None => self.timers.cancel(sid, TimerKind::Reorder),
+        }
+    }
+
+    /// The reordering timer fired.
+    pub(super) fn on_reorder_timeout(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+        eg.counters.bump(Counter::tcp_reorder_timeouts);
+        if self.rx[sid as usize].sack_ok {
+            self.detect_losses(eg, sid, now);
+        }
+    }
+
+    /// PRR on an ACK during recovery (RFC 6937 section 3.1, with the slow-start reduction
+    /// bound): `delivered` bytes reached the receiver; the window becomes what is in the
+    /// network plus the share of it that may be sent now.
+    pub(super) fn prr_on_ack(&mut self, sid: u32, delivered: u32) {
+        let tx = &mut self.tx[sid as usize];
+        if tx.recover.is_none() {
+            return;
+        }
+        let mss = u64::from(tx.mss.max(1));
+        tx.prr.delivered += u64::from(delivered);
+        let pipe = u64::from(tx.pipe());
+        let ssthresh = u64::from(tx.cc.ssthresh);
+        let prr = tx.prr;
+        let mut sndcnt = if pipe > ssthresh {
+            (prr.delivered * ssthresh).div_ceil(prr.recover_fs.max(1)).saturating_sub(prr.out)
+        } else {
+            let limit = prr.delivered.saturating_sub(prr.out).max(u64::from(delivered)) + mss;
+            (ssthresh - pipe).min(limit)
+        };
+        if prr.out == 0 && sndcnt < mss {
+            // The first retransmission of the recovery always goes (fast retransmit).
+            sndcnt = mss;
+        }
+        tx.cc.cwnd = (pipe + sndcnt).min(u64::from(u32::MAX)) as u32;
+    }
+
+    /// A data segment `[seq, seq + len)` went out.
+    pub(super) fn on_data_sent(&mut self, sid: u32, seq: u32, len: usize, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        tx.rack.on_send(seq, seq.wrapping_add(len as u32), now, ts_clock(now));
+        if tx.recover.is_some() {
+            tx.prr.out += len as u64;
+        }
+    }
+
+    /// A retransmission timeout fires: remember what undoing it would restore.
+    pub(super) fn mark_rto_undo(&mut self, sid: u32, now: Instant) {
+        let ts_ok = self.rx[sid as usize].ts_ok;
+        let tx = &mut self.tx[sid as usize];
+        // Only the first timeout of a series (`retries` already counts this one).
+        tx.rto_undo = (ts_ok && tx.retries == 1).then_some(RtoUndo {
+            ts: ts_clock(now),
+            cwnd: tx.cc.cwnd,
+            ssthresh: tx.cc.ssthresh,
+        });
+        tx.rack.on_timeout();
+    }
+
+    /// The first ACK that advances after a timeout: if it echoes a timestamp from before the
+    /// timeout, the original transmission arrived and the timeout was spurious. Restore the
+    /// window and stop resending what is already in flight (RFC 4015 3.2).
+    pub(super) fn check_spurious_rto(&mut self, eg: &mut Egress, sid: u32, ecr: Option<u32>) {
+        let tx = &mut self.tx[sid as usize];
+        let Some(undo) = tx.rto_undo.take() else { return };
+        let Some(ecr) = ecr else { return };
+        if ecr == 0 || !lt(ecr, undo.ts) {
+            return;
+        }
+        tx.cc.cwnd = tx.cc.cwnd.max(undo.cwnd);
+        tx.cc.ssthresh = tx.cc.ssthresh.max(undo.ssthresh);
+        // Resume after what is in flight, unless the FIN was among it (the timeout forgot it
+        // was sent; it goes again in order).
+        let fin_forgotten = tx.fin_queued && tx.fin_seq.is_none();
+        if gt(tx.snd_max, tx.snd_nxt) && !fin_forgotten {
+            tx.snd_nxt = tx.snd_max;
+        }
+        tx.spurious_rtos += 1;
+        eg.counters.bump(Counter::tcp_spurious_rtos);
+    }
+}
