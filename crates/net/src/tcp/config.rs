@@ -37,14 +37,16 @@ pub struct TcpConfig {
     /// Longest an ACK of in-order data is delayed; 0 acknowledges every segment.
     pub delayed_ack: Duration,
     /// The least margin of the RTO above the smoothed RTT, RFC 6298's G in
-    /// RTO = SRTT + max(G, 4 RTTVAR); 5 ms by default. RFC 6298 asks for an RTO of at least
+    /// RTO = SRTT + max(G, 4 RTTVAR); 10 ms by default. RFC 6298 asks for an RTO of at least
     /// 1 s and Linux uses a 200 ms margin, chosen for coarse timers and peers that delay
     /// ACKs; here timers run at the poll loop's precision, a lone segment gets the
     /// delayed-ACK allowance on top (see `TxSar::rto`), RACK and tail loss probes repair
     /// nearly every loss before the timer, and a spurious timeout is detected with
-    /// timestamps and undone. At a 100 µs round trip a 200 ms margin costs 2,000 round
-    /// trips per timeout; 5 ms costs 50, and stays above the 1 ms timestamp tick so the
-    /// original and the retransmission can be told apart.
+    /// timestamps and undone. At a 100 µs round trip a 200 ms margin costs 2,000 round trips
+    /// per timeout; 10 ms costs 100. Below about 10 ms, a user-space stack (or its peer)
+    /// descheduled on a loaded host fires spurious timeouts (seen at 5 ms on a busy 2-core
+    /// machine); the margin also stays above the 1 ms timestamp tick, so the original and
+    /// the retransmission can be told apart.
     pub min_rto: Duration,
     /// Upper bound of the RTO.
     pub max_rto: Duration,
@@ -90,7 +92,7 @@ impl Default for TcpConfig {
             cc: CcAlgorithm::NewReno,
             nagle: false,
             delayed_ack: Duration::from_millis(1),
-            min_rto: Duration::from_millis(5),
+            min_rto: Duration::from_millis(10),
             max_rto: Duration::from_secs(60),
             time_wait: Duration::from_secs(60),
             syn_retries: 6,

@@ -166,6 +166,10 @@ pub struct UndoPoint {
     pub ssthresh: u32,
     /// The connection's `retransmits` when the recovery started.
     pub retransmits: u64,
+    /// When the recovery started.
+    pub at: Instant,
+    /// Recoveries in the episode (later ones that started before it could be undone).
+    pub recoveries: u32,
 }
 
 impl TxSar {

@@ -17,8 +17,8 @@ use link::Instant;
 /// Enter loss recovery (RFC 5681 3.2, RFC 6675 5, RFC 6937 3): the recovery point is SND.MAX
 /// and the congestion window answers the loss. With SACK, PRR then paces what is sent and
 /// RACK says what is lost; without, the first unacknowledged segment goes again at once.
-pub(super) fn start_recovery(tx: &mut TxSar, sack: bool) {
-    super::undo::mark_undo_point(tx);
+pub(super) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
+    super::undo::mark_undo_point(tx, now);
     tx.recover = Some(tx.snd_max);
     let flight = tx.in_flight();
     tx.cc.on_loss(flight);
@@ -44,7 +44,7 @@ impl TcpEngine {
             eg.counters.add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
             if tx.recover.is_none() {
                 tx.tlp_high = None;
-                start_recovery(tx, true);
+                start_recovery(tx, true, now);
                 eg.counters.bump(Counter::tcp_fast_retransmits);
                 // Found by the reordering timer, not an ACK: PRR still lets the first
                 // retransmission go.

@@ -515,7 +515,7 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         let mss = tx.mss as u32;
         if tx.recover.is_none() && tx.dupacks >= dup_thresh {
-            start_recovery(tx, false);
+            start_recovery(tx, false, eg.now);
             tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
             eg.counters.bump(Counter::tcp_fast_retransmits);
         } else if tx.recover.is_some() {

@@ -11,8 +11,9 @@ pub struct Scoreboard {
 
 use super::seq::{gt, le, lt, max};
 
-/// Most ranges tracked; further blocks are ignored (the sender then falls back to timeouts).
-const MAX_RANGES: usize = 64;
+/// Most ranges tracked (8 KiB at most, allocated as needed); further blocks are ignored. A
+/// 10,000-segment window with 5% of it reordered leaves about 500 holes at the receiver.
+const MAX_RANGES: usize = 1024;
 
 impl Scoreboard {
     /// Forget everything (after an RTO or when all is acknowledged).
@@ -39,14 +40,8 @@ impl Scoreboard {
     }
 
     fn insert(&mut self, s: u32, e: u32) {
-        let mut i = 0;
-        while i < self.ranges.len() && lt(self.ranges[i].1, s) {
-            i += 1;
-        }
-        let mut j = i;
-        while j < self.ranges.len() && le(self.ranges[j].0, e) {
-            j += 1;
-        }
+        let i = self.ranges.partition_point(|r| lt(r.1, s));
+        let j = i + self.ranges[i..].partition_point(|r| le(r.0, e));
         if i == j {
             if self.ranges.len() < MAX_RANGES {
                 self.ranges.insert(i, (s, e));
@@ -89,12 +84,14 @@ impl Scoreboard {
 
     /// The start of the first SACKed range beginning after `seq`, if any.
     pub fn next_sacked_start(&self, seq: u32) -> Option<u32> {
-        self.ranges.iter().find(|r| gt(r.0, seq)).map(|r| r.0)
+        let i = self.ranges.partition_point(|r| le(r.0, seq));
+        self.ranges.get(i).map(|r| r.0)
     }
 
     /// The end of the SACKed range that covers `seq`, if one does.
     pub fn sacked_run_end(&self, seq: u32) -> Option<u32> {
-        self.ranges.iter().find(|r| le(r.0, seq) && lt(seq, r.1)).map(|r| r.1)
+        let i = self.ranges.partition_point(|r| le(r.1, seq));
+        self.ranges.get(i).filter(|r| le(r.0, seq)).map(|r| r.1)
     }
 
     /// The parts of the current ranges that `before` (an earlier copy of them) did not cover:
@@ -124,7 +121,7 @@ impl Scoreboard {
 
     /// True if `seq` is covered by a SACK block.
     pub fn is_sacked(&self, seq: u32) -> bool {
-        self.ranges.iter().any(|r| le(r.0, seq) && lt(seq, r.1))
+        self.sacked_run_end(seq).is_some()
     }
 
     /// RFC 6675 IsLost: at least `dup_thresh` discontiguous blocks or `dup_thresh * mss` bytes

@@ -120,7 +120,7 @@ impl TcpEngine {
             return false;
         }
         tx.tlp_high = None;
-        super::recovery::start_recovery(tx, true);
+        super::recovery::start_recovery(tx, true, eg.now);
         tx.tail_recovery = true;
         eg.counters.bump(Counter::tcp_tlp_recoveries);
         eg.counters.bump(Counter::tcp_fast_retransmits);

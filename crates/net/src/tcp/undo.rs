@@ -9,14 +9,29 @@ use super::engine::TcpEngine;
 use super::seq::lt;
 use crate::counters::Counter;
 use crate::egress::Egress;
+use link::Instant;
 
 /// Highest reordering threshold a connection reaches (segments).
 pub const MAX_REORDERING: u32 = 64;
 
-/// A fast recovery starts now: remember what undoing it restores.
-pub(super) fn mark_undo_point(tx: &mut TxSar) {
-    tx.undo =
-        Some(UndoPoint { from: tx.snd_una, cwnd: tx.cc.cwnd, ssthresh: tx.cc.ssthresh, retransmits: tx.retransmits });
+/// A fast recovery starts now: remember what undoing it restores. A recovery that starts
+/// within two round trips of the last one, before that one could be proved spurious, joins
+/// its episode: a burst of reordering starts several recoveries in a row, and undoing only
+/// the last would leave the window the first one cut.
+pub(super) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
+    let srtt = tx.rtt.srtt().unwrap_or_default();
+    if let Some(u) = tx.undo.as_mut().filter(|u| now - u.at < srtt * 2) {
+        u.recoveries += 1;
+        return;
+    }
+    tx.undo = Some(UndoPoint {
+        from: tx.snd_una,
+        cwnd: tx.cc.cwnd,
+        ssthresh: tx.cc.ssthresh,
+        retransmits: tx.retransmits,
+        at: now,
+        recoveries: 1,
+    });
     tx.undo_dsacked = 0;
 }
 
@@ -48,7 +63,7 @@ impl TcpEngine {
         tx.undo = None;
         tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
         tx.rack.reordering_seen = true;
-        tx.undone += 1;
-        eg.counters.bump(Counter::tcp_recoveries_undone);
+        tx.undone += u64::from(u.recoveries);
+        eg.counters.add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
     }
 }
