@@ -10,6 +10,7 @@
 //! connection established to the last report), the round trip is an echo, and one
 //! connection cycle is connect, close our direction, read the server's report and its close.
 
+mod grid;
 mod kernel;
 mod ours;
 
@@ -64,6 +65,20 @@ pub struct TcpArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// Instead of the clean-link figures: linerate's TCP sender against Linux's over a TAP,
+    /// impairment on the sender's egress (loss, reordering, duplication), one transfer each
+    /// per row, bytes checked.
+    #[arg(long)]
+    impairment_grid: bool,
+    /// Bytes per transfer of the impairment grid.
+    #[arg(long, default_value_t = 100_000_000)]
+    grid_bytes: u64,
+    /// Only the grid rows whose name contains this text (e.g. "loss").
+    #[arg(long, default_value = "")]
+    grid_rows: String,
+    /// Seconds one grid transfer may take before it counts as failed.
+    #[arg(long, default_value_t = 600)]
+    grid_limit_secs: u64,
 }
 
 /// Options of the hidden `linerate bench-peer tcp` child: a linerate host on a shared-memory
@@ -124,8 +139,15 @@ struct Figures {
 
 /// Run `linerate bench tcp`.
 pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
-    let secs = check_secs(a.secs)?;
     install_stop_handler();
+    if a.impairment_grid {
+        if a.grid_bytes == 0 || a.grid_limit_secs == 0 {
+            return Err("--grid-bytes and --grid-limit-secs must be positive".into());
+        }
+        let ok = grid::run(a.grid_bytes, &a.grid_rows, Duration::from_secs(a.grid_limit_secs), a.json)?;
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    let secs = check_secs(a.secs)?;
     bench_cpus();
     let pb = progress(13, a.json);
     if a.repeat == 0 || a.repeat > 99 {

@@ -19,9 +19,13 @@ pub struct Impairment {
     pub loss: f64,
     /// Probability (0..=1) that a frame is sent twice.
     pub duplicate: f64,
-    /// Probability (0..=1) that a frame is held back by an extra `max(delay + jitter, 1 ms)`,
-    /// so that later frames overtake it.
+    /// Probability (0..=1) that a frame is held back by an extra `reorder_hold` (by default
+    /// `max(delay + jitter, 1 ms)`), so that later frames overtake it.
     pub reorder: f64,
+    /// How long a reordered frame is held back beyond the others; zero for the default
+    /// `max(delay + jitter, 1 ms)`. With `delay` zero this is exactly what Linux's netem does
+    /// to its reordered share with `delay`: hold those, pass the rest at once.
+    pub reorder_hold: Duration,
     /// Fixed one-way delay.
     pub delay: Duration,
     /// Extra delay drawn uniformly from `0..=jitter` per frame (frames keep their order).
@@ -40,6 +44,7 @@ impl Default for Impairment {
             loss: 0.0,
             duplicate: 0.0,
             reorder: 0.0,
+            reorder_hold: Duration::ZERO,
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             rate_bps: None,
@@ -220,7 +225,10 @@ impl<L: Link> Impaired<L> {
         let jitter = self.cfg.jitter.as_nanos().min(u64::MAX as u128) as u64;
         let mut due = depart.saturating_add(delay).saturating_add(self.rng.up_to(jitter));
         if self.rng.chance(self.cfg.reorder) {
-            let hold = delay.saturating_add(jitter).max(1_000_000);
+            let hold = match self.cfg.reorder_hold.as_nanos().min(u64::MAX as u128) as u64 {
+                0 => delay.saturating_add(jitter).max(1_000_000),
+                h => h,
+            };
             due = due.saturating_add(hold);
         } else {
             due = due.max(self.last_due);

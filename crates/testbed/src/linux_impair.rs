@@ -46,7 +46,7 @@ pub struct LinuxImpairSpec {
     pub reorder: f64,
     /// Probability that a packet is sent twice.
     pub duplicate: f64,
-    /// How long a reordered packet is held (netem: the delay of the others).
+    /// How long a reordered packet is held back while the others pass at once.
     pub delay: Duration,
 }
 
@@ -244,12 +244,17 @@ impl LinuxImpair {
     /// Put netem on the device.
     fn netem(place: Place, dev: &str, spec: &LinuxImpairSpec) -> Result<LinuxImpair, TestbedError> {
         let pct = |p: f64| format!("{}%", p * 100.0);
-        let delay = format!("{}us", spec.delay.as_micros());
+        // netem's "reorder P% delay D" sends P% at once and delays the rest by D; holding
+        // `reorder` of the packets by D (as the substitute and linerate's impairment do) is
+        // "reorder (1 - reorder) delay D". Without reordering nothing is delayed.
+        let reorder = match spec.reorder {
+            r if r > 0.0 => format!(" reorder {} delay {}us", pct(1.0 - r), spec.delay.as_micros()),
+            _ => String::new(),
+        };
         // The device name was checked (no spaces), so the words split cleanly.
         let cmd = format!(
-            "qdisc add dev {dev} root netem limit 100000 loss {} reorder {} duplicate {} delay {delay}",
+            "qdisc add dev {dev} root netem limit 100000 loss {} duplicate {}{reorder}",
             pct(spec.loss),
-            pct(spec.reorder),
             pct(spec.duplicate)
         );
         let args: Vec<&str> = cmd.split(' ').collect();
