@@ -4,7 +4,7 @@
 //! go to the host (alert log + pcap), safe traffic leaves by the other port.
 //! `--make-trace` writes a test trace with planted attacks instead.
 
-use crate::cmd_middlebox::{open_input, open_output, run, summary, IoArgs, RunArgs};
+use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, print_summary, run, summary, IoArgs, RunArgs};
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
 use apps::ids::{self, IdsConfig, IdsRules, IdsUnit};
@@ -29,7 +29,8 @@ pub struct IdsArgs {
     /// Write Snort-style alert lines here.
     #[arg(long)]
     alerts: Option<PathBuf>,
-    /// Write the packets sent to the host (matches) to this pcap.
+    /// Write the packets sent to the host (matches) to this capture file (pcapng if the name
+    /// ends in .pcapng; `-` for standard output), with their original timestamps.
     #[arg(long)]
     matched: Option<PathBuf>,
     /// Milliseconds a reorder gap may stay open before it is skipped.
@@ -80,6 +81,9 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     if let Some(path) = &a.make_trace {
         return make_trace(&set, path, &a);
     }
+    if output_is_stdout(&a.io) && a.matched.as_deref().is_some_and(|m| m.as_os_str() == "-") {
+        return Err("only one of --output and --matched can be standard output".into());
+    }
     let input = open_input(&a.io)?;
     let output = open_output(&a.io)?;
     let units = a.run.units;
@@ -116,9 +120,12 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     t.row(vec!["host".into(), "alerts".into(), sink.alerts.to_string()]);
     t.row(vec!["host".into(), "distinct (sid, flow)".into(), sink.pairs().len().to_string()]);
     t.row(vec!["host".into(), "unverified (reorder overflow)".into(), sink.unverified.to_string()]);
-    t.print(a.run.json);
+    print_summary(&t, &a.io, a.run.json);
     Ok(ExitCode::SUCCESS)
 }
+
+/// Timestamp of a generated trace's first frame: 2026-01-01 00:00:00 UTC.
+const TRACE_START_NANOS: u64 = 1_767_225_600 * 1_000_000_000;
 
 fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<ExitCode, String> {
     let cfg =
@@ -129,7 +136,9 @@ fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<Exi
     for (i, f) in t.frames.iter().enumerate() {
         batch.clear();
         batch.push(f);
-        w.tx_batch(Instant::from_micros(i as u64), &mut batch).map_err(|e| e.to_string())?;
+        // One frame a microsecond from a fixed date, so a trace is the same file every time.
+        let at = Instant::from_nanos(TRACE_START_NANOS + i as u64 * 1_000);
+        w.tx_batch(at, &mut batch).map_err(|e| e.to_string())?;
     }
     w.flush().map_err(|e| e.to_string())?;
     let exp = PathBuf::from(format!("{}.expected", path.display()));

@@ -67,12 +67,13 @@ fn ten_megabytes_through_socat_udp_echo_keep_their_sha256() {
 }
 
 #[test]
-fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
+fn pcapng_decodes_in_tshark_without_malformed_packets_or_bad_checksums_at_wall_clock_time() {
     if !can_run(&["tshark", "ping", "socat"]) {
         return;
     }
     let dir = scratch("pcap");
-    let pcap = dir.join("host.pcap");
+    let pcap = dir.join("host.pcapng");
+    let started = std::time::SystemTime::now();
     let script = format!(
         "ping -c 5 -i 0.01 {HOST} && echo hello | socat -t 1 - UDP:{HOST}:7 && echo x | socat - UDP:{HOST}:9 ; true"
     );
@@ -95,6 +96,14 @@ fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
         assert!(!tshark(proto).is_empty(), "no {proto} in the capture");
     }
     let bad = tshark("_ws.malformed || _ws.expert.severity >= \"error\" || ip.checksum.status == \"Bad\" || udp.checksum.status == \"Bad\" || icmp.checksum.status == \"Bad\"");
+    // A live capture is stamped with the wall-clock time (not time since boot).
+    let cap = link::capture::open_capture(&pcap).expect("our capture reads back");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{bad}");
+    assert_eq!(cap.format, link::capture::Format::PcapNg);
+    let epoch = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let (from, to) = (epoch(started) - 1_000_000_000, epoch(std::time::SystemTime::now()) + 1_000_000_000);
+    for r in cap.records() {
+        assert!((from..to).contains(&r.stamp), "packet stamped {} ns, outside the run {from}..{to}", r.stamp);
+    }
 }

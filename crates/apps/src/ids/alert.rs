@@ -135,7 +135,9 @@ impl AlertSink {
             None => None,
         };
         let pcap = match pcap {
-            Some(p) => Some(PcapWriter::new(NullLink::new(), p).map_err(|e: LinkError| format!("alert pcap: {e}"))?),
+            Some(p) => Some(
+                PcapWriter::new(NullLink::new(), p).map_err(|e: LinkError| format!("alert pcap: {e}"))?.wall_clock(),
+            ),
             None => None,
         };
         Ok(AlertSink {
@@ -165,7 +167,7 @@ impl AlertSink {
         }
         if let Some(p) = self.pcap.as_mut() {
             self.batch.clear();
-            if self.batch.push(&hp.frame) {
+            if self.batch.push_stamped(&hp.frame, hp.meta.stamp.unwrap_or(0)) {
                 p.tx_batch(Instant::now(), &mut self.batch).map_err(|e| e.to_string())?;
             }
         }
