@@ -2,8 +2,10 @@
 //! software reordering). TCP flows are spread over the units by the symmetric flow hash,
 //! reassembled with bounded reorder buffers and matched against Snort rules; matching packets
 //! go to the host (alert log + pcap), safe traffic leaves by the other port.
-//! `--make-trace` writes a test trace with planted attacks instead.
+//! `--make-trace` writes a test trace with planted attacks instead; `linerate ids check` says
+//! which rules the engine evaluates only in part (see [`crate::cmd_ids_check`]).
 
+use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
 use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, print_summary, run, summary, IoArgs, RunArgs};
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
@@ -19,16 +21,27 @@ use std::time::Duration;
 
 /// Options of `linerate ids`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct IdsArgs {
-    /// Snort 3 rules file.
+    #[command(subcommand)]
+    command: Option<IdsCommand>,
+    /// Snort 3 rules file (Snort 2 and Suricata application-protocol headers such as
+    /// `alert http` are mapped where they can be; see `linerate ids check`).
     #[arg(long)]
-    rules: PathBuf,
-    /// Refuse a rules file with any broken rule (default: skip broken rules with a warning).
+    rules: Option<PathBuf>,
+    /// Refuse a rules file with any broken rule, unknown keyword or option the engine does not
+    /// evaluate, naming file:line (default: skip broken rules with a warning, load the others).
     #[arg(long)]
     strict: bool,
-    /// Write Snort-style alert lines here.
+    #[command(flatten)]
+    vars: VarArgs,
+    /// Write Snort alert_fast lines here (`-` for standard output), stamped with the packets'
+    /// capture time.
     #[arg(long)]
     alerts: Option<PathBuf>,
+    /// Write Suricata EVE JSON alert records here, one object per line (`-` for standard output).
+    #[arg(long)]
+    eve: Option<PathBuf>,
     /// Write the packets sent to the host (matches) to this capture file (pcapng if the name
     /// ends in .pcapng; `-` for standard output), with their original timestamps.
     #[arg(long)]
@@ -55,9 +68,20 @@ pub struct IdsArgs {
     run: RunArgs,
 }
 
-/// Load the rules, reporting skipped rules (file:line: problem) on stderr.
-fn load(a: &IdsArgs) -> Result<IdsRules, String> {
-    let (set, report) = ids::load_rules(&a.rules, a.strict).map_err(|e| format!("rules: {e}"))?;
+/// Subcommands of `linerate ids`.
+#[derive(clap::Subcommand)]
+enum IdsCommand {
+    /// List every rule that is not fully supported (sid, option, reason) and every rule that
+    /// does not load.
+    Check(CheckArgs),
+}
+
+/// Load the rules, reporting skipped rules (file:line: problem) on stderr; no rule loaded is
+/// an error.
+fn load(a: &IdsArgs, path: &Path) -> Result<IdsRules, String> {
+    let vars = a.vars.build()?;
+    let (set, report) = ids::load_rules_with(path, &vars, a.strict).map_err(|e| format!("rules: {e}"))?;
+    require_rules(path, &report)?;
     if !report.errors.is_empty() {
         eprintln!("linerate: warning: {} rules skipped (use --strict to refuse the file):", report.errors.len());
         for e in report.errors.iter().take(5) {
@@ -65,24 +89,36 @@ fn load(a: &IdsArgs) -> Result<IdsRules, String> {
         }
     }
     eprintln!(
-        "linerate: {} rules loaded from {} ({} fully supported, {} partial)",
+        "linerate: {} rules loaded from {} ({} fully supported, {} partial; 'linerate ids check' lists them)",
         report.loaded(),
-        a.rules.display(),
+        path.display(),
         report.fully_supported,
         report.partial
     );
     Ok(set)
 }
 
+/// Refuse more than one output on standard output.
+fn one_stdout(a: &IdsArgs) -> Result<(), String> {
+    let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let n = [output_is_stdout(&a.io), dash(&a.matched), dash(&a.alerts), dash(&a.eve)].iter().filter(|&&b| b).count();
+    if n > 1 {
+        return Err("only one of --output, --matched, --alerts and --eve can be standard output".into());
+    }
+    Ok(())
+}
+
 /// Run `linerate ids`.
 pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
-    let rules = load(&a)?;
+    if let Some(IdsCommand::Check(c)) = a.command {
+        return run_check(c);
+    }
+    let path = a.rules.clone().ok_or("--rules is required (or use 'linerate ids check RULES')")?;
+    one_stdout(&a)?;
+    let rules = load(&a, &path)?;
     let set = rules.full.clone();
     if let Some(path) = &a.make_trace {
         return make_trace(&set, path, &a);
-    }
-    if output_is_stdout(&a.io) && a.matched.as_deref().is_some_and(|m| m.as_os_str() == "-") {
-        return Err("only one of --output and --matched can be standard output".into());
     }
     let input = open_input(&a.io)?;
     let output = open_output(&a.io)?;
@@ -107,15 +143,14 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let mut sink = AlertSink::new(a.alerts.as_deref(), a.matched.as_deref())?;
+    if let Some(eve) = &a.eve {
+        sink = sink.with_eve(eve)?;
+    }
     let name = a.run.name.clone().unwrap_or_else(|| format!("ids-{}", std::process::id()));
     let o = run(rt, input.total, a.run.duration, &name, |hp| sink.record(&hp, &set))?;
     sink.finish()?;
-    let title = format!(
-        "linerate ids: {} rules from {}, {units} units, {} policy",
-        set.len(),
-        a.rules.display(),
-        o.stats.policy
-    );
+    let title =
+        format!("linerate ids: {} rules from {}, {units} units, {} policy", set.len(), path.display(), o.stats.policy);
     let mut t = summary(&title, &o);
     t.row(vec!["host".into(), "alerts".into(), sink.alerts.to_string()]);
     t.row(vec!["host".into(), "distinct (sid, flow)".into(), sink.pairs().len().to_string()]);
