@@ -6,7 +6,7 @@
 //! which rules the engine evaluates only in part (see [`crate::cmd_ids_check`]).
 
 use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
-use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, print_summary, run, summary, IoArgs, RunArgs};
+use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
 use apps::ids::{self, IdsConfig, IdsRules, IdsUnit};
@@ -98,14 +98,15 @@ fn load(a: &IdsArgs, path: &Path) -> Result<IdsRules, String> {
     Ok(set)
 }
 
-/// Refuse more than one output on standard output.
-fn one_stdout(a: &IdsArgs) -> Result<(), String> {
+/// Whether an output takes standard output (then the report goes to stderr); more than one
+/// is refused.
+fn one_stdout(a: &IdsArgs) -> Result<bool, String> {
     let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let n = [output_is_stdout(&a.io), dash(&a.matched), dash(&a.alerts), dash(&a.eve)].iter().filter(|&&b| b).count();
     if n > 1 {
         return Err("only one of --output, --matched, --alerts and --eve can be standard output".into());
     }
-    Ok(())
+    Ok(n == 1)
 }
 
 /// Run `linerate ids`.
@@ -114,7 +115,7 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
         return run_check(c);
     }
     let path = a.rules.clone().ok_or("--rules is required (or use 'linerate ids check RULES')")?;
-    one_stdout(&a)?;
+    let stdout_taken = one_stdout(&a)?;
     let rules = load(&a, &path)?;
     let set = rules.full.clone();
     if let Some(path) = &a.make_trace {
@@ -155,7 +156,11 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     t.row(vec!["host".into(), "alerts".into(), sink.alerts.to_string()]);
     t.row(vec!["host".into(), "distinct (sid, flow)".into(), sink.pairs().len().to_string()]);
     t.row(vec!["host".into(), "unverified (reorder overflow)".into(), sink.unverified.to_string()]);
-    print_summary(&t, &a.io, a.run.json);
+    if stdout_taken {
+        t.eprint(a.run.json);
+    } else {
+        t.print(a.run.json);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -276,6 +276,7 @@ fn alert_fast_and_eve_json_carry_the_packet_time_priority_and_classification() {
     // --eve - writes the records to standard output (the report goes on stdout only without it).
     let (ok, out, err) = run(&["ids", "--rules", &rules, "--input", &cap, "--eve", "-", "--output", "none"]);
     assert!(ok, "{err}");
-    let first = out.lines().next().unwrap_or("");
-    assert_eq!(jq(".event_type", first), "\"alert\"");
+    assert_eq!(out.lines().count(), 2, "only the EVE records on stdout: {out}");
+    assert_eq!(jq(".event_type", &out), "\"alert\"\n\"alert\"");
+    assert!(err.contains("alerts"), "the report goes to stderr: {err}");
 }
