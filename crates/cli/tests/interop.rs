@@ -107,3 +107,27 @@ fn pcapng_decodes_in_tshark_without_malformed_packets_or_bad_checksums_at_wall_c
         assert!((from..to).contains(&r.stamp), "packet stamped {} ns, outside the run {from}..{to}", r.stamp);
     }
 }
+
+#[test]
+fn tap_capture_to_stdout_is_a_pcap_tshark_reads_and_the_run_output_goes_to_stderr() {
+    if !can_run(&["tshark", "ping"]) {
+        return;
+    }
+    let dir = scratch("pcap-stdout");
+    let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tap", "--pcap", "-", "--pcap-format", "pcapng", "--run", &format!("ping -c 3 -i 0.01 {HOST}")])
+        .output()
+        .expect("linerate runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 received"), "ping's output goes to stderr: {stderr}");
+    let cap = dir.join("stdout.pcapng");
+    std::fs::write(&cap, &out.stdout).unwrap();
+    let parsed = link::capture::open_capture(&cap).expect("standard output holds a capture");
+    let o = Command::new("tshark").args(["-n", "-r", cap.to_str().unwrap(), "-Y", "icmp.type == 0"]).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(parsed.format, link::capture::Format::PcapNg);
+    assert!(parsed.warning().is_none(), "{:?}", parsed.warning());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3, "three echo replies in the capture");
+}
