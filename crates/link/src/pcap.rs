@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::capture::{open_capture, CaptureWriter, Format};
+use crate::capture::{open_capture, Capture, CaptureWriter, Format};
 use crate::time::unix_nanos;
 use crate::{FrameBatch, Instant, Link, LinkError, LinkStats, MAX_FRAME};
 
@@ -179,40 +179,11 @@ impl<L: Link> Link for PcapWriter<L> {
     }
 }
 
-/// A frame loaded from a capture file: its place in `data` and its recorded time.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    start: usize,
-    len: usize,
-    ts: u64,
-}
-
-/// What loading a file gives: every frame in one buffer, and the reader's warning.
-struct Loaded {
-    data: Vec<u8>,
-    records: Vec<Record>,
-    warning: Option<String>,
-    skipped: u64,
-}
-
-/// Load every Ethernet packet of a pcap or pcapng file (`-`: standard input) into one buffer.
-fn load(path: &Path) -> Result<Loaded, LinkError> {
-    let cap = open_capture(path)?;
-    let mut data = Vec::with_capacity(cap.records().iter().map(|r| r.len).sum());
-    let mut records = Vec::with_capacity(cap.len());
-    for r in cap.records() {
-        records.push(Record { start: data.len(), len: r.len, ts: r.stamp });
-        data.extend_from_slice(cap.frame(r));
-    }
-    let skipped = cap.other_link() + cap.malformed();
-    Ok(Loaded { data, records, warning: cap.warning().map(String::from), skipped })
-}
-
 /// Every frame of a pcap or pcapng file (`-`: standard input), in order (for tests and tools).
 /// A record cut short at the end of the file is left out.
 pub fn read_frames(path: &Path) -> Result<Vec<Vec<u8>>, LinkError> {
-    let l = load(path)?;
-    Ok(l.records.iter().map(|r| l.data[r.start..r.start + r.len].to_vec()).collect())
+    let cap = open_capture(path)?;
+    Ok(cap.records().iter().map(|r| cap.frame(r).to_vec()).collect())
 }
 
 /// A link that receives the frames of a capture file and discards what it is sent.
@@ -223,46 +194,43 @@ pub fn read_frames(path: &Path) -> Result<Vec<Vec<u8>>, LinkError> {
 /// `rx_batch` call. Frames larger than [`MAX_FRAME`] or than the batch's slots are dropped and
 /// counted as `dropped_oversize`.
 pub struct PcapReplay {
-    data: Vec<u8>,
-    records: Vec<Record>,
+    cap: Capture,
     next: usize,
     paced: bool,
     start: Option<Instant>,
     stats: LinkStats,
-    warning: Option<String>,
-    skipped: u64,
 }
 
 impl PcapReplay {
     /// Load the capture at `path` (all of it, into memory; `-` reads standard input).
     pub fn open(path: &Path, paced: bool) -> Result<Self, LinkError> {
-        let Loaded { data, records, warning, skipped } = load(path)?;
-        Ok(PcapReplay { data, records, next: 0, paced, start: None, stats: LinkStats::default(), warning, skipped })
+        let cap = open_capture(path)?;
+        Ok(PcapReplay { cap, next: 0, paced, start: None, stats: LinkStats::default() })
     }
 
     /// Frames in the file.
     pub fn total(&self) -> usize {
-        self.records.len()
+        self.cap.len()
     }
 
     /// Frames not yet handed out.
     pub fn remaining(&self) -> usize {
-        self.records.len() - self.next
+        self.cap.len() - self.next
     }
 
     /// True once every frame has been handed out.
     pub fn is_finished(&self) -> bool {
-        self.next == self.records.len()
+        self.next == self.cap.len()
     }
 
     /// Why the file was read only up to a point (its last record cut short or damaged).
     pub fn warning(&self) -> Option<&str> {
-        self.warning.as_deref()
+        self.cap.warning()
     }
 
     /// Packets of the file left out: on interfaces that are not Ethernet, or malformed.
     pub fn skipped(&self) -> u64 {
-        self.skipped
+        self.cap.other_link() + self.cap.malformed()
     }
 }
 
@@ -273,22 +241,24 @@ impl Link for PcapReplay {
 
     fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         let start = *self.start.get_or_insert(now);
-        let first_ts = self.records.first().map_or(0, |r| r.ts);
+        let records = self.cap.records();
+        let first_ts = records.first().map_or(0, |r| r.stamp);
         let elapsed = now.as_nanos().saturating_sub(start.as_nanos());
         let mut got = 0;
-        while !batch.is_full() && self.next < self.records.len() {
-            let r = self.records[self.next];
-            if self.paced && r.ts.saturating_sub(first_ts) > elapsed {
+        while !batch.is_full() && self.next < records.len() {
+            let r = records[self.next];
+            if self.paced && r.stamp.saturating_sub(first_ts) > elapsed {
                 break;
             }
             self.next += 1;
-            if r.len > MAX_FRAME || !batch.push_stamped(&self.data[r.start..r.start + r.len], r.ts) {
+            let frame = self.cap.frame(&r);
+            if frame.len() > MAX_FRAME || !batch.push_stamped(frame, r.stamp) {
                 self.stats.dropped_oversize += 1;
                 continue;
             }
             got += 1;
             self.stats.rx_frames += 1;
-            self.stats.rx_bytes += r.len as u64;
+            self.stats.rx_bytes += frame.len() as u64;
         }
         Ok(got)
     }

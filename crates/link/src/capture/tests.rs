@@ -151,3 +151,37 @@ fn pcapng_sections_interfaces_resolutions_and_unknown_blocks() {
     assert_eq!((c.other_link(), c.malformed(), c.unknown_blocks()), (1, 1, 2));
     assert!(c.warning().is_none());
 }
+
+#[test]
+fn every_truncation_and_random_damage_is_read_without_panicking() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for format in [Format::Pcap, Format::PcapNg] {
+        for e in [Endian::Little, Endian::Big] {
+            let good = write(format, e);
+            for cut in 0..good.len() {
+                if let Ok(c) = read_capture(&good[..cut], "cut") {
+                    assert!(c.len() <= 5 && c.records().iter().all(|r| r.start + r.len <= cut));
+                }
+            }
+            for _ in 0..3000 {
+                let mut bad = good.clone();
+                for _ in 0..1 + rand() % 4 {
+                    let i = (rand() as usize) % bad.len();
+                    bad[i] = rand() as u8;
+                }
+                if let Ok(c) = read_capture(&bad[..], "bad") {
+                    for r in c.records() {
+                        assert!(r.start + r.len <= bad.len());
+                        let _ = c.frame(r);
+                    }
+                }
+            }
+        }
+    }
+}
