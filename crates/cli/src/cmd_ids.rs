@@ -7,6 +7,7 @@
 
 use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
 use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
+use accel::ids::support::partial_rules;
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
 use apps::ids::{self, IdsConfig, IdsRules, IdsUnit};
@@ -87,6 +88,18 @@ fn load(a: &IdsArgs, path: &Path) -> Result<IdsRules, String> {
         for e in report.errors.iter().take(5) {
             eprintln!("  {e}");
         }
+    }
+    // Unknown keywords are most often typos: say so even when the rules load.
+    let unknown: Vec<_> = partial_rules(&set.full).into_iter().filter(|p| p.gaps.iter().any(|g| g.unknown)).collect();
+    if let Some(first) = unknown.first() {
+        let kw = first.gaps.iter().find(|g| g.unknown).map_or("", |g| g.option.as_str());
+        eprintln!(
+            "linerate: warning: {} rules use unknown keywords and load as partial (the first: {}:{}: sid {}: '{kw}')",
+            unknown.len(),
+            path.display(),
+            first.line,
+            first.sid
+        );
     }
     eprintln!(
         "linerate: {} rules loaded from {} ({} fully supported, {} partial; 'linerate ids check' lists them)",

@@ -122,6 +122,12 @@ fn strict_refuses_unknown_keywords_and_unsupported_options_by_file_and_line() {
     let (ok, _, err) = run(&["ids", "--rules", &unknown, "--input", &cap]);
     assert!(ok, "{err}");
     assert!(err.contains("2 rules loaded") && err.contains("1 partial"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "1 rules use unknown keywords and load as partial (the first: {unknown}:3: sid 2: 'frobnicate')"
+        )),
+        "{err}"
+    );
 }
 
 #[test]
