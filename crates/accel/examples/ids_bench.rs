@@ -97,7 +97,7 @@ fn arg(args: &[String], name: &str) -> Option<String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data");
     let rules = arg(&args, "--rules").map(PathBuf::from).unwrap_or_else(|| root.join("ids/snort3-community.rules"));
     let prefixes =
         arg(&args, "--prefixes").map(PathBuf::from).unwrap_or_else(|| root.join("firewall/drop-prefixes.txt"));

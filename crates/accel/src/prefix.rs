@@ -307,10 +307,10 @@ mod tests {
 
     #[test]
     fn loads_the_drop_list() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/firewall/drop-prefixes.txt");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/firewall/drop-prefixes.txt");
         let s = match PrefixSet::load(Path::new(path)) {
             Ok(s) => s,
-            Err(e) => panic!("cannot load the firewall blacklist ({e}); it belongs in shared/data/firewall"),
+            Err(e) => panic!("cannot load the firewall blacklist ({e}); it belongs in data/firewall of the repository"),
         };
         assert_eq!(s.len(), 1050);
         for p in s.prefixes() {

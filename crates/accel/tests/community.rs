@@ -5,12 +5,12 @@ use std::path::Path;
 use accel::ids::synth::attack_for_rule;
 use accel::ids::{FlowBits, Matches, RuleSet, Scratch, Vars};
 
-const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/ids/snort3-community.rules");
+const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ids/snort3-community.rules");
 
 fn load() -> (RuleSet, accel::ids::LoadReport) {
     let p = Path::new(RULES);
     if !p.exists() {
-        panic!("{RULES} is missing: the community rules belong in shared/data/ids (see issue 4)");
+        panic!("{RULES} is missing: the community rules belong in data/ids of the repository");
     }
     RuleSet::load(p, &Vars::default()).expect("the community rules file loads")
 }

@@ -152,8 +152,52 @@ fn unsupported_options_are_listed_not_ignored() {
     let r = rule(r#"alert tcp any any -> any any (content:"a"; dce_stub_data; content:"b"; sid:12;)"#);
     assert_eq!(r.contents().count(), 1);
     assert!(!r.fully_supported());
-    let r = rule(r#"alert http (msg:"service rule"; content:"x"; sid:13;)"#);
-    assert_eq!(r.unsupported, vec!["header:service (http)".to_string()]);
+    let r = rule(r#"alert dns (msg:"service rule"; content:"x"; sid:13;)"#);
+    assert_eq!(r.unsupported, vec!["header:service (dns)".to_string()]);
+    // A keyword no rule language has is named as unknown.
+    let r = rule(r#"alert tcp any any -> any any (content:"a"; frobnicate:3; sid:14;)"#);
+    assert_eq!(r.unsupported, vec![format!("frobnicate {}", accel::ids::parse::UNKNOWN_OPTION)]);
+}
+
+#[test]
+fn application_protocol_headers_map_to_tcp_on_the_service_ports() {
+    use accel::ids::rule::RuleProto;
+    let http_ports = accel::ids::parse::parse_ports("$HTTP_PORTS", &Vars::default(), 0).unwrap();
+    // Snort 3 service rule: TCP, server (destination) port in $HTTP_PORTS.
+    let r = rule(r#"alert http (msg:"svc"; content:"x"; sid:20;)"#);
+    assert_eq!(r.proto, RuleProto::Tcp);
+    assert!(r.fully_supported(), "{:?}", r.unsupported);
+    assert_eq!(r.dst_ports, http_ports);
+    assert!(r.src_ports.contains(40000));
+    assert!(
+        r.approximations.iter().any(|a| a.starts_with("http header (TCP on $HTTP_PORTS")),
+        "{:?}",
+        r.approximations
+    );
+    // Suricata / Snort 2 form with addresses; to the client the server is the source.
+    let r = rule(
+        r#"alert http $HOME_NET any -> $EXTERNAL_NET any (msg:"s"; flow:to_client,established; content:"x"; sid:21;)"#,
+    );
+    assert_eq!((r.proto, r.src_ports == http_ports, r.dst_ports.contains(40000)), (RuleProto::Tcp, true, true));
+    // A header port list is narrowed, not replaced.
+    let r = rule(r#"alert http any any -> any [80,8080,9] (content:"x"; sid:22;)"#);
+    assert!(r.dst_ports.contains(80) && r.dst_ports.contains(8080) && !r.dst_ports.contains(9));
+    // $HTTP_PORTS set by the user is what the mapping uses.
+    let mut v = Vars::default();
+    v.set_port("HTTP_PORTS", "8000");
+    let (set, _) = RuleSet::parse(r#"alert http any any -> any any (content:"x"; sid:23;)"#, "t", &v, true).unwrap();
+    let r = set.rule(23).unwrap();
+    assert!(r.dst_ports.contains(8000) && !r.dst_ports.contains(80));
+    // A protocol without a mapping keeps its addresses and is partial.
+    let r = rule(r#"alert tls $HOME_NET any -> any any (content:"x"; sid:24;)"#);
+    assert_eq!(r.proto, RuleProto::Ip);
+    assert_eq!(r.unsupported, vec!["header:service (tls)".to_string()]);
+}
+
+#[test]
+fn priority_is_kept() {
+    assert_eq!(rule(r#"alert tcp any any -> any any (priority:4; sid:30;)"#).priority, Some(4));
+    assert_eq!(rule(r#"alert tcp any any -> any any (sid:31;)"#).priority, None);
 }
 
 #[test]

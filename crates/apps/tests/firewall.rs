@@ -13,7 +13,7 @@ use middlebox::frames::{self, Endpoints};
 use middlebox::testlinks::TestLink;
 use middlebox::{Runtime, RuntimeConfig};
 
-const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/firewall/drop-prefixes.txt");
+const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/firewall/drop-prefixes.txt");
 
 fn blacklist_text() -> String {
     match std::fs::read_to_string(BLACKLIST) {

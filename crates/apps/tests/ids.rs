@@ -17,7 +17,7 @@ use middlebox::frames::{self, Endpoints};
 use middlebox::testlinks::TestLink;
 use middlebox::{Runtime, RuntimeConfig};
 
-const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/ids/snort3-community.rules");
+const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ids/snort3-community.rules");
 
 fn community() -> IdsRules {
     let path = std::path::Path::new(RULES);

@@ -42,11 +42,11 @@ pub struct MiddleboxBenchArgs {
     /// Unit counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     units: Vec<usize>,
-    /// Firewall blacklist.
-    #[arg(long, default_value = "../shared/data/firewall/drop-prefixes.txt")]
+    /// Firewall blacklist (the default is the repository's copy, relative to its root).
+    #[arg(long, default_value = "data/firewall/drop-prefixes.txt")]
     blacklist: PathBuf,
-    /// Snort rules for the IDS.
-    #[arg(long, default_value = "../shared/data/ids/snort3-community.rules")]
+    /// Snort rules for the IDS (the default is the repository's copy, relative to its root).
+    #[arg(long, default_value = "data/ids/snort3-community.rules")]
     rules: PathBuf,
     /// Skip these parts (comma-separated: forward, firewall, ids, swap).
     #[arg(long, value_delimiter = ',')]

@@ -2,7 +2,7 @@
 //! from port 0 (--input) whose IPv4 source is blacklisted are dropped; the rest leave by
 //! port 1 (--output), and frames arriving on port 1 go out of port 0.
 
-use crate::cmd_middlebox::{open_input, open_output, run, summary, IoArgs, RunArgs};
+use crate::cmd_middlebox::{open_input, open_output, print_summary, run, summary, IoArgs, RunArgs};
 use accel::prefix::PrefixSet;
 use apps::firewall::{Firewall, NonIpv4};
 use middlebox::{policy, Runtime, RuntimeConfig, SlotSpec};
@@ -47,6 +47,6 @@ pub fn run_firewall(a: FirewallArgs) -> Result<ExitCode, String> {
         a.blacklist.display(),
         o.stats.policy
     );
-    summary(&title, &o).print(a.run.json);
+    print_summary(&summary(&title, &o), &a.io, a.run.json);
     Ok(ExitCode::SUCCESS)
 }

@@ -2,9 +2,12 @@
 //! software reordering). TCP flows are spread over the units by the symmetric flow hash,
 //! reassembled with bounded reorder buffers and matched against Snort rules; matching packets
 //! go to the host (alert log + pcap), safe traffic leaves by the other port.
-//! `--make-trace` writes a test trace with planted attacks instead.
+//! `--make-trace` writes a test trace with planted attacks instead; `linerate ids check` says
+//! which rules the engine evaluates only in part (see [`crate::cmd_ids_check`]).
 
-use crate::cmd_middlebox::{open_input, open_output, run, summary, IoArgs, RunArgs};
+use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
+use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
+use accel::ids::support::partial_rules;
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
 use apps::ids::{self, IdsConfig, IdsRules, IdsUnit};
@@ -19,17 +22,29 @@ use std::time::Duration;
 
 /// Options of `linerate ids`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct IdsArgs {
-    /// Snort 3 rules file.
+    #[command(subcommand)]
+    command: Option<IdsCommand>,
+    /// Snort 3 rules file (Snort 2 and Suricata application-protocol headers such as
+    /// `alert http` are mapped where they can be; see `linerate ids check`).
     #[arg(long)]
-    rules: PathBuf,
-    /// Refuse a rules file with any broken rule (default: skip broken rules with a warning).
+    rules: Option<PathBuf>,
+    /// Refuse a rules file with any broken rule, unknown keyword or option the engine does not
+    /// evaluate, naming file:line (default: skip broken rules with a warning, load the others).
     #[arg(long)]
     strict: bool,
-    /// Write Snort-style alert lines here.
+    #[command(flatten)]
+    vars: VarArgs,
+    /// Write Snort alert_fast lines here (`-` for standard output), stamped with the packets'
+    /// capture time.
     #[arg(long)]
     alerts: Option<PathBuf>,
-    /// Write the packets sent to the host (matches) to this pcap.
+    /// Write Suricata EVE JSON alert records here, one object per line (`-` for standard output).
+    #[arg(long)]
+    eve: Option<PathBuf>,
+    /// Write the packets sent to the host (matches) to this capture file (pcapng if the name
+    /// ends in .pcapng; `-` for standard output), with their original timestamps.
     #[arg(long)]
     matched: Option<PathBuf>,
     /// Milliseconds a reorder gap may stay open before it is skipped.
@@ -54,28 +69,67 @@ pub struct IdsArgs {
     run: RunArgs,
 }
 
-/// Load the rules, reporting skipped rules (file:line: problem) on stderr.
-fn load(a: &IdsArgs) -> Result<IdsRules, String> {
-    let (set, report) = ids::load_rules(&a.rules, a.strict).map_err(|e| format!("rules: {e}"))?;
+/// Subcommands of `linerate ids`.
+#[derive(clap::Subcommand)]
+enum IdsCommand {
+    /// List every rule that is not fully supported (sid, option, reason) and every rule that
+    /// does not load.
+    Check(CheckArgs),
+}
+
+/// Load the rules, reporting skipped rules (file:line: problem) on stderr; no rule loaded is
+/// an error.
+fn load(a: &IdsArgs, path: &Path) -> Result<IdsRules, String> {
+    let vars = a.vars.build()?;
+    let (set, report) = ids::load_rules_with(path, &vars, a.strict).map_err(|e| format!("rules: {e}"))?;
+    require_rules(path, &report)?;
     if !report.errors.is_empty() {
         eprintln!("linerate: warning: {} rules skipped (use --strict to refuse the file):", report.errors.len());
         for e in report.errors.iter().take(5) {
             eprintln!("  {e}");
         }
     }
+    // Unknown keywords are most often typos: say so even when the rules load.
+    let unknown: Vec<_> = partial_rules(&set.full).into_iter().filter(|p| p.gaps.iter().any(|g| g.unknown)).collect();
+    if let Some(first) = unknown.first() {
+        let kw = first.gaps.iter().find(|g| g.unknown).map_or("", |g| g.option.as_str());
+        eprintln!(
+            "linerate: warning: {} rules use unknown keywords and load as partial (the first: {}:{}: sid {}: '{kw}')",
+            unknown.len(),
+            path.display(),
+            first.line,
+            first.sid
+        );
+    }
     eprintln!(
-        "linerate: {} rules loaded from {} ({} fully supported, {} partial)",
+        "linerate: {} rules loaded from {} ({} fully supported, {} partial; 'linerate ids check' lists them)",
         report.loaded(),
-        a.rules.display(),
+        path.display(),
         report.fully_supported,
         report.partial
     );
     Ok(set)
 }
 
+/// Whether an output takes standard output (then the report goes to stderr); more than one
+/// is refused.
+fn one_stdout(a: &IdsArgs) -> Result<bool, String> {
+    let dash = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let n = [output_is_stdout(&a.io), dash(&a.matched), dash(&a.alerts), dash(&a.eve)].iter().filter(|&&b| b).count();
+    if n > 1 {
+        return Err("only one of --output, --matched, --alerts and --eve can be standard output".into());
+    }
+    Ok(n == 1)
+}
+
 /// Run `linerate ids`.
 pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
-    let rules = load(&a)?;
+    if let Some(IdsCommand::Check(c)) = a.command {
+        return run_check(c);
+    }
+    let path = a.rules.clone().ok_or("--rules is required (or use 'linerate ids check RULES')")?;
+    let stdout_taken = one_stdout(&a)?;
+    let rules = load(&a, &path)?;
     let set = rules.full.clone();
     if let Some(path) = &a.make_trace {
         return make_trace(&set, path, &a);
@@ -103,22 +157,28 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let mut sink = AlertSink::new(a.alerts.as_deref(), a.matched.as_deref())?;
+    if let Some(eve) = &a.eve {
+        sink = sink.with_eve(eve)?;
+    }
     let name = a.run.name.clone().unwrap_or_else(|| format!("ids-{}", std::process::id()));
     let o = run(rt, input.total, a.run.duration, &name, |hp| sink.record(&hp, &set))?;
     sink.finish()?;
-    let title = format!(
-        "linerate ids: {} rules from {}, {units} units, {} policy",
-        set.len(),
-        a.rules.display(),
-        o.stats.policy
-    );
+    let title =
+        format!("linerate ids: {} rules from {}, {units} units, {} policy", set.len(), path.display(), o.stats.policy);
     let mut t = summary(&title, &o);
     t.row(vec!["host".into(), "alerts".into(), sink.alerts.to_string()]);
     t.row(vec!["host".into(), "distinct (sid, flow)".into(), sink.pairs().len().to_string()]);
     t.row(vec!["host".into(), "unverified (reorder overflow)".into(), sink.unverified.to_string()]);
-    t.print(a.run.json);
+    if stdout_taken {
+        t.eprint(a.run.json);
+    } else {
+        t.print(a.run.json);
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Timestamp of a generated trace's first frame: 2026-01-01 00:00:00 UTC.
+const TRACE_START_NANOS: u64 = 1_767_225_600 * 1_000_000_000;
 
 fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<ExitCode, String> {
     let cfg =
@@ -129,7 +189,9 @@ fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<Exi
     for (i, f) in t.frames.iter().enumerate() {
         batch.clear();
         batch.push(f);
-        w.tx_batch(Instant::from_micros(i as u64), &mut batch).map_err(|e| e.to_string())?;
+        // One frame a microsecond from a fixed date, so a trace is the same file every time.
+        let at = Instant::from_nanos(TRACE_START_NANOS + i as u64 * 1_000);
+        w.tx_batch(at, &mut batch).map_err(|e| e.to_string())?;
     }
     w.flush().map_err(|e| e.to_string())?;
     let exp = PathBuf::from(format!("{}.expected", path.display()));

@@ -5,6 +5,7 @@
 use crate::output::{fmt_si, Table};
 use crate::runloop::{install_stop_handler, stop_requested};
 use crate::statsfile::{read_all, run_dir, StatsPublisher};
+use link::capture::Format;
 use link::pcap::{PcapReplay, PcapWriter};
 use link::shm::ShmLink;
 use link::{Link, LinkConfig};
@@ -17,14 +18,20 @@ use std::time::{Duration, Instant};
 /// Input and output options shared by the middlebox commands.
 #[derive(clap::Args, Debug, Clone)]
 pub struct IoArgs {
-    /// Where frames come from (port 0): a pcap file (`PATH` or `pcap:PATH`), `shm:NAME` (open an
-    /// existing shared-memory link), `shm-new:NAME` (create one), `packet:IFACE` (AF_PACKET,
-    /// root) or `tap:IFACE` (root).
+    /// Where frames come from (port 0): a pcap or pcapng file (`PATH` or `pcap:PATH`, `-` for
+    /// standard input; the format is detected), `shm:NAME` (open an existing shared-memory
+    /// link), `shm-new:NAME` (create one), `packet:IFACE` (AF_PACKET, root) or `tap:IFACE` (root).
     #[arg(long)]
     pub input: Option<String>,
-    /// Where forwarded frames go (port 1): a pcap file to write, `none`, or a link as for --input.
+    /// Where forwarded frames go (port 1): a capture file to write (`-` for standard output;
+    /// frames read from a capture keep their timestamps, live ones get the wall-clock time),
+    /// `none`, or a link as for --input.
     #[arg(long, default_value = "none")]
     pub output: String,
+    /// Format of a capture --output: pcap or pcapng (default: pcapng if the file name ends in
+    /// .pcapng, else pcap).
+    #[arg(long, value_parser = ["pcap", "pcapng"])]
+    pub output_format: Option<String>,
     /// Replay a pcap input at its recorded pace (default: as fast as possible).
     #[arg(long)]
     pub paced: bool,
@@ -97,6 +104,15 @@ pub fn open_input(io: &IoArgs) -> Result<Input, String> {
     }
     let path = input.strip_prefix("pcap:").unwrap_or(input);
     let replay = PcapReplay::open(Path::new(path), io.paced).map_err(|e| format!("input: {e}"))?;
+    if let Some(w) = replay.warning() {
+        eprintln!("linerate: warning: {w}");
+    }
+    if replay.skipped() > 0 {
+        eprintln!(
+            "linerate: warning: {path}: {} packets skipped (not Ethernet, or malformed blocks)",
+            replay.skipped()
+        );
+    }
     let total = replay.total() as u64;
     Ok(Input { link: Box::new(replay), total: Some(total) })
 }
@@ -109,10 +125,25 @@ pub fn open_output(io: &IoArgs) -> Result<Box<dyn Link>, String> {
     if let Some(l) = link_spec(&io.output, io.mtu)? {
         return Ok(l);
     }
-    let path = io.output.strip_prefix("pcap:").unwrap_or(&io.output);
-    PcapWriter::new(NullLink::new(), Path::new(path))
-        .map(|w| Box::new(w) as Box<dyn Link>)
+    let path = Path::new(io.output.strip_prefix("pcap:").unwrap_or(&io.output));
+    let format = io.output_format.as_deref().and_then(Format::from_name).unwrap_or_else(|| Format::for_path(path));
+    PcapWriter::with_format(NullLink::new(), path, format)
+        .map(|w| Box::new(w.wall_clock()) as Box<dyn Link>)
         .map_err(|e| format!("output: {e}"))
+}
+
+/// True when the capture output goes to standard output (reports then go to stderr).
+pub fn output_is_stdout(io: &IoArgs) -> bool {
+    io.output == "-" || io.output == "pcap:-"
+}
+
+/// Print a command's summary: to standard output, or to stderr when the capture goes there.
+pub fn print_summary(t: &Table, io: &IoArgs, json: bool) {
+    if output_is_stdout(io) {
+        t.eprint(json);
+    } else {
+        t.print(json);
+    }
 }
 
 /// How a run ended.

@@ -7,6 +7,7 @@ use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
 use crate::statsfile::StatsPublisher;
 use apps::tcp_source::{Payload, SourceOptions};
 use apps::{HttpServer, TcpEcho, TcpSink, TcpSource, UdpEcho};
+use link::capture::Format;
 use link::impair::Impairment;
 use link::Link;
 use net::{Config, NetError, Stack};
@@ -54,9 +55,13 @@ pub struct TapArgs {
     /// Seconds --tcp-send keeps retrying a refused connection.
     #[arg(long, default_value_t = 10.0)]
     send_retry: f64,
-    /// Record everything the linerate host sends and receives in this pcap file.
+    /// Record everything the linerate host sends and receives in this capture file, with
+    /// wall-clock timestamps (`-` for standard output; the report then goes to stderr).
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// Format of --pcap: pcap or pcapng (default: pcapng if the file name ends in .pcapng).
+    #[arg(long, value_parser = ["pcap", "pcapng"], requires = "pcap")]
+    pcap_format: Option<String>,
     /// Impair everything the linerate host sends: "loss,reorder,duplicate,delay_us" as
     /// probabilities and microseconds, e.g. "0.01,0.01,0.005,1000" (seeded, reproducible).
     #[arg(long, value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = parse_impairment)]
@@ -82,6 +87,17 @@ pub struct TapArgs {
     json: bool,
 }
 
+/// Where the --run command's output goes: standard output, or stderr when standard output
+/// carries the capture.
+fn child_stdout(pcap_to_stdout: bool) -> Result<Stdio, String> {
+    if !pcap_to_stdout {
+        return Ok(Stdio::inherit());
+    }
+    use std::os::fd::AsFd;
+    let fd = std::io::stderr().as_fd().try_clone_to_owned().map_err(|e| format!("cannot duplicate stderr: {e}"))?;
+    Ok(Stdio::from(fd))
+}
+
 /// How long a --tcp-send may still take to finish after the --run command has ended (more
 /// than the sender's own wait for the final acknowledgement).
 const SEND_LINGER: Duration = Duration::from_secs(12);
@@ -101,8 +117,11 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     if cpu >= 0 {
         crate::bench_common::pin_cpu(cpu as usize);
     }
-    let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, a.pcap.as_deref(), a.impair)
-        .map_err(|e| e.to_string())?;
+    let pcap_to_stdout = a.pcap.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let pcap_format = a.pcap_format.as_deref().and_then(Format::from_name);
+    let pcap = a.pcap.as_deref().map(|p| (p, pcap_format.unwrap_or_else(|| Format::for_path(p))));
+    let mut setup =
+        TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, pcap, a.impair).map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
     let mut echo = match a.echo_port {
@@ -129,6 +148,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
                 .command("sh")
                 .args(["-c", cmd])
                 .stdin(Stdio::null())
+                .stdout(child_stdout(pcap_to_stdout)?)
                 .spawn()
                 .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
         ),
@@ -205,7 +225,11 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         report_linux_impairment(g, &mut t);
     }
     drop(linux_impair);
-    t.print(a.json);
+    if pcap_to_stdout {
+        t.eprint(a.json);
+    } else {
+        t.print(a.json);
+    }
     if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
         eprintln!("linerate: --tcp-send failed: {e}");
         return Ok(ExitCode::FAILURE);

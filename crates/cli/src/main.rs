@@ -10,6 +10,7 @@ mod cmd_collective;
 mod cmd_demo;
 mod cmd_firewall;
 mod cmd_ids;
+mod cmd_ids_check;
 mod cmd_iperf;
 mod cmd_middlebox;
 mod cmd_ping;
@@ -46,7 +47,8 @@ enum Command {
     Iperf(cmd_iperf::IperfArgs),
     /// Blacklisting firewall on the middlebox runtime (Rosebud case study 2).
     Firewall(cmd_firewall::FirewallArgs),
-    /// Snort-rule IDS on the middlebox runtime (Rosebud case study 1, software reordering).
+    /// Snort-rule IDS on the middlebox runtime (Rosebud case study 1, software reordering);
+    /// `ids check RULES` lists the rules it evaluates only in part.
     Ids(cmd_ids::IdsArgs),
     /// The middlebox runtime: live counters of running middleboxes.
     #[command(subcommand)]

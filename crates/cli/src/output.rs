@@ -63,6 +63,15 @@ impl Table {
         json!({ "title": self.title, "rows": rows })
     }
 
+    /// As [`Table::print`], to stderr (when standard output carries data, e.g. a capture).
+    pub fn eprint(&self, json: bool) {
+        if json {
+            eprintln!("{}", serde_json::to_string_pretty(&self.to_json()).unwrap_or_default());
+        } else {
+            eprint!("{}", self.render());
+        }
+    }
+
     /// Print as text, or as JSON when `json` is set.
     pub fn print(&self, json: bool) {
         if json {

@@ -67,12 +67,13 @@ fn ten_megabytes_through_socat_udp_echo_keep_their_sha256() {
 }
 
 #[test]
-fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
+fn pcapng_decodes_in_tshark_without_malformed_packets_or_bad_checksums_at_wall_clock_time() {
     if !can_run(&["tshark", "ping", "socat"]) {
         return;
     }
     let dir = scratch("pcap");
-    let pcap = dir.join("host.pcap");
+    let pcap = dir.join("host.pcapng");
+    let started = std::time::SystemTime::now();
     let script = format!(
         "ping -c 5 -i 0.01 {HOST} && echo hello | socat -t 1 - UDP:{HOST}:7 && echo x | socat - UDP:{HOST}:9 ; true"
     );
@@ -95,6 +96,38 @@ fn pcap_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
         assert!(!tshark(proto).is_empty(), "no {proto} in the capture");
     }
     let bad = tshark("_ws.malformed || _ws.expert.severity >= \"error\" || ip.checksum.status == \"Bad\" || udp.checksum.status == \"Bad\" || icmp.checksum.status == \"Bad\"");
+    // A live capture is stamped with the wall-clock time (not time since boot).
+    let cap = link::capture::open_capture(&pcap).expect("our capture reads back");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{bad}");
+    assert_eq!(cap.format, link::capture::Format::PcapNg);
+    let epoch = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let (from, to) = (epoch(started) - 1_000_000_000, epoch(std::time::SystemTime::now()) + 1_000_000_000);
+    for r in cap.records() {
+        assert!((from..to).contains(&r.stamp), "packet stamped {} ns, outside the run {from}..{to}", r.stamp);
+    }
+}
+
+#[test]
+fn tap_capture_to_stdout_is_a_pcap_tshark_reads_and_the_run_output_goes_to_stderr() {
+    if !can_run(&["tshark", "ping"]) {
+        return;
+    }
+    let dir = scratch("pcap-stdout");
+    let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tap", "--pcap", "-", "--pcap-format", "pcapng", "--run", &format!("ping -c 3 -i 0.01 {HOST}")])
+        .output()
+        .expect("linerate runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 received"), "ping's output goes to stderr: {stderr}");
+    let cap = dir.join("stdout.pcapng");
+    std::fs::write(&cap, &out.stdout).unwrap();
+    let parsed = link::capture::open_capture(&cap).expect("standard output holds a capture");
+    let o = Command::new("tshark").args(["-n", "-r", cap.to_str().unwrap(), "-Y", "icmp.type == 0"]).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(parsed.format, link::capture::Format::PcapNg);
+    assert!(parsed.warning().is_none(), "{:?}", parsed.warning());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3, "three echo replies in the capture");
 }

@@ -6,8 +6,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
-const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/firewall/drop-prefixes.txt");
-const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/ids/snort3-community.rules");
+const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/firewall/drop-prefixes.txt");
+const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ids/snort3-community.rules");
 
 /// A temporary directory, removed on drop.
 struct Tmp(PathBuf);

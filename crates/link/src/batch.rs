@@ -5,10 +5,16 @@
 /// Slot `i` occupies `data[i * slot_size ..][.. slot_size]`; `lens[i]` is the frame length.
 /// Frames are built in place with [`FrameBatch::push_with`] or copied in with
 /// [`FrameBatch::push`]. Nothing allocates after construction.
+///
+/// A frame may carry a stamp: the wall-clock time it was captured, in nanoseconds since the
+/// Unix epoch, when something knows it (a pcap replay does; see [`FrameBatch::push_stamped`]).
+/// Capture writers record a stamped frame with its stamp instead of the time it passed.
 #[derive(Debug, Clone)]
 pub struct FrameBatch {
     data: Box<[u8]>,
     lens: Box<[u32]>,
+    /// Capture time per slot, nanoseconds since the Unix epoch; 0 = not known.
+    stamps: Box<[u64]>,
     count: usize,
     slot_size: usize,
     bytes: usize,
@@ -21,6 +27,7 @@ impl FrameBatch {
         FrameBatch {
             data: vec![0u8; capacity * slot_size].into_boxed_slice(),
             lens: vec![0u32; capacity].into_boxed_slice(),
+            stamps: vec![0u64; capacity].into_boxed_slice(),
             count: 0,
             slot_size,
             bytes: 0,
@@ -88,9 +95,26 @@ impl FrameBatch {
             return false;
         }
         self.lens[self.count] = len as u32;
+        self.stamps[self.count] = 0;
         self.count += 1;
         self.bytes += len;
         true
+    }
+
+    /// Copy `frame` into the next free slot with its capture time `stamp` (nanoseconds since
+    /// the Unix epoch; 0 means unknown). Returns false as [`FrameBatch::push`] does.
+    pub fn push_stamped(&mut self, frame: &[u8], stamp: u64) -> bool {
+        if !self.push(frame) {
+            return false;
+        }
+        self.stamps[self.count - 1] = stamp;
+        true
+    }
+
+    /// The capture time of frame `i` (nanoseconds since the Unix epoch), if it carries one.
+    pub fn stamp(&self, i: usize) -> Option<u64> {
+        assert!(i < self.count, "frame index out of range");
+        Some(self.stamps[i]).filter(|&s| s != 0)
     }
 
     /// The frame in slot `i`.
@@ -124,6 +148,7 @@ impl FrameBatch {
             let len = self.lens[i] as usize;
             self.data.copy_within(from..from + len, to);
             self.lens[i - n] = self.lens[i];
+            self.stamps[i - n] = self.stamps[i];
         }
         self.count -= n;
     }
@@ -150,6 +175,21 @@ mod tests {
         assert_eq!(b.get(0), b"xy");
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn stamps_follow_their_frames() {
+        let mut b = FrameBatch::new(3, 8);
+        assert!(b.push_stamped(b"a", 7));
+        assert!(b.push(b"b"));
+        assert!(b.push_stamped(b"c", 9));
+        assert_eq!((b.stamp(0), b.stamp(1), b.stamp(2)), (Some(7), None, Some(9)));
+        b.consume_front(1);
+        assert_eq!((b.stamp(0), b.stamp(1)), (None, Some(9)));
+        b.clear();
+        assert!(b.push(b"d"));
+        assert_eq!(b.stamp(0), None, "a reused slot does not keep an old stamp");
+        assert!(!b.push_stamped(b"too long frame", 1));
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! A [`Link`] moves batches of Ethernet frames (without FCS) through preallocated buffers.
 //! Drivers: an in-process pair ([`mem`]), a shared-memory ring between two processes
 //! ([`shm`]), a Linux TAP device ([`tap`]), AF_PACKET on an interface ([`packet`]), a pcap
-//! writer any link can be wrapped with and a pcap reader ([`pcap`]), and an impairment
-//! wrapper ([`impair`]).
+//! writer any link can be wrapped with and a replay ([`pcap`]; pcap and pcapng files are read
+//! and written by [`capture`]), and an impairment wrapper ([`impair`]).
 
 pub mod batch;
+pub mod capture;
 pub mod config;
 mod ifreq;
 pub mod impair;

@@ -1,30 +1,45 @@
-//! Capture files: [`PcapWriter`] records every frame a link moves; [`PcapReplay`] plays a file back.
+//! Capture files on links: [`PcapWriter`] records every frame a link moves; [`PcapReplay`]
+//! plays a file back. Both formats are read and written (see [`crate::capture`]): the
+//! writer picks pcapng for a `.pcapng` path (or when asked), the reader detects the format,
+//! and the path `-` is standard output or input.
 //!
-//! Files are classic pcap, LINKTYPE_ETHERNET, nanosecond timestamps. A recorded timestamp is
-//! the `now` the frame passed with (virtual or monotonic time, not wall-clock time), so
-//! captures of virtual-time runs are reproducible; tools show them as times near 1970.
+//! A recorded timestamp is the frame's stamp when it carries one (a frame replayed from a
+//! capture keeps its original time through a middlebox), else the `now` it passed with:
+//! virtual time on a testbed (reproducible captures, shown near 1970), or with
+//! [`PcapWriter::wall_clock`] the wall-clock time of a live link polled on [`Instant::now`].
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use pcap_file::pcap::{PcapHeader, PcapReader};
-use pcap_file::{DataLink, Endianness, TsResolution};
-
+use crate::capture::{open_capture, Capture, CaptureWriter, Format};
+use crate::time::unix_nanos;
 use crate::{FrameBatch, Instant, Link, LinkError, LinkStats, MAX_FRAME};
-
-/// Snap length written to the header (every frame is recorded whole).
-const SNAPLEN: u32 = 65535;
 
 fn pcap_err(path: &Path, what: impl std::fmt::Display) -> LinkError {
     LinkError::Pcap(format!("{}: {what}", path.display()))
 }
 
-/// A link wrapper that writes every received and sent frame to a pcap file.
+type Out = CaptureWriter<BufWriter<Box<dyn Write + Send>>>;
+
+/// Open `path` for writing a capture in `format`; `-` is standard output.
+fn create(path: &Path, format: Format) -> Result<Out, LinkError> {
+    let sink: Box<dyn Write + Send> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(File::create(path).map_err(|e| pcap_err(path, format!("cannot create: {e}")))?)
+    };
+    CaptureWriter::new(BufWriter::with_capacity(1 << 16, sink), format)
+        .map_err(|e| pcap_err(path, format!("cannot write the header: {e}")))
+}
+
+/// A link wrapper that writes every received and sent frame to a capture file.
 pub struct PcapWriter<L: Link> {
     inner: L,
     out: Out,
     path: PathBuf,
+    /// Added to `now` for frames without a stamp (wall clock minus monotonic clock), if set.
+    wall_offset: Option<i128>,
     /// A write failure not yet reported; returned by the next call.
     failed: Option<String>,
     /// Copies of the frames offered to the inner link's `tx_batch`.
@@ -32,20 +47,24 @@ pub struct PcapWriter<L: Link> {
 }
 
 impl<L: Link> PcapWriter<L> {
-    /// Wrap `inner`, creating (truncating) the capture file at `path`.
+    /// Wrap `inner`, creating (truncating) the capture file at `path` (`-`: standard output),
+    /// pcapng if the path ends in `.pcapng`, else classic pcap.
     pub fn new(inner: L, path: &Path) -> Result<Self, LinkError> {
-        let file = File::create(path).map_err(|e| pcap_err(path, format!("cannot create: {e}")))?;
-        let header = PcapHeader {
-            snaplen: SNAPLEN,
-            datalink: DataLink::ETHERNET,
-            ts_resolution: TsResolution::NanoSecond,
-            endianness: Endianness::native(),
-            ..PcapHeader::default()
-        };
-        let mut out = BufWriter::with_capacity(1 << 16, file);
-        header.write_to(&mut out).map_err(|e| pcap_err(path, format!("cannot write the header: {e}")))?;
+        Self::with_format(inner, path, Format::for_path(path))
+    }
+
+    /// Wrap `inner`, writing `format` to `path` (`-`: standard output).
+    pub fn with_format(inner: L, path: &Path, format: Format) -> Result<Self, LinkError> {
+        let out = create(path, format)?;
         let shadow = FrameBatch::new(64, inner.max_frame().clamp(1, MAX_FRAME));
-        Ok(PcapWriter { inner, out, path: path.to_path_buf(), failed: None, shadow })
+        Ok(PcapWriter { inner, out, path: path.to_path_buf(), wall_offset: None, failed: None, shadow })
+    }
+
+    /// Stamp frames that carry no capture time with the wall-clock time: `now` is taken to be
+    /// a reading of [`Instant::now`] (the monotonic clock), as on live links.
+    pub fn wall_clock(mut self) -> Self {
+        self.wall_offset = Some(i128::from(unix_nanos()) - i128::from(Instant::now().as_nanos()));
+        self
     }
 
     /// The wrapped link.
@@ -63,6 +82,11 @@ impl<L: Link> PcapWriter<L> {
         &self.path
     }
 
+    /// The format being written.
+    pub fn format(&self) -> Format {
+        self.out.format()
+    }
+
     /// Write buffered records to the file.
     pub fn flush(&mut self) -> Result<(), LinkError> {
         self.take_failure()?;
@@ -76,27 +100,22 @@ impl<L: Link> PcapWriter<L> {
             None => Ok(()),
         }
     }
+
+    /// The time to record for a frame without a stamp that passed at `now`.
+    fn default_stamp(&self, now: Instant) -> u64 {
+        match self.wall_offset {
+            Some(off) => (i128::from(now.as_nanos()) + off).clamp(0, i128::from(u64::MAX)) as u64,
+            None => now.as_nanos(),
+        }
+    }
 }
 
-type Out = BufWriter<File>;
-
-/// Record frames `from..from + count` of `batch`; a failure is kept in `failed` for the next call.
-///
-/// The header is written by `pcap-file`; records are written here because its writer offers
-/// no way to flush without being consumed. A record is 16 bytes in the header's (native)
-/// byte order — seconds, nanoseconds, captured length, original length — then the frame.
-fn record(out: &mut Out, failed: &mut Option<String>, now: Instant, batch: &FrameBatch, from: usize, count: usize) {
-    let nanos = now.as_nanos();
-    // Seconds past u32::MAX (year 2106 in wall time) wrap; virtual and monotonic time never get there.
-    let (sec, frac) = ((nanos / 1_000_000_000) as u32, (nanos % 1_000_000_000) as u32);
+/// Record frames `from..from + count` of `batch`, each at its stamp or else at `default`; a
+/// failure is kept in `failed` for the next call.
+fn record(out: &mut Out, failed: &mut Option<String>, default: u64, batch: &FrameBatch, from: usize, count: usize) {
     for i in from..from + count {
-        let frame = batch.get(i);
-        let len = frame.len() as u32;
-        let mut hdr = [0u8; 16];
-        for (k, v) in [sec, frac, len, len].into_iter().enumerate() {
-            hdr[k * 4..k * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-        }
-        if let Err(e) = out.write_all(&hdr).and_then(|_| out.write_all(frame)) {
+        let stamp = batch.stamp(i).unwrap_or(default);
+        if let Err(e) = out.write_frame(stamp, batch.get(i)) {
             failed.get_or_insert_with(|| format!("write failed: {e}"));
             return;
         }
@@ -119,7 +138,8 @@ impl<L: Link> Link for PcapWriter<L> {
         self.take_failure()?;
         let start = batch.len();
         let n = self.inner.rx_batch(now, batch)?;
-        record(&mut self.out, &mut self.failed, now, batch, start, n);
+        let d = self.default_stamp(now);
+        record(&mut self.out, &mut self.failed, d, batch, start, n);
         Ok(n)
     }
 
@@ -134,11 +154,15 @@ impl<L: Link> Link for PcapWriter<L> {
             self.shadow = FrameBatch::new(batch.len(), max.max(1));
         }
         self.shadow.clear();
-        for f in batch.iter().filter(|f| f.len() <= max) {
-            self.shadow.push(f);
+        for i in 0..batch.len() {
+            let f = batch.get(i);
+            if f.len() <= max {
+                self.shadow.push_stamped(f, batch.stamp(i).unwrap_or(0));
+            }
         }
         let n = self.inner.tx_batch(now, batch)?;
-        record(&mut self.out, &mut self.failed, now, &self.shadow, 0, n.min(self.shadow.len()));
+        let d = self.default_stamp(now);
+        record(&mut self.out, &mut self.failed, d, &self.shadow, 0, n.min(self.shadow.len()));
         Ok(n)
     }
 
@@ -155,46 +179,22 @@ impl<L: Link> Link for PcapWriter<L> {
     }
 }
 
-/// A frame loaded from a capture file: its place in `data` and its recorded time.
-#[derive(Debug, Clone, Copy)]
-struct Record {
-    start: usize,
-    len: usize,
-    ts: u64,
-}
-
-/// Load every packet of a pcap file into one buffer.
-fn load(path: &Path) -> Result<(Vec<u8>, Vec<Record>), LinkError> {
-    let file = File::open(path).map_err(|e| pcap_err(path, format!("cannot open: {e}")))?;
-    let mut reader =
-        PcapReader::new(BufReader::new(file)).map_err(|e| pcap_err(path, format!("not a pcap file: {e}")))?;
-    if reader.header().datalink != DataLink::ETHERNET {
-        return Err(pcap_err(path, format!("link type {:?} is not Ethernet", reader.header().datalink)));
-    }
-    let (mut data, mut records) = (Vec::new(), Vec::new());
-    while let Some(packet) = reader.next_packet() {
-        let packet = packet.map_err(|e| pcap_err(path, format!("packet {}: {e}", records.len() + 1)))?;
-        records.push(Record { start: data.len(), len: packet.data.len(), ts: packet.timestamp.as_nanos() as u64 });
-        data.extend_from_slice(&packet.data);
-    }
-    Ok((data, records))
-}
-
-/// Every frame of a pcap file, in order (for tests and tools).
+/// Every frame of a pcap or pcapng file (`-`: standard input), in order (for tests and tools).
+/// A record cut short at the end of the file is left out.
 pub fn read_frames(path: &Path) -> Result<Vec<Vec<u8>>, LinkError> {
-    let (data, records) = load(path)?;
-    Ok(records.iter().map(|r| data[r.start..r.start + r.len].to_vec()).collect())
+    let cap = open_capture(path)?;
+    Ok(cap.records().iter().map(|r| cap.frame(r).to_vec()).collect())
 }
 
 /// A link that receives the frames of a capture file and discards what it is sent.
 ///
-/// Without pacing, `rx_batch` hands out frames as fast as batches take them. With pacing,
-/// a frame is ready once `now - first_now >= its_time - first_time`, where `first_now` is the
-/// `now` of the first `rx_batch` call. Frames larger than [`MAX_FRAME`] or than the batch's
-/// slots are dropped and counted as `dropped_oversize`.
+/// Frames are handed out stamped with their recorded time. Without pacing, `rx_batch` hands
+/// them out as fast as batches take them. With pacing, a frame is ready once
+/// `now - first_now >= its_time - first_time`, where `first_now` is the `now` of the first
+/// `rx_batch` call. Frames larger than [`MAX_FRAME`] or than the batch's slots are dropped and
+/// counted as `dropped_oversize`.
 pub struct PcapReplay {
-    data: Vec<u8>,
-    records: Vec<Record>,
+    cap: Capture,
     next: usize,
     paced: bool,
     start: Option<Instant>,
@@ -202,25 +202,35 @@ pub struct PcapReplay {
 }
 
 impl PcapReplay {
-    /// Load the capture at `path` (all of it, into memory).
+    /// Load the capture at `path` (all of it, into memory; `-` reads standard input).
     pub fn open(path: &Path, paced: bool) -> Result<Self, LinkError> {
-        let (data, records) = load(path)?;
-        Ok(PcapReplay { data, records, next: 0, paced, start: None, stats: LinkStats::default() })
+        let cap = open_capture(path)?;
+        Ok(PcapReplay { cap, next: 0, paced, start: None, stats: LinkStats::default() })
     }
 
     /// Frames in the file.
     pub fn total(&self) -> usize {
-        self.records.len()
+        self.cap.len()
     }
 
     /// Frames not yet handed out.
     pub fn remaining(&self) -> usize {
-        self.records.len() - self.next
+        self.cap.len() - self.next
     }
 
     /// True once every frame has been handed out.
     pub fn is_finished(&self) -> bool {
-        self.next == self.records.len()
+        self.next == self.cap.len()
+    }
+
+    /// Why the file was read only up to a point (its last record cut short or damaged).
+    pub fn warning(&self) -> Option<&str> {
+        self.cap.warning()
+    }
+
+    /// Packets of the file left out: on interfaces that are not Ethernet, or malformed.
+    pub fn skipped(&self) -> u64 {
+        self.cap.other_link() + self.cap.malformed()
     }
 }
 
@@ -231,22 +241,24 @@ impl Link for PcapReplay {
 
     fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         let start = *self.start.get_or_insert(now);
-        let first_ts = self.records.first().map_or(0, |r| r.ts);
+        let records = self.cap.records();
+        let first_ts = records.first().map_or(0, |r| r.stamp);
         let elapsed = now.as_nanos().saturating_sub(start.as_nanos());
         let mut got = 0;
-        while !batch.is_full() && self.next < self.records.len() {
-            let r = self.records[self.next];
-            if self.paced && r.ts.saturating_sub(first_ts) > elapsed {
+        while !batch.is_full() && self.next < records.len() {
+            let r = records[self.next];
+            if self.paced && r.stamp.saturating_sub(first_ts) > elapsed {
                 break;
             }
             self.next += 1;
-            if r.len > MAX_FRAME || !batch.push(&self.data[r.start..r.start + r.len]) {
+            let frame = self.cap.frame(&r);
+            if frame.len() > MAX_FRAME || !batch.push_stamped(frame, r.stamp) {
                 self.stats.dropped_oversize += 1;
                 continue;
             }
             got += 1;
             self.stats.rx_frames += 1;
-            self.stats.rx_bytes += r.len as u64;
+            self.stats.rx_bytes += frame.len() as u64;
         }
         Ok(got)
     }
@@ -340,6 +352,6 @@ mod tests {
         let junk = tmp("junk.pcap");
         std::fs::write(&junk.0, b"this is not a capture file at all").unwrap();
         let e = PcapReplay::open(&junk.0, false).err().unwrap();
-        assert!(matches!(e, LinkError::Pcap(ref m) if m.contains("not a pcap file")), "{e}");
+        assert!(matches!(e, LinkError::Pcap(ref m) if m.contains("not a pcap or pcapng file")), "{e}");
     }
 }

@@ -53,6 +53,15 @@ impl Instant {
     }
 }
 
+/// The wall-clock time (`CLOCK_REALTIME`) in nanoseconds since the Unix epoch, for capture
+/// timestamps; 0 if the clock reads before 1970.
+pub fn unix_nanos() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME is always supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    u64::try_from(ts.tv_sec).map_or(0, |s| s.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64))
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {

@@ -30,6 +30,9 @@ pub struct PacketMeta {
     pub hash: u32,
     /// Its slot in the unit.
     pub slot: u32,
+    /// When it was captured (nanoseconds since the Unix epoch), if its input port said so (a
+    /// pcap replay does).
+    pub stamp: Option<u64>,
 }
 
 /// A packet a unit sent to the host, with the tags its program attached (e.g. rule ids).

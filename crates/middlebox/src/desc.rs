@@ -42,6 +42,9 @@ pub(crate) struct Desc {
     pub dest: Dest,
     /// Number of u32 tags written after the frame (packets to the host).
     pub tags: u16,
+    /// Capture time of the frame (nanoseconds since the Unix epoch) as its port reported it
+    /// (a pcap replay does); 0 when unknown. Frames leave by a port with it.
+    pub stamp: u64,
 }
 
 impl Desc {
@@ -52,6 +55,11 @@ impl Desc {
             Source::Host | Source::Unit(_) => HOST_PORT,
         }
     }
+}
+
+/// The capture time of `d`, if its port reported one.
+pub(crate) fn stamp_of(d: &Desc) -> Option<u64> {
+    Some(d.stamp).filter(|&s| s != 0)
 }
 
 /// Offset where tags start after a frame of `len` bytes (4-aligned).

@@ -16,7 +16,7 @@ use std::time::Duration;
 use link::{FrameBatch, Instant, Link, LinkError, MAX_FRAME};
 
 use crate::control::{lock, DistCmd, DrainReport, HostPacket, PacketMeta, Shared};
-use crate::desc::{tags_offset, Desc, Dest, Source, HOST_PORT};
+use crate::desc::{stamp_of, tags_offset, Desc, Dest, Source, HOST_PORT};
 use crate::hash::flow_hash;
 use crate::policy::{PacketInfo, Policy, UnitView};
 use crate::program::Message;
@@ -105,7 +105,7 @@ struct Lb {
 impl Lb {
     /// Copy `frame` into a free slot of unit `u` and stage its descriptor. The caller checked
     /// that `u` has a free slot and the frame fits.
-    fn place(&mut self, u: usize, frame: &[u8], src: Source, hash: u32) {
+    fn place(&mut self, u: usize, frame: &[u8], stamp: u64, src: Source, hash: u32) {
         let up = &mut self.units[u];
         let Some(slot) = up.free.pop() else { return };
         self.free[u] -= 1;
@@ -113,7 +113,7 @@ impl Lb {
         // until the descriptor is published on the unit's queue.
         let mem = unsafe { up.mem.slot_mut(slot) };
         mem[..frame.len()].copy_from_slice(frame);
-        up.staged.push(Desc { slot, len: frame.len() as u32, hash, src, dest: Dest::Drop, tags: 0 });
+        up.staged.push(Desc { slot, len: frame.len() as u32, hash, src, dest: Dest::Drop, tags: 0, stamp });
         up.counters.placed += 1;
         let occ = self.slots[u] - self.free[u];
         up.counters.occupancy = occ;
@@ -139,7 +139,7 @@ impl Lb {
 
     /// Choose a unit for a frame and place it; false if it must wait. Oversize frames are
     /// dropped (counted in `drops`) and reported as placed.
-    fn offer(&mut self, frame: &[u8], port: u16, src: Source, drops: &mut crate::stats::Reasons) -> bool {
+    fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source, drops: &mut crate::stats::Reasons) -> bool {
         let hash = flow_hash(frame);
         let info = PacketInfo { port, hash, frame };
         let view = UnitView { free: &self.free, slots: &self.slots, enabled: &self.enabled };
@@ -149,7 +149,7 @@ impl Lb {
                 true
             }
             Some(u) if u < self.units.len() && self.free[u] > 0 => {
-                self.place(u, frame, src, hash);
+                self.place(u, frame, stamp, src, hash);
                 true
             }
             Some(u) if u < self.units.len() => {
@@ -345,7 +345,7 @@ impl Distributor {
         // stays ours until we put it on the free list below.
         let slot = unsafe { up.mem.slot(d.slot) };
         let frame = &slot[..(d.len as usize).min(slot.len())];
-        if port.tx.push(frame) {
+        if port.tx.push_stamped(frame, d.stamp) {
             up.counters.tx_frames += 1;
             up.counters.tx_bytes += frame.len() as u64;
         } else {
@@ -385,7 +385,7 @@ impl Distributor {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         q.push_back(HostPacket {
-            meta: PacketMeta { unit: ui, source: d.src, hash: d.hash, slot: d.slot },
+            meta: PacketMeta { unit: ui, source: d.src, hash: d.hash, slot: d.slot, stamp: stamp_of(&d) },
             frame: slot[..len].to_vec(),
             tags,
         });
@@ -422,7 +422,7 @@ impl Distributor {
                 if frame.len() > self.lb.units[v].mem.size() {
                     self.lb.units[ui].counters.drops.add("oversize", 1);
                 } else {
-                    self.lb.place(v, frame, Source::Unit(u), d.hash);
+                    self.lb.place(v, frame, d.stamp, Source::Unit(u), d.hash);
                     self.lb.units[ui].counters.loop_out += 1;
                     self.lb.units[v].counters.loop_in += 1;
                 }
@@ -443,7 +443,7 @@ impl Distributor {
         let mut host_drops = crate::stats::Reasons::default();
         while let Some((port, frame)) = self.host_in.front() {
             let src = if *port == HOST_PORT { Source::Host } else { Source::Port(*port) };
-            if !self.lb.offer(frame, *port, src, &mut host_drops) {
+            if !self.lb.offer(frame, 0, *port, src, &mut host_drops) {
                 break;
             }
             self.host_in.pop_front();
@@ -462,9 +462,10 @@ impl Distributor {
             }
             while port.rx_pos < port.rx.len() {
                 let frame = port.rx.get(port.rx_pos);
+                let stamp = port.rx.stamp(port.rx_pos).unwrap_or(0);
                 let len = frame.len() as u64;
                 let before = port.stats.drops.total();
-                if !self.lb.offer(frame, pi as u16, Source::Port(pi as u16), &mut port.stats.drops) {
+                if !self.lb.offer(frame, stamp, pi as u16, Source::Port(pi as u16), &mut port.stats.drops) {
                     port.stats.stalls += 1;
                     break;
                 }

@@ -214,7 +214,13 @@ impl Unit {
     }
 
     fn meta(&self, d: &Desc) -> PacketMeta {
-        PacketMeta { unit: usize::from(self.core.id), source: d.src, hash: d.hash, slot: d.slot }
+        PacketMeta {
+            unit: usize::from(self.core.id),
+            source: d.src,
+            hash: d.hash,
+            slot: d.slot,
+            stamp: crate::desc::stamp_of(d),
+        }
     }
 
     /// Hand a packet to the program; reclaim it if the program panicked; honour a trap.
@@ -249,9 +255,13 @@ impl Unit {
         self.core.counters.traps += 1;
         let meta = match desc {
             Some(d) => self.meta(&d),
-            None => {
-                PacketMeta { unit: usize::from(self.core.id), source: crate::Source::Host, hash: 0, slot: u32::MAX }
-            }
+            None => PacketMeta {
+                unit: usize::from(self.core.id),
+                source: crate::Source::Host,
+                hash: 0,
+                slot: u32::MAX,
+                stamp: None,
+            },
         };
         let dump = self.dump(now);
         lock(&self.shared.traps).push_back(Trap { reason, frame, meta, dump });
@@ -370,6 +380,7 @@ impl Unit {
             src: crate::Source::Host,
             dest: Dest::Drop,
             tags: 0,
+            stamp: 0,
         }
     }
 

@@ -22,7 +22,8 @@ pub struct HostOptions {
     /// Impairment applied in both directions between the host and the switch (the seed is
     /// varied per direction).
     pub impairment: Option<Impairment>,
-    /// Record everything the host sends and receives in this pcap file.
+    /// Record everything the host sends and receives in this capture file (pcapng if the name
+    /// ends in `.pcapng`, else pcap), stamped with virtual time.
     pub pcap: Option<PathBuf>,
 }
 

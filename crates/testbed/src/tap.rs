@@ -3,6 +3,7 @@
 
 use crate::netns::Netns;
 use crate::TestbedError;
+use link::capture::Format;
 use link::impair::{Impaired, Impairment};
 use link::pcap::PcapWriter;
 use link::Link;
@@ -26,18 +27,21 @@ pub struct TapSetup {
 impl TapSetup {
     /// Create namespace `<prefix>-…` with TAP `lrtap0` addressed `linux_cidr` (e.g.
     /// "10.77.0.1/24"), and a linerate host with `host` configuration on its other side.
-    /// With `pcap`, the host's traffic is recorded.
+    /// With `pcap`, the host's traffic is recorded (pcapng if the path ends in `.pcapng`; `-`
+    /// is standard output), stamped with the wall-clock time: the host is to be polled on
+    /// [`link::Instant::now`].
     pub fn create(prefix: &str, linux_cidr: &str, host: Config, pcap: Option<&Path>) -> Result<TapSetup, TestbedError> {
-        Self::create_impaired(prefix, linux_cidr, host, pcap, None)
+        Self::create_impaired(prefix, linux_cidr, host, pcap.map(|p| (p, Format::for_path(p))), None)
     }
 
     /// Like [`TapSetup::create`], with `impair` applied to everything the linerate host sends
-    /// (for loss interop where the kernel's netem is not available).
+    /// (for loss interop where the kernel's netem is not available), and the capture in the
+    /// format given.
     pub fn create_impaired(
         prefix: &str,
         linux_cidr: &str,
         host: Config,
-        pcap: Option<&Path>,
+        pcap: Option<(&Path, Format)>,
         impair: Option<Impairment>,
     ) -> Result<TapSetup, TestbedError> {
         let linux_ip: Ipv4Addr = linux_cidr
@@ -54,8 +58,8 @@ impl TapSetup {
         if let Some(imp) = impair {
             link = Box::new(Impaired::new(link, imp)?);
         }
-        if let Some(p) = pcap {
-            link = Box::new(PcapWriter::new(link, p)?);
+        if let Some((p, format)) = pcap {
+            link = Box::new(PcapWriter::with_format(link, p, format)?.wall_clock());
         }
         let stack = Stack::new(host, link)?;
         Ok(TapSetup { ns, stack, linux_ip })

@@ -5,10 +5,12 @@
 //!   matcher over every rule's fast pattern, plus port groups for rules without one), then full
 //!   verification of every candidate ([`detect`], [`content`], [`pcre`], [`bytes`], with HTTP
 //!   sticky buffers from [`http`]).
-//! - [`report`] says what loaded and what is unsupported; [`reload`] swaps rule sets at run
-//!   time; [`synth`] builds payloads that trigger a given rule.
+//! - [`report`] says what loaded and what is unsupported, [`support`] which rules are partial
+//!   and why (and the strict check); [`classtype`] holds Snort's default classifications;
+//!   [`reload`] swaps rule sets at run time; [`synth`] builds payloads that trigger a given rule.
 
 pub mod bytes;
+pub mod classtype;
 pub mod content;
 pub mod detect;
 pub mod engine;
@@ -20,6 +22,7 @@ pub mod prefilter;
 pub mod reload;
 pub mod report;
 pub mod rule;
+pub mod support;
 pub mod synth;
 pub mod vars;
 

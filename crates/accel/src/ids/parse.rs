@@ -83,12 +83,22 @@ fn set_var(rest: &str, vars: &mut Vars, net: bool) -> Result<(), String> {
     if name.is_empty() || value.is_empty() {
         return Err("variable definition needs a name and a value".into());
     }
-    // A `var` whose name mentions PORT is a port variable (Snort's convention).
+    define_var(vars, name, value, net)
+}
+
+/// Set variable `name` to `value` after checking the value parses. `net` is false for
+/// `portvar`; otherwise a name that mentions PORT is a port variable (Snort's convention for
+/// `var`), any other an address variable.
+pub(crate) fn define_var(vars: &mut Vars, name: &str, value: &str, net: bool) -> Result<(), String> {
+    let name = name.trim_start_matches('$');
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("'{}' is not a variable name (letters, digits, '_')", shorten(name)));
+    }
     if net && !name.contains("PORT") {
-        parse_addr(value, vars, 0)?;
+        parse_addr(value, vars, 0).map_err(|e| format!("{name}: {e}"))?;
         vars.set_net(name, value);
     } else {
-        parse_ports(value, vars, 0)?;
+        parse_ports(value, vars, 0).map_err(|e| format!("{name}: {e}"))?;
         vars.set_port(name, value);
     }
     Ok(())
@@ -130,8 +140,11 @@ pub fn parse_rule(text: &str, line: usize, vars: &Vars) -> Result<Rule, String> 
     }
     let body = &after[..close];
 
-    let mut rule = parse_header(header, line, vars)?;
+    let (mut rule, app) = parse_header(header, line, vars)?;
     parse_options(body, &mut rule)?;
+    if let Some(app) = app {
+        map_app_proto(&mut rule, app, vars)?;
+    }
     if rule.sid == 0 {
         return Err("rule has no sid (every rule needs sid:N with N > 0)".into());
     }
@@ -238,10 +251,59 @@ const SERVICES: &[&str] = &[
     "file",
     "nntp",
     "dhcp",
+    // Suricata's application-layer protocols (`alert tls any any -> any any (...)`).
+    "tls",
+    "enip",
+    "nfs",
+    "ntp",
+    "quic",
+    "mqtt",
+    "pgsql",
+    "krb5",
+    "ikev2",
+    "rfb",
 ];
 
-fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
+/// An application-protocol header the engine maps to TCP on the protocol's port variable:
+/// (service, port variable). Other services have no mapping (the rule is partial).
+const APP_PORTS: &[(&str, &str)] =
+    &[("http", "HTTP_PORTS"), ("http2", "HTTP_PORTS"), ("ftp", "FTP_PORTS"), ("ssh", "SSH_PORTS")];
+
+/// A mapped application-protocol header, applied once the options (`flow`) are known.
+#[derive(Debug, Clone, Copy)]
+struct AppProto {
+    service: &'static str,
+    ports: &'static str,
+}
+
+/// `alert http ...` (Snort 2 / Suricata / Snort 3 service rules): TCP, with the server side's
+/// port restricted to the service's port variable: the destination, or the source for rules
+/// on traffic to the client (`flow:to_client`). Recorded as an approximation (no protocol
+/// detection: HTTP on another port is not seen, other traffic on these ports is inspected).
+fn map_app_proto(rule: &mut Rule, app: AppProto, vars: &Vars) -> Result<(), String> {
+    let v =
+        vars.port(app.ports).ok_or_else(|| format!("'{}' rules need the port variable ${}", app.service, app.ports))?;
+    let ports = parse_ports(v, vars, 0).map_err(|e| format!("${}: {e}", app.ports))?;
+    rule.proto = RuleProto::Tcp;
+    if rule.flow.to_server == Some(false) {
+        rule.src_ports = rule.src_ports.intersect(&ports);
+    } else {
+        rule.dst_ports = rule.dst_ports.intersect(&ports);
+    }
+    rule.approximations
+        .push(format!("{} header (TCP on ${}, no application-protocol detection)", app.service, app.ports));
+    rule.approximations.sort();
+    Ok(())
+}
+
+/// The mapping of a service name, if it has one.
+fn app_proto(service: &str) -> Option<AppProto> {
+    APP_PORTS.iter().find(|(s, _)| *s == service).map(|&(service, ports)| AppProto { service, ports })
+}
+
+fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, Option<AppProto>), String> {
     let toks = header_tokens(h);
+    let mut app = None;
     let mut rule = Rule {
         line,
         action: Action::Alert,
@@ -256,6 +318,7 @@ fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
         rev: 0,
         msg: String::new(),
         classtype: None,
+        priority: None,
         services: Vec::new(),
         flow: FlowOpts::default(),
         flowbits: Vec::new(),
@@ -275,9 +338,12 @@ fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
             rule.action = parse_action(&toks[0])?;
             let p = toks[1].as_str();
             if SERVICES.contains(&p) {
-                // Without service identification the rule would apply to every flow: partial.
                 rule.services.push(p.to_string());
-                rule.unsupported.push(format!("header:service ({p})"));
+                app = app_proto(p);
+                if app.is_none() {
+                    // Without service identification the rule would apply to every flow: partial.
+                    rule.unsupported.push(format!("header:service ({p})"));
+                }
             } else {
                 return Err(format!("'{}' is neither a protocol (tcp, udp, icmp, ip) nor a known service", shorten(p)));
             }
@@ -289,7 +355,21 @@ fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
                 "udp" => RuleProto::Udp,
                 "icmp" => RuleProto::Icmp,
                 "ip" => RuleProto::Ip,
-                other => return Err(format!("unknown protocol '{}' (expected tcp, udp, icmp or ip)", shorten(other))),
+                p if SERVICES.contains(&p) => {
+                    // An application-layer protocol in place of the transport (Suricata, Snort 2).
+                    rule.services.push(p.to_string());
+                    app = app_proto(p);
+                    if app.is_none() {
+                        rule.unsupported.push(format!("header:service ({p})"));
+                    }
+                    RuleProto::Ip
+                }
+                other => {
+                    return Err(format!(
+                        "unknown protocol '{}' (expected tcp, udp, icmp, ip or an application protocol such as http)",
+                        shorten(other)
+                    ))
+                }
             };
             rule.src = parse_addr(&toks[2], vars, 0).map_err(|e| format!("source address: {e}"))?;
             rule.src_ports = parse_ports(&toks[3], vars, 0).map_err(|e| format!("source port: {e}"))?;
@@ -307,7 +387,7 @@ fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
             ))
         }
     }
-    Ok(rule)
+    Ok((rule, app))
 }
 
 /// Splits `s` at top-level commas (not inside brackets).
@@ -630,7 +710,7 @@ pub fn parse_range(v: &str) -> Result<RangeTest, String> {
 }
 
 /// Options that never change what matches (metadata or actions taken after a match).
-const IGNORED: &[&str] = &["reference", "metadata", "classtype", "priority", "rem", "tag", "replace", "react", "resp"];
+const IGNORED: &[&str] = &["reference", "metadata", "classtype", "rem", "tag", "replace", "react", "resp"];
 
 /// Matching options we know of but do not evaluate (their presence makes a rule partial).
 const UNSUPPORTED_BUFFERS: &[&str] = &[
@@ -666,6 +746,89 @@ const UNSUPPORTED_BUFFERS: &[&str] = &[
     "mms_data",
     "s7commplus_data",
 ];
+
+/// Rule options Snort 2, Snort 3 or Suricata define that change what matches but that the
+/// engine does not evaluate (a rule using one is partial). An option in no list at all is an
+/// unknown keyword.
+const KNOWN_UNEVALUATED: &[&str] = &[
+    "activated_by",
+    "activates",
+    "app-layer-event",
+    "app-layer-protocol",
+    "appids",
+    "asn1",
+    "base64_decode",
+    "ber_skip",
+    "byte_math",
+    "cip_attribute",
+    "cip_class",
+    "cip_conn_path_class",
+    "cip_instance",
+    "cip_req",
+    "cip_rsp",
+    "cip_service",
+    "cip_status",
+    "count",
+    "cvs",
+    "dce_iface",
+    "dce_opnum",
+    "detection_filter",
+    "dnp3_func",
+    "dnp3_ind",
+    "dnp3_obj",
+    "dns.query",
+    "dns_query",
+    "enable",
+    "file_meta",
+    "file_type",
+    "filemagic",
+    "filename",
+    "filestore",
+    "fragoffset",
+    "ftpbounce",
+    "gtp_type",
+    "gtp_version",
+    "icmp",
+    "ipopts",
+    "logto",
+    "md5",
+    "mem",
+    "modbus_func",
+    "modbus_unit",
+    "mss",
+    "pkt_num",
+    "raw_data",
+    "regex",
+    "rpc",
+    "s7commplus_content",
+    "s7commplus_func",
+    "s7commplus_opcode",
+    "sameip",
+    "sd_pattern",
+    "session",
+    "sha256",
+    "sha512",
+    "sip_method",
+    "sip_stat_code",
+    "so",
+    "soid",
+    "ssl_state",
+    "ssl_version",
+    "stream_reassemble",
+    "stream_size",
+    "target",
+    "threshold",
+    "tls.sni",
+    "tls_sni",
+    "tos",
+    "uricontent",
+    "urilen",
+    "window",
+    "wscale",
+];
+
+/// The marker after an option name in [`Rule::unsupported`] for a keyword no rule language has.
+pub const UNKNOWN_OPTION: &str = "(unknown option)";
 
 /// Parses the option list into `rule`.
 fn parse_options(body: &str, rule: &mut Rule) -> Result<(), String> {
@@ -715,6 +878,7 @@ fn parse_options(body: &str, rule: &mut Rule) -> Result<(), String> {
             "rev" => rule.rev = parse_u32(v, "rev")?,
             "gid" => rule.gid = parse_u32(v, "gid")?,
             "classtype" => rule.classtype = v.map(|s| s.to_string()),
+            "priority" => rule.priority = Some(parse_u32(v, "priority")?),
             "service" => {
                 let v = v.ok_or("service needs a list of services")?;
                 rule.services.extend(v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
@@ -861,9 +1025,12 @@ fn parse_options(body: &str, rule: &mut Rule) -> Result<(), String> {
                     cur_seg = None;
                     last_content = None;
                 } else {
-                    // Any other option restricts matching in a way we do not evaluate.
-                    if !rule.unsupported.iter().any(|u| u == n) {
-                        rule.unsupported.push(n.to_string());
+                    // Any other option restricts matching in a way we do not evaluate; one
+                    // Snort does not know at all is named as such.
+                    let entry =
+                        if KNOWN_UNEVALUATED.contains(&n) { n.to_string() } else { format!("{n} {UNKNOWN_OPTION}") };
+                    if !rule.unsupported.contains(&entry) {
+                        rule.unsupported.push(entry);
                     }
                 }
             }

@@ -605,6 +605,8 @@ pub struct Rule {
     pub msg: String,
     /// `classtype`
     pub classtype: Option<String>,
+    /// `priority` (overrides the classtype's priority in alerts).
+    pub priority: Option<u32>,
     /// `service` names (metadata for matching: the header ports decide, see the module docs).
     pub services: Vec<String>,
     /// `flow`
@@ -631,6 +633,19 @@ impl Rule {
             Detect::Content(c) => Some(c),
             _ => None,
         })
+    }
+
+    /// The classtype's description (for alerts), if the rule has a default classtype.
+    pub fn classification(&self) -> Option<&'static str> {
+        self.classtype.as_deref().and_then(super::classtype::classification).map(|c| c.0)
+    }
+
+    /// The alert priority: the rule's `priority`, else its classtype's, else 0 (none given,
+    /// as Snort prints it).
+    pub fn priority(&self) -> u32 {
+        self.priority
+            .or_else(|| self.classtype.as_deref().and_then(super::classtype::classification).map(|c| c.1))
+            .unwrap_or(0)
     }
 
     /// Whether the rule never reports (`flowbits:noalert`).

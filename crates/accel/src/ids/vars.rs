@@ -4,6 +4,10 @@
 //! to other variables (`$HTTP_SERVERS` defaults to `$HOME_NET`).
 
 use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::parse::define_var;
+use crate::AccelError;
 
 /// Snort 3's default `$HTTP_PORTS` (snort_defaults.lua).
 const HTTP_PORTS: &str = "80,81,311,383,591,593,901,1220,1414,1741,1830,2301,2381,2809,3037,3128,3702,4343,\
@@ -63,6 +67,54 @@ impl Vars {
         self
     }
 
+    /// Set `name` (with or without `$`) to `value`, checked: a port variable if the name
+    /// mentions PORT (Snort's convention), else an address variable. Values may use other
+    /// variables (`!$HOME_NET`). For a command line's `--var NAME=VALUE`.
+    pub fn define(&mut self, name: &str, value: &str) -> Result<(), String> {
+        define_var(self, name.trim(), value.trim(), true)
+    }
+
+    /// Read variable definitions from `path`, one per line: Snort's `ipvar NAME VALUE`,
+    /// `var NAME VALUE`, `portvar NAME VALUE`, or `NAME=VALUE`, or Suricata's `NAME: "VALUE"`
+    /// (as under `address-groups:` and `port-groups:` in suricata.yaml, whose section lines
+    /// are accepted); `#` starts a comment. Errors name the file and line.
+    pub fn read_file(&mut self, path: &Path) -> Result<(), AccelError> {
+        let text = AccelError::read_to_string(path)?;
+        let source = path.display().to_string();
+        for (i, raw) in text.lines().enumerate() {
+            self.read_line(raw).map_err(|e| AccelError::parse(&source, i + 1, e))?;
+        }
+        Ok(())
+    }
+
+    fn read_line(&mut self, raw: &str) -> Result<(), String> {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() || ["vars:", "address-groups:", "port-groups:"].contains(&line) {
+            return Ok(());
+        }
+        let mut words = line.splitn(2, char::is_whitespace);
+        let first = words.next().unwrap_or("");
+        let rest = words.next().unwrap_or("").trim();
+        if let Some(net) = match first {
+            "ipvar" | "var" => Some(true),
+            "portvar" => Some(false),
+            _ => None,
+        } {
+            let (name, value) = rest.split_once(char::is_whitespace).ok_or("a variable needs a name and a value")?;
+            return define_var(self, name, value.trim(), net);
+        }
+        let (name, value) = line
+            .split_once('=')
+            .or_else(|| line.split_once(':'))
+            .ok_or("expected 'ipvar|portvar|var NAME VALUE', 'NAME=VALUE' or 'NAME: VALUE'")?;
+        let value = value.trim();
+        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        if value.is_empty() {
+            return Err(format!("variable {} has no value", name.trim()));
+        }
+        self.define(name, value)
+    }
+
     /// The value of an address variable.
     pub fn net(&self, name: &str) -> Option<&str> {
         self.nets.get(name).map(String::as_str)
@@ -99,5 +151,37 @@ mod tests {
         let mut v2 = v.clone();
         v2.set_net("$HOME_NET", "10.0.0.0/8");
         assert_eq!(v2.net("HOME_NET"), Some("10.0.0.0/8"));
+    }
+
+    #[test]
+    fn definitions_are_checked_and_files_name_their_lines() {
+        let mut v = Vars::default();
+        v.define("HOME_NET", "[10.0.0.0/8,192.168.0.0/16]").unwrap();
+        v.define("$EXTERNAL_NET", "!$HOME_NET").unwrap();
+        v.define("HTTP_PORTS", "[80,8080]").unwrap();
+        assert_eq!(v.net("EXTERNAL_NET"), Some("!$HOME_NET"));
+        assert_eq!(v.port("HTTP_PORTS"), Some("[80,8080]"));
+        assert!(v.define("HOME_NET", "10.0.0.300/8").unwrap_err().contains("HOME_NET"));
+        assert!(v.define("HTTP_PORTS", "eighty").is_err());
+        assert!(v.define("A B", "any").is_err());
+        let dir = std::env::temp_dir().join(format!("accel-vars-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("vars.conf");
+        std::fs::write(
+            &f,
+            "# snort style\nipvar HOME_NET 172.16.0.0/12\nportvar SSH_PORTS [22,2222]\n\
+             vars:\n  address-groups:\n    DNS_SERVERS: \"[172.16.0.53]\"\nSMTP_SERVERS=$HOME_NET\n",
+        )
+        .unwrap();
+        let mut v = Vars::default();
+        v.read_file(&f).unwrap();
+        assert_eq!(v.net("HOME_NET"), Some("172.16.0.0/12"));
+        assert_eq!(v.port("SSH_PORTS"), Some("[22,2222]"));
+        assert_eq!(v.net("DNS_SERVERS"), Some("[172.16.0.53]"));
+        assert_eq!(v.net("SMTP_SERVERS"), Some("$HOME_NET"));
+        std::fs::write(&f, "ipvar HOME_NET 10.0.0.0/8\nportvar X_PORTS notaport\n").unwrap();
+        let e = Vars::default().read_file(&f).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}:2: X_PORTS:", f.display())), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -7,16 +7,18 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use accel::ids::RuleSet;
 use link::pcap::PcapWriter;
+use link::time::unix_nanos;
 use link::{FrameBatch, Instant, Link, LinkError, MAX_FRAME};
 use middlebox::parse::parse;
 use middlebox::testlinks::NullLink;
 use middlebox::HostPacket;
 
+use super::eve::alert_record;
 use super::flow::FlowKey;
+use super::utc::Utc;
 
 /// One rule that matched one packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +33,10 @@ pub struct Alert {
     pub msg: String,
     /// The rule's classtype.
     pub classtype: Option<String>,
+    /// The classtype's description (Snort's default classifications; else the classtype itself).
+    pub classification: Option<String>,
+    /// Priority: the rule's `priority`, else its classtype's (1 is the most severe; 0: none).
+    pub priority: u32,
     /// IP protocol.
     pub proto: u8,
     /// Source endpoint of the packet.
@@ -45,49 +51,33 @@ impl Alert {
         FlowKey::of(self.src.0, self.src.1, self.dst.0, self.dst.1, self.proto).0
     }
 
-    /// The alert as a Snort `alert_fast` line, stamped `when` (UTC).
-    pub fn fast_line(&self, when: SystemTime) -> String {
+    /// The alert as a Snort `alert_fast` line, stamped `stamp` (nanoseconds since the Unix
+    /// epoch, shown in UTC).
+    pub fn fast_line(&self, stamp: u64) -> String {
         let proto = match self.proto {
             6 => "TCP".to_string(),
             17 => "UDP".to_string(),
             1 => "ICMP".to_string(),
             p => format!("PROTO:{p:03}"),
         };
-        let class = self.classtype.as_deref().map(|c| format!(" [Classification: {c}]")).unwrap_or_default();
+        let class = self.classification.as_deref().map(|c| format!(" [Classification: {c}]")).unwrap_or_default();
+        // Ports only for TCP and UDP, as Snort prints them.
+        let ep =
+            |(a, p): (Ipv4Addr, u16)| if matches!(self.proto, 6 | 17) { format!("{a}:{p}") } else { a.to_string() };
         format!(
-            "{}  [**] [{}:{}:{}] \"{}\" [**]{} {{{}}} {}:{} -> {}:{}",
-            timestamp(when),
+            "{}  [**] [{}:{}:{}] \"{}\" [**]{} [Priority: {}] {{{}}} {} -> {}",
+            Utc::from_unix_nanos(stamp).snort(),
             self.gid,
             self.sid,
             self.rev,
             self.msg,
             class,
+            self.priority,
             proto,
-            self.src.0,
-            self.src.1,
-            self.dst.0,
-            self.dst.1
+            ep(self.src),
+            ep(self.dst)
         )
     }
-}
-
-/// `MM/DD-HH:MM:SS.uuuuuu` in UTC, as Snort stamps alerts.
-pub fn timestamp(when: SystemTime) -> String {
-    let d = when.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let _year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{month:02}/{day:02}-{:02}:{:02}:{:02}.{:06}", rem / 3600, (rem / 60) % 60, rem % 60, d.subsec_micros())
 }
 
 /// The alerts a host packet carries (one per tag), looked up in `rules`.
@@ -98,12 +88,15 @@ pub fn alerts_of(hp: &HostPacket, rules: &RuleSet) -> Vec<Alert> {
         .iter()
         .map(|&sid| {
             let r = rules.rule(sid);
+            let classtype = r.and_then(|r| r.classtype.clone());
             Alert {
                 gid: r.map_or(1, |r| r.gid),
                 sid,
                 rev: r.map_or(0, |r| r.rev),
                 msg: r.map_or_else(|| "unknown rule".into(), |r| r.msg.clone()),
-                classtype: r.and_then(|r| r.classtype.clone()),
+                classification: r.and_then(|r| r.classification().map(String::from)).or_else(|| classtype.clone()),
+                classtype,
+                priority: r.map_or(0, |r| r.priority()),
                 proto: ip.proto,
                 src: (ip.src, sp),
                 dst: (ip.dst, dp),
@@ -112,10 +105,24 @@ pub fn alerts_of(hp: &HostPacket, rules: &RuleSet) -> Vec<Alert> {
         .collect()
 }
 
-/// Where alerts go: an optional alert log, an optional pcap of matched packets, and the
-/// (sid, flow) set.
+/// A text output: a file, or standard output for `-`.
+type TextOut = BufWriter<Box<dyn Write + Send>>;
+
+fn open_text(path: &Path, what: &str) -> Result<TextOut, String> {
+    let w: Box<dyn Write + Send> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(File::create(path).map_err(|e| format!("{what} {}: {e}", path.display()))?)
+    };
+    Ok(BufWriter::new(w))
+}
+
+/// Where alerts go: an optional alert log (Snort alert_fast lines), an optional EVE JSON log,
+/// an optional pcap of matched packets, and the (sid, flow) set. Alerts are stamped with the
+/// packet's capture time when it has one (a replayed capture), else with the time now.
 pub struct AlertSink {
-    log: Option<BufWriter<File>>,
+    log: Option<TextOut>,
+    eve: Option<TextOut>,
     pcap: Option<PcapWriter<NullLink>>,
     batch: FrameBatch,
     pairs: BTreeSet<(u32, FlowKey)>,
@@ -128,18 +135,19 @@ pub struct AlertSink {
 }
 
 impl AlertSink {
-    /// A sink writing the alert log to `log` and matched packets to `pcap` (each optional).
+    /// A sink writing the alert log to `log` and matched packets to `pcap` (each optional;
+    /// `-` is standard output).
     pub fn new(log: Option<&Path>, pcap: Option<&Path>) -> Result<Self, String> {
-        let log = match log {
-            Some(p) => Some(BufWriter::new(File::create(p).map_err(|e| format!("alert log {}: {e}", p.display()))?)),
-            None => None,
-        };
+        let log = log.map(|p| open_text(p, "alert log")).transpose()?;
         let pcap = match pcap {
-            Some(p) => Some(PcapWriter::new(NullLink::new(), p).map_err(|e: LinkError| format!("alert pcap: {e}"))?),
+            Some(p) => Some(
+                PcapWriter::new(NullLink::new(), p).map_err(|e: LinkError| format!("alert pcap: {e}"))?.wall_clock(),
+            ),
             None => None,
         };
         Ok(AlertSink {
             log,
+            eve: None,
             pcap,
             batch: FrameBatch::new(1, MAX_FRAME),
             pairs: BTreeSet::new(),
@@ -149,23 +157,32 @@ impl AlertSink {
         })
     }
 
+    /// Also write every alert as a Suricata EVE JSON line to `path` (`-`: standard output).
+    pub fn with_eve(mut self, path: &Path) -> Result<Self, String> {
+        self.eve = Some(open_text(path, "EVE log")?);
+        Ok(self)
+    }
+
     /// Record one host packet.
     pub fn record(&mut self, hp: &HostPacket, rules: &RuleSet) -> Result<(), String> {
         self.packets += 1;
         if hp.tags.is_empty() {
             self.unverified += 1;
         }
-        let now = SystemTime::now();
+        let stamp = hp.meta.stamp.unwrap_or_else(unix_nanos);
         for a in alerts_of(hp, rules) {
             self.alerts += 1;
             self.pairs.insert((a.sid, a.flow()));
             if let Some(log) = self.log.as_mut() {
-                writeln!(log, "{}", a.fast_line(now)).map_err(|e| format!("alert log: {e}"))?;
+                writeln!(log, "{}", a.fast_line(stamp)).map_err(|e| format!("alert log: {e}"))?;
+            }
+            if let Some(eve) = self.eve.as_mut() {
+                writeln!(eve, "{}", alert_record(&a, stamp)).map_err(|e| format!("EVE log: {e}"))?;
             }
         }
         if let Some(p) = self.pcap.as_mut() {
             self.batch.clear();
-            if self.batch.push(&hp.frame) {
+            if self.batch.push_stamped(&hp.frame, stamp) {
                 p.tx_batch(Instant::now(), &mut self.batch).map_err(|e| e.to_string())?;
             }
         }
@@ -182,6 +199,9 @@ impl AlertSink {
         if let Some(l) = self.log.as_mut() {
             l.flush().map_err(|e| format!("alert log: {e}"))?;
         }
+        if let Some(l) = self.eve.as_mut() {
+            l.flush().map_err(|e| format!("EVE log: {e}"))?;
+        }
         if let Some(p) = self.pcap.as_mut() {
             p.flush().map_err(|e| e.to_string())?;
         }
@@ -192,28 +212,31 @@ impl AlertSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
-    #[test]
-    fn snort_style_timestamp() {
-        // 2024-02-29 13:05:09.000042 UTC
-        let t = UNIX_EPOCH + Duration::from_secs(1_709_211_909) + Duration::from_micros(42);
-        assert_eq!(timestamp(t), "02/29-13:05:09.000042");
-    }
-
-    #[test]
-    fn fast_line_format() {
-        let a = Alert {
+    fn alert(proto: u8, classification: Option<&str>, priority: u32) -> Alert {
+        Alert {
             gid: 1,
             sid: 2000,
             rev: 3,
             msg: "TEST thing".into(),
-            classtype: Some("trojan-activity".into()),
-            proto: 6,
+            classtype: classification.map(|_| "trojan-activity".into()),
+            classification: classification.map(String::from),
+            priority,
+            proto,
             src: (Ipv4Addr::new(1, 2, 3, 4), 1000),
             dst: (Ipv4Addr::new(5, 6, 7, 8), 80),
-        };
-        let l = a.fast_line(UNIX_EPOCH);
-        assert_eq!(l, "01/01-00:00:00.000000  [**] [1:2000:3] \"TEST thing\" [**] [Classification: trojan-activity] {TCP} 1.2.3.4:1000 -> 5.6.7.8:80");
+        }
+    }
+
+    #[test]
+    fn fast_line_format() {
+        // Snort's alert_fast: stamp, [gid:sid:rev], message, classification, priority, protocol, endpoints.
+        let l = alert(6, Some("A Network Trojan was detected"), 1).fast_line(1_709_211_909_000_042_000);
+        assert_eq!(l, "02/29-13:05:09.000042  [**] [1:2000:3] \"TEST thing\" [**] [Classification: A Network Trojan was detected] [Priority: 1] {TCP} 1.2.3.4:1000 -> 5.6.7.8:80");
+        let l = alert(1, None, 0).fast_line(0);
+        assert_eq!(
+            l,
+            "01/01-00:00:00.000000  [**] [1:2000:3] \"TEST thing\" [**] [Priority: 0] {ICMP} 1.2.3.4 -> 5.6.7.8"
+        );
     }
 }

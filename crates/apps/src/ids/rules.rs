@@ -139,8 +139,13 @@ impl IdsRules {
 
     /// Load a rules file with Snort's default variables (see [`IdsRules::from_text`]).
     pub fn load(path: &Path, strict: bool) -> Result<(IdsRules, LoadReport), AccelError> {
+        Self::load_with(path, &Vars::default(), strict)
+    }
+
+    /// Load a rules file with variables `vars` (see [`IdsRules::from_text`]).
+    pub fn load_with(path: &Path, vars: &Vars, strict: bool) -> Result<(IdsRules, LoadReport), AccelError> {
         let text = AccelError::read_to_string(path)?;
-        Self::from_text(&text, &path.display().to_string(), &Vars::default(), strict)
+        Self::from_text(&text, &path.display().to_string(), vars, strict)
     }
 
     /// The set that evaluates a direction in which no fast pattern occurred.
