@@ -62,8 +62,10 @@ const SINK_PORT: u16 = 9;
 /// The outcome of one transfer.
 struct Transfer {
     secs: f64,
-    /// Segments the linerate side retransmitted, or that Linux did (from `nstat`), if known.
+    /// Segments the sender retransmitted (Linux's from `nstat`), if known.
     retransmits: Option<u64>,
+    /// Retransmission timeouts of the sender, if known.
+    timeouts: Option<u64>,
 }
 
 /// Run the grid: `bytes` per transfer, rows whose name contains `only` (all if empty).
@@ -77,7 +79,14 @@ pub fn run(bytes: u64, only: &str, limit: Duration, json: bool) -> Result<bool, 
             "TCP sender under impairment on its egress, {} per transfer (seconds; ratio < 1: linerate faster)",
             crate::output::fmt_si(bytes as f64, "B")
         ),
-        &["impairment", "linerate sends", "Linux sends", "ratio", "linerate retransmits", "Linux retransmits"],
+        &[
+            "impairment",
+            "linerate sends",
+            "Linux sends",
+            "ratio",
+            "retransmits (linerate / Linux)",
+            "timeouts (linerate / Linux)",
+        ],
     );
     let mut all_ok = true;
     for row in ROWS.iter().filter(|r| r.name.contains(only)) {
@@ -95,11 +104,12 @@ pub fn run(bytes: u64, only: &str, limit: Duration, json: bool) -> Result<bool, 
             (Ok(o), Ok(l)) => format!("{:.2}", o.secs / l.secs),
             _ => "-".into(),
         };
-        let retx = |r: &Result<Transfer, String>| {
-            r.as_ref().ok().and_then(|x| x.retransmits).map_or("-".into(), |n| n.to_string())
+        let count = |r: &Result<Transfer, String>, f: fn(&Transfer) -> Option<u64>| {
+            r.as_ref().ok().and_then(f).map_or("-".into(), |n| n.to_string())
         };
+        let pair = |f: fn(&Transfer) -> Option<u64>| format!("{} / {}", count(&ours, f), count(&linux, f));
         all_ok &= ours.is_ok() && linux.is_ok();
-        t.row(vec![row.name.into(), cell(&ours), cell(&linux), ratio, retx(&ours), retx(&linux)]);
+        t.row(vec![row.name.into(), cell(&ours), cell(&linux), ratio, pair(|x| x.retransmits), pair(|x| x.timeouts)]);
     }
     t.print(json);
     Ok(all_ok)
@@ -164,8 +174,8 @@ fn linerate_sends(row: &Row, bytes: u64, file: &Path, limit: Duration) -> Result
     if !status {
         return Err("curl failed or the bytes differ (cmp)".into());
     }
-    let retx = setup.stack.counters().iter().find(|(n, _)| *n == "tcp_retransmits").map(|(_, v)| v);
-    Ok(Transfer { secs, retransmits: retx })
+    let counter = |name: &str| setup.stack.counters().iter().find(|(n, _)| *n == name).map(|(_, v)| v);
+    Ok(Transfer { secs, retransmits: counter("tcp_retransmits"), timeouts: counter("tcp_rto_fired") })
 }
 
 /// nc sends the file to a linerate receiver that checks every byte.
@@ -181,28 +191,36 @@ fn linux_sends(row: &Row, bytes: u64, file: &Path, limit: Duration) -> Result<Tr
     };
     let mut rx = CheckingReceiver::listen(&mut setup.stack, SINK_PORT)?;
     let host = HOST_CIDR.split('/').next().unwrap_or_default();
-    let before = linux_retransmits(&setup.ns);
+    let before = linux_counters(&setup.ns);
     let cmd = format!("nc -N -w {} {host} {SINK_PORT} < {}", limit.as_secs(), file.display());
     let t0 = Instant::now();
     let child = setup.ns.command("sh").args(["-c", &cmd]).stdin(Stdio::null()).spawn().map_err(msg)?;
     let ok = serve_until_exit(&mut setup.stack, child, limit, |s| rx.serve(s))?;
     let secs = t0.elapsed().as_secs_f64();
-    let retransmits = linux_retransmits(&setup.ns).zip(before).map(|(a, b)| a.saturating_sub(b));
+    let after = linux_counters(&setup.ns);
+    let delta = |i: usize| after.zip(before).map(|(a, b)| a[i].saturating_sub(b[i]));
+    let (retransmits, timeouts) = (delta(0), delta(1));
     if !ok {
         return Err("nc failed".into());
     }
     match (rx.received, rx.mismatches) {
-        (n, 0) if n == bytes => Ok(Transfer { secs, retransmits }),
+        (n, 0) if n == bytes => Ok(Transfer { secs, retransmits, timeouts }),
         (n, 0) => Err(format!("{n} of {bytes} bytes arrived")),
         (_, m) => Err(format!("{m} bytes differ from what was sent")),
     }
 }
 
-/// Linux's TCP retransmissions so far in the namespace (`nstat -az TcpRetransSegs`).
-fn linux_retransmits(ns: &testbed::Netns) -> Option<u64> {
-    let out = ns.command("nstat").args(["-az", "TcpRetransSegs"]).output().ok()?;
+/// Linux's TCP retransmitted segments and retransmission timeouts so far in the namespace
+/// (`nstat -az`: TcpRetransSegs, TcpExtTCPTimeouts).
+fn linux_counters(ns: &testbed::Netns) -> Option<[u64; 2]> {
+    let out = ns.command("nstat").args(["-az", "TcpRetransSegs", "TcpExtTCPTimeouts"]).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines().find(|l| l.starts_with("TcpRetransSegs")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+    let get = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+    };
+    Some([get("TcpRetransSegs")?, get("TcpExtTCPTimeouts")?])
 }
 
 /// Poll the host and run `serve` until `child` exits (and then a little longer, so the last
