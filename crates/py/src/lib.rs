@@ -546,6 +546,14 @@ impl PyTcpConn {
         d.set_item("timestamps", st.timestamps)?;
         d.set_item("wscale", st.wscale)?;
         d.set_item("cc", format!("{:?}", st.cc))?;
+        d.set_item("rack_lost", st.rack_lost)?;
+        d.set_item("tlp_probes", st.tlp_probes)?;
+        d.set_item("dsacks_received", st.dsacks_received)?;
+        d.set_item("dsacks_sent", st.dsacks_sent)?;
+        d.set_item("recoveries_undone", st.recoveries_undone)?;
+        d.set_item("spurious_rtos", st.spurious_rtos)?;
+        d.set_item("tx_buffer", st.tx_buffer)?;
+        d.set_item("rx_buffer", st.rx_buffer)?;
         Ok(d)
     }
 }

@@ -35,6 +35,11 @@ def test_transfer_with_loss_keeps_the_hash():
     assert hashlib.sha256(got).hexdigest() == hashlib.sha256(data).hexdigest()
     st = c.stats()
     assert st["retransmits"] > 0 and st["sack"] and st["timestamps"]
+    # Loss recovery is visible per connection: RACK found the losses; nothing was a duplicate.
+    assert st["rack_lost"] > 0 and st["recoveries_undone"] == 0
+    for key in ("tlp_probes", "dsacks_received", "dsacks_sent", "spurious_rtos", "tx_buffer", "rx_buffer"):
+        assert isinstance(st[key], int) and st[key] >= 0, key
+    assert a.counters()["tcp_rack_lost"] >= st["rack_lost"]
 
 
 def test_refused_connection_raises():
