@@ -124,6 +124,9 @@ define_counters! {
     tcp_reorder_timeouts,
     /// Retransmission timeouts found spurious by timestamps and undone (Eifel, RFC 3522/4015).
     tcp_spurious_rtos,
+    /// Received segments trimmed at the right edge of the window we offered (RFC 9293
+    /// 3.10.7.4).
+    tcp_rx_trimmed,
     /// Receive buffers grown to twice what the peer delivered in a round trip (auto-tuning).
     tcp_rx_buffer_grown,
     /// Send buffers grown to follow the congestion window.

@@ -313,7 +313,7 @@ impl<L: Link> Stack<L> {
             bytes_received: rx.bytes_received,
             mss: tx.mss,
             snd_wnd: tx.snd_wnd,
-            rcv_wnd: dist(rx.rcv_nxt, rx.rcv_adv),
+            rcv_wnd: if super::tcp::seq::gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 },
             wscale: rx.ws_ok.then_some((rx.rcv_shift, tx.snd_shift)),
             sack: rx.sack_ok,
             timestamps: rx.ts_ok,

@@ -432,3 +432,51 @@ fn an_application_limited_sender_keeps_its_congestion_window() {
     b.send(c.p(ACK, PEER_ISS + 1, x + 5000 + n));
     assert!(b.host.tcp_stats(c.h).unwrap().cwnd > cwnd0);
 }
+
+/// A host whose 1,024-byte receive buffer is its whole window (no scaling, no growth).
+fn small_window_host() -> Bench {
+    let mut cfg = config();
+    cfg.tcp.rx_buffer = 1024;
+    cfg.tcp.rx_buffer_max = 1024;
+    cfg.tcp.window_scale = None;
+    Bench::new(cfg)
+}
+
+#[test]
+fn data_past_the_offered_window_is_trimmed_at_its_right_edge() {
+    let mut b = small_window_host();
+    let (c, _, synack) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
+    assert_eq!(synack.repr.window, 1024);
+    // The peer ignores the window and sends 1,400 bytes in one segment: the first 1,024 are
+    // taken, the rest is trimmed (RFC 9293 3.10.7.4), and the ACK says so at once.
+    let data = pattern(1400);
+    let out = b.send(c.p(ACK | PSH, PEER_ISS + 1, c.iss + 1).data(&data));
+    assert_eq!(out, vec![c.h(ACK, c.iss + 1, PEER_ISS + 1 + 1024, 0)]);
+    assert_eq!(b.counter(Counter::tcp_rx_trimmed), 1);
+    let mut buf = vec![0u8; 2048];
+    assert_eq!(b.host.tcp_recv(c.h, &mut buf).unwrap(), Recv::Data(1024));
+    assert_eq!(&buf[..1024], &data[..1024]);
+    // The reader made room: the window update goes out first, and the rest is taken.
+    let out = b.send(c.p(ACK | PSH, PEER_ISS + 1 + 1024, c.iss + 1).data(&data[1024..]));
+    assert_eq!(out.first().map(|s| (s.ack(), s.repr.window)), Some((PEER_ISS + 1 + 1024, 1024)));
+    assert_eq!(b.host.tcp_recv(c.h, &mut buf).unwrap(), Recv::Data(376));
+    assert_eq!(&buf[..376], &data[1024..]);
+    assert_eq!(b.counter(Counter::tcp_rx_trimmed), 1);
+}
+
+#[test]
+fn the_rx_bypass_takes_nothing_past_the_offered_window() {
+    let mut b = small_window_host();
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sink = got.clone();
+    b.host.tcp_set_rx_handler(move |_, d| {
+        sink.fetch_add(d.len(), std::sync::atomic::Ordering::Relaxed);
+    });
+    let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
+    b.host.tcp_set_rx_bypass(c.h, true).unwrap();
+    let data = pattern(1400);
+    let out = b.send(c.p(ACK | PSH, PEER_ISS + 1, c.iss + 1).data(&data));
+    assert_eq!(got.load(std::sync::atomic::Ordering::Relaxed), 1024);
+    assert_eq!(out.last().map(|s| s.ack()), Some(PEER_ISS + 1 + 1024));
+    assert_eq!(b.counter(Counter::tcp_rx_trimmed), 1);
+}

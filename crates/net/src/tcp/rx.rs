@@ -566,6 +566,17 @@ impl TcpEngine {
             data = &data[skip..];
             start = rx.rcv_nxt;
         }
+        // Trim what lies beyond the right edge of the window we offered (RFC 9293 3.10.7.4),
+        // on every path, the RX bypass included: the peer may not send past it.
+        let room = if gt(rx.rcv_adv, start) { dist(start, rx.rcv_adv) as usize } else { 0 };
+        if data.len() > room {
+            eg.counters.bump(Counter::tcp_rx_trimmed);
+            rx.ack_now = true;
+            if room == 0 {
+                return Err(Counter::drop_tcp_rx_buffer_full);
+            }
+            data = &data[..room];
+        }
         let off = dist(rx.rcv_nxt, start) as usize;
         let had_holes = !b.asm.is_empty();
         if rx.sack_ok && had_holes && b.asm.covers(off as u32, (off + data.len()) as u32) {
