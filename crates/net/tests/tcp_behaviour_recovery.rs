@@ -320,3 +320,60 @@ fn a_recovery_proved_spurious_by_d_sack_is_undone_and_the_reordering_threshold_d
     assert_eq!(b.host.tcp_stats(c.h).unwrap().retransmits, 1);
     assert_eq!(b.next_output(secs(1)), None);
 }
+
+#[test]
+fn prr_spreads_the_window_reduction_over_the_recovery_in_proportion_to_deliveries() {
+    let mut cfg = config();
+    cfg.tcp.tail_loss_probe = false;
+    let mut b = Bench::new(cfg);
+    let opts = PeerOpts { sack: true, ..PeerOpts::default() };
+    let (c, _, s0) = ten_segments_in_flight(&mut b, opts);
+    let s = |k: u32| s0 + k * MSS;
+    // The first ten are acknowledged (slow start: cwnd 20), twenty more go out, and more
+    // data waits behind them.
+    b.host.tcp_send(c.h, &pattern(60 * MSS as usize)).unwrap();
+    b.now = b.now + ms(10);
+    let out = b.send(c.p(ACK, PEER_ISS + 1, s(10)));
+    assert_eq!(out.len(), 20);
+    assert_eq!(out[0].seq(), s(10));
+    // S10 is lost; S11.. arrive one per ACK, each SACKed.
+    b.now = b.now + ms(10);
+    let ack = |k: u32| c.p(ACK, PEER_ISS + 1, s(10)).sack(&[(s(11), s(k + 1))]);
+    assert_eq!(b.send(ack(11)), vec![]);
+    assert_eq!(b.send(ack(12)), vec![]);
+    // Third SACKed segment: S10 lost; recovery with ssthresh = 20 / 2 = 10 segments and
+    // RecoverFS = pipe = 20 - 3 SACKed - 1 lost = 16 segments. Per ACK (RFC 6937 3.1, in
+    // segments): while pipe > ssthresh, ceil(delivered x ssthresh / RecoverFS) - sent may
+    // go; else min(ssthresh - pipe, max(delivered - sent, 1) + 1) (the slow-start reduction
+    // bound); the first ACK lets at least the fast retransmit go.
+    let (ssthresh, recover_fs) = (10u32, 16u32);
+    let mut sent_total = 0u32;
+    let mut pattern_seen = vec![];
+    for (delivered, k) in (13..30).enumerate() {
+        let out = b.send(ack(k));
+        let delivered = delivered as u32 + 1;
+        // In the network before this ACK's sends: RecoverFS counted the first delivery already.
+        let pipe = recover_fs + sent_total - (delivered - 1);
+        let allowed = if pipe > ssthresh {
+            (delivered * ssthresh).div_ceil(recover_fs) - sent_total
+        } else {
+            (ssthresh - pipe).min((delivered - sent_total).max(1) + 1)
+        }
+        .max(if sent_total == 0 { 1 } else { 0 });
+        assert_eq!(out.len() as u32, allowed, "ACK of S{k} (delivered {delivered}, pipe {pipe}): {out:?}");
+        if k == 13 {
+            assert_eq!(out[0].seq(), s(10), "the fast retransmit first");
+        }
+        sent_total += out.len() as u32;
+        pattern_seen.push(out.len());
+    }
+    // 17 segments delivered in the recovery round: 10 sent, ssthresh / RecoverFS of them
+    // until pipe reached ssthresh, one at a time (no burst).
+    assert_eq!(sent_total, 10, "{pattern_seen:?}");
+    assert!(pattern_seen.iter().all(|&n| n <= 1), "{pattern_seen:?}");
+    // The retransmission arrives: recovery ends with cwnd = ssthresh.
+    b.now = b.now + ms(10);
+    b.send(c.p(ACK, PEER_ISS + 1, s(30)));
+    let st = b.host.tcp_stats(c.h).unwrap();
+    assert_eq!((st.cwnd, st.ssthresh, st.fast_recoveries, st.timeouts), (ssthresh * MSS, ssthresh * MSS, 1, 0));
+}

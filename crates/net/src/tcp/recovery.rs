@@ -74,22 +74,25 @@ impl TcpEngine {
         if tx.recover.is_none() {
             return;
         }
+        // In whole segments, as Linux counts PRR: the sender sends full segments, and a share
+        // of a segment per ACK would send nothing until the shares add up.
         let mss = u64::from(tx.mss.max(1));
         tx.prr.delivered += u64::from(delivered);
-        let pipe = u64::from(tx.pipe());
-        let ssthresh = u64::from(tx.cc.ssthresh);
-        let prr = tx.prr;
+        let segs = |bytes: u64| bytes.div_ceil(mss);
+        let pipe_bytes = u64::from(tx.pipe());
+        let (pipe, ssthresh) = (segs(pipe_bytes), u64::from(tx.cc.ssthresh) / mss);
+        let (prr_delivered, prr_out) = (segs(tx.prr.delivered), segs(tx.prr.out));
         let mut sndcnt = if pipe > ssthresh {
-            (prr.delivered * ssthresh).div_ceil(prr.recover_fs.max(1)).saturating_sub(prr.out)
+            (prr_delivered * ssthresh).div_ceil(segs(tx.prr.recover_fs).max(1)).saturating_sub(prr_out)
         } else {
-            let limit = prr.delivered.saturating_sub(prr.out).max(u64::from(delivered)) + mss;
+            let limit = prr_delivered.saturating_sub(prr_out).max(segs(u64::from(delivered))) + 1;
             (ssthresh - pipe).min(limit)
         };
-        if prr.out == 0 && sndcnt < mss {
+        if prr_out == 0 && sndcnt == 0 {
             // The first retransmission of the recovery always goes (fast retransmit).
-            sndcnt = mss;
+            sndcnt = 1;
         }
-        tx.cc.cwnd = (pipe + sndcnt).min(u64::from(u32::MAX)) as u32;
+        tx.cc.cwnd = (pipe_bytes + sndcnt * mss).min(u64::from(u32::MAX)) as u32;
     }
 
     /// A data segment `[seq, seq + len)` went out.
