@@ -318,11 +318,25 @@ impl Egress {
         payload: &[u8],
         may_fragment: bool,
     ) -> Result<bool, NetError> {
-        let len = UdpRepr::HEADER_LEN + payload.len();
+        self.send_udp_with(link, src_port, dst, payload.len(), may_fragment, |buf| buf.copy_from_slice(payload))
+    }
+
+    /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (into the
+    /// frame, or the datagram buffer when it goes out in fragments or waits for ARP).
+    pub fn send_udp_with<L: Link>(
+        &mut self,
+        link: &mut L,
+        src_port: u16,
+        dst: SocketAddrV4,
+        payload_len: usize,
+        may_fragment: bool,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, NetError> {
+        let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
         let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
-            buf[UdpRepr::HEADER_LEN..].copy_from_slice(payload);
-            let _ = repr.emit(buf, s, d, payload.len());
+            fill(&mut buf[UdpRepr::HEADER_LEN..]);
+            let _ = repr.emit(buf, s, d, payload_len);
         })?;
         if sent {
             self.counters.bump(Counter::udp_tx_datagrams);
@@ -367,15 +381,27 @@ impl Egress {
 
     /// Send a raw Ethernet frame with our source MAC.
     pub fn send_raw<L: Link>(&mut self, link: &mut L, et: u16, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
-        if payload.len() > self.cfg.mtu {
-            return Err(NetError::TooLarge { len: payload.len(), max: self.cfg.mtu });
+        self.send_raw_with(link, et, dst, payload.len(), |buf| buf.copy_from_slice(payload))
+    }
+
+    /// Send a raw Ethernet frame whose `payload_len` payload bytes `fill` writes in place.
+    pub fn send_raw_with<L: Link>(
+        &mut self,
+        link: &mut L,
+        et: u16,
+        dst: MacAddr,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, NetError> {
+        if payload_len > self.cfg.mtu {
+            return Err(NetError::TooLarge { len: payload_len, max: self.cfg.mtu });
         }
         let src = self.cfg.mac;
         let sent = self.emit_frame(link, |buf| {
             let eth = EthernetRepr { src, dst, ethertype: et, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
-            buf[eh..eh + payload.len()].copy_from_slice(payload);
-            eh + payload.len()
+            fill(&mut buf[eh..eh + payload_len]);
+            eh + payload_len
         })?;
         if sent {
             self.counters.bump(Counter::raw_tx_frames);
