@@ -309,18 +309,6 @@ impl Egress {
         result
     }
 
-    /// Send a UDP datagram.
-    pub fn send_udp<L: Link>(
-        &mut self,
-        link: &mut L,
-        src_port: u16,
-        dst: SocketAddrV4,
-        payload: &[u8],
-        may_fragment: bool,
-    ) -> Result<bool, NetError> {
-        self.send_udp_with(link, src_port, dst, payload.len(), may_fragment, |buf| buf.copy_from_slice(payload))
-    }
-
     /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (into the
     /// frame, or the datagram buffer when it goes out in fragments or waits for ARP).
     pub fn send_udp_with<L: Link>(
@@ -377,11 +365,6 @@ impl Egress {
         };
         let hop = self.next_hop(dst)?;
         self.emit_or_wait(link, hop, build)
-    }
-
-    /// Send a raw Ethernet frame with our source MAC.
-    pub fn send_raw<L: Link>(&mut self, link: &mut L, et: u16, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
-        self.send_raw_with(link, et, dst, payload.len(), |buf| buf.copy_from_slice(payload))
     }
 
     /// Send a raw Ethernet frame whose `payload_len` payload bytes `fill` writes in place.
