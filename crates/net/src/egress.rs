@@ -310,7 +310,9 @@ impl Egress {
     }
 
     /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (into the
-    /// frame, or the datagram buffer when it goes out in fragments or waits for ARP).
+    /// frame, or the datagram buffer when it goes out in fragments or waits for ARP); with
+    /// `checksum` false the checksum field is 0 ("none") and the payload is not summed.
+    #[allow(clippy::too_many_arguments)]
     pub fn send_udp_with<L: Link>(
         &mut self,
         link: &mut L,
@@ -318,13 +320,15 @@ impl Egress {
         dst: SocketAddrV4,
         payload_len: usize,
         may_fragment: bool,
+        checksum: bool,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<bool, NetError> {
         let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
         let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
             fill(&mut buf[UdpRepr::HEADER_LEN..]);
-            let _ = repr.emit(buf, s, d, payload_len);
+            let _ =
+                if checksum { repr.emit(buf, s, d, payload_len) } else { repr.emit_without_checksum(buf, payload_len) };
         })?;
         if sent {
             self.counters.bump(Counter::udp_tx_datagrams);

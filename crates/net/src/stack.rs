@@ -176,8 +176,8 @@ impl<L: Link> Stack<L> {
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<bool, NetError> {
         let s = self.core.udp.get(h)?;
-        let (port, may_fragment) = (s.port, !s.dont_fragment);
-        match self.core.eg.send_udp_with(&mut self.link, port, dst, len, may_fragment, fill) {
+        let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);
+        match self.core.eg.send_udp_with(&mut self.link, port, dst, len, may_fragment, checksum, fill) {
             Err(NetError::TooLarge { len, max }) => {
                 let header = wire::UdpRepr::HEADER_LEN;
                 Err(NetError::TooLarge { len: len - header, max: max.saturating_sub(header) })
@@ -190,6 +190,15 @@ impl<L: Link> Stack<L> {
     /// path MTU is refused with `TooLarge` naming the largest payload that fits.
     pub fn udp_set_dont_fragment(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
         self.core.udp.get_mut(h)?.dont_fragment = on;
+        Ok(())
+    }
+
+    /// Send this socket's datagrams with checksum `on` (the default) or with checksum 0,
+    /// "no checksum" (RFC 768; Linux's SO_NO_CHECK), which saves a pass over the payload
+    /// for protocols that check its integrity themselves. Receiving is unchanged: a zero
+    /// checksum is accepted, any other is verified.
+    pub fn udp_set_checksum(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
+        self.core.udp.get_mut(h)?.no_checksum = !on;
         Ok(())
     }
 

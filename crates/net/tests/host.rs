@@ -7,7 +7,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::{
-    ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpRepr,
+    ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpPacket,
+    UdpRepr,
 };
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -383,4 +384,34 @@ fn zero_copy_udp_and_raw_sends_fill_the_frame_and_receives_lend_the_queued_paylo
     assert!(b.raw_recv_with(rb, |_, _| ()).is_err());
     b.udp_close(sb).unwrap();
     assert!(b.udp_recv_with(sb, |_, _| ()).is_err());
+}
+
+#[test]
+fn a_socket_may_send_without_udp_checksum_and_such_datagrams_are_delivered() {
+    let mut b = resolved_bench();
+    let s = b.host.udp_bind(6000).unwrap();
+    let to = SocketAddrV4::new(A, 9);
+    let checksum_of = |frame: &[u8]| {
+        let eth = EthernetFrame::new_checked(frame).unwrap();
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert!(udp.verify_checksum(B, A));
+        assert_eq!(udp.payload(), b"data");
+        udp.checksum()
+    };
+    b.host.udp_set_checksum(s, false).unwrap();
+    b.host.udp_send_to(s, to, b"data").unwrap();
+    let out = b.exchange(&[]);
+    assert_eq!(checksum_of(&out[0]), 0, "checksum off: the field says none");
+    b.host.udp_set_checksum(s, true).unwrap();
+    b.host.udp_send_to(s, to, b"data").unwrap();
+    let out = b.exchange(&[]);
+    assert_ne!(checksum_of(&out[0]), 0);
+    // Received datagrams with checksum 0 are delivered (RFC 768).
+    let mut d = udp(6000, b"zero");
+    d[6..8].copy_from_slice(&[0, 0]);
+    b.exchange(&[ipv4(b.host.mac(), 17, &d)]);
+    assert_eq!(b.host.udp_recv_with(s, |_, p| p.to_vec()).unwrap(), Some(b"zero".to_vec()));
+    b.host.udp_close(s).unwrap();
+    assert!(b.host.udp_set_checksum(s, false).is_err());
 }

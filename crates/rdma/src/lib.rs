@@ -20,7 +20,8 @@
 //! # Wire format
 //!
 //! A fixed 48-byte header, big-endian, then the payload. In UDP it is the datagram payload
-//! (default port 18791, not RoCEv2's 4791); on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
+//! (default port 18791, not RoCEv2's 4791), sent with UDP checksum 0 ("none", RFC 768)
+//! because the CRC32C below already covers header and payload; on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
 //! experimental; frames may carry padding after the packet, which is ignored).
 //!
 //! | offset | size | field | meaning |

@@ -104,6 +104,8 @@ impl RdmaNode {
         let (sock, port_or_type) = match cfg.transport {
             Transport::Udp { port } => {
                 let h = stack.udp_bind(port)?;
+                // The packet's CRC32C covers header and payload: no UDP checksum on top.
+                stack.udp_set_checksum(h, false)?;
                 (Sock::Udp(h), stack.udp_port(h)?)
             }
             Transport::Eth { ethertype } => (Sock::Eth(stack.raw_bind(ethertype)?), ethertype),
