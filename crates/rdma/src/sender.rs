@@ -174,6 +174,8 @@ pub struct Sender {
     blocked: IntMap<Peer, VecDeque<u32>>,
     txns: Vec<Txn>,
     txn_free: Vec<u32>,
+    /// Retransmission timers (deadline, txn, generation). An acknowledged or re-armed
+    /// packet's entry stays behind until it is popped or purged (see `purge_timers`).
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     // Keys below are our own op ids and destinations (an attacker can only look up, not
     // insert), so a one-multiply hasher is safe here.
@@ -391,7 +393,24 @@ impl Sender {
         x.last_tx = now;
         x.deadline = deadline;
         self.timers.push(Reverse((deadline, t, x.gen)));
+        self.purge_timers();
         Some(t)
+    }
+
+    /// Drop the timer entries that no longer arm anything once they outnumber the live ones
+    /// by far: ACKed packets leave their entry behind for a whole RTO, and at high packet
+    /// rates the heap would grow to (packet rate x RTO) entries, each push and pop paying
+    /// for its depth. Amortised O(1) per packet; keeps what `on_tx` would act on.
+    fn purge_timers(&mut self) {
+        let live = self.txns.len() - self.txn_free.len();
+        if self.timers.len() <= 2 * live + 256 {
+            return;
+        }
+        let txns = &self.txns;
+        self.timers.retain(|Reverse((t, id, gen))| {
+            let x = &txns[*id as usize];
+            x.live && x.gen == *gen && x.deadline == *t
+        });
     }
 
     fn free_txn(&mut self, t: u32, peer: Peer) {
@@ -770,6 +789,40 @@ mod tests {
 
     fn ms(n: u64) -> Instant {
         Instant::from_millis(n)
+    }
+
+    #[test]
+    fn timers_of_acknowledged_packets_are_purged_and_the_rest_still_fire() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        // 2000 packets, each ACKed at once (their timer entries go stale), 8 in flight.
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 200_000].into(), WriteOptions::default(), &mut c).unwrap();
+        let mut acked = 0;
+        for step in 0..10_000u64 {
+            s.on_tx_t(Instant::from_micros(step), &mut rec, &q, &mut c);
+            for (p, r, _) in rec.sent.drain(..) {
+                s.on_answer(p, &r.answer(None), Instant::from_micros(step), &q, &mut c);
+                acked += 1;
+            }
+            assert!(s.timers.len() <= 2 * 8 + 256 + 1, "the heap holds {} entries", s.timers.len());
+            if s.pending_writes() == 0 {
+                break;
+            }
+        }
+        assert_eq!(acked, 2000);
+        assert_eq!(q.poll().map(|x| x.status), Some(Status::Ok));
+        // A packet left unanswered still times out after a purge.
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 1000].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx_t(ms(100), &mut rec, &q, &mut c);
+        let first: Vec<_> = rec.sent.drain(..).collect();
+        assert_eq!(first.len(), 8);
+        for (p, r, _) in &first[1..] {
+            s.on_answer(*p, &r.answer(None), ms(100), &q, &mut c);
+        }
+        s.purge_timers();
+        let before = c.get(Counter::tx_retransmits);
+        s.on_tx_t(ms(200), &mut rec, &q, &mut c);
+        assert_eq!(c.get(Counter::tx_retransmits), before + 1, "the unanswered packet was resent");
+        assert_eq!(rec.sent.iter().filter(|x| x.1.index == first[0].1.index).count(), 1);
     }
 
     #[test]
