@@ -34,8 +34,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Longest park of an idle polling thread (the worst added delay before it sees a packet).
-pub const MAX_IDLE_PARK: Duration = Duration::from_millis(1);
+/// Longest park of an idle polling thread (the worst added delay before it sees a packet):
+/// well below the senders' 1 ms minimum retransmission timeout, so a parked receiver does
+/// not make its peers resend.
+pub const MAX_IDLE_PARK: Duration = Duration::from_micros(250);
 /// Shortest park once idle.
 const MIN_IDLE_PARK: Duration = Duration::from_micros(20);
 /// Idle polls spent spinning before the first park.

@@ -130,7 +130,9 @@ def test_wait_times_out_without_holding_the_gil_and_close_ends_the_peer():
     a.write(b.address, key + 0x10000, 0, b"x")
     c = a.wait_completion(timeout=10)
     assert c is not None and c["status"] == "nacked:unknown_key"
-    assert b.counters()["nack_unknown_key"] == 1
+    # (More than one if a loaded machine delayed the NACK past the sender's timeout.)
+    assert b.counters()["nack_unknown_key"] >= 1
+    assert b.counters()["rx_bytes_placed"] == 24, "the refused write placed nothing"
     a.close()
     deadline = time.monotonic() + 10
     while b.error is None and time.monotonic() < deadline:
