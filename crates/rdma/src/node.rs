@@ -88,6 +88,27 @@ impl<L: Link> Emit for StackEmit<'_, L> {
     }
 }
 
+/// Fold each run of ACKs to one peer for consecutive packets of one op into a single ACK
+/// whose span covers the run (only neighbours in the queue, so answers keep their order);
+/// returns how many ACKs were folded away.
+fn coalesce_acks(answers: &mut Vec<Answer>) -> usize {
+    let mut kept = 0;
+    for i in 0..answers.len() {
+        let (peer, a) = answers[i];
+        if kept > 0 {
+            let (p, prev) = &mut answers[kept - 1];
+            if *p == peer && prev.absorb_ack(&a) {
+                continue;
+            }
+        }
+        answers[kept] = (peer, a);
+        kept += 1;
+    }
+    let folded = answers.len() - kept;
+    answers.truncate(kept);
+    folded
+}
+
 impl RdmaNode {
     /// A node on `stack`: binds the configured UDP port or EtherType.
     pub fn new<L: Link>(stack: &mut Stack<L>, cfg: RdmaConfig) -> Result<Self, RdmaError> {
@@ -313,6 +334,9 @@ impl RdmaNode {
             }
             got += 1;
         }
+        // One ACK for each run of consecutive packets of an op that arrived together.
+        let folded = coalesce_acks(&mut self.answers);
+        self.ctr.add(Counter::tx_acks_folded, folded as u64);
         // Answers wait while the link is full, but not without bound.
         let max_answers = 16 * self.cfg.rx_batch;
         if self.answers.len() > max_answers {

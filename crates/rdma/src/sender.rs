@@ -123,6 +123,7 @@ impl Op {
             op_len: self.len,
             offset: self.offset,
             stride: self.stride,
+            span: 0,
         }
     }
 
@@ -492,9 +493,41 @@ impl Sender {
         if self.inflight.contains_key(&peer) {
             self.heard.insert(peer, now);
         }
+        let verdict = if r.acked_packets() <= 1 {
+            self.on_packet_answer(peer, r, now, local, ctr)
+        } else {
+            // A run of one op's packets acknowledged at once: each as its own ACK, the
+            // packet counted once (an ACK if it acknowledged anything new, else stray).
+            let end = match self.op_by_id.get(&r.op_id).and_then(|s| self.ops[*s as usize].as_ref()) {
+                // Data packets and the Notify (index = count) at most.
+                Some(op) => (u64::from(r.index) + u64::from(r.acked_packets())).min(u64::from(op.count) + 1),
+                None => 0,
+            };
+            let mut fresh = false;
+            for index in u64::from(r.index)..end {
+                let one = RdmaRepr { index: index as u32, span: 1, ..*r };
+                fresh |= self.on_packet_answer(peer, &one, now, local, ctr) == Counter::rx_acks;
+            }
+            if fresh {
+                Counter::rx_acks
+            } else {
+                Counter::drop_ack_stray
+            }
+        };
+        ctr.bump(verdict);
+    }
+
+    /// Apply an answer about one packet; returns the verdict counter for it.
+    fn on_packet_answer(
+        &mut self,
+        peer: Peer,
+        r: &RdmaRepr,
+        now: Instant,
+        local: &NotifyQueue,
+        ctr: &mut Counters,
+    ) -> Counter {
         let Some(&slot) = self.op_by_id.get(&r.op_id) else {
-            ctr.bump(Counter::drop_ack_stray);
-            return;
+            return Counter::drop_ack_stray;
         };
         let (txn, is_notify, acked_already) = match &self.ops[slot as usize] {
             Some(op) if op.peer == peer && op.count == r.count => {
@@ -510,12 +543,10 @@ impl Sender {
             _ => (NONE, false, true),
         };
         if acked_already || txn == NONE {
-            ctr.bump(Counter::drop_ack_stray);
-            return;
+            return Counter::drop_ack_stray;
         }
         match r.ty {
             PacketType::Ack => {
-                ctr.bump(Counter::rx_acks);
                 let x = self.txns[txn as usize];
                 if x.tries == 1 {
                     let prev = self.rtt.get(&peer).copied();
@@ -524,15 +555,15 @@ impl Sender {
                 self.free_txn(txn, peer);
                 if is_notify {
                     self.release_op(slot);
-                    return;
+                    return Counter::rx_acks;
                 }
-                let Some(op) = self.ops[slot as usize].as_mut() else { return };
+                let Some(op) = self.ops[slot as usize].as_mut() else { return Counter::rx_acks };
                 let i = r.index as usize;
                 op.acked_mask[i / 64] |= 1 << (i % 64);
                 op.txn[i] = NONE;
                 op.acked += 1;
                 if op.acked < op.count {
-                    return;
+                    return Counter::rx_acks;
                 }
                 ctr.bump(Counter::tx_ops_acked);
                 let wid = op.write;
@@ -544,9 +575,9 @@ impl Sender {
                     self.ready.push_back(slot);
                 }
                 self.op_done(wid, Status::Ok, local, ctr);
+                Counter::rx_acks
             }
             PacketType::Nack(why) => {
-                ctr.bump(Counter::rx_nacks);
                 if why.is_transient() {
                     // Retry after a backoff; the tries are counted by the timer path.
                     let tries = self.txns[txn as usize].tries;
@@ -557,8 +588,9 @@ impl Sender {
                 } else {
                     self.fail_op(slot, Status::Nacked(why), local, ctr);
                 }
+                Counter::rx_nacks
             }
-            _ => ctr.bump(Counter::drop_unexpected_type),
+            _ => Counter::drop_unexpected_type,
         }
     }
 
