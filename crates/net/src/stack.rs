@@ -166,8 +166,9 @@ impl<L: Link> Stack<L> {
 
     /// [`Stack::udp_send_to`] of a `len`-byte payload that `fill` writes in place, straight
     /// into the outgoing frame (no copy through a caller's buffer). `fill` gets exactly
-    /// `len` bytes, is called at most once, and not at all when the datagram is refused
-    /// (`Ok(false)` or an error); the UDP checksum is computed after it returns.
+    /// `len` bytes and is called at most once: not when the datagram is refused (`Ok(false)`
+    /// or an error), nor when it is dropped (counted) because the queue of datagrams waiting
+    /// for ARP is full. The UDP checksum is computed after it returns.
     pub fn udp_send_with(
         &mut self,
         h: UdpHandle,
