@@ -29,7 +29,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rdma::{Completion, NotifyQueue, Peer, RdmaConfig, RdmaNode, RegionKey, WriteOptions};
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -42,6 +42,8 @@ pub const MAX_IDLE_PARK: Duration = Duration::from_micros(250);
 const MIN_IDLE_PARK: Duration = Duration::from_micros(20);
 /// Idle polls spent spinning before the first park.
 const IDLE_SPINS: u32 = 2000;
+/// Longest the polling thread waits for a Python call to take the lock.
+const STEP_ASIDE: Duration = Duration::from_millis(1);
 
 /// The stack and node, owned by the polling thread between Python calls.
 struct Core {
@@ -56,6 +58,9 @@ struct Shared {
     stop: AtomicBool,
     /// Why the polling thread stopped (a link error such as the peer closing), if it did.
     failed: Mutex<Option<String>>,
+    /// Python calls waiting for the lock: the polling thread, which re-locks at once while
+    /// busy, steps aside for them.
+    callers: AtomicUsize,
 }
 
 impl Shared {
@@ -63,6 +68,22 @@ impl Shared {
         // A panic while polling cannot leave a half-updated node that matters more than
         // the error the thread recorded; keep serving reads.
         self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock, for a Python call: announced, so that a busy polling thread lets it in.
+    fn core_for_caller(&self) -> MutexGuard<'_, Option<Core>> {
+        self.callers.fetch_add(1, Ordering::AcqRel);
+        let g = self.core();
+        self.callers.fetch_sub(1, Ordering::AcqRel);
+        g
+    }
+
+    /// After a poll: while a caller waits for the lock, let it take it (bounded).
+    fn step_aside(&self) {
+        let until = std::time::Instant::now() + STEP_ASIDE;
+        while self.callers.load(Ordering::Acquire) > 0 && std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
 
     fn failure(&self) -> Option<String> {
@@ -91,6 +112,7 @@ fn run(shared: Arc<Shared>) {
                 }
             }
         };
+        shared.step_aside();
         if busy {
             idle = 0;
             park = MIN_IDLE_PARK;
@@ -130,6 +152,7 @@ impl PyShmNode {
             core: Mutex::new(Some(Core { stack, node })),
             stop: AtomicBool::new(false),
             failed: Mutex::new(None),
+            callers: AtomicUsize::new(0),
         });
         let s = shared.clone();
         let poller = std::thread::Builder::new().name("linerate-rdma".into()).spawn(move || run(s)).map_err(rt)?;
@@ -139,7 +162,7 @@ impl PyShmNode {
     /// Run `f` on the node with the GIL released; fails once the polling thread stopped.
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Core) -> PyResult<T> + Send) -> PyResult<T> {
         let shared = &self.shared;
-        py.allow_threads(|| match shared.core().as_mut() {
+        py.allow_threads(|| match shared.core_for_caller().as_mut() {
             Some(c) => f(c),
             None => Err(rt("the node is closed")),
         })
@@ -225,7 +248,7 @@ impl PyShmNode {
     /// array of any dtype, filling it whole.
     #[pyo3(signature = (key, out, offset = 0))]
     fn read_into(&self, key: u32, out: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
-        read_region_into(out, key, offset, |f| match self.shared.core().as_ref() {
+        read_region_into(out, key, offset, |f| match self.shared.core_for_caller().as_ref() {
             Some(c) => f(c.node.region(RegionKey(key))),
             None => Err(rt("the node is closed")),
         })
