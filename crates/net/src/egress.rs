@@ -309,20 +309,26 @@ impl Egress {
         result
     }
 
-    /// Send a UDP datagram.
-    pub fn send_udp<L: Link>(
+    /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (into the
+    /// frame, or the datagram buffer when it goes out in fragments or waits for ARP); with
+    /// `checksum` false the checksum field is 0 ("none") and the payload is not summed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_udp_with<L: Link>(
         &mut self,
         link: &mut L,
         src_port: u16,
         dst: SocketAddrV4,
-        payload: &[u8],
+        payload_len: usize,
         may_fragment: bool,
+        checksum: bool,
+        fill: impl FnOnce(&mut [u8]),
     ) -> Result<bool, NetError> {
-        let len = UdpRepr::HEADER_LEN + payload.len();
+        let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
         let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
-            buf[UdpRepr::HEADER_LEN..].copy_from_slice(payload);
-            let _ = repr.emit(buf, s, d, payload.len());
+            fill(&mut buf[UdpRepr::HEADER_LEN..]);
+            let _ =
+                if checksum { repr.emit(buf, s, d, payload_len) } else { repr.emit_without_checksum(buf, payload_len) };
         })?;
         if sent {
             self.counters.bump(Counter::udp_tx_datagrams);
@@ -365,17 +371,24 @@ impl Egress {
         self.emit_or_wait(link, hop, build)
     }
 
-    /// Send a raw Ethernet frame with our source MAC.
-    pub fn send_raw<L: Link>(&mut self, link: &mut L, et: u16, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
-        if payload.len() > self.cfg.mtu {
-            return Err(NetError::TooLarge { len: payload.len(), max: self.cfg.mtu });
+    /// Send a raw Ethernet frame whose `payload_len` payload bytes `fill` writes in place.
+    pub fn send_raw_with<L: Link>(
+        &mut self,
+        link: &mut L,
+        et: u16,
+        dst: MacAddr,
+        payload_len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, NetError> {
+        if payload_len > self.cfg.mtu {
+            return Err(NetError::TooLarge { len: payload_len, max: self.cfg.mtu });
         }
         let src = self.cfg.mac;
         let sent = self.emit_frame(link, |buf| {
             let eth = EthernetRepr { src, dst, ethertype: et, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
-            buf[eh..eh + payload.len()].copy_from_slice(payload);
-            eh + payload.len()
+            fill(&mut buf[eh..eh + payload_len]);
+            eh + payload_len
         })?;
         if sent {
             self.counters.bump(Counter::raw_tx_frames);

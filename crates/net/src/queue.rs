@@ -117,15 +117,23 @@ impl<M: Copy + Default> PacketQueue<M> {
         }
     }
 
+    /// Hand the oldest packet to `f` in place (no copy), remove it, and return what `f`
+    /// returned.
+    pub fn pop_with<R>(&mut self, f: impl FnOnce(M, &[u8]) -> R) -> Option<R> {
+        let (m, data) = self.front()?;
+        let r = f(m, data);
+        self.pop_front();
+        Some(r)
+    }
+
     /// Copy the oldest packet into `buf` (truncating), remove it, and return its metadata and
     /// full length.
     pub fn pop_into(&mut self, buf: &mut [u8]) -> Option<(M, usize)> {
-        let (m, data) = self.front()?;
-        let n = data.len().min(buf.len());
-        buf[..n].copy_from_slice(&data[..n]);
-        let full = data.len();
-        self.pop_front();
-        Some((m, full))
+        self.pop_with(|m, data| {
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            (m, data.len())
+        })
     }
 
     /// Keep only the packets for which `keep` returns true, in order; `on_removed` sees each
@@ -166,6 +174,19 @@ mod tests {
         assert_eq!(&buf, b"abcd");
         assert!(q.push(7, b""));
         assert_eq!(q.pop_into(&mut buf), Some((7, 0)));
+    }
+
+    #[test]
+    fn pop_with_lends_the_packet_in_place_then_removes_it() {
+        let mut q: PacketQueue<u32> = PacketQueue::new(2, 8);
+        assert_eq!(q.pop_with(|_, _| ()), None);
+        assert!(q.push(5, b"hello"));
+        assert!(q.push(6, b"x"));
+        let front_ptr = q.front().unwrap().1.as_ptr();
+        assert_eq!(q.pop_with(|m, d| (m, d.to_vec(), d.as_ptr() == front_ptr)), Some((5, b"hello".to_vec(), true)));
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_with(|m, d| (m, d.len())), Some((6, 1)));
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -161,9 +161,24 @@ impl<L: Link> Stack<L> {
     /// A datagram larger than the path MTU goes out in fragments, unless the socket is set
     /// to [`Stack::udp_set_dont_fragment`]: then it is refused with `TooLarge`.
     pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, NetError> {
+        self.udp_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))
+    }
+
+    /// [`Stack::udp_send_to`] of a `len`-byte payload that `fill` writes in place, straight
+    /// into the outgoing frame (no copy through a caller's buffer). `fill` gets exactly
+    /// `len` bytes and is called at most once: not when the datagram is refused (`Ok(false)`
+    /// or an error), nor when it is dropped (counted) because the queue of datagrams waiting
+    /// for ARP is full. The UDP checksum is computed after it returns.
+    pub fn udp_send_with(
+        &mut self,
+        h: UdpHandle,
+        dst: SocketAddrV4,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, NetError> {
         let s = self.core.udp.get(h)?;
-        let (port, may_fragment) = (s.port, !s.dont_fragment);
-        match self.core.eg.send_udp(&mut self.link, port, dst, payload, may_fragment) {
+        let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);
+        match self.core.eg.send_udp_with(&mut self.link, port, dst, len, may_fragment, checksum, fill) {
             Err(NetError::TooLarge { len, max }) => {
                 let header = wire::UdpRepr::HEADER_LEN;
                 Err(NetError::TooLarge { len: len - header, max: max.saturating_sub(header) })
@@ -179,10 +194,30 @@ impl<L: Link> Stack<L> {
         Ok(())
     }
 
+    /// Send this socket's datagrams with checksum `on` (the default) or with checksum 0,
+    /// "no checksum" (RFC 768; Linux's SO_NO_CHECK), which saves a pass over the payload
+    /// for protocols that check its integrity themselves. Receiving is unchanged: a zero
+    /// checksum is accepted, any other is verified.
+    pub fn udp_set_checksum(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
+        self.core.udp.get_mut(h)?.no_checksum = !on;
+        Ok(())
+    }
+
     /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its
     /// full length and sender.
     pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, NetError> {
         Ok(self.core.udp.get_mut(h)?.queue.pop_into(buf).map(|(m, n)| (n, m.0)))
+    }
+
+    /// Take the oldest queued datagram, lending it to `f` in place in the socket's queue
+    /// (no copy) with its sender; returns what `f` returned, or `None` if nothing is queued.
+    /// The datagram is removed when `f` returns.
+    pub fn udp_recv_with<R>(
+        &mut self,
+        h: UdpHandle,
+        f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
+    ) -> Result<Option<R>, NetError> {
+        Ok(self.core.udp.get_mut(h)?.queue.pop_with(|m, data| f(m.0, data)))
     }
 
     /// Datagrams waiting on a socket.
@@ -228,15 +263,38 @@ impl<L: Link> Stack<L> {
 
     /// Send `payload` in one Ethernet frame of the socket's EtherType to `dst`.
     pub fn raw_send(&mut self, h: RawHandle, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
+        self.raw_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))
+    }
+
+    /// [`Stack::raw_send`] of a `len`-byte payload that `fill` writes in place into the
+    /// frame; `fill` gets exactly `len` bytes and is not called when the frame is refused.
+    pub fn raw_send_with(
+        &mut self,
+        h: RawHandle,
+        dst: MacAddr,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, NetError> {
         if !self.core.raw.is_bound(h.0) {
             return Err(NetError::BadHandle);
         }
-        self.core.eg.send_raw(&mut self.link, h.0, dst, payload)
+        self.core.eg.send_raw_with(&mut self.link, h.0, dst, len, fill)
     }
 
     /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.
     pub fn raw_recv(&mut self, h: RawHandle, buf: &mut [u8]) -> Result<Option<(usize, MacAddr)>, NetError> {
         let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
         Ok(q.pop_into(buf).map(|(mac, n)| (n, mac)))
+    }
+
+    /// Take the oldest received raw frame's payload, lending it to `f` in place with the
+    /// sender's MAC (no copy); returns what `f` returned, or `None` if nothing is queued.
+    pub fn raw_recv_with<R>(
+        &mut self,
+        h: RawHandle,
+        f: impl FnOnce(MacAddr, &[u8]) -> R,
+    ) -> Result<Option<R>, NetError> {
+        let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
+        Ok(q.pop_with(f))
     }
 }

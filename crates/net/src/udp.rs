@@ -16,6 +16,8 @@ pub(crate) struct UdpSocket {
     pub icmp_errors: u64,
     /// Never fragment: datagrams above the path MTU are refused (IP_PMTUDISC_DO).
     pub dont_fragment: bool,
+    /// Send with UDP checksum 0, "none" (Linux's SO_NO_CHECK).
+    pub no_checksum: bool,
 }
 
 /// The sender of a queued datagram (a `Default` stand-in for `SocketAddrV4`).
@@ -64,6 +66,7 @@ impl UdpTable {
             queue: PacketQueue::with_limits(self.queue_len, self.queue_bytes, self.max_payload),
             icmp_errors: 0,
             dont_fragment: false,
+            no_checksum: false,
         };
         let idx = match self.sockets.iter().position(Option::is_none) {
             Some(i) => {

@@ -7,7 +7,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::{
-    ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpRepr,
+    ArpOp, ArpRepr, EthernetFrame, EthernetRepr, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, MacAddr, UdpPacket,
+    UdpRepr,
 };
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -321,4 +322,96 @@ fn broadcast_ping_is_not_answered() {
     p.clear();
     assert!(b.exchange(&[frame]).is_empty());
     assert_eq!(b.host.counters().get(Counter::drop_icmp_broadcast_echo), 1);
+}
+
+#[test]
+fn zero_copy_udp_and_raw_sends_fill_the_frame_and_receives_lend_the_queued_payload() {
+    let (la, lb) = mem::pair(LinkConfig::default());
+    let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    let (sa, sb) = (a.udp_bind(4000).unwrap(), b.udp_bind(5000).unwrap());
+    let to_b = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 5000);
+    assert_eq!(b.udp_recv_with(sb, |_, _| unreachable!("nothing is queued")).unwrap(), None);
+    // One datagram within the MTU and one that goes out in fragments: `fill` writes each once.
+    let mut fills = 0;
+    for len in [100usize, 4000] {
+        let sent = a
+            .udp_send_with(sa, to_b, len, |buf| {
+                fills += 1;
+                assert_eq!(buf.len(), len);
+                buf.iter_mut().enumerate().for_each(|(i, x)| *x = (i * 7) as u8);
+            })
+            .unwrap();
+        assert!(sent);
+    }
+    assert_eq!(fills, 2);
+    // A refused datagram never calls `fill`.
+    a.udp_set_dont_fragment(sa, true).unwrap();
+    assert!(a.udp_send_with(sa, to_b, 4000, |_| panic!("refused datagrams are not filled")).is_err());
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        a.poll(Instant::ZERO).unwrap();
+        b.poll(Instant::ZERO).unwrap();
+        while let Some((from, data)) = b.udp_recv_with(sb, |from, d| (from, d.to_vec())).unwrap() {
+            got.push((from, data));
+        }
+        if got.len() == 2 {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 2, "both datagrams arrive");
+    for ((from, data), len) in got.iter().zip([100usize, 4000]) {
+        assert_eq!(*from, SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000));
+        assert_eq!(data.len(), len);
+        assert!(data.iter().enumerate().all(|(i, x)| *x == (i * 7) as u8));
+    }
+    assert_eq!(b.udp_queued(sb).unwrap(), 0, "a datagram lent to the closure is removed");
+    // Raw Ethernet, the same way.
+    let (ra, rb) = (a.raw_bind(0x88b5).unwrap(), b.raw_bind(0x88b5).unwrap());
+    assert!(a.raw_send_with(ra, b.mac(), 5, |buf| buf.copy_from_slice(b"in pl")).unwrap());
+    assert!(a.raw_send_with(ra, b.mac(), 2000, |_| panic!("above the MTU")).is_err());
+    let mut raw = None;
+    for _ in 0..100 {
+        a.poll(Instant::ZERO).unwrap();
+        b.poll(Instant::ZERO).unwrap();
+        raw = b.raw_recv_with(rb, |mac, d| (mac, d[..5].to_vec())).unwrap();
+        if raw.is_some() {
+            break;
+        }
+    }
+    assert_eq!(raw, Some((a.mac(), b"in pl".to_vec())));
+    b.raw_close(rb).unwrap();
+    assert!(b.raw_recv_with(rb, |_, _| ()).is_err());
+    b.udp_close(sb).unwrap();
+    assert!(b.udp_recv_with(sb, |_, _| ()).is_err());
+}
+
+#[test]
+fn a_socket_may_send_without_udp_checksum_and_such_datagrams_are_delivered() {
+    let mut b = resolved_bench();
+    let s = b.host.udp_bind(6000).unwrap();
+    let to = SocketAddrV4::new(A, 9);
+    let checksum_of = |frame: &[u8]| {
+        let eth = EthernetFrame::new_checked(frame).unwrap();
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert!(udp.verify_checksum(B, A));
+        assert_eq!(udp.payload(), b"data");
+        udp.checksum()
+    };
+    b.host.udp_set_checksum(s, false).unwrap();
+    b.host.udp_send_to(s, to, b"data").unwrap();
+    let out = b.exchange(&[]);
+    assert_eq!(checksum_of(&out[0]), 0, "checksum off: the field says none");
+    b.host.udp_set_checksum(s, true).unwrap();
+    b.host.udp_send_to(s, to, b"data").unwrap();
+    let out = b.exchange(&[]);
+    assert_ne!(checksum_of(&out[0]), 0);
+    // Received datagrams with checksum 0 are delivered (RFC 768).
+    let mut d = udp(6000, b"zero");
+    d[6..8].copy_from_slice(&[0, 0]);
+    b.exchange(&[ipv4(b.host.mac(), 17, &d)]);
+    assert_eq!(b.host.udp_recv_with(s, |_, p| p.to_vec()).unwrap(), Some(b"zero".to_vec()));
+    b.host.udp_close(s).unwrap();
+    assert!(b.host.udp_set_checksum(s, false).is_err());
 }

@@ -4,6 +4,7 @@
 mod collective;
 mod middlebox;
 mod rdma;
+mod rdma_shm;
 mod rx_bypass;
 mod spn;
 
@@ -581,6 +582,9 @@ fn _linerate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let coll = PyModule::new(m.py(), "collective")?;
     collective::register(&coll)?;
     m.add_submodule(&coll)?;
+    let rd = PyModule::new(m.py(), "rdma")?;
+    rdma_shm::register(&rd)?;
+    m.add_submodule(&rd)?;
     let sub = PyModule::new(m.py(), "spn")?;
     spn::register(&sub)?;
     m.add_submodule(&sub)?;

@@ -10,9 +10,18 @@
 //! ra.write(rb.address, key, 0, np.arange(10, dtype=np.float32))
 //! net.run(ms=1)
 //! print(rb.poll_notification(), np.frombuffer(rb.region(key), dtype=np.float32)[:10])
+//! ra.write(rb.address, key, 40, np.ones(4, dtype=np.float32))
+//! print(rb.wait_notification(ms=10))    # runs virtual time until it lands
+//! out = np.empty(14, dtype=np.float32); rb.read_into(key, out)
 //! ```
+//!
+//! `register` copies the array into the node's own memory; remote writes land in that copy,
+//! read back with `region(key)` (bytes), `read_into(key, array)` or `deregister(key)`.
+//! Between processes, `linerate.rdma.ShmNode` (see `rdma_shm.rs`) does the same over a
+//! shared-memory link.
 
 use crate::{rt, val, PyTestbed};
+use numpy::PyReadwriteArrayDyn;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rdma::{Completion, CompletionKind, Peer, RegionKey, Status, WriteOptions};
@@ -27,7 +36,7 @@ pub(crate) struct PyRdmaNode {
 
 /// The bytes of `obj`: `bytes` as they are, anything else (numpy arrays, bytearray,
 /// memoryview) through its `tobytes()`.
-fn bytes_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+pub(crate) fn bytes_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
@@ -35,7 +44,40 @@ fn bytes_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Ok(b.downcast_into::<PyBytes>().map_err(|e| val(e.to_string()))?.as_bytes().to_vec())
 }
 
-fn completion<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound<'py, PyDict>> {
+/// A region lookup handed to [`read_region_into`]: it calls the copy with the region's
+/// bytes (`None`: no such region) while it holds whatever guards them.
+pub(crate) type RegionCopy<'a> = &'a mut dyn FnMut(Option<&[u8]>) -> PyResult<()>;
+
+/// Copy a region's bytes from `offset` into `out`, a writable contiguous numpy array of any
+/// dtype, filling all of it. `with_region` looks the region up and calls the copy.
+pub(crate) fn read_region_into(
+    out: &Bound<'_, PyAny>,
+    key: u32,
+    offset: usize,
+    with_region: impl FnOnce(RegionCopy<'_>) -> PyResult<()>,
+) -> PyResult<()> {
+    let bytes =
+        out.call_method1("view", ("u1",)).map_err(|e| val(format!("out must be a contiguous numpy array: {e}")))?;
+    let mut arr: PyReadwriteArrayDyn<'_, u8> = bytes.extract()?;
+    let dst = arr.as_slice_mut().map_err(|_| val("out must be a contiguous numpy array"))?;
+    with_region(&mut |src| {
+        let src = src.ok_or_else(|| val(format!("no region {key:#x}")))?;
+        match offset.checked_add(dst.len()) {
+            Some(end) if end <= src.len() => {
+                dst.copy_from_slice(&src[offset..end]);
+                Ok(())
+            }
+            _ => Err(val(format!(
+                "{} bytes at offset {offset} do not fit region {key:#x} of {} bytes",
+                dst.len(),
+                src.len()
+            ))),
+        }
+    })
+}
+
+/// A completion as a Python dict.
+pub(crate) fn completion<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let kind = match c.kind {
         CompletionKind::Send => "send",
@@ -67,6 +109,27 @@ impl PyRdmaNode {
         let node = t.rdma.get_mut(self.idx).map(|(_, n)| n).ok_or_else(|| rt("no such RDMA node"))?;
         f(node)
     }
+
+    /// Step the testbed until `take` yields a completion or `ms` of virtual time passed.
+    fn wait_on(
+        &self,
+        py: Python<'_>,
+        ms: f64,
+        take: impl Fn(&rdma::RdmaNode) -> Option<Completion>,
+    ) -> PyResult<Option<Completion>> {
+        let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
+        let end = t.tb.now() + std::time::Duration::try_from_secs_f64(ms.max(0.0) / 1e3).map_err(val)?;
+        loop {
+            let node = t.rdma.get(self.idx).map(|(_, n)| n).ok_or_else(|| rt("no such RDMA node"))?;
+            if let Some(c) = take(node) {
+                return Ok(Some(c));
+            }
+            if t.tb.now() >= end {
+                return Ok(None);
+            }
+            t.step()?;
+        }
+    }
 }
 
 #[pymethods]
@@ -94,6 +157,13 @@ impl PyRdmaNode {
             n.region(RegionKey(key)).map(<[u8]>::to_vec).ok_or_else(|| val(format!("no region {key:#x}")))
         })?;
         Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Copy region `key` from byte `offset` into `out`, a writable contiguous numpy array
+    /// of any dtype, filling it whole.
+    #[pyo3(signature = (key, out, offset = 0))]
+    fn read_into(&self, py: Python<'_>, key: u32, out: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
+        read_region_into(out, key, offset, |copy| self.with(py, |n| copy(n.region(RegionKey(key)))))
     }
 
     /// Deregister region `key`; returns its final bytes. Writes still in flight are refused.
@@ -132,6 +202,22 @@ impl PyRdmaNode {
     /// The oldest completion of this node's own writes, or None.
     fn poll_completion<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let c = self.with(py, |n| Ok(n.completions().poll()))?;
+        c.map(|c| completion(py, &c)).transpose()
+    }
+
+    /// The oldest notification, running the testbed (virtual time) for up to `ms`
+    /// milliseconds until one arrives; None if none did.
+    #[pyo3(signature = (ms = 1000.0))]
+    fn wait_notification<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let c = self.wait_on(py, ms, |n| n.notifications().poll())?;
+        c.map(|c| completion(py, &c)).transpose()
+    }
+
+    /// The oldest completion of this node's writes, running the testbed for up to `ms`
+    /// milliseconds of virtual time until one arrives; None if none did.
+    #[pyo3(signature = (ms = 1000.0))]
+    fn wait_completion<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let c = self.wait_on(py, ms, |n| n.completions().poll())?;
         c.map(|c| completion(py, &c)).transpose()
     }
 

@@ -2,6 +2,7 @@
 notifications and completions polled, on the in-process testbed (virtual time)."""
 
 import numpy as np
+import pytest
 import linerate as lr
 
 
@@ -65,3 +66,32 @@ def test_bad_key_and_range_are_refused_and_memory_untouched():
     assert rb.region(key) == b"\x07" * 1000
     assert rb.poll_notification() is None
     assert rb.deregister(key) == b"\x07" * 1000
+
+
+def test_wait_runs_virtual_time_and_read_into_fills_a_numpy_array():
+    net = lr.Testbed()
+    a, b = net.host("10.0.0.1/24", loss=0.05, seed=9), net.host("10.0.0.2/24")
+    ra, rb = a.rdma(), b.rdma()
+    mine = np.zeros((4, 256), dtype=np.float64)
+    key = rb.register(mine)
+    assert rb.wait_notification(ms=5) is None, "nothing was written"
+    t0 = net.now_ns
+    assert rb.wait_notification(ms=5) is None and net.now_ns - t0 >= 5_000_000
+    rows = np.arange(512, dtype=np.float64).reshape(2, 256)
+    w = ra.write(rb.address, key, 8 * 256, rows)
+    n = rb.wait_notification(ms=2000)
+    assert n is not None and n["write_id"] == w and n["offset"] == 2048 and n["len"] == rows.nbytes
+    c = ra.wait_completion(ms=2000)
+    assert c is not None and c["write_id"] == w and c["status"] == "ok"
+    # register() copied the array: the caller's array is unchanged, the region has the write.
+    assert not mine.any()
+    out = np.empty_like(mine)
+    rb.read_into(key, out)
+    assert (out[1:3] == rows).all() and not out[0].any() and not out[3].any()
+    part = np.empty(256, dtype=np.float64)
+    rb.read_into(key, part, offset=2 * 2048)
+    assert (part == rows[1]).all()
+    with pytest.raises(ValueError, match="contiguous"):
+        rb.read_into(key, out[:, ::2])
+    with pytest.raises(ValueError, match="do not fit"):
+        rb.read_into(key, part, offset=8 * 1024 - 8)

@@ -22,8 +22,12 @@ net::define_counters! {
     rx_escape_parked,
     /// Parked packets applied when their op registered.
     rx_escape_applied,
-    /// ACKs sent (including re-ACKs of duplicates).
+    /// ACK packets sent (including re-ACKs of duplicates); one may acknowledge a run of
+    /// packets.
     tx_acks,
+    /// ACKs folded into the ACK of the run before them: packets acknowledged =
+    /// `tx_acks` + `tx_acks_folded`.
+    tx_acks_folded,
     /// Duplicate packets of a registered op in the table: dropped and ACKed again.
     drop_dup_registered,
     /// Packets or Notifies of an op completed recently: dropped and ACKed again.

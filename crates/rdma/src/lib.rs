@@ -20,7 +20,8 @@
 //! # Wire format
 //!
 //! A fixed 48-byte header, big-endian, then the payload. In UDP it is the datagram payload
-//! (default port 18791, not RoCEv2's 4791); on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
+//! (default port 18791, not RoCEv2's 4791), sent with UDP checksum 0 ("none", RFC 768)
+//! because the CRC32C below already covers header and payload; on Ethernet it is the frame payload of EtherType 0x88B5 (IEEE local
 //! experimental; frames may carry padding after the packet, which is ignored).
 //!
 //! | offset | size | field | meaning |
@@ -38,13 +39,16 @@
 //! | 28 | 4 | op length | bytes of the whole op |
 //! | 32 | 8 | offset | region offset of the op's first byte |
 //! | 40 | 2 | stride | payload bytes of every packet but the last (packet i lands at offset + i * stride) |
-//! | 42 | 2 | reserved | 0 |
+//! | 42 | 2 | ACK span | ACK: packets acknowledged from the packet index on (0 counts as 1); 0 on other types |
 //! | 44 | 4 | CRC32C | Castagnoli CRC over bytes 0..44 and the payload |
 //!
 //! A Wireshark dissector for this format ships in `crates/rdma/wireshark/linerate_rdma.lua`
 //! (`tshark -X lua_script:crates/rdma/wireshark/linerate_rdma.lua -r capture.pcap -Y lrrdma`).
 //!
-//! ACKs and NACKs echo the header of the packet they answer, with no payload. The receiver
+//! ACKs and NACKs echo the header of the packet they answer, with no payload. Packets of
+//! one op that arrive in the same poll are answered by one ACK whose span covers the run
+//! (the paper ACKs every packet; a run costs one ACK packet instead of one per packet);
+//! NACKs answer one packet each. The receiver
 //! checks the CRC before anything else, then that the fields agree (index < count, payload
 //! length = stride except for the last packet, op length within count x stride), then the
 //! region key and bounds; only then does a byte reach memory.

@@ -37,8 +37,6 @@ pub struct RdmaNode {
     ctr: Counters,
     recv_q: NotifyQueue,
     send_q: NotifyQueue,
-    rxbuf: Vec<u8>,
-    txbuf: Vec<u8>,
     answers: Vec<Answer>,
     max_packet: usize,
     timer_deferrals: u32,
@@ -48,10 +46,11 @@ pub struct RdmaNode {
 /// arriving (see [`RdmaNode::poll`]).
 pub const MAX_TIMER_DEFERRALS: u32 = 32;
 
+/// Sends packets built in place in the stack's outgoing frames (header, payload and CRC
+/// written once, straight into the frame).
 struct StackEmit<'a, L: Link> {
     stack: &'a mut Stack<L>,
     sock: Sock,
-    buf: &'a mut Vec<u8>,
     fatal: Option<NetError>,
     sent: usize,
 }
@@ -61,10 +60,17 @@ impl<L: Link> Emit for StackEmit<'_, L> {
         if self.fatal.is_some() {
             return TxOutcome::Busy;
         }
-        let Ok(n) = repr.emit(self.buf, payload) else { return TxOutcome::Failed };
+        if payload.len() > usize::from(u16::MAX) {
+            return TxOutcome::Failed;
+        }
+        let n = HEADER_LEN + payload.len();
+        // `fill` gets exactly `n` bytes, so the emit cannot fail (the length was checked).
+        let fill = |buf: &mut [u8]| {
+            let _ = repr.emit(buf, payload);
+        };
         let r = match (self.sock, peer) {
-            (Sock::Udp(h), Peer::Udp(a)) => self.stack.udp_send_to(h, a, &self.buf[..n]),
-            (Sock::Eth(h), Peer::Eth(m)) => self.stack.raw_send(h, m, &self.buf[..n]),
+            (Sock::Udp(h), Peer::Udp(a)) => self.stack.udp_send_with(h, a, n, fill),
+            (Sock::Eth(h), Peer::Eth(m)) => self.stack.raw_send_with(h, m, n, fill),
             _ => return TxOutcome::Failed,
         };
         match r {
@@ -80,6 +86,27 @@ impl<L: Link> Emit for StackEmit<'_, L> {
             Err(_) => TxOutcome::Failed,
         }
     }
+}
+
+/// Fold each run of ACKs to one peer for consecutive packets of one op into a single ACK
+/// whose span covers the run (only neighbours in the queue, so answers keep their order);
+/// returns how many ACKs were folded away.
+fn coalesce_acks(answers: &mut Vec<Answer>) -> usize {
+    let mut kept = 0;
+    for i in 0..answers.len() {
+        let (peer, a) = answers[i];
+        if kept > 0 {
+            let (p, prev) = &mut answers[kept - 1];
+            if *p == peer && prev.absorb_ack(&a) {
+                continue;
+            }
+        }
+        answers[kept] = (peer, a);
+        kept += 1;
+    }
+    let folded = answers.len() - kept;
+    answers.truncate(kept);
+    folded
 }
 
 impl RdmaNode {
@@ -98,6 +125,8 @@ impl RdmaNode {
         let (sock, port_or_type) = match cfg.transport {
             Transport::Udp { port } => {
                 let h = stack.udp_bind(port)?;
+                // The packet's CRC32C covers header and payload: no UDP checksum on top.
+                stack.udp_set_checksum(h, false)?;
                 (Sock::Udp(h), stack.udp_port(h)?)
             }
             Transport::Eth { ethertype } => (Sock::Eth(stack.raw_bind(ethertype)?), ethertype),
@@ -108,8 +137,6 @@ impl RdmaNode {
             ctr: Counters::new(),
             recv_q: NotifyQueue::new(),
             send_q: NotifyQueue::new(),
-            rxbuf: vec![0u8; max_packet.max(HEADER_LEN) + 1],
-            txbuf: vec![0u8; max_packet.max(HEADER_LEN)],
             answers: Vec::new(),
             max_packet,
             timer_deferrals: 0,
@@ -250,6 +277,16 @@ impl RdmaNode {
         }
     }
 
+    /// One datagram or frame payload from the socket: too long ones are dropped and counted.
+    fn receive(&mut self, peer: Peer, bytes: &[u8], now: Instant) {
+        if bytes.len() > self.max_packet {
+            self.ctr.bump(Counter::rx_datagrams);
+            self.ctr.bump(Counter::drop_oversize);
+        } else {
+            self.handle_packet(peer, bytes, now);
+        }
+    }
+
     /// Handle one received packet from `peer` (also usable by test benches and fuzzers).
     pub fn handle_packet(&mut self, peer: Peer, bytes: &[u8], now: Instant) {
         self.ctr.bump(Counter::rx_datagrams);
@@ -285,22 +322,21 @@ impl RdmaNode {
     /// Returns the number of packets received. Only a link failure is an error.
     pub fn poll<L: Link>(&mut self, stack: &mut Stack<L>, now: Instant) -> Result<usize, RdmaError> {
         let mut got = 0;
-        let mut rxbuf = std::mem::take(&mut self.rxbuf);
+        let sock = self.sock;
+        // Each packet is parsed, checked and placed where it lies in the socket's queue.
         for _ in 0..self.cfg.rx_batch {
-            let r = match self.sock {
-                Sock::Udp(h) => stack.udp_recv_from(h, &mut rxbuf)?.map(|(n, a)| (n, Peer::Udp(a))),
-                Sock::Eth(h) => stack.raw_recv(h, &mut rxbuf)?.map(|(n, m)| (n, Peer::Eth(m))),
+            let r = match sock {
+                Sock::Udp(h) => stack.udp_recv_with(h, |a, bytes| self.receive(Peer::Udp(a), bytes, now))?,
+                Sock::Eth(h) => stack.raw_recv_with(h, |m, bytes| self.receive(Peer::Eth(m), bytes, now))?,
             };
-            let Some((n, peer)) = r else { break };
-            got += 1;
-            if n > self.max_packet {
-                self.ctr.bump(Counter::rx_datagrams);
-                self.ctr.bump(Counter::drop_oversize);
-                continue;
+            if r.is_none() {
+                break;
             }
-            self.handle_packet(peer, &rxbuf[..n], now);
+            got += 1;
         }
-        self.rxbuf = rxbuf;
+        // One ACK for each run of consecutive packets of an op that arrived together.
+        let folded = coalesce_acks(&mut self.answers);
+        self.ctr.add(Counter::tx_acks_folded, folded as u64);
         // Answers wait while the link is full, but not without bound.
         let max_answers = 16 * self.cfg.rx_batch;
         if self.answers.len() > max_answers {
@@ -309,7 +345,7 @@ impl RdmaNode {
             self.ctr.add(Counter::drop_answer_backlog, excess as u64);
         }
         self.rx.on_timers(now, &mut self.ctr);
-        let mut em = StackEmit { stack, sock: self.sock, buf: &mut self.txbuf, fatal: None, sent: 0 };
+        let mut em = StackEmit { stack, sock: self.sock, fatal: None, sent: 0 };
         let mut done = 0;
         for (peer, a) in &self.answers {
             match em.emit(*peer, a, &[]) {

@@ -353,7 +353,7 @@ mod tests {
     use super::*;
 
     fn repr(index: u32, count: u32, stride: u16, op_len: u32) -> RdmaRepr {
-        RdmaRepr { ty: PacketType::Data, flags: 0, op_id: 1, index, count, key: 1, op_len, offset: 0, stride }
+        RdmaRepr { ty: PacketType::Data, flags: 0, op_id: 1, index, count, key: 1, op_len, offset: 0, stride, span: 0 }
     }
 
     #[test]

@@ -123,6 +123,7 @@ impl Op {
             op_len: self.len,
             offset: self.offset,
             stride: self.stride,
+            span: 0,
         }
     }
 
@@ -174,6 +175,8 @@ pub struct Sender {
     blocked: IntMap<Peer, VecDeque<u32>>,
     txns: Vec<Txn>,
     txn_free: Vec<u32>,
+    /// Retransmission timers (deadline, txn, generation). An acknowledged or re-armed
+    /// packet's entry stays behind until it is popped or purged (see `purge_timers`).
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     // Keys below are our own op ids and destinations (an attacker can only look up, not
     // insert), so a one-multiply hasher is safe here.
@@ -391,7 +394,24 @@ impl Sender {
         x.last_tx = now;
         x.deadline = deadline;
         self.timers.push(Reverse((deadline, t, x.gen)));
+        self.purge_timers();
         Some(t)
+    }
+
+    /// Drop the timer entries that no longer arm anything once they outnumber the live ones
+    /// by far: ACKed packets leave their entry behind for a whole RTO, and at high packet
+    /// rates the heap would grow to (packet rate x RTO) entries, each push and pop paying
+    /// for its depth. Amortised O(1) per packet; keeps what `on_tx` would act on.
+    fn purge_timers(&mut self) {
+        let live = self.txns.len() - self.txn_free.len();
+        if self.timers.len() <= 2 * live + 256 {
+            return;
+        }
+        let txns = &self.txns;
+        self.timers.retain(|Reverse((t, id, gen))| {
+            let x = &txns[*id as usize];
+            x.live && x.gen == *gen && x.deadline == *t
+        });
     }
 
     fn free_txn(&mut self, t: u32, peer: Peer) {
@@ -473,9 +493,41 @@ impl Sender {
         if self.inflight.contains_key(&peer) {
             self.heard.insert(peer, now);
         }
+        let verdict = if r.acked_packets() <= 1 {
+            self.on_packet_answer(peer, r, now, local, ctr)
+        } else {
+            // A run of one op's packets acknowledged at once: each as its own ACK, the
+            // packet counted once (an ACK if it acknowledged anything new, else stray).
+            let end = match self.op_by_id.get(&r.op_id).and_then(|s| self.ops[*s as usize].as_ref()) {
+                // Data packets and the Notify (index = count) at most.
+                Some(op) => (u64::from(r.index) + u64::from(r.acked_packets())).min(u64::from(op.count) + 1),
+                None => 0,
+            };
+            let mut fresh = false;
+            for index in u64::from(r.index)..end {
+                let one = RdmaRepr { index: index as u32, span: 1, ..*r };
+                fresh |= self.on_packet_answer(peer, &one, now, local, ctr) == Counter::rx_acks;
+            }
+            if fresh {
+                Counter::rx_acks
+            } else {
+                Counter::drop_ack_stray
+            }
+        };
+        ctr.bump(verdict);
+    }
+
+    /// Apply an answer about one packet; returns the verdict counter for it.
+    fn on_packet_answer(
+        &mut self,
+        peer: Peer,
+        r: &RdmaRepr,
+        now: Instant,
+        local: &NotifyQueue,
+        ctr: &mut Counters,
+    ) -> Counter {
         let Some(&slot) = self.op_by_id.get(&r.op_id) else {
-            ctr.bump(Counter::drop_ack_stray);
-            return;
+            return Counter::drop_ack_stray;
         };
         let (txn, is_notify, acked_already) = match &self.ops[slot as usize] {
             Some(op) if op.peer == peer && op.count == r.count => {
@@ -491,12 +543,10 @@ impl Sender {
             _ => (NONE, false, true),
         };
         if acked_already || txn == NONE {
-            ctr.bump(Counter::drop_ack_stray);
-            return;
+            return Counter::drop_ack_stray;
         }
         match r.ty {
             PacketType::Ack => {
-                ctr.bump(Counter::rx_acks);
                 let x = self.txns[txn as usize];
                 if x.tries == 1 {
                     let prev = self.rtt.get(&peer).copied();
@@ -505,15 +555,15 @@ impl Sender {
                 self.free_txn(txn, peer);
                 if is_notify {
                     self.release_op(slot);
-                    return;
+                    return Counter::rx_acks;
                 }
-                let Some(op) = self.ops[slot as usize].as_mut() else { return };
+                let Some(op) = self.ops[slot as usize].as_mut() else { return Counter::rx_acks };
                 let i = r.index as usize;
                 op.acked_mask[i / 64] |= 1 << (i % 64);
                 op.txn[i] = NONE;
                 op.acked += 1;
                 if op.acked < op.count {
-                    return;
+                    return Counter::rx_acks;
                 }
                 ctr.bump(Counter::tx_ops_acked);
                 let wid = op.write;
@@ -525,9 +575,9 @@ impl Sender {
                     self.ready.push_back(slot);
                 }
                 self.op_done(wid, Status::Ok, local, ctr);
+                Counter::rx_acks
             }
             PacketType::Nack(why) => {
-                ctr.bump(Counter::rx_nacks);
                 if why.is_transient() {
                     // Retry after a backoff; the tries are counted by the timer path.
                     let tries = self.txns[txn as usize].tries;
@@ -538,8 +588,9 @@ impl Sender {
                 } else {
                     self.fail_op(slot, Status::Nacked(why), local, ctr);
                 }
+                Counter::rx_nacks
             }
-            _ => ctr.bump(Counter::drop_unexpected_type),
+            _ => Counter::drop_unexpected_type,
         }
     }
 
@@ -770,6 +821,40 @@ mod tests {
 
     fn ms(n: u64) -> Instant {
         Instant::from_millis(n)
+    }
+
+    #[test]
+    fn timers_of_acknowledged_packets_are_purged_and_the_rest_still_fire() {
+        let (mut s, mut rec, q, mut c) = setup(8);
+        // 2000 packets, each ACKed at once (their timer entries go stale), 8 in flight.
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 200_000].into(), WriteOptions::default(), &mut c).unwrap();
+        let mut acked = 0;
+        for step in 0..10_000u64 {
+            s.on_tx_t(Instant::from_micros(step), &mut rec, &q, &mut c);
+            for (p, r, _) in rec.sent.drain(..) {
+                s.on_answer(p, &r.answer(None), Instant::from_micros(step), &q, &mut c);
+                acked += 1;
+            }
+            assert!(s.timers.len() <= 2 * 8 + 256 + 1, "the heap holds {} entries", s.timers.len());
+            if s.pending_writes() == 0 {
+                break;
+            }
+        }
+        assert_eq!(acked, 2000);
+        assert_eq!(q.poll().map(|x| x.status), Some(Status::Ok));
+        // A packet left unanswered still times out after a purge.
+        s.post(peer(1), RegionKey(1), 0, vec![1u8; 1000].into(), WriteOptions::default(), &mut c).unwrap();
+        s.on_tx_t(ms(100), &mut rec, &q, &mut c);
+        let first: Vec<_> = rec.sent.drain(..).collect();
+        assert_eq!(first.len(), 8);
+        for (p, r, _) in &first[1..] {
+            s.on_answer(*p, &r.answer(None), ms(100), &q, &mut c);
+        }
+        s.purge_timers();
+        let before = c.get(Counter::tx_retransmits);
+        s.on_tx_t(ms(200), &mut rec, &q, &mut c);
+        assert_eq!(c.get(Counter::tx_retransmits), before + 1, "the unanswered packet was resent");
+        assert_eq!(rec.sent.iter().filter(|x| x.1.index == first[0].1.index).count(), 1);
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod off {
     pub const OP_LEN: usize = 28;
     pub const OFFSET: usize = 32;
     pub const STRIDE: usize = 40;
-    pub const RESERVED: usize = 42;
+    pub const SPAN: usize = 42;
     pub const CRC: usize = 44;
 }
 
@@ -56,8 +56,8 @@ pub enum RdmaWireError {
     /// An unknown packet type.
     #[error("unknown packet type")]
     BadType,
-    /// Undefined flag bits are set, or a reserved field is not zero.
-    #[error("undefined flags or reserved bits set")]
+    /// Undefined flag bits are set, or a packet other than an ACK has a nonzero span.
+    #[error("undefined flags set, or a span on a packet that is not an ACK")]
     BadFlags,
     /// A NACK with an unknown reason, or a reason on a packet that is not a NACK.
     #[error("bad NACK reason")]
@@ -240,7 +240,7 @@ impl<T: AsRef<[u8]>> RdmaPacket<T> {
         if !(1..=5).contains(&ty) {
             return Err(RdmaWireError::BadType);
         }
-        if b[off::FLAGS] & !FLAGS_ALL != 0 || be16(b, off::RESERVED) != 0 {
+        if b[off::FLAGS] & !FLAGS_ALL != 0 || (ty != 3 && be16(b, off::SPAN) != 0) {
             return Err(RdmaWireError::BadFlags);
         }
         let reason = b[off::REASON];
@@ -317,6 +317,12 @@ impl<T: AsRef<[u8]>> RdmaPacket<T> {
         be16(self.b(), off::STRIDE)
     }
 
+    /// ACK span: the packets `index .. index + span` are acknowledged (0 counts as 1); 0 on
+    /// every other type.
+    pub fn span(&self) -> u16 {
+        be16(self.b(), off::SPAN)
+    }
+
     /// The payload.
     pub fn payload(&self) -> &[u8] {
         let plen = usize::from(be16(self.b(), off::PAYLOAD_LEN));
@@ -335,6 +341,7 @@ impl<T: AsRef<[u8]>> RdmaPacket<T> {
             op_len: self.op_len(),
             offset: self.offset(),
             stride: self.stride(),
+            span: self.span(),
         }
     }
 }
@@ -360,6 +367,9 @@ pub struct RdmaRepr {
     pub offset: u64,
     /// Payload bytes per packet except the last.
     pub stride: u16,
+    /// ACK only: packets acknowledged from `index` on (a run of one op's packets answered
+    /// at once; 0 counts as 1). 0 on every other type.
+    pub span: u16,
 }
 
 impl RdmaRepr {
@@ -386,22 +396,45 @@ impl RdmaRepr {
         b[off::OP_LEN..off::OP_LEN + 4].copy_from_slice(&self.op_len.to_be_bytes());
         b[off::OFFSET..off::OFFSET + 8].copy_from_slice(&self.offset.to_be_bytes());
         b[off::STRIDE..off::STRIDE + 2].copy_from_slice(&self.stride.to_be_bytes());
-        b[off::RESERVED..off::RESERVED + 2].copy_from_slice(&[0, 0]);
+        let span = if self.ty == PacketType::Ack { self.span } else { 0 };
+        b[off::SPAN..off::SPAN + 2].copy_from_slice(&span.to_be_bytes());
         b[HEADER_LEN..].copy_from_slice(payload);
         let crc = packet_crc(b, payload);
         b[off::CRC..off::CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(total)
     }
 
-    /// The ACK or NACK answering this packet (same op, index and op fields, no payload).
+    /// The ACK or NACK answering this packet (same op, index and op fields, no payload; an
+    /// ACK spans this one packet).
     pub fn answer(&self, nack: Option<NackReason>) -> RdmaRepr {
-        RdmaRepr {
-            ty: match nack {
-                Some(r) => PacketType::Nack(r),
-                None => PacketType::Ack,
-            },
-            ..*self
+        match nack {
+            Some(r) => RdmaRepr { ty: PacketType::Nack(r), span: 0, ..*self },
+            None => RdmaRepr { ty: PacketType::Ack, span: 1, ..*self },
         }
+    }
+
+    /// Packets this ACK acknowledges (0 for any other type).
+    pub fn acked_packets(&self) -> u32 {
+        if self.ty == PacketType::Ack {
+            u32::from(self.span.max(1))
+        } else {
+            0
+        }
+    }
+
+    /// Fold `next` into this ACK if it acknowledges the packets right after this one's run
+    /// of the same op (same peer is the caller's part); false if it cannot be folded.
+    pub fn absorb_ack(&mut self, next: &RdmaRepr) -> bool {
+        let run = self.acked_packets();
+        let fits = self.ty == PacketType::Ack
+            && next.ty == PacketType::Ack
+            && RdmaRepr { index: self.index, span: self.span, ..*next } == *self
+            && self.index.checked_add(run) == Some(next.index)
+            && run + next.acked_packets() <= u32::from(u16::MAX);
+        if fits {
+            self.span = (run + next.acked_packets()) as u16;
+        }
+        fits
     }
 }
 
@@ -420,6 +453,7 @@ mod tests {
             op_len: 4096,
             offset: 0x10_0000_0000,
             stride: 512,
+            span: 0,
         }
     }
 
@@ -442,6 +476,37 @@ mod tests {
         whole.extend_from_slice(b"abcd");
         assert_eq!(&buf[44..48], &crc32c::crc32c(&whole).to_be_bytes());
         assert_eq!(&buf[48..52], b"abcd");
+    }
+
+    #[test]
+    fn an_ack_carries_a_span_and_runs_of_acks_fold_into_one() {
+        let data = sample();
+        let mut ack = data.answer(None);
+        assert_eq!((ack.span, ack.acked_packets(), data.answer(Some(NackReason::TableFull)).span), (1, 1, 0));
+        for i in 4..8 {
+            assert!(ack.absorb_ack(&RdmaRepr { index: i, ..data }.answer(None)), "packet {i} follows the run");
+        }
+        assert_eq!((ack.index, ack.span), (3, 5));
+        // Not folded: a gap, another op, a NACK, or something other than an ACK.
+        assert!(!ack.absorb_ack(&RdmaRepr { index: 9, ..data }.answer(None)));
+        assert!(!ack.absorb_ack(&RdmaRepr { index: 8, op_id: 7, ..data }.answer(None)));
+        assert!(!ack.absorb_ack(&RdmaRepr { index: 8, ..data }.answer(Some(NackReason::OutOfBounds))));
+        let mut not_ack = data;
+        assert!(!not_ack.absorb_ack(&RdmaRepr { index: 4, ..data }.answer(None)));
+        let mut buf = [0u8; 48];
+        ack.emit(&mut buf, &[]).unwrap();
+        assert_eq!(&buf[42..44], &[0, 5]);
+        let p = RdmaPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!((p.span(), p.repr()), (5, ack));
+        // A span is only sent on an ACK; on any other type it makes the packet malformed.
+        RdmaRepr { span: 9, ..data }.emit(&mut buf, &[]).unwrap_or(0);
+        assert_eq!(&buf[42..44], &[0, 0]);
+        let mut b = [0u8; 48];
+        RdmaRepr { ty: PacketType::Data, ..ack }.emit(&mut b, &[]).unwrap();
+        b[43] = 2;
+        let crc = packet_crc(&b, &[]);
+        b[44..48].copy_from_slice(&crc.to_be_bytes());
+        assert_eq!(RdmaPacket::new_checked(&b[..]).unwrap_err(), RdmaWireError::BadFlags);
     }
 
     #[test]

@@ -147,6 +147,7 @@ fn full_registration_table_and_escape_channel_are_nacked_and_counted() {
         op_len: 200,
         offset: 0,
         stride: 100,
+        span: 0,
     };
     // 65 ops register and never complete: the 65th finds the table full.
     for op in 0..65u64 {
@@ -207,6 +208,7 @@ fn a_full_notification_queue_refuses_new_ops_until_the_application_takes_complet
         op_len: 4,
         offset: op * 4,
         stride: 4,
+        span: 0,
     };
     // 65 single-packet registered ops complete and wait in the queue: it is full.
     for op in 0..65u64 {

@@ -47,6 +47,7 @@ fn plausible(rng: &mut Rng, key: u32) -> Vec<u8> {
         op_len: if rng.below(8) == 0 { rng.next() as u32 } else { op_len },
         offset: if rng.below(8) == 0 { rng.next() } else { rng.below(60_000) },
         stride,
+        span: 0,
     };
     let plen =
         if index + 1 < count { usize::from(stride) } else { (op_len - (count - 1) * u32::from(stride)) as usize };

@@ -77,6 +77,7 @@ fn capture(transport: Transport, pcap: &Path) -> (u32, u64, u64) {
         op_len: 4,
         offset: 0,
         stride: 4,
+        span: 0,
     };
     r.emit(&mut bad, b"abcd").unwrap();
     bad[50] ^= 0xff;
@@ -124,6 +125,7 @@ fn check(transport: Transport, name: &str) {
             "lrrdma.crc.status",
             "lrrdma.op_len",
             "lrrdma.segment_no",
+            "lrrdma.span",
         ],
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -132,10 +134,14 @@ fn check(transport: Transport, name: &str) {
     let find = |ty: &str, wid: u64, idx: &str| {
         rows.iter().filter(|r| r[0] == ty && r[1] == wid.to_string() && r[2] == idx).count()
     };
-    // The registered write: RegisterFirst then two Data packets of 1024/1024/952 bytes, each ACKed.
+    // The registered write: RegisterFirst then two Data packets of 1024/1024/952 bytes,
+    // each ACKed: the spans of its ACKs (runs answered at once) add up to 3, starting at 0.
     assert_eq!(find("1", w1, "0"), 1, "{rows:?}");
     assert_eq!(find("2", w1, "1") + find("2", w1, "2"), 2, "{rows:?}");
-    assert_eq!(rows.iter().filter(|r| r[0] == "3" && r[1] == w1.to_string()).count(), 3);
+    let acks: Vec<_> = rows.iter().filter(|r| r[0] == "3" && r[1] == w1.to_string()).collect();
+    let spans: u32 = acks.iter().map(|r| r[11].parse::<u32>().unwrap()).sum();
+    assert_eq!((spans, acks[0][2].as_str()), (3, "0"), "{acks:?}");
+    assert!(rows.iter().filter(|r| r[0] != "3").all(|r| r[11] == "0"), "a span only on ACKs");
     let first = rows.iter().find(|r| r[0] == "1").unwrap();
     assert_eq!(first[3..11].to_vec(), vec!["3", &keyhex, "100", "1024", "1", "good", "3000", "0"]);
     // The unregistered write: one Data packet, its ACK, the Notify (index = count) and its ACK.

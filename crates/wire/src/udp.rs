@@ -134,6 +134,16 @@ impl UdpRepr {
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the datagram
     /// would exceed 65535 bytes.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
+        let len = self.emit_without_checksum(buf, payload_len)?;
+        let d = &mut buf[..len];
+        let c = nonzero(transport_checksum(src, dst, protocol::UDP, d));
+        set_u16(d, 6, c);
+        Ok(len)
+    }
+
+    /// As [`UdpRepr::emit`] but with checksum 0, "no checksum" (RFC 768, IPv4 only): for
+    /// protocols that check their payload's integrity themselves. Receivers accept it.
+    pub fn emit_without_checksum(&self, buf: &mut [u8], payload_len: usize) -> Result<usize, WireError> {
         let len = payload_len.checked_add(Self::HEADER_LEN).ok_or(WireError::BadLength)?;
         let len16 = u16::try_from(len).map_err(|_| WireError::BadLength)?;
         let d = buf.get_mut(..len).ok_or(WireError::Truncated)?;
@@ -141,8 +151,6 @@ impl UdpRepr {
         set_u16(d, 2, self.dst_port);
         set_u16(d, 4, len16);
         set_u16(d, 6, 0);
-        let c = nonzero(transport_checksum(src, dst, protocol::UDP, d));
-        set_u16(d, 6, c);
         Ok(len)
     }
 
@@ -197,6 +205,20 @@ mod tests {
         p.fill_checksum(SRC, DST);
         assert!(p.verify_checksum(SRC, DST));
         assert_ne!(p.checksum(), 0);
+    }
+
+    #[test]
+    fn emitted_without_checksum_carries_zero_and_verifies() {
+        let r = UdpRepr { src_port: 4791, dst_port: 18791 };
+        let mut buf = [0xaau8; 12];
+        assert_eq!(r.emit_without_checksum(&mut buf, 4), Ok(12));
+        assert_eq!(&buf[..8], &[0x12, 0xb7, 0x49, 0x67, 0, 12, 0, 0]);
+        assert_eq!(&buf[8..], &[0xaa; 4], "the payload is left alone");
+        let p = UdpPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!((p.src_port(), p.dst_port(), p.checksum()), (4791, 18791, 0));
+        assert!(p.verify_checksum(SRC, DST));
+        assert_eq!(r.emit_without_checksum(&mut [0u8; 9], 2), Err(WireError::Truncated));
+        assert_eq!(r.emit_without_checksum(&mut vec![0u8; 70000], 65528), Err(WireError::BadLength));
     }
 
     #[test]

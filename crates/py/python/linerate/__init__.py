@@ -7,10 +7,10 @@
 3
 """
 
-from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, collective, counter_names, middlebox, spn
+from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, collective, counter_names, middlebox, rdma, spn
 
 __all__ = [
-    "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective",
+    "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective", "rdma",
 ]
 
 
