@@ -27,7 +27,7 @@
 //! | offset | size | field | meaning |
 //! | --- | --- | --- | --- |
 //! | 0 | 2 | magic | `0x4C52` ("LR") |
-//! | 2 | 1 | version | 1 |
+//! | 2 | 1 | version | 2 (1 had no ACK span; its nodes do not interoperate with 2) |
 //! | 3 | 1 | type | 1 RegisterFirst, 2 Data, 3 Ack, 4 Nack, 5 Notify |
 //! | 4 | 1 | flags | bit 0 registered, bit 1 large-transfer segment, bit 2 last segment; other bits 0 |
 //! | 5 | 1 | reason | NACK reason (1 unknown key, 2 deregistered, 3 out of bounds, 4 table full, 5 escape full, 6 too many packets, 7 malformed, 8 notification queue full); 0 on other types |

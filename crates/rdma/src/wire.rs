@@ -12,7 +12,7 @@ pub const HEADER_LEN: usize = 48;
 /// First two bytes of every packet: ASCII "LR".
 pub const MAGIC: u16 = 0x4c52;
 /// The only version this crate speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Flag: the operation is tracked by the receiver's registration table.
 pub const FLAG_REGISTERED: u8 = 0x01;
@@ -463,7 +463,7 @@ mod tests {
         let n = sample().emit(&mut buf, b"abcd").unwrap();
         assert_eq!(n, 52);
         let expect_hdr: [u8; 44] = [
-            0x4c, 0x52, 1, 2, 0x03, 0, 0, 4, // magic, version, type, flags, reason, plen
+            0x4c, 0x52, 2, 2, 0x03, 0, 0, 4, // magic, version, type, flags, reason, plen
             1, 2, 3, 4, 5, 6, 7, 8, // op id
             0, 0, 0, 3, 0, 0, 0, 8, // index, count
             0xde, 0xad, 0xbe, 0xef, 0, 0, 0x10, 0, // key, op len
@@ -543,7 +543,7 @@ mod tests {
         check(&|b| b.truncate(47), RdmaWireError::Truncated);
         check(&|b| b.truncate(50), RdmaWireError::Truncated);
         check(&|b| b[0] = 0, RdmaWireError::BadMagic);
-        check(&|b| b[2] = 2, RdmaWireError::BadVersion);
+        check(&|b| b[2] = 1, RdmaWireError::BadVersion);
         check(&|b| b[3] = 0, RdmaWireError::BadType);
         check(&|b| b[3] = 6, RdmaWireError::BadType);
         check(&|b| b[4] = 0x80, RdmaWireError::BadFlags);

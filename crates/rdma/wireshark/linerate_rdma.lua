@@ -77,7 +77,7 @@ end
 local HEADER = 48
 
 local function dissect(tvb, pinfo, tree)
-    if tvb:len() < HEADER or tvb(0, 2):uint() ~= 0x4c52 or tvb(2, 1):uint() ~= 1 then
+    if tvb:len() < HEADER or tvb(0, 2):uint() ~= 0x4c52 or tvb(2, 1):uint() ~= 2 then
         return 0
     end
     local ty = tvb(3, 1):uint()
