@@ -95,7 +95,10 @@ pub(crate) fn tcp_stack_config(ip: &str, mtu: usize, sessions: usize, buffer: Op
         if !(1024..=1 << 30).contains(&b) {
             return Err(format!("--buffer {b} is outside 1024..=2^30 bytes"));
         }
+        // An explicit size is the size: no growth (bounded memory per session when
+        // thousands of connections run).
         (cfg.tcp.tx_buffer, cfg.tcp.rx_buffer) = (b, b);
+        (cfg.tcp.tx_buffer_max, cfg.tcp.rx_buffer_max) = (b, b);
     }
     Ok(cfg)
 }

@@ -2,7 +2,8 @@
 //! timestamps the peer echoes) the receive buffer grows to at least twice what the peer
 //! delivered in that round trip, while the application keeps up: dynamic right-sizing, as
 //! Linux's receive-buffer auto-tuning, so the offered window stays ahead of the sender's
-//! slow start. The send buffer grows to twice the usable window (the smaller of cwnd and the
+//! slow start; growth stops once a round delivers no more than the one before (the window is
+//! not the limit then). The send buffer grows to twice the usable window (the smaller of cwnd and the
 //! peer's window) when the application keeps it full, as Linux's send-buffer expansion. Both
 //! stop at the configured maxima, so memory per session stays bounded.
 
@@ -49,14 +50,23 @@ impl TcpEngine {
             return;
         }
         let delivered = dist(rx.tune_mark, rx.rcv_nxt) as usize;
+        let elapsed = (now - since).as_nanos().max(1) as f64;
         rx.tune_time = Some(now);
         rx.tune_mark = rx.rcv_nxt;
+        // Growing pays only while it raises the rate: once a round's rate is no more than a
+        // quarter above the last one's, the path (or the host) is the limit, not the window.
+        // (Without this, a sub-millisecond path measured with the 1 ms timestamp tick would
+        // grow the buffer to its maximum, and out of the caches, for nothing.)
+        let rate = delivered as f64 / elapsed;
+        let rising = rate > rx.tune_rate * 1.25;
+        rx.tune_rate = rate;
         let want = delivered.saturating_mul(2);
         let reader_keeps_up = ring.len() <= cap / 2;
-        if cap >= max || cap == 0 || want <= cap || !reader_keeps_up {
+        if cap >= max || cap == 0 || want <= cap || !reader_keeps_up || !rising {
             return;
         }
-        ring.grow(want.next_power_of_two().min(max));
+        // At most a doubling per round trip, like the sender's slow start.
+        ring.grow(want.next_power_of_two().min(cap * 2).min(max));
         rx.ack_now = true; // announce the wider window at once
         eg.counters.bump(Counter::tcp_rx_buffer_grown);
     }

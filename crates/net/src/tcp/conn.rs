@@ -288,6 +288,8 @@ pub struct RxSar {
     pub tune_mark: u32,
     /// When the current auto-tuning round started.
     pub tune_time: Option<Instant>,
+    /// Bytes per nanosecond delivered in the last auto-tuning round.
+    pub tune_rate: f64,
     /// The receiver's RTT estimate, from the timestamps the peer echoes.
     pub rcv_rtt: Option<Duration>,
 }
