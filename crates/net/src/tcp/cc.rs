@@ -146,6 +146,48 @@ impl Congestion {
         self.acked_carry = 0;
     }
 
+    /// Recovery ends (the recovery point is acknowledged): the window is the threshold, at
+    /// least two segments (RFC 5681 3.2 step 6, RFC 6937 3.1).
+    pub fn on_recovery_end(&mut self) {
+        self.cwnd = self.ssthresh.max(2 * self.mss);
+    }
+
+    /// NewReno fast retransmit without SACK (RFC 6582 3.2 step 2): the window inflated by the
+    /// three segments the duplicate ACKs say have left.
+    pub fn on_fast_retransmit_without_sack(&mut self) {
+        self.cwnd = self.ssthresh.saturating_add(3 * self.mss);
+    }
+
+    /// A further duplicate ACK in NewReno recovery without SACK: one more segment left.
+    pub fn inflate_for_duplicate(&mut self) {
+        self.cwnd = self.cwnd.saturating_add(self.mss);
+    }
+
+    /// A NewReno partial ACK without SACK (RFC 6582 3.2 step 5): deflate by what it
+    /// acknowledged, add back one segment.
+    pub fn deflate_for_partial_ack(&mut self, acked: u32) {
+        self.cwnd = self.cwnd.saturating_sub(acked).saturating_add(self.mss).max(self.mss);
+    }
+
+    /// Proportional Rate Reduction's window for this ACK (RFC 6937): what is in the network
+    /// plus what may be sent now.
+    pub fn set_recovery_window(&mut self, pipe: u64, sndcnt: u64) {
+        self.cwnd = pipe.saturating_add(sndcnt).min(u64::from(u32::MAX)) as u32;
+    }
+
+    /// A response to loss proved spurious: restore the window and threshold from before it
+    /// (never lowering what grew since).
+    pub fn undo(&mut self, cwnd: u32, ssthresh: u32) {
+        self.cwnd = self.cwnd.max(cwnd);
+        self.ssthresh = self.ssthresh.max(ssthresh);
+    }
+
+    /// A loss repaired at once (a tail loss probe): the reduction of a fast recovery, ended.
+    pub fn on_repaired_loss(&mut self, flight: u32) {
+        self.on_loss(flight);
+        self.on_recovery_end();
+    }
+
     /// Retransmission timeout: back to one segment (RFC 5681 3.1).
     pub fn on_timeout(&mut self, flight: u32) {
         self.on_loss(flight);

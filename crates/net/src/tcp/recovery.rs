@@ -92,7 +92,7 @@ impl TcpEngine {
             // The first retransmission of the recovery always goes (fast retransmit).
             sndcnt = 1;
         }
-        tx.cc.cwnd = (pipe_bytes + sndcnt * mss).min(u64::from(u32::MAX)) as u32;
+        tx.cc.set_recovery_window(pipe_bytes, sndcnt * mss);
     }
 
     /// A data segment `[seq, seq + len)` went out.
@@ -127,8 +127,7 @@ impl TcpEngine {
         if ecr == 0 || !lt(ecr, undo.ts) {
             return;
         }
-        tx.cc.cwnd = tx.cc.cwnd.max(undo.cwnd);
-        tx.cc.ssthresh = tx.cc.ssthresh.max(undo.ssthresh);
+        tx.cc.undo(undo.cwnd, undo.ssthresh);
         // Resume after what is in flight, unless the FIN was among it (the timeout forgot it
         // was sent; it goes again in order).
         let fin_forgotten = tx.fin_queued && tx.fin_seq.is_none();

@@ -464,7 +464,7 @@ impl TcpEngine {
             Some(point) if ge(tx.snd_una, point) => {
                 tx.recover = None;
                 tx.tail_recovery = false;
-                tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
+                tx.cc.on_recovery_end();
                 tx.dupacks = 0;
                 tx.rack.on_recovery_end();
             }
@@ -472,7 +472,7 @@ impl TcpEngine {
                 if !self.rx[sid as usize].sack_ok {
                     // NewReno partial ACK (RFC 6582): retransmit the next hole, deflate.
                     tx.retx_front = true;
-                    tx.cc.cwnd = tx.cc.cwnd.saturating_sub(acked).saturating_add(tx.mss as u32).max(tx.mss as u32);
+                    tx.cc.deflate_for_partial_ack(acked);
                 }
             }
             None => {
@@ -513,13 +513,12 @@ impl TcpEngine {
             return;
         }
         let tx = &mut self.tx[sid as usize];
-        let mss = tx.mss as u32;
         if tx.recover.is_none() && tx.dupacks >= dup_thresh {
             start_recovery(tx, false, eg.now);
-            tx.cc.cwnd = tx.cc.ssthresh + 3 * mss;
+            tx.cc.on_fast_retransmit_without_sack();
             eg.counters.bump(Counter::tcp_fast_retransmits);
         } else if tx.recover.is_some() {
-            tx.cc.cwnd = tx.cc.cwnd.saturating_add(mss);
+            tx.cc.inflate_for_duplicate();
         }
     }
 

@@ -139,8 +139,7 @@ impl TcpEngine {
         tx.tlp_high = None;
         if tx.tlp_retx && !dsack_of_probe && tx.recover.is_none() {
             let flight = tx.in_flight().max(tx.mss as u32);
-            tx.cc.on_loss(flight);
-            tx.cc.cwnd = tx.cc.ssthresh.max(2 * tx.mss as u32);
+            tx.cc.on_repaired_loss(flight);
             eg.counters.bump(Counter::tcp_tlp_repairs);
         }
     }

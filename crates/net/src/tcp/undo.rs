@@ -53,8 +53,7 @@ impl TcpEngine {
         if retransmitted == 0 || tx.undo_dsacked < retransmitted {
             return;
         }
-        tx.cc.cwnd = tx.cc.cwnd.max(u.cwnd);
-        tx.cc.ssthresh = tx.cc.ssthresh.max(u.ssthresh);
+        tx.cc.undo(u.cwnd, u.ssthresh);
         if tx.recover.is_some() {
             tx.recover = None;
             tx.tail_recovery = false;
