@@ -64,6 +64,11 @@ pub struct Config {
     pub reduce: TreeAlgo,
     /// Segment size of the pipelined chain algorithms.
     pub chain_segment: usize,
+    /// Bytes of received messages from one peer that no posted operation has taken yet (the
+    /// unmatched-message queue). At this bound the endpoint stops reading that peer's
+    /// connection, so TCP's window holds the sender back; an operation that then cannot find
+    /// its message fails at its timeout with [`CollectiveError::UnmatchedLimit`].
+    pub max_unmatched: usize,
 }
 
 impl Default for Config {
@@ -79,6 +84,7 @@ impl Default for Config {
             bcast: TreeAlgo::Flat,
             reduce: TreeAlgo::Flat,
             chain_segment: 64 * 1024,
+            max_unmatched: 64 << 20,
         }
     }
 }
@@ -102,6 +108,29 @@ pub struct Counters {
     pub connect_retries: u64,
     /// Connections dropped for breaking the protocol (bad frame, bad hello).
     pub protocol_errors: u64,
+    /// Times reading a peer was paused because its unmatched messages reached
+    /// [`Config::max_unmatched`].
+    pub unmatched_pauses: u64,
+    /// Most bytes of unmatched messages ever queued from one peer.
+    pub unmatched_peak_bytes: u64,
+}
+
+impl Counters {
+    /// Every counter with its name, in declaration order (for tables and `linerate stats`).
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            ("msgs_sent", self.msgs_sent),
+            ("bytes_sent", self.bytes_sent),
+            ("msgs_received", self.msgs_received),
+            ("bytes_received", self.bytes_received),
+            ("ops_completed", self.ops_completed),
+            ("ops_failed", self.ops_failed),
+            ("connect_retries", self.connect_retries),
+            ("protocol_errors", self.protocol_errors),
+            ("unmatched_pauses", self.unmatched_pauses),
+            ("unmatched_peak_bytes", self.unmatched_peak_bytes),
+        ]
+    }
 }
 
 /// State of the full mesh.
@@ -115,6 +144,10 @@ pub enum MeshState {
 
 struct Peer {
     conn: Option<TcpHandle>,
+    /// Payload bytes in `inbox`.
+    inbox_bytes: usize,
+    /// Reading is paused: `inbox_bytes` reached [`Config::max_unmatched`].
+    paused: bool,
     /// The connection is established and identified.
     up: bool,
     retry_at: Option<Instant>,
@@ -122,6 +155,15 @@ struct Peer {
     inbox: VecDeque<Msg>,
     outbox: VecDeque<Vec<u8>>,
     lost: Option<String>,
+}
+
+impl Peer {
+    /// Takes the first queued message that satisfies `f`.
+    fn take(&mut self, f: impl Fn(&Msg) -> bool) -> Option<Msg> {
+        let m = self.inbox.remove(self.inbox.iter().position(f)?)?;
+        self.inbox_bytes -= m.payload.len();
+        Some(m)
+    }
 }
 
 struct Pending {
@@ -228,6 +270,8 @@ impl Endpoint {
         let peers = (0..size)
             .map(|j| Peer {
                 conn: None,
+                inbox_bytes: 0,
+                paused: false,
                 up: j == rank,
                 retry_at: None,
                 parser: Parser::default(),
@@ -467,6 +511,7 @@ impl Endpoint {
                     p.parser = pd.parser;
                     p.up = true;
                     self.counters.msgs_received += pd.msgs.len() as u64;
+                    p.inbox_bytes += pd.msgs.iter().map(|m| m.payload.len()).sum::<usize>();
                     p.inbox.extend(pd.msgs);
                 }
                 Some(Err(())) => {
@@ -501,9 +546,7 @@ impl Endpoint {
         if self.table_known || !self.peers[0].up {
             return Ok(());
         }
-        let inbox = &mut self.peers[0].inbox;
-        let Some(i) = inbox.iter().position(|m| m.kind == Kind::Table) else { return Ok(()) };
-        let Some(m) = inbox.remove(i) else { return Ok(()) };
+        let Some(m) = self.peers[0].take(|m| m.kind == Kind::Table) else { return Ok(()) };
         match decode_addrs(&m.payload) {
             Some(t) if t.len() == self.size && t[self.rank] == self.addrs[self.rank].unwrap_or(t[self.rank]) => {
                 for (a, n) in self.addrs.iter_mut().zip(t) {
@@ -528,11 +571,22 @@ impl Endpoint {
             if j == self.rank {
                 continue;
             }
+            if p.inbox_bytes >= self.cfg.max_unmatched {
+                // Back-pressure: leave the bytes in TCP until an operation takes messages.
+                if !p.paused {
+                    p.paused = true;
+                    self.counters.unmatched_pauses += 1;
+                }
+                continue;
+            }
+            p.paused = false;
             let before = p.inbox.len();
             let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox);
             for m in p.inbox.range(before..) {
                 self.counters.bytes_received += m.payload.len() as u64;
+                p.inbox_bytes += m.payload.len();
             }
+            self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
             self.counters.msgs_received += (p.inbox.len() - before) as u64;
             match r {
                 Ok(PumpEnd::WouldBlock) => {}
@@ -617,6 +671,15 @@ impl Endpoint {
                     }
                 }
                 if now >= deadline {
+                    if let Some(&w) = waiting.iter().find(|&&w| self.peers[w].inbox_bytes >= self.cfg.max_unmatched) {
+                        return Some(Err(CollectiveError::UnmatchedLimit {
+                            op: op.name,
+                            step: op.step,
+                            rank: w,
+                            queued: self.peers[w].inbox_bytes,
+                            limit: self.cfg.max_unmatched,
+                        }));
+                    }
                     return Some(Err(CollectiveError::Timeout {
                         op: op.name,
                         step: op.step,
@@ -641,9 +704,8 @@ impl Endpoint {
                         }
                     }
                     Action::Recv { peer, range, mode, wire } => {
-                        let inbox = &mut self.peers[*peer].inbox;
-                        let pos = inbox.iter().position(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
-                        let Some(m) = pos.and_then(|i| inbox.remove(i)) else {
+                        let found = self.peers[*peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
+                        let Some(m) = found else {
                             return Some(Err(CollectiveError::Protocol {
                                 rank: *peer,
                                 reason: "message vanished".into(),
