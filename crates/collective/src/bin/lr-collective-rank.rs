@@ -109,8 +109,15 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
     let f: Vec<f32> = xs[r].iter().map(|&v| (v % 1000) as f32).collect();
     let fsum: Vec<f32> = (0..len).map(|e| xs.iter().map(|x| (x[e] % 1000) as f32).sum()).collect();
     check("all-reduce f32", c.allreduce(&f, ReduceOp::Sum)? == fsum)?;
-    let req = c.endpoint().ibcast_with(&xs[r], n - 1, TreeAlgo::Tree)?;
-    check("broadcast", c.wait(req)? == xs[n - 1])?;
+    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
+        let req = c.endpoint().ibcast_with(&xs[r], n - 1, algo)?;
+        check(&format!("broadcast {algo:?}"), c.wait(req)? == xs[n - 1])?;
+        let req = c.endpoint().ireduce_with(&xs[r], ReduceOp::Sum, n / 2, algo)?;
+        let want = if r == n / 2 { sum.clone() } else { Vec::new() };
+        check(&format!("reduce {algo:?}"), c.wait(req)? == want)?;
+    }
+    let sc = c.scatter(if r == n - 1 { &xs[r][..3 * n] } else { &[] }, 3, n - 1)?;
+    check("scatter", sc == xs[n - 1][3 * r..3 * r + 3])?;
     let g = c.gather(&xs[r][..5], 0)?;
     let want: Vec<i64> = if r == 0 { xs.iter().flat_map(|x| x[..5].to_vec()).collect() } else { Vec::new() };
     check("gather", g == want)?;
