@@ -808,6 +808,12 @@ impl Endpoint {
         }
     }
 
+    /// The step of its schedule that request `req` is in (0-based; the step count once it
+    /// finished), or `None` if it is not known (collected already).
+    pub fn step_of<T>(&self, req: &Request<T>) -> Option<usize> {
+        self.ops.get(&req.id).map(|op| op.step)
+    }
+
     /// Point-to-point send of `data` to `peer` with `tag`. The data is copied, so the request
     /// completes once the message is queued for the stack; order per (peer, tag) is kept.
     pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
