@@ -173,7 +173,7 @@ def dataset(name):
 
         x, k = load_digits().data.astype(np.float32), 10
     else:
-        x, k = lr.collective.covertype_like(20000, 3), 7
+        x, k = lr.collective.covertype_like(581012, 3), 7
     return x, x[np.linspace(0, len(x) - 1, k).astype(int)].copy()
 
 
