@@ -60,6 +60,18 @@ impl<L: Link> Communicator<L> {
         }
     }
 
+    /// One round of [`Communicator::poll`] for a caller's own wait loop: when nothing moved
+    /// for more than [`Communicator::spin_before_yield`] rounds in a row (counted in `idle`,
+    /// start it at 0), gives the core away, as the blocking operations do.
+    pub fn poll_or_yield(&mut self, idle: &mut u32) -> Result<(), CollectiveError> {
+        if self.poll()? {
+            *idle = 0;
+        } else {
+            self.idle(idle);
+        }
+        Ok(())
+    }
+
     /// Blocks until every connection is up (or the set-up timeout).
     pub fn connect(&mut self) -> Result<(), CollectiveError> {
         let mut idle = 0;

@@ -321,6 +321,11 @@ impl Endpoint {
         &self.counters
     }
 
+    /// Rank `rank`'s listening address, if known.
+    pub fn peer_addr(&self, rank: usize) -> Option<SocketAddrV4> {
+        self.addrs.get(rank).copied().flatten()
+    }
+
     /// Operations started and not yet collected.
     pub fn in_flight(&self) -> usize {
         self.ops.len()
