@@ -5,7 +5,7 @@
 //! with one rank per thread or process (see [`crate::Communicator`]).
 
 use crate::dtype::{from_bytes, reduce_bytes, to_bytes, DType, Element, ReduceOp};
-use crate::frame::{decode_addrs, encode, encode_addrs, Kind, Msg, Parser, PumpEnd, PumpError};
+use crate::frame::{decode_addrs, encode, encode_addrs, encode_elems, Kind, Msg, Parser, PumpEnd, PumpError};
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
 use link::{Instant, Link};
@@ -728,10 +728,11 @@ impl Endpoint {
                                 ),
                             }));
                         }
-                        let dst = &mut op.work[range.clone()];
                         match mode {
-                            Mode::Copy => dst.copy_from_slice(&m.payload),
-                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, dst, &m.payload),
+                            // The message is the whole buffer: take it over instead of copying.
+                            Mode::Copy if range.start == 0 && range.end == op.work.len() => op.work = m.payload,
+                            Mode::Copy => op.work[range.clone()].copy_from_slice(&m.payload),
+                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload),
                         }
                     }
                 }
@@ -750,9 +751,10 @@ impl Endpoint {
         sched: Schedule,
         input: Vec<u8>,
     ) -> Request<T> {
-        let work = match sched.init {
-            Init::Input => input.clone(),
-            Init::Zeros(n) => vec![0u8; n],
+        let (input, work) = match sched.init {
+            Init::Input if !sched.reads_input() => (Vec::new(), input),
+            Init::Input => (input.clone(), input),
+            Init::Zeros(n) => (input, vec![0u8; n]),
         };
         let id = self.next_id;
         self.next_id += 1;
@@ -823,15 +825,10 @@ impl Endpoint {
     /// completes once the message is queued for the stack; order per (peer, tag) is kept.
     pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
         self.check_peer(peer)?;
-        let len = data.len() * T::DTYPE.size();
-        let s = Schedule {
-            steps: vec![schedule::Step {
-                actions: vec![Action::Send { peer, buf: Buf::Input, range: 0..len, wire: 0 }],
-            }],
-            init: Init::Zeros(0),
-            result: 0..0,
-        };
-        Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, to_bytes(data)))
+        // Framed straight from `data` (one copy); the operation has nothing left to do.
+        self.peers[peer].outbox.push_back(encode_elems(Kind::P2p, tag, 0, data));
+        let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
+        Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
     }
 
     /// Point-to-point receive of exactly `count` elements from `peer` with `tag`.
