@@ -102,6 +102,7 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
     c.connect().map_err(|e| e.to_string())?;
     let mut rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
     rows.extend(collective::bench::goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
+    rows.extend(collective::bench::tcp_goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
     rows.extend(
         collective::bench::connect_setup(&mut c, &collective::bench::fig5a_counts(), CONNECT_REPS)
             .map_err(|e| e.to_string())?,
@@ -250,14 +251,27 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
         }
         if n >= 2 {
             let mut t = Table::new(
-                &format!("send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / OpenMPI"),
-                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp"],
+                &format!(
+                    "send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / peer; \
+                     linerate TCP = one plain connection of the same stacks"
+                ),
+                &["bytes", "linerate", "linerate TCP", "OpenMPI shm", "OpenMPI tcp", "/ lr TCP", "/ shm", "/ tcp"],
             );
             for b in collective::bench::fig5_sizes() {
-                let k = (b, "sendrecv".to_string());
+                let get = |f: &Figures, op: &str| f.get(&(b, op.to_string())).copied();
                 let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e3));
-                let (l, s, c) = (gbps(us.get(&k).copied()), gbps(shm.get(&k).copied()), gbps(tcp.get(&k).copied()));
-                t.row(vec![b.to_string(), cell2(l), cell2(s), cell2(c), ratio(l, s), ratio(l, c)]);
+                let (l, lt) = (gbps(get(&us, "sendrecv")), gbps(get(&us, "tcp")));
+                let (s, c) = (gbps(get(&shm, "sendrecv")), gbps(get(&tcp, "sendrecv")));
+                t.row(vec![
+                    b.to_string(),
+                    cell2(l),
+                    cell2(lt),
+                    cell2(s),
+                    cell2(c),
+                    ratio(l, lt),
+                    ratio(l, s),
+                    ratio(l, c),
+                ]);
             }
             tables.push(t);
             let mut t = Table::new(

@@ -2,7 +2,9 @@
 //! operation followed by a barrier, started right after a barrier, so that a broadcast
 //! counts until the last rank has it; the barrier alone is measured beside. The same
 //! definition is used for the OpenMPI peer program of `linerate bench collective`.
-//! [`connect_setup`] is the paper's Fig. 5a (connection set-up), [`goodput`] its Fig. 5b.
+//! [`connect_setup`] is the paper's Fig. 5a (connection set-up), [`goodput`] its Fig. 5b, and
+//! [`tcp_goodput`] the same transfer on one plain linerate TCP connection (no framing, no
+//! matching) as the baseline of the collective layer.
 
 use crate::{AllreduceAlgo, CollectiveError, Communicator, ReduceOp, TreeAlgo};
 use link::Link;
@@ -184,6 +186,90 @@ pub fn connect_setup<L: Link>(
         }
     }
     c.barrier()?;
+    if let Some(l) = listener {
+        c.stack().tcp_unlisten(l)?;
+    }
+    Ok(rows)
+}
+
+/// Rank 0 -> rank 1 over one plain TCP connection of the ranks' stacks (rank 1 listens on
+/// its port + 2): what [`goodput`] measures, without the collective layer. Rank 0 writes
+/// `bytes` as buffer space allows; rank 1 reads them into a reusable buffer (one copy, as a
+/// socket application would) and answers with 4 bytes. Returns rank 0's rows as op "tcp".
+pub fn tcp_goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<LatencyRow>, CollectiveError> {
+    let mut rows = Vec::new();
+    if c.size() < 2 {
+        return Ok(rows);
+    }
+    let peer = c.endpoint().peer_addr(1).ok_or_else(|| CollectiveError::BadArgument("rank 1 has no address".into()))?;
+    let to = SocketAddrV4::new(*peer.ip(), peer.port().wrapping_add(2));
+    let limit = c.endpoint().config().timeout;
+    let stalled = |what: &str| CollectiveError::BadArgument(format!("plain TCP {what} took over {limit:?}"));
+    let listener = if c.rank() == 1 { Some(c.stack().tcp_listen(to.port(), 1)?) } else { None };
+    c.barrier()?;
+    let mut idle = 0;
+    let start = std::time::Instant::now();
+    let conn = match (c.rank(), listener) {
+        (0, _) => {
+            let h = c.stack().tcp_connect(to)?;
+            while c.stack().tcp_connect_result(h)?.is_none() {
+                c.poll_or_yield(&mut idle)?;
+                if start.elapsed() > limit {
+                    return Err(stalled("connect"));
+                }
+            }
+            Some(h)
+        }
+        (_, Some(l)) => loop {
+            if let Some(h) = c.stack().tcp_accept(l) {
+                break Some(h);
+            }
+            c.poll_or_yield(&mut idle)?;
+            if start.elapsed() > limit {
+                return Err(stalled("accept"));
+            }
+        },
+        _ => None,
+    };
+    let mut scratch = vec![0u8; 256 << 10];
+    for &bytes in sizes {
+        let data = vec![7u8; bytes];
+        let reps = (64_000_000 / bytes.max(1)).clamp(3, 50);
+        let mut t = Vec::new();
+        for _ in 0..reps {
+            c.barrier()?;
+            let start = std::time::Instant::now();
+            if let Some(h) = conn {
+                // Rank 0 sends `bytes` and reads 4; rank 1 reads `bytes` and sends 4.
+                let (out, want): (&[u8], usize) = if c.rank() == 0 { (&data, 4) } else { (&[], bytes) };
+                let (mut sent, mut got, mut replied) = (0, 0, c.rank() == 0);
+                while sent < out.len() || got < want || !replied {
+                    if sent < out.len() {
+                        sent += c.stack().tcp_send(h, &out[sent..])?;
+                    }
+                    if let net::Recv::Data(n) = c.stack().tcp_recv(h, &mut scratch)? {
+                        got += n;
+                    }
+                    if got >= want && !replied {
+                        replied = c.stack().tcp_send(h, &[1, 2, 3, 4])? == 4;
+                    }
+                    c.poll_or_yield(&mut idle)?;
+                    if start.elapsed() > limit {
+                        return Err(stalled("transfer"));
+                    }
+                }
+            }
+            t.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        if c.rank() == 0 {
+            t.sort_by(f64::total_cmp);
+            rows.push(LatencyRow { bytes, op: "tcp", median_us: t[t.len() / 2] });
+        }
+    }
+    c.barrier()?;
+    if let Some(h) = conn {
+        c.stack().tcp_close(h)?;
+    }
     if let Some(l) = listener {
         c.stack().tcp_unlisten(l)?;
     }
