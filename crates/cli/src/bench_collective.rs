@@ -100,13 +100,19 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
     c.connect().map_err(|e| e.to_string())?;
-    let mut rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
-    rows.extend(collective::bench::goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
-    rows.extend(collective::bench::tcp_goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
-    rows.extend(
-        collective::bench::connect_setup(&mut c, &collective::bench::fig5a_counts(), CONNECT_REPS)
-            .map_err(|e| e.to_string())?,
-    );
+    let measure = |c: &mut collective::Communicator<_>| -> Result<Vec<_>, collective::CollectiveError> {
+        let mut rows = collective::bench::latency(c, &collective::bench::fig6_sizes())?;
+        rows.extend(collective::bench::goodput(c, &collective::bench::fig5_sizes())?);
+        rows.extend(collective::bench::tcp_goodput(c, &collective::bench::fig5_sizes())?);
+        rows.extend(collective::bench::connect_setup(c, &collective::bench::fig5a_counts(), CONNECT_REPS)?);
+        Ok(rows)
+    };
+    let rows = match measure(&mut c) {
+        Ok(rows) => rows,
+        Err(e) => {
+            return Err(format!("rank {}: {e}\n{}", l.rank, c.diagnose()));
+        }
+    };
     let mut counters: Vec<(&str, u64)> = c.endpoint().counters().named().to_vec();
     let net = c.stack().counters();
     for k in [net::Counter::tcp_retransmits, net::Counter::tcp_rto_fired] {

@@ -57,6 +57,9 @@ pub fn latency<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
             }
             t.sort_by(f64::total_cmp);
             rows.push(LatencyRow { bytes, op, median_us: t[t.len() / 2] });
+            if std::env::var_os("LINERATE_BENCH_TRACE").is_some() {
+                eprintln!("rank {}: {bytes} B {op} done", c.rank());
+            }
         }
     }
     Ok(rows)

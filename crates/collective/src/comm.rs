@@ -47,6 +47,11 @@ impl<L: Link> Communicator<L> {
         &mut self.stack
     }
 
+    /// [`Endpoint::diagnose`] with this rank's stack: what every peer and operation is at.
+    pub fn diagnose(&self) -> String {
+        self.ep.diagnose(&self.stack)
+    }
+
     /// One round: poll the stack, then progress the endpoint. Returns whether anything moved.
     pub fn poll(&mut self) -> Result<bool, CollectiveError> {
         let now = Instant::now();

@@ -425,6 +425,34 @@ impl Endpoint {
         }
     }
 
+    /// A description of every peer's state, one line each, for diagnosing an operation that
+    /// does not finish: the connection (TCP state, windows, retransmissions, bytes queued
+    /// and ready), the message being reassembled, the unmatched messages and the operations
+    /// in progress with their steps.
+    pub fn diagnose<L: Link>(&self, stack: &Stack<L>) -> String {
+        let mut out = String::new();
+        for (id, op) in &self.ops {
+            out += &format!("op #{id} {} seq {} step {}/{}\n", op.name, op.tag, op.step, op.sched.steps.len());
+        }
+        for (j, p) in self.peers.iter().enumerate().filter(|&(j, _)| j != self.rank) {
+            out += &format!("rank {j}: up {} lost {:?} outbox {} ", p.up, p.lost, p.outbox.len());
+            if let Some(h) = p.conn {
+                if let Ok(st) = stack.tcp_stats(h) {
+                    out += &format!(
+                        "tcp {:?} cwnd {} snd_wnd {} rcv_wnd {} rto {:?} retrans {} timeouts {} ",
+                        st.state, st.cwnd, st.snd_wnd, st.rcv_wnd, st.rto, st.retransmits, st.timeouts
+                    );
+                }
+                let pending = stack.tcp_send_pending(h).unwrap_or(0);
+                let ready = stack.tcp_recv_ready(h).unwrap_or(0);
+                out += &format!("send_pending {pending} recv_ready {ready} ");
+            }
+            let queued: Vec<_> = p.inbox.iter().take(8).map(|m| (m.kind, m.tag, m.step, m.payload.len())).collect();
+            out += &format!("partial {:?} unmatched {} {queued:?}\n", p.parser.partial(), p.inbox.len());
+        }
+        out
+    }
+
     /// Ranks that are not connected yet.
     pub fn unconnected(&self) -> Vec<usize> {
         (0..self.size()).filter(|&j| !self.peers[j].up).collect()

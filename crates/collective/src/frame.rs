@@ -182,6 +182,11 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// The message being reassembled, if any: (kind, tag, step, bytes still missing).
+    pub fn partial(&self) -> Option<(Kind, u32, u32, usize)> {
+        self.cur.as_ref().map(|(m, missing)| (m.kind, m.tag, m.step, *missing))
+    }
+
     /// Reads everything the connection has and appends complete messages to `out`.
     /// Payload buffers grow as bytes arrive, so an announced length reserves at most 16 MiB
     /// up front (the rest once more than that has arrived).
