@@ -426,11 +426,14 @@ impl Endpoint {
     }
 
     /// A description of every peer's state, one line each, for diagnosing an operation that
-    /// does not finish: the connection (TCP state, windows, retransmissions, bytes queued
+    /// does not finish: the link's and the stack's non-zero counters, then per peer the
+    /// connection (TCP state, windows, retransmissions, bytes queued
     /// and ready), the message being reassembled, the unmatched messages and the operations
     /// in progress with their steps.
     pub fn diagnose<L: Link>(&self, stack: &Stack<L>) -> String {
-        let mut out = String::new();
+        let mut out = format!("link {:?}\n", stack.link().stats());
+        let nonzero: Vec<_> = stack.counters().iter().filter(|(_, v)| *v > 0).collect();
+        out += &format!("stack counters {nonzero:?}\n");
         for (id, op) in &self.ops {
             out += &format!("op #{id} {} seq {} step {}/{}\n", op.name, op.tag, op.step, op.sched.steps.len());
         }
