@@ -106,6 +106,10 @@ fn kmeans_ranks_show_their_collective_counters_in_stats() {
     let _ = run.kill();
     let _ = run.wait();
     let _ = std::fs::remove_dir_all(&dir);
+    // Killed, the run left its fabric's ring behind: remove it.
+    let ring = format!("/dev/shm/linerate-lr-kmeans-{}-0-1", run.id());
+    assert!(std::path::Path::new(&ring).exists(), "expected the killed run's ring {ring}");
+    let _ = std::fs::remove_file(&ring);
     assert!(text.contains("rank0") && text.contains("rank1"), "{text}");
     for c in ["msgs_sent", "ops_completed", "unmatched_pauses"] {
         assert!(text.contains(c), "{c} missing: {text}");
