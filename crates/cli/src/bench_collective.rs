@@ -5,7 +5,10 @@
 //! `mpicc` and run under `mpirun`; both sides time "operation, then a barrier" after a
 //! barrier and report the median. Ratios are linerate / OpenMPI (below 1: linerate faster).
 //! Also the paper's Fig. 5b: send/recv goodput from rank 0 to rank 1, 1 KiB to 64 MiB, timed
-//! until a 4-byte reply is back (ratio above 1: linerate faster).
+//! until a 4-byte reply is back (ratio above 1: linerate faster), and Fig. 5a: the time for
+//! rank 0 to open 1..64 connections to rank 1 at once, beside Linux's TCP over loopback
+//! (`connect()` one after the other: each returns once its handshake is done). The
+//! collective layer's counters of rank 0 follow the tables.
 
 use crate::output::Table;
 use std::collections::HashMap;
@@ -31,6 +34,40 @@ pub struct CollectiveBenchArgs {
 pub struct CollectivePeerArgs {}
 
 type Figures = HashMap<(usize, String), f64>;
+
+/// Repetitions of each connection count of Fig. 5a.
+const CONNECT_REPS: usize = 20;
+
+/// `COUNTER name value` lines, in order.
+fn parse_counters(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            ["COUNTER", k, v] => v.parse().ok().map(|v| (k.to_string(), v)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Linux's TCP over loopback: the median time to open `k` connections with blocking
+/// `connect()` one after the other (each returns once its handshake is done), then accept
+/// and close them.
+fn linux_connect_us(k: usize, reps: usize) -> Result<f64, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let to = l.local_addr().map_err(|e| e.to_string())?;
+    let mut t = Vec::new();
+    for _ in 0..reps.max(1) {
+        let start = std::time::Instant::now();
+        let socks = (0..k).map(|_| std::net::TcpStream::connect(to)).collect::<Result<Vec<_>, _>>();
+        t.push(start.elapsed().as_secs_f64() * 1e6);
+        let socks = socks.map_err(|e| format!("loopback connect: {e}"))?;
+        for _ in 0..k {
+            drop(l.accept().map_err(|e| e.to_string())?);
+        }
+        drop(socks);
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
 
 fn parse_rows(text: &str) -> Figures {
     let mut m = HashMap::new();
@@ -63,18 +100,37 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
     c.connect().map_err(|e| e.to_string())?;
-    let mut rows = collective::bench::latency(&mut c, &collective::bench::fig6_sizes()).map_err(|e| e.to_string())?;
-    rows.extend(collective::bench::goodput(&mut c, &collective::bench::fig5_sizes()).map_err(|e| e.to_string())?);
+    let measure = |c: &mut collective::Communicator<_>| -> Result<Vec<_>, collective::CollectiveError> {
+        let mut rows = collective::bench::latency(c, &collective::bench::fig6_sizes())?;
+        rows.extend(collective::bench::goodput(c, &collective::bench::fig5_sizes())?);
+        rows.extend(collective::bench::tcp_goodput(c, &collective::bench::fig5_sizes())?);
+        rows.extend(collective::bench::connect_setup(c, &collective::bench::fig5a_counts(), CONNECT_REPS)?);
+        Ok(rows)
+    };
+    let rows = match measure(&mut c) {
+        Ok(rows) => rows,
+        Err(e) => {
+            return Err(format!("rank {}: {e}\n{}", l.rank, c.diagnose()));
+        }
+    };
+    let mut counters: Vec<(&str, u64)> = c.endpoint().counters().named().to_vec();
+    let net = c.stack().counters();
+    for k in [net::Counter::tcp_retransmits, net::Counter::tcp_rto_fired] {
+        counters.push((k.name(), net.get(k)));
+    }
     c.finalize().map_err(|e| e.to_string())?;
     if l.rank == 0 {
         for r in rows {
             println!("ROW {} {} {:.2}", r.bytes, r.op, r.median_us);
         }
+        for (k, v) in counters {
+            println!("COUNTER {k} {v}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn ours(n: usize) -> Result<Figures, String> {
+fn ours(n: usize) -> Result<(Figures, Vec<(String, u64)>), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let fabric = format!("lr-bench-coll-{}-{n}", std::process::id());
     let children: Vec<_> = (0..n)
@@ -97,7 +153,7 @@ fn ours(n: usize) -> Result<Figures, String> {
         }
         text.push_str(&String::from_utf8_lossy(&o.stdout));
     }
-    Ok(parse_rows(&text))
+    Ok((parse_rows(&text), parse_counters(&text)))
 }
 
 /// Builds the OpenMPI peer in `dir`, or says why it cannot.
@@ -165,7 +221,7 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
     let peer = build_peer(&dir);
     let mut tables = Vec::new();
     for &n in &a.ranks {
-        let us = ours(n)?;
+        let (us, counters) = ours(n)?;
         let (shm, tcp, why) = match &peer {
             Ok(bin) => {
                 let shm = openmpi(bin, n, "self,vader");
@@ -201,17 +257,47 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
         }
         if n >= 2 {
             let mut t = Table::new(
-                &format!("send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / OpenMPI"),
-                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp"],
+                &format!(
+                    "send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / peer; \
+                     linerate TCP = one plain connection of the same stacks"
+                ),
+                &["bytes", "linerate", "linerate TCP", "OpenMPI shm", "OpenMPI tcp", "/ lr TCP", "/ shm", "/ tcp"],
             );
             for b in collective::bench::fig5_sizes() {
-                let k = (b, "sendrecv".to_string());
+                let get = |f: &Figures, op: &str| f.get(&(b, op.to_string())).copied();
                 let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e3));
-                let (l, s, c) = (gbps(us.get(&k).copied()), gbps(shm.get(&k).copied()), gbps(tcp.get(&k).copied()));
-                t.row(vec![b.to_string(), cell2(l), cell2(s), cell2(c), ratio(l, s), ratio(l, c)]);
+                let (l, lt) = (gbps(get(&us, "sendrecv")), gbps(get(&us, "tcp")));
+                let (s, c) = (gbps(get(&shm, "sendrecv")), gbps(get(&tcp, "sendrecv")));
+                t.row(vec![
+                    b.to_string(),
+                    cell2(l),
+                    cell2(lt),
+                    cell2(s),
+                    cell2(c),
+                    ratio(l, lt),
+                    ratio(l, s),
+                    ratio(l, c),
+                ]);
+            }
+            tables.push(t);
+            let mut t = Table::new(
+                &format!(
+                    "connection set-up, rank 0 -> 1 ({n} ranks), median us until all are established; ratio = linerate / Linux"
+                ),
+                &["connections", "linerate (pipelined)", "Linux loopback (sequential)", "ratio"],
+            );
+            for k in collective::bench::fig5a_counts() {
+                let l = us.get(&(k, "connect".to_string())).copied();
+                let lx = linux_connect_us(k, CONNECT_REPS).ok();
+                t.row(vec![k.to_string(), cell(l), cell(lx), ratio(l, lx)]);
             }
             tables.push(t);
         }
+        let mut t = Table::new(&format!("collective layer counters of rank 0 ({n} ranks)"), &["counter", "value"]);
+        for (k, v) in counters {
+            t.row(vec![k, v.to_string()]);
+        }
+        tables.push(t);
     }
     let _ = std::fs::remove_dir_all(&dir);
     crate::bench_common::print_tables(&tables, a.json);
@@ -230,5 +316,7 @@ mod tests {
         assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50");
         assert_eq!(ratio(Some(3.0), None), "-");
         assert_eq!(cell(None), "-");
+        let c = parse_counters("COUNTER msgs_sent 12\nCOUNTER bad x\nROW 1 connect 3.0\n");
+        assert_eq!(c, vec![("msgs_sent".to_string(), 12)]);
     }
 }

@@ -1,7 +1,9 @@
 //! `linerate collective launch`: start N ranks of a program on this machine, joined by one
 //! shared-memory fabric; and `linerate kmeans`: the distributed K-Means of seed 003 on 1..N
-//! ranks (threads, each with its own stack, on the shared-memory fabric).
+//! ranks (threads, each with its own stack, on the shared-memory fabric), whose collective
+//! counters `linerate stats` shows while it runs.
 
+use crate::statsfile::StatsPublisher;
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
 use collective::{Communicator, Config as CollConfig, Endpoint, ShmFabric};
@@ -139,8 +141,15 @@ fn kmeans_rank(
     let mut comm = Communicator::new(stack, ep).map_err(|x| e(&x))?;
     comm.connect().map_err(|x| e(&x))?;
     let mut km = DistKmeans::new(shape, data, init).map_err(|x| e(&x))?;
+    // The collective layer's counters, live in `linerate stats` while the run lasts.
+    let stats = StatsPublisher::new(&format!("kmeans-{}-rank{r}", std::process::id())).map_err(|x| e(&x))?;
+    let mut published = Instant::now();
     let (mut compute, mut wait) = (Duration::ZERO, Duration::ZERO);
-    for _ in 0..iters {
+    for i in 0..iters {
+        if i == 0 || published.elapsed() >= Duration::from_millis(250) {
+            let _ = stats.publish(&comm.endpoint().counters().named());
+            published = Instant::now();
+        }
         let t0 = Instant::now();
         let req = km.start(comm.endpoint()).map_err(|x| e(&x))?;
         let t1 = Instant::now();

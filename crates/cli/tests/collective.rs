@@ -83,3 +83,35 @@ fn kmeans_reads_csv_data_and_centres() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected k = 2 rows of 2"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn kmeans_ranks_show_their_collective_counters_in_stats() {
+    let dir = std::env::temp_dir().join(format!("lr-cli-km-stats-{}", std::process::id()));
+    let mut run = Command::new(BIN)
+        .env("LINERATE_RUN_DIR", &dir)
+        .args(["kmeans", "--ranks", "2", "--samples", "200000", "--iters", "400"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Poll `linerate stats` (bounded) until both ranks have published.
+    let mut text = String::new();
+    for _ in 0..200 {
+        let out = Command::new(BIN).env("LINERATE_RUN_DIR", &dir).args(["stats", "--all"]).output().unwrap();
+        text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if text.contains("rank0") && text.contains("rank1") && text.contains("ops_completed") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = run.kill();
+    let _ = run.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    // Killed, the run left its fabric's ring behind: remove it.
+    let ring = format!("/dev/shm/linerate-lr-kmeans-{}-0-1", run.id());
+    assert!(std::path::Path::new(&ring).exists(), "expected the killed run's ring {ring}");
+    let _ = std::fs::remove_file(&ring);
+    assert!(text.contains("rank0") && text.contains("rank1"), "{text}");
+    for c in ["msgs_sent", "ops_completed", "unmatched_pauses"] {
+        assert!(text.contains(c), "{c} missing: {text}");
+    }
+}

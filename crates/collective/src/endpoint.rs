@@ -5,7 +5,7 @@
 //! with one rank per thread or process (see [`crate::Communicator`]).
 
 use crate::dtype::{from_bytes, reduce_bytes, to_bytes, DType, Element, ReduceOp};
-use crate::frame::{decode_addrs, encode, encode_addrs, Kind, Msg, Parser, PumpEnd, PumpError};
+use crate::frame::{decode_addrs, encode, encode_addrs, encode_elems, Kind, Msg, Parser, PumpEnd, PumpError};
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
 use link::{Instant, Link};
@@ -64,6 +64,11 @@ pub struct Config {
     pub reduce: TreeAlgo,
     /// Segment size of the pipelined chain algorithms.
     pub chain_segment: usize,
+    /// Bytes of received messages from one peer that no posted operation has taken yet (the
+    /// unmatched-message queue). At this bound the endpoint stops reading that peer's
+    /// connection, so TCP's window holds the sender back; an operation that then cannot find
+    /// its message fails at its timeout with [`CollectiveError::UnmatchedLimit`].
+    pub max_unmatched: usize,
 }
 
 impl Default for Config {
@@ -79,6 +84,7 @@ impl Default for Config {
             bcast: TreeAlgo::Flat,
             reduce: TreeAlgo::Flat,
             chain_segment: 64 * 1024,
+            max_unmatched: 64 << 20,
         }
     }
 }
@@ -102,6 +108,29 @@ pub struct Counters {
     pub connect_retries: u64,
     /// Connections dropped for breaking the protocol (bad frame, bad hello).
     pub protocol_errors: u64,
+    /// Times reading a peer was paused because its unmatched messages reached
+    /// [`Config::max_unmatched`].
+    pub unmatched_pauses: u64,
+    /// Most bytes of unmatched messages ever queued from one peer.
+    pub unmatched_peak_bytes: u64,
+}
+
+impl Counters {
+    /// Every counter with its name, in declaration order (for tables and `linerate stats`).
+    pub fn named(&self) -> [(&'static str, u64); 10] {
+        [
+            ("msgs_sent", self.msgs_sent),
+            ("bytes_sent", self.bytes_sent),
+            ("msgs_received", self.msgs_received),
+            ("bytes_received", self.bytes_received),
+            ("ops_completed", self.ops_completed),
+            ("ops_failed", self.ops_failed),
+            ("connect_retries", self.connect_retries),
+            ("protocol_errors", self.protocol_errors),
+            ("unmatched_pauses", self.unmatched_pauses),
+            ("unmatched_peak_bytes", self.unmatched_peak_bytes),
+        ]
+    }
 }
 
 /// State of the full mesh.
@@ -115,6 +144,10 @@ pub enum MeshState {
 
 struct Peer {
     conn: Option<TcpHandle>,
+    /// Payload bytes in `inbox`.
+    inbox_bytes: usize,
+    /// Reading is paused: `inbox_bytes` reached [`Config::max_unmatched`].
+    paused: bool,
     /// The connection is established and identified.
     up: bool,
     retry_at: Option<Instant>,
@@ -122,6 +155,15 @@ struct Peer {
     inbox: VecDeque<Msg>,
     outbox: VecDeque<Vec<u8>>,
     lost: Option<String>,
+}
+
+impl Peer {
+    /// Takes the first queued message that satisfies `f`.
+    fn take(&mut self, f: impl Fn(&Msg) -> bool) -> Option<Msg> {
+        let m = self.inbox.remove(self.inbox.iter().position(f)?)?;
+        self.inbox_bytes -= m.payload.len();
+        Some(m)
+    }
 }
 
 struct Pending {
@@ -228,6 +270,8 @@ impl Endpoint {
         let peers = (0..size)
             .map(|j| Peer {
                 conn: None,
+                inbox_bytes: 0,
+                paused: false,
                 up: j == rank,
                 retry_at: None,
                 parser: Parser::default(),
@@ -275,6 +319,11 @@ impl Endpoint {
     /// The counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// Rank `rank`'s listening address, if known.
+    pub fn peer_addr(&self, rank: usize) -> Option<SocketAddrV4> {
+        self.addrs.get(rank).copied().flatten()
     }
 
     /// Operations started and not yet collected.
@@ -376,6 +425,37 @@ impl Endpoint {
         }
     }
 
+    /// A description of every peer's state, one line each, for diagnosing an operation that
+    /// does not finish: the link's and the stack's non-zero counters, then per peer the
+    /// connection (TCP state, windows, retransmissions, bytes queued
+    /// and ready), the message being reassembled, the unmatched messages and the operations
+    /// in progress with their steps.
+    pub fn diagnose<L: Link>(&self, stack: &Stack<L>) -> String {
+        let mut out = format!("link {:?}\n", stack.link().stats());
+        let nonzero: Vec<_> = stack.counters().iter().filter(|(_, v)| *v > 0).collect();
+        out += &format!("stack counters {nonzero:?}\n");
+        for (id, op) in &self.ops {
+            out += &format!("op #{id} {} seq {} step {}/{}\n", op.name, op.tag, op.step, op.sched.steps.len());
+        }
+        for (j, p) in self.peers.iter().enumerate().filter(|&(j, _)| j != self.rank) {
+            out += &format!("rank {j}: up {} lost {:?} outbox {} ", p.up, p.lost, p.outbox.len());
+            if let Some(h) = p.conn {
+                if let Ok(st) = stack.tcp_stats(h) {
+                    out += &format!(
+                        "tcp {:?} cwnd {} snd_wnd {} rcv_wnd {} rto {:?} retrans {} timeouts {} ",
+                        st.state, st.cwnd, st.snd_wnd, st.rcv_wnd, st.rto, st.retransmits, st.timeouts
+                    );
+                }
+                let pending = stack.tcp_send_pending(h).unwrap_or(0);
+                let ready = stack.tcp_recv_ready(h).unwrap_or(0);
+                out += &format!("send_pending {pending} recv_ready {ready} ");
+            }
+            let queued: Vec<_> = p.inbox.iter().take(8).map(|m| (m.kind, m.tag, m.step, m.payload.len())).collect();
+            out += &format!("partial {:?} unmatched {} {queued:?}\n", p.parser.partial(), p.inbox.len());
+        }
+        out
+    }
+
     /// Ranks that are not connected yet.
     pub fn unconnected(&self) -> Vec<usize> {
         (0..self.size()).filter(|&j| !self.peers[j].up).collect()
@@ -467,6 +547,7 @@ impl Endpoint {
                     p.parser = pd.parser;
                     p.up = true;
                     self.counters.msgs_received += pd.msgs.len() as u64;
+                    p.inbox_bytes += pd.msgs.iter().map(|m| m.payload.len()).sum::<usize>();
                     p.inbox.extend(pd.msgs);
                 }
                 Some(Err(())) => {
@@ -501,9 +582,7 @@ impl Endpoint {
         if self.table_known || !self.peers[0].up {
             return Ok(());
         }
-        let inbox = &mut self.peers[0].inbox;
-        let Some(i) = inbox.iter().position(|m| m.kind == Kind::Table) else { return Ok(()) };
-        let Some(m) = inbox.remove(i) else { return Ok(()) };
+        let Some(m) = self.peers[0].take(|m| m.kind == Kind::Table) else { return Ok(()) };
         match decode_addrs(&m.payload) {
             Some(t) if t.len() == self.size && t[self.rank] == self.addrs[self.rank].unwrap_or(t[self.rank]) => {
                 for (a, n) in self.addrs.iter_mut().zip(t) {
@@ -528,11 +607,22 @@ impl Endpoint {
             if j == self.rank {
                 continue;
             }
+            if p.inbox_bytes >= self.cfg.max_unmatched {
+                // Back-pressure: leave the bytes in TCP until an operation takes messages.
+                if !p.paused {
+                    p.paused = true;
+                    self.counters.unmatched_pauses += 1;
+                }
+                continue;
+            }
+            p.paused = false;
             let before = p.inbox.len();
             let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox);
             for m in p.inbox.range(before..) {
                 self.counters.bytes_received += m.payload.len() as u64;
+                p.inbox_bytes += m.payload.len();
             }
+            self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
             self.counters.msgs_received += (p.inbox.len() - before) as u64;
             match r {
                 Ok(PumpEnd::WouldBlock) => {}
@@ -617,6 +707,15 @@ impl Endpoint {
                     }
                 }
                 if now >= deadline {
+                    if let Some(&w) = waiting.iter().find(|&&w| self.peers[w].inbox_bytes >= self.cfg.max_unmatched) {
+                        return Some(Err(CollectiveError::UnmatchedLimit {
+                            op: op.name,
+                            step: op.step,
+                            rank: w,
+                            queued: self.peers[w].inbox_bytes,
+                            limit: self.cfg.max_unmatched,
+                        }));
+                    }
                     return Some(Err(CollectiveError::Timeout {
                         op: op.name,
                         step: op.step,
@@ -641,9 +740,8 @@ impl Endpoint {
                         }
                     }
                     Action::Recv { peer, range, mode, wire } => {
-                        let inbox = &mut self.peers[*peer].inbox;
-                        let pos = inbox.iter().position(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
-                        let Some(m) = pos.and_then(|i| inbox.remove(i)) else {
+                        let found = self.peers[*peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
+                        let Some(m) = found else {
                             return Some(Err(CollectiveError::Protocol {
                                 rank: *peer,
                                 reason: "message vanished".into(),
@@ -661,10 +759,11 @@ impl Endpoint {
                                 ),
                             }));
                         }
-                        let dst = &mut op.work[range.clone()];
                         match mode {
-                            Mode::Copy => dst.copy_from_slice(&m.payload),
-                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, dst, &m.payload),
+                            // The message is the whole buffer: take it over instead of copying.
+                            Mode::Copy if range.start == 0 && range.end == op.work.len() => op.work = m.payload,
+                            Mode::Copy => op.work[range.clone()].copy_from_slice(&m.payload),
+                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload),
                         }
                     }
                 }
@@ -683,9 +782,10 @@ impl Endpoint {
         sched: Schedule,
         input: Vec<u8>,
     ) -> Request<T> {
-        let work = match sched.init {
-            Init::Input => input.clone(),
-            Init::Zeros(n) => vec![0u8; n],
+        let (input, work) = match sched.init {
+            Init::Input if !sched.reads_input() => (Vec::new(), input),
+            Init::Input => (input.clone(), input),
+            Init::Zeros(n) => (input, vec![0u8; n]),
         };
         let id = self.next_id;
         self.next_id += 1;
@@ -746,19 +846,20 @@ impl Endpoint {
         }
     }
 
+    /// The step of its schedule that request `req` is in (0-based; the step count once it
+    /// finished), or `None` if it is not known (collected already).
+    pub fn step_of<T>(&self, req: &Request<T>) -> Option<usize> {
+        self.ops.get(&req.id).map(|op| op.step)
+    }
+
     /// Point-to-point send of `data` to `peer` with `tag`. The data is copied, so the request
     /// completes once the message is queued for the stack; order per (peer, tag) is kept.
     pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
         self.check_peer(peer)?;
-        let len = data.len() * T::DTYPE.size();
-        let s = Schedule {
-            steps: vec![schedule::Step {
-                actions: vec![Action::Send { peer, buf: Buf::Input, range: 0..len, wire: 0 }],
-            }],
-            init: Init::Zeros(0),
-            result: 0..0,
-        };
-        Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, to_bytes(data)))
+        // Framed straight from `data` (one copy); the operation has nothing left to do.
+        self.peers[peer].outbox.push_back(encode_elems(Kind::P2p, tag, 0, data));
+        let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
+        Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
     }
 
     /// Point-to-point receive of exactly `count` elements from `peer` with `tag`.

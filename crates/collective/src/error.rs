@@ -21,6 +21,25 @@ pub enum CollectiveError {
         /// The timeout that expired.
         timeout: Duration,
     },
+    /// An operation timed out waiting for a message from `rank` while that rank's queue of
+    /// received messages no operation had taken was full ([`crate::Config::max_unmatched`]):
+    /// the message may be behind them, unread.
+    #[error(
+        "{op} timed out in step {step}: {queued} bytes of messages from rank {rank} match no posted operation \
+         (limit {limit}); post the matching receives or raise Config::max_unmatched"
+    )]
+    UnmatchedLimit {
+        /// The operation.
+        op: &'static str,
+        /// The step it was in.
+        step: usize,
+        /// The rank whose messages filled the queue.
+        rank: usize,
+        /// Bytes queued from it.
+        queued: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A peer's connection ended (reset, closed, retransmissions exhausted, or a protocol
     /// violation) while an operation still needed a message from it.
     #[error("{op} failed in step {step}: rank {rank} is lost ({reason})")]

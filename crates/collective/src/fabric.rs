@@ -62,12 +62,21 @@ pub fn fabric_addrs(size: usize) -> Vec<std::net::SocketAddrV4> {
 }
 
 /// The stack configuration of rank `rank` of `size` on a fabric: jumbo MTU, net's default
-/// TCP buffers (256 KiB; measured here, 4 MiB buffers made large transfers slower).
+/// TCP buffers at a fixed size (256 KiB; measured here, 4 MiB buffers made large transfers
+/// slower). Buffer auto-tuning is off: with it, a simultaneous 8 MiB exchange in both
+/// directions of one connection (recursive doubling) sometimes desynchronised the two ends
+/// (every segment, pure ACKs included, dropped as out of window by the other end) until the
+/// operation timed out; `linerate bench collective --ranks 4` twice in parallel hit it about
+/// once in ten runs, and not in 24 runs with fixed buffers.
 pub fn fabric_host_config(rank: usize, size: usize) -> Result<net::Config, net::NetError> {
     if size > 254 || rank >= size {
         return Err(net::NetError::BadConfig(format!("rank {rank} of {size}: a fabric holds at most 254 ranks")));
     }
-    Ok(net::Config::parse_host(&format!("{}/24", fabric_ip(rank)))?.mtu(FABRIC_MTU).mss(FABRIC_MTU as u16 - 40))
+    let mut c =
+        net::Config::parse_host(&format!("{}/24", fabric_ip(rank)))?.mtu(FABRIC_MTU).mss(FABRIC_MTU as u16 - 40);
+    c.tcp.rx_buffer_max = c.tcp.rx_buffer;
+    c.tcp.tx_buffer_max = c.tcp.tx_buffer;
+    Ok(c)
 }
 
 fn ring_name(name: &str, i: usize, j: usize) -> String {

@@ -10,6 +10,7 @@
 //! A [`Parser`] turns the bytes of one connection into [`Msg`]s; anything malformed is a
 //! [`FrameError`], never a panic.
 
+use crate::dtype::{to_bytes, Element};
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
@@ -76,17 +77,34 @@ pub enum FrameError {
     },
 }
 
-/// Builds one framed message: header and payload in one buffer.
-pub fn encode(kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER_LEN + payload.len());
+/// A buffer holding the header of a message of `len` payload bytes, with room for them.
+fn header(kind: Kind, tag: u32, step: u32, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEADER_LEN + len);
     v.extend_from_slice(&MAGIC.to_le_bytes());
     v.push(VERSION);
     v.push(kind.code());
     v.extend_from_slice(&tag.to_le_bytes());
     v.extend_from_slice(&step.to_le_bytes());
     v.extend_from_slice(&0u32.to_le_bytes());
-    v.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v.extend_from_slice(&(len as u64).to_le_bytes());
+    v
+}
+
+/// Builds one framed message: header and payload in one buffer.
+pub fn encode(kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = header(kind, tag, step, payload.len());
     v.extend_from_slice(payload);
+    v
+}
+
+/// [`encode`] of a payload of elements (little-endian on the wire), copied once.
+pub fn encode_elems<T: Element>(kind: Kind, tag: u32, step: u32, data: &[T]) -> Vec<u8> {
+    let mut v = header(kind, tag, step, std::mem::size_of_val(data));
+    if cfg!(target_endian = "little") {
+        v.extend_from_slice(bytemuck::cast_slice(data));
+    } else {
+        v.extend_from_slice(&to_bytes(data));
+    }
     v
 }
 
@@ -164,9 +182,14 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// The message being reassembled, if any: (kind, tag, step, bytes still missing).
+    pub fn partial(&self) -> Option<(Kind, u32, u32, usize)> {
+        self.cur.as_ref().map(|(m, missing)| (m.kind, m.tag, m.step, *missing))
+    }
+
     /// Reads everything the connection has and appends complete messages to `out`.
     /// Payload buffers grow as bytes arrive, so an announced length reserves at most 16 MiB
-    /// up front.
+    /// up front (the rest once more than that has arrived).
     pub fn pump<L: Link>(
         &mut self,
         stack: &mut Stack<L>,
@@ -181,6 +204,10 @@ impl Parser {
                     return self.idle(stack, h);
                 }
                 let take = avail.len().min(*missing);
+                if msg.payload.capacity() - msg.payload.len() < take {
+                    // The bytes are arriving: reserve the rest at once rather than doubling.
+                    msg.payload.reserve_exact(*missing);
+                }
                 msg.payload.extend_from_slice(&avail[..take]);
                 *missing -= take;
                 if take > 0 {
@@ -226,6 +253,8 @@ mod tests {
         h.copy_from_slice(&m[..HEADER_LEN]);
         assert_eq!(decode_header(&h, 100).unwrap(), (Kind::Coll, 7, 3, 3));
         assert_eq!(&m[HEADER_LEN..], b"abc");
+        let e = encode_elems(Kind::P2p, 7, 3, &[0x0102_0304i32, -1]);
+        assert_eq!(e, encode(Kind::P2p, 7, 3, &[4, 3, 2, 1, 255, 255, 255, 255]));
         assert_eq!(decode_header(&h, 2), Err(FrameError::TooLong { len: 3, max: 2 }));
         let mut bad = h;
         bad[0] ^= 1;

@@ -110,6 +110,16 @@ pub struct Schedule {
 const PHASE2: u32 = 1 << 20;
 
 impl Schedule {
+    /// Whether any step reads the input buffer (a send from it or a local move); if none
+    /// does, an [`Init::Input`] work buffer can take the input over instead of copying it.
+    pub fn reads_input(&self) -> bool {
+        self.steps.iter().flat_map(|s| &s.actions).any(|a| match a {
+            Action::Send { buf, .. } => *buf == Buf::Input,
+            Action::Local { .. } => true,
+            Action::Recv { .. } => false,
+        })
+    }
+
     fn new(init: Init, result: Range<usize>) -> Schedule {
         Schedule { steps: Vec::new(), init, result }
     }

@@ -128,3 +128,34 @@ fn setup_times_out_naming_the_missing_ranks() {
     }
     assert!(tb.now() <= link::Instant::from_millis(60));
 }
+
+#[test]
+fn unmatched_messages_are_bounded_and_a_blocked_receive_says_why() {
+    // Rank 0 sends 40 messages of 4 KiB with tag 1 that rank 1 never receives, then one with
+    // tag 2 that rank 1 waits for. With a 16 KiB bound rank 1 stops reading after about four
+    // of them, so its receive cannot see tag 2 and fails naming the full queue.
+    let cfg = Config { max_unmatched: 16 << 10, ..short_timeout() };
+    let mut w = World::with(2, cfg, None);
+    let chunk = vec![7i32; 1024];
+    let mut reqs: Vec<_> = (0..40).map(|_| (0, w.eps[0].isend(1, 1, &chunk).unwrap())).collect();
+    reqs.push((0, w.eps[0].isend(1, 2, &[9i32]).unwrap()));
+    let sent = w.run_pairs(reqs, Duration::from_secs(5));
+    assert!(sent.iter().all(|r| r.is_ok()));
+    let rx = w.eps[1].irecv::<i32>(0, 2, 1).unwrap();
+    let res = w.run_pairs(vec![(1, rx)], Duration::from_secs(5));
+    match &res[0] {
+        Err(CollectiveError::UnmatchedLimit { op: "recv", rank: 0, queued, limit, .. }) => {
+            assert!(*queued >= *limit && *queued < *limit + (64 << 10), "queued {queued}");
+        }
+        other => panic!("expected UnmatchedLimit, got {other:?}"),
+    }
+    let c = w.eps[1].counters();
+    assert_eq!(c.unmatched_pauses, 1);
+    assert!(c.unmatched_peak_bytes >= 16 << 10 && c.unmatched_peak_bytes < 160 << 10, "{c:?}");
+    // Taking the queued messages lets the rest in: all 40, then the one with tag 2.
+    let reqs: Vec<_> = (0..40).map(|_| (1, w.eps[1].irecv::<i32>(0, 1, 1024).unwrap())).collect();
+    let got = w.run_pairs(reqs, Duration::from_secs(5));
+    assert!(got.iter().all(|g| g.as_ref().is_ok_and(|v| v == &chunk)));
+    let rx = w.eps[1].irecv::<i32>(0, 2, 1).unwrap();
+    assert_eq!(w.run_pairs(vec![(1, rx)], Duration::from_secs(5))[0].as_ref().unwrap(), &vec![9]);
+}

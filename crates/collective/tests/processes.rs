@@ -125,3 +125,63 @@ fn four_ranks_under_the_real_mpirun() {
         assert!(stdout.contains(&format!("RESULT rank={r} ok")), "rank {r} missing in: {stdout}");
     }
 }
+
+#[test]
+fn a_rank_killed_mid_all_reduce_is_named_by_the_others_within_the_timeout() {
+    use std::io::BufRead;
+    let (n, stall, timeout_ms) = (4usize, 1usize, 2000u64);
+    let name = fabric_name("kill");
+    let mut children: Vec<Child> = (0..n)
+        .map(|r| {
+            let mut cmd = Command::new(RANK);
+            cmd.args(["--fabric", &name, "--stall-rank", &stall.to_string(), "--elems", "200000"]);
+            cmd.args(["--timeout-ms", &timeout_ms.to_string()]);
+            cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+            cmd.envs(explicit(n)(r));
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    // Wait (bounded) until rank 1 is in the middle of the ring all-reduce, then SIGKILL it.
+    let out = children[stall].stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60));
+    children[stall].kill().unwrap();
+    let killed = Instant::now();
+    let _ = children[stall].wait();
+    let line = line.unwrap_or_else(|e| {
+        children.iter_mut().for_each(|c| drop(c.kill()));
+        panic!("rank {stall} never reported being mid-all-reduce: {e}")
+    });
+    assert!(line.starts_with(&format!("STALLED rank={stall} step=")), "{line}");
+    let mut outs = Vec::new();
+    for (r, c) in children.into_iter().enumerate().filter(|&(r, _)| r != stall) {
+        let mut c = c;
+        // Bounded: the operation's timeout plus generous slack for a loaded machine.
+        while c.try_wait().unwrap().is_none() && killed.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = c.kill();
+        let o = c.wait_with_output().unwrap();
+        outs.push((r, o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned()));
+    }
+    eprintln!("killed {line}; the others: {outs:?}");
+    for (r, code, out) in &outs {
+        assert_eq!(*code, Some(4), "rank {r} should report a failed all-reduce: {out}");
+        assert!(out.contains("all-reduce timed out after 2s in step "), "rank {r}: {out}");
+    }
+    // Rank 2 follows rank 1 on the ring: it waits for rank 1 itself.
+    let (_, _, next) = outs.iter().find(|o| o.0 == (stall + 1) % n).unwrap();
+    assert!(next.contains(&format!("waiting for ranks [{stall}]")), "{next}");
+    // The killed rank left its rings behind: clean up after it.
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        let prefix = format!("linerate-{name}-");
+        for e in dir.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

@@ -6,25 +6,32 @@
 //! import numpy as np, linerate as lr
 //! comm = lr.collective.init()                 # rank, size and fabric from the environment
 //! total = comm.allreduce(np.arange(4, dtype=np.float32), op="sum")
-//! comm.allreduce_inplace(x, op="max")         # x is overwritten with the result
+//! comm.allreduce(x, op="max", out=x)          # in place: the result is written into x
 //! root = comm.bcast(x, root=0)
 //! req = comm.iallreduce(x); ...; y = req.wait()
+//! part = comm.scatter(parts, root=0)          # the root splits axis 0 into size parts
+//! every = comm.allgather(part)                # concatenated along axis 0, in rank order
 //! comm.barrier(); comm.finalize()
 //! ```
-//! `linerate.collective.kmeans(data, init)` is the single-process K-Means of `accel`;
-//! `comm.kmeans(local, init)` its distributed form.
+//! Every operation has a non-blocking `i*` form returning a [`PyRequest`] (`wait()`,
+//! `test()`), and takes `out=` to receive its result in an existing array (in place when it
+//! is the input). `linerate.collective.kmeans(data, init)` is the single-process K-Means of
+//! `accel`; `comm.kmeans(local, init)` its distributed form.
 //!
-//! Element types: float16, float32, float64, int32, int64 (bfloat16 has no numpy dtype).
+//! Element types: float16, float32, float64, int32, int64, and bfloat16, which numpy lacks:
+//! pass `bf16=True` with a uint16 array holding bfloat16 bit patterns (results come back the
+//! same way).
 
 use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
-use collective::{f16, Communicator, Config, Element, Endpoint, ReduceOp, Request, ShmFabric};
+use collective::{bf16, f16, CollectiveError, Communicator, Config, Element, Endpoint, ReduceOp, Request, ShmFabric};
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::borrow::Cow;
 use std::time::Duration;
 
 fn rt<E: std::fmt::Display>(e: E) -> PyErr {
@@ -44,13 +51,272 @@ fn parse_op(op: &str) -> PyResult<ReduceOp> {
 /// K-Means results to Python: (centres, labels, iterations).
 type KmeansOut<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<u32>>, usize);
 
+/// An element type as numpy holds it: itself, or (bfloat16) its bits in a uint16.
+trait PyElem: Element {
+    /// The numpy element type.
+    type Np: numpy::Element + Copy;
+    /// Elements from numpy's.
+    fn from_np(v: &[Self::Np]) -> Cow<'_, [Self]>;
+    /// Elements to numpy's.
+    fn into_np(v: Vec<Self>) -> Vec<Self::Np>;
+}
+
+macro_rules! native_elem {
+    ($($t:ty),*) => {$(
+        impl PyElem for $t {
+            type Np = $t;
+            fn from_np(v: &[$t]) -> Cow<'_, [$t]> {
+                Cow::Borrowed(v)
+            }
+            fn into_np(v: Vec<$t>) -> Vec<$t> {
+                v
+            }
+        }
+    )*};
+}
+native_elem!(f16, f32, f64, i32, i64);
+
+impl PyElem for bf16 {
+    type Np = u16;
+    fn from_np(v: &[u16]) -> Cow<'_, [bf16]> {
+        Cow::Owned(v.iter().map(|&b| bf16::from_bits(b)).collect())
+    }
+    fn into_np(v: Vec<bf16>) -> Vec<u16> {
+        v.into_iter().map(bf16::to_bits).collect()
+    }
+}
+
+/// Which operation a Python call starts, with its parameters.
+#[derive(Debug, Clone, Copy)]
+enum Coll {
+    Allreduce(ReduceOp),
+    Bcast(usize),
+    Reduce(ReduceOp, usize),
+    Scatter(usize),
+    Gather(usize),
+    Allgather,
+    ReduceScatter(ReduceOp),
+    Alltoall,
+    Barrier,
+    Send(usize, u32),
+    Recv(usize, u32),
+}
+
+impl Coll {
+    /// Starts the operation on `data` (for scatter's non-root ranks and recv: the receive
+    /// buffer, whose length is the element count).
+    fn start<T: Element>(self, ep: &mut Endpoint, data: &[T]) -> Result<Request<T>, CollectiveError> {
+        let n = ep.size();
+        match self {
+            Coll::Allreduce(op) => ep.iallreduce(data, op),
+            Coll::Bcast(root) => ep.ibcast(data, root),
+            Coll::Reduce(op, root) => ep.ireduce(data, op, root),
+            Coll::Scatter(root) if ep.rank() == root => ep.iscatter(data, data.len() / n, root),
+            Coll::Scatter(root) => ep.iscatter(&[], data.len(), root),
+            Coll::Gather(root) => ep.igather(data, root),
+            Coll::Allgather => Ok(ep.iallgather(data)),
+            Coll::ReduceScatter(op) => ep.ireduce_scatter(data, op),
+            Coll::Alltoall => ep.ialltoall(data),
+            // Started by `start_any` (it has no data, hence no element type).
+            Coll::Barrier => Err(CollectiveError::BadArgument("a barrier carries no data".into())),
+            Coll::Send(peer, tag) => ep.isend(peer, tag, data),
+            Coll::Recv(peer, tag) => ep.irecv(peer, tag, data.len()),
+        }
+    }
+
+    /// The shape of this rank's result for an input of shape `shape` (axis 0 is the one
+    /// split or concatenated; a 0-d input counts as 1-d).
+    fn result_shape(self, rank: usize, size: usize, shape: &[usize]) -> Vec<usize> {
+        let mut s = if shape.is_empty() { vec![1] } else { shape.to_vec() };
+        match self {
+            Coll::Allreduce(_) | Coll::Bcast(_) | Coll::Alltoall | Coll::Recv(..) => {}
+            Coll::Reduce(_, root) | Coll::Gather(root) if rank != root => s = vec![0],
+            Coll::Reduce(..) => {}
+            Coll::Gather(_) | Coll::Allgather => s[0] *= size,
+            Coll::Scatter(root) if rank != root => {}
+            Coll::Scatter(_) | Coll::ReduceScatter(_) => s[0] /= size,
+            Coll::Barrier | Coll::Send(..) => s = vec![0],
+        }
+        s
+    }
+}
+
 /// A started operation of one of the supported element types.
 enum AnyRequest {
     F16(Request<f16>),
+    BF16(Request<bf16>),
     F32(Request<f32>),
     F64(Request<f64>),
     I32(Request<i32>),
     I64(Request<i64>),
+}
+
+/// Applies `$body` to the typed request inside an [`AnyRequest`].
+macro_rules! each_request {
+    ($r:expr, |$x:ident| $body:expr) => {
+        match $r {
+            AnyRequest::F16($x) => $body,
+            AnyRequest::BF16($x) => $body,
+            AnyRequest::F32($x) => $body,
+            AnyRequest::F64($x) => $body,
+            AnyRequest::I32($x) => $body,
+            AnyRequest::I64($x) => $body,
+        }
+    };
+}
+
+/// Starts `coll` on `arr` if it holds elements of type `T`; `None` if it does not.
+fn try_start<T: PyElem>(
+    ep: &mut Endpoint,
+    coll: Coll,
+    arr: &Bound<'_, PyAny>,
+) -> Option<PyResult<(Request<T>, Vec<usize>)>> {
+    let a = arr.extract::<PyReadonlyArrayDyn<'_, T::Np>>().ok()?;
+    let shape = a.shape().to_vec();
+    let r = match a.as_slice() {
+        Ok(s) => coll.start(ep, &T::from_np(s)),
+        // Not contiguous: a contiguous copy.
+        Err(_) => coll.start(ep, &T::from_np(&a.as_array().iter().copied().collect::<Vec<_>>())),
+    };
+    Some(r.map(|r| (r, shape)).map_err(rt))
+}
+
+/// Starts `coll` on `arr`, dispatching on its dtype (`bf16`: a uint16 array of bfloat16 bits).
+fn start_any(ep: &mut Endpoint, coll: Coll, arr: &Bound<'_, PyAny>, bf16: bool) -> PyResult<(AnyRequest, Vec<usize>)> {
+    macro_rules! try_type {
+        ($t:ty, $v:ident) => {
+            if let Some(r) = try_start::<$t>(ep, coll, arr) {
+                return r.map(|(r, s)| (AnyRequest::$v(r), s));
+            }
+        };
+    }
+    if let Coll::Barrier = coll {
+        return Ok((AnyRequest::I32(ep.ibarrier()), Vec::new()));
+    }
+    if bf16 {
+        try_type!(bf16, BF16);
+        return Err(PyTypeError::new_err("bf16=True expects a uint16 array of bfloat16 bit patterns"));
+    }
+    try_type!(f16, F16);
+    try_type!(f32, F32);
+    try_type!(f64, F64);
+    try_type!(i32, I32);
+    try_type!(i64, I64);
+    Err(PyTypeError::new_err(
+        "expected a numpy array of float16, float32, float64, int32 or int64 (or uint16 with bf16=True)",
+    ))
+}
+
+/// A finished result as a numpy array of `shape` (1-d if the element count differs).
+fn to_numpy<'py, T: PyElem>(py: Python<'py>, v: Vec<T>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let a = PyArray1::from_vec(py, T::into_np(v));
+    if shape.iter().product::<usize>() == a.len() && shape.len() > 1 {
+        Ok(a.reshape(shape.to_vec())?.into_any())
+    } else {
+        Ok(a.into_any())
+    }
+}
+
+/// Copies `result` into `target` (same dtype and element count).
+fn copy_into(target: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
+    macro_rules! try_copy {
+        ($t:ty) => {
+            if let Ok(mut dst) = target.extract::<PyReadwriteArrayDyn<'_, $t>>() {
+                let src = result
+                    .extract::<PyReadonlyArrayDyn<'_, $t>>()
+                    .map_err(|_| PyTypeError::new_err("out= has another dtype than the result"))?;
+                let s = src.as_slice().map_err(|_| PyValueError::new_err("internal: result not contiguous"))?;
+                let mut d = dst.as_array_mut();
+                if d.len() != s.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "out= holds {} elements, the result {}",
+                        d.len(),
+                        s.len()
+                    )));
+                }
+                for (d, s) in d.iter_mut().zip(s) {
+                    *d = *s;
+                }
+                return Ok(());
+            }
+        };
+    }
+    try_copy!(f16);
+    try_copy!(u16);
+    try_copy!(f32);
+    try_copy!(f64);
+    try_copy!(i32);
+    try_copy!(i64);
+    Err(PyTypeError::new_err("out= must be a writable numpy array of a supported dtype"))
+}
+
+/// A non-blocking operation in progress: `wait()` blocks for its result, `test()` polls.
+#[pyclass(name = "Request", module = "linerate.collective", unsendable)]
+pub struct PyRequest {
+    comm: Py<PyComm>,
+    req: Option<AnyRequest>,
+    shape: Vec<usize>,
+    out: Option<PyObject>,
+    /// The operation has no result (barrier, send): `wait()` returns None.
+    returns_none: bool,
+}
+
+impl PyRequest {
+    /// The Python value of a finished result (into `out=` if given).
+    fn deliver<'py>(&self, py: Python<'py>, out: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.returns_none {
+            return Ok(None);
+        }
+        match &self.out {
+            Some(t) => {
+                let t = t.bind(py);
+                copy_into(t, &out)?;
+                Ok(Some(t.clone()))
+            }
+            None => Ok(Some(out)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyRequest {
+    /// Block until the operation completes (or fails at its timeout, naming the ranks it
+    /// waited for); returns the result array (the `out=` array if one was given; None for
+    /// barrier and send).
+    fn wait<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let r = self.req.take().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
+        let mut pc = self.comm.bind(py).borrow_mut();
+        let c = pc.c()?;
+        let shape = &self.shape;
+        let out = each_request!(r, |r| {
+            let v = py.allow_threads(|| c.wait(r)).map_err(rt)?;
+            to_numpy(py, v, shape)?
+        });
+        drop(pc);
+        self.deliver(py, out)
+    }
+
+    /// Progress once without blocking: `(True, result)` once complete (as `wait()` would
+    /// return it), `(False, None)` while it runs; raises if the operation failed.
+    fn test<'py>(&mut self, py: Python<'py>) -> PyResult<(bool, Option<Bound<'py, PyAny>>)> {
+        let r = self.req.as_ref().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
+        let mut pc = self.comm.bind(py).borrow_mut();
+        let c = pc.c()?;
+        c.poll().map_err(rt)?;
+        let shape = &self.shape;
+        let got = each_request!(r, |r| match c.endpoint().test(r).map_err(rt)? {
+            Some(v) => Some(to_numpy(py, v, shape)?),
+            None => None,
+        });
+        drop(pc);
+        match got {
+            Some(out) => {
+                self.req = None;
+                Ok((true, self.deliver(py, out)?))
+            }
+            None => Ok((false, None)),
+        }
+    }
 }
 
 /// One rank: its own linerate stack on the shared-memory fabric and a full TCP mesh.
@@ -66,146 +332,35 @@ impl PyComm {
         self.comm.as_mut().ok_or_else(|| PyRuntimeError::new_err("the communicator was finalized"))
     }
 
-    /// Starts an operation on `arr`, dispatching on its dtype.
-    fn start(
-        &mut self,
+    /// Starts `coll` on `arr`; the request delivers into `out` if given.
+    fn begin(
+        slf: &Bound<'_, Self>,
         arr: &Bound<'_, PyAny>,
-        f: &dyn Fn(&mut Endpoint, Data<'_>) -> Result<AnyRequest, collective::CollectiveError>,
-    ) -> PyResult<(AnyRequest, Vec<usize>)> {
-        let ep = self.c()?.endpoint();
-        macro_rules! try_type {
-            ($t:ty, $v:ident) => {
-                if let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() {
-                    let shape = a.shape().to_vec();
-                    let s = a.as_slice().map_err(|_| PyValueError::new_err("the array must be contiguous"))?;
-                    return Ok((f(ep, Data::$v(s)).map_err(rt)?, shape));
-                }
-            };
-        }
-        try_type!(half::f16, F16);
-        try_type!(f32, F32);
-        try_type!(f64, F64);
-        try_type!(i32, I32);
-        try_type!(i64, I64);
-        Err(PyTypeError::new_err("expected a numpy array of float16, float32, float64, int32 or int64"))
+        coll: Coll,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        let mut me = slf.borrow_mut();
+        let (rank, size) = (me.rank, me.size);
+        let (req, shape) = start_any(me.c()?.endpoint(), coll, arr, bf16)?;
+        Ok(PyRequest {
+            comm: slf.clone().unbind(),
+            req: Some(req),
+            shape: coll.result_shape(rank, size, &shape),
+            out: out.map(|o| o.clone().unbind()),
+            returns_none: matches!(coll, Coll::Barrier | Coll::Send(..)),
+        })
     }
-}
 
-/// Borrowed input data of one element type.
-enum Data<'a> {
-    F16(&'a [half::f16]),
-    F32(&'a [f32]),
-    F64(&'a [f64]),
-    I32(&'a [i32]),
-    I64(&'a [i64]),
-}
-
-/// Applies a generic operation to whichever element type `d` holds.
-macro_rules! dispatch {
-    ($d:expr, |$s:ident| $body:expr) => {
-        match $d {
-            Data::F16(x) => {
-                let $s: Vec<f16> = x.iter().map(|v| f16::from_bits(v.to_bits())).collect();
-                let $s = &$s[..];
-                $body.map(AnyRequest::F16)
-            }
-            Data::F32($s) => $body.map(AnyRequest::F32),
-            Data::F64($s) => $body.map(AnyRequest::F64),
-            Data::I32($s) => $body.map(AnyRequest::I32),
-            Data::I64($s) => $body.map(AnyRequest::I64),
-        }
-    };
-}
-
-fn finish<'py, T: Element + numpy::Element>(
-    py: Python<'py>,
-    comm: &mut Communicator<ShmFabric>,
-    r: Request<T>,
-    shape: &[usize],
-) -> PyResult<Bound<'py, PyAny>> {
-    let v = py.allow_threads(|| comm.wait(r)).map_err(rt)?;
-    let a = numpy::PyArray1::from_vec(py, v);
-    if shape.iter().product::<usize>() == a.len() && !shape.is_empty() {
-        Ok(a.reshape(shape.to_vec())?.into_any())
-    } else {
-        Ok(a.into_any())
-    }
-}
-
-fn wait_any<'py>(
-    py: Python<'py>,
-    comm: &mut Communicator<ShmFabric>,
-    r: AnyRequest,
-    shape: &[usize],
-) -> PyResult<Bound<'py, PyAny>> {
-    match r {
-        AnyRequest::F16(r) => {
-            let v = py.allow_threads(|| comm.wait(r)).map_err(rt)?;
-            let v: Vec<half::f16> = v.iter().map(|x| half::f16::from_bits(x.to_bits())).collect();
-            let a = numpy::PyArray1::from_vec(py, v);
-            if shape.iter().product::<usize>() == a.len() && !shape.is_empty() {
-                Ok(a.reshape(shape.to_vec())?.into_any())
-            } else {
-                Ok(a.into_any())
-            }
-        }
-        AnyRequest::F32(r) => finish(py, comm, r, shape),
-        AnyRequest::F64(r) => finish(py, comm, r, shape),
-        AnyRequest::I32(r) => finish(py, comm, r, shape),
-        AnyRequest::I64(r) => finish(py, comm, r, shape),
-    }
-}
-
-/// Copies `result` into `target` (same dtype and size).
-fn copy_into(target: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<()> {
-    macro_rules! try_copy {
-        ($t:ty) => {
-            if let Ok(mut dst) = target.extract::<PyReadwriteArrayDyn<'_, $t>>() {
-                let src = result.extract::<PyReadonlyArrayDyn<'_, $t>>()?;
-                let d = dst.as_slice_mut().map_err(|_| PyValueError::new_err("the array must be contiguous"))?;
-                let s = src.as_slice().map_err(|_| PyValueError::new_err("internal: result not contiguous"))?;
-                if d.len() != s.len() {
-                    return Err(PyValueError::new_err("result and array differ in size"));
-                }
-                d.copy_from_slice(s);
-                return Ok(());
-            }
-        };
-    }
-    try_copy!(half::f16);
-    try_copy!(f32);
-    try_copy!(f64);
-    try_copy!(i32);
-    try_copy!(i64);
-    Err(PyTypeError::new_err("expected a writable numpy array of a supported dtype"))
-}
-
-/// A non-blocking operation in progress.
-#[pyclass(name = "Request", module = "linerate.collective", unsendable)]
-pub struct PyRequest {
-    comm: Py<PyComm>,
-    req: Option<AnyRequest>,
-    shape: Vec<usize>,
-    inplace: Option<PyObject>,
-}
-
-#[pymethods]
-impl PyRequest {
-    /// Block until the operation completes; returns the result array (or the in-place
-    /// array, now holding the result).
-    fn wait<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let r = self.req.take().ok_or_else(|| PyRuntimeError::new_err("the request was already waited for"))?;
-        let mut pc = self.comm.bind(py).borrow_mut();
-        let out = wait_any(py, pc.c()?, r, &self.shape)?;
-        drop(pc);
-        match &self.inplace {
-            Some(t) => {
-                let t = t.bind(py);
-                copy_into(t, &out)?;
-                Ok(t.clone())
-            }
-            None => Ok(out),
-        }
+    /// Starts `coll` and waits for it.
+    fn run<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        coll: Coll,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::begin(slf, arr, coll, out, bf16)?.wait(slf.py())
     }
 }
 
@@ -224,77 +379,279 @@ impl PyComm {
     }
 
     /// All-reduce: every rank gets the element-wise reduction ("sum", "prod", "max", "min").
-    #[pyo3(signature = (arr, op = "sum"))]
-    fn allreduce<'py>(&mut self, py: Python<'py>, arr: &Bound<'py, PyAny>, op: &str) -> PyResult<Bound<'py, PyAny>> {
-        let rop = parse_op(op)?;
-        let (r, shape) = self.start(arr, &|ep, d| dispatch!(d, |s| ep.iallreduce(s, rop)))?;
-        wait_any(py, self.c()?, r, &shape)
-    }
-
-    /// All-reduce into `arr` itself.
-    #[pyo3(signature = (arr, op = "sum"))]
-    fn allreduce_inplace<'py>(
-        &mut self,
-        py: Python<'py>,
+    #[pyo3(signature = (arr, op = "sum", out = None, bf16 = false))]
+    fn allreduce<'py>(
+        slf: &Bound<'py, Self>,
         arr: &Bound<'py, PyAny>,
         op: &str,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let out = self.allreduce(py, arr, op)?;
-        copy_into(arr, &out)?;
-        Ok(arr.clone())
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Allreduce(parse_op(op)?), out, bf16)
+    }
+
+    /// All-reduce into `arr` itself (the same as `out=arr`).
+    #[pyo3(signature = (arr, op = "sum", bf16 = false))]
+    fn allreduce_inplace<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        op: &str,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Allreduce(parse_op(op)?), Some(arr), bf16)
     }
 
     /// Non-blocking all-reduce; `.wait()` returns the result (in `arr` if `inplace`).
-    #[pyo3(signature = (arr, op = "sum", inplace = false))]
-    fn iallreduce(slf: Bound<'_, Self>, arr: &Bound<'_, PyAny>, op: &str, inplace: bool) -> PyResult<PyRequest> {
-        let rop = parse_op(op)?;
-        let (r, shape) = slf.borrow_mut().start(arr, &|ep, d| dispatch!(d, |s| ep.iallreduce(s, rop)))?;
-        Ok(PyRequest {
-            comm: slf.clone().unbind(),
-            req: Some(r),
-            shape,
-            inplace: inplace.then(|| arr.clone().unbind()),
-        })
+    #[pyo3(signature = (arr, op = "sum", out = None, inplace = false, bf16 = false))]
+    fn iallreduce(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        op: &str,
+        out: Option<&Bound<'_, PyAny>>,
+        inplace: bool,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Allreduce(parse_op(op)?), if inplace { Some(arr) } else { out }, bf16)
     }
 
     /// Broadcast from `root`: every rank passes an array of the same shape and gets the root's.
-    #[pyo3(signature = (arr, root = 0))]
-    fn bcast<'py>(&mut self, py: Python<'py>, arr: &Bound<'py, PyAny>, root: usize) -> PyResult<Bound<'py, PyAny>> {
-        let (r, shape) = self.start(arr, &|ep, d| dispatch!(d, |s| ep.ibcast(s, root)))?;
-        wait_any(py, self.c()?, r, &shape)
-    }
-
-    /// Broadcast into `arr` itself.
-    #[pyo3(signature = (arr, root = 0))]
-    fn bcast_inplace<'py>(
-        &mut self,
-        py: Python<'py>,
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn bcast<'py>(
+        slf: &Bound<'py, Self>,
         arr: &Bound<'py, PyAny>,
         root: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let out = self.bcast(py, arr, root)?;
-        copy_into(arr, &out)?;
-        Ok(arr.clone())
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Bcast(root), out, bf16)
     }
 
-    /// Reduce to `root` (others get an empty array).
-    #[pyo3(signature = (arr, op = "sum", root = 0))]
+    /// Broadcast into `arr` itself (the same as `out=arr`).
+    #[pyo3(signature = (arr, root = 0, bf16 = false))]
+    fn bcast_inplace<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        root: usize,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Bcast(root), Some(arr), bf16)
+    }
+
+    /// Non-blocking broadcast.
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn ibcast(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        root: usize,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Bcast(root), out, bf16)
+    }
+
+    /// Reduce to `root` (the other ranks get an empty array).
+    #[pyo3(signature = (arr, op = "sum", root = 0, out = None, bf16 = false))]
     fn reduce<'py>(
-        &mut self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         arr: &Bound<'py, PyAny>,
         op: &str,
         root: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let rop = parse_op(op)?;
-        let (r, shape) = self.start(arr, &|ep, d| dispatch!(d, |s| ep.ireduce(s, rop, root)))?;
-        wait_any(py, self.c()?, r, &shape)
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Reduce(parse_op(op)?, root), out, bf16)
     }
 
-    /// All-gather: the arrays of all ranks, concatenated in rank order (1-D).
-    fn allgather<'py>(&mut self, py: Python<'py>, arr: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let (r, _) = self.start(arr, &|ep, d| dispatch!(d, |s| Ok(ep.iallgather(s))))?;
-        wait_any(py, self.c()?, r, &[])
+    /// Non-blocking reduce.
+    #[pyo3(signature = (arr, op = "sum", root = 0, out = None, bf16 = false))]
+    fn ireduce(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        op: &str,
+        root: usize,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Reduce(parse_op(op)?, root), out, bf16)
+    }
+
+    /// Scatter from `root`: the root's `arr` is split along axis 0 into `size` equal parts
+    /// and rank `i` gets part `i`; on the other ranks `arr` is a buffer of one part's shape
+    /// and dtype (its contents are not used).
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn scatter<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        root: usize,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Scatter(root), out, bf16)
+    }
+
+    /// Non-blocking scatter.
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn iscatter(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        root: usize,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Scatter(root), out, bf16)
+    }
+
+    /// Gather to `root`: the arrays of all ranks concatenated along axis 0 in rank order
+    /// (the other ranks get an empty array).
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn gather<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        root: usize,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Gather(root), out, bf16)
+    }
+
+    /// Non-blocking gather.
+    #[pyo3(signature = (arr, root = 0, out = None, bf16 = false))]
+    fn igather(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        root: usize,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Gather(root), out, bf16)
+    }
+
+    /// All-gather: the arrays of all ranks concatenated along axis 0 in rank order.
+    #[pyo3(signature = (arr, out = None, bf16 = false))]
+    fn allgather<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Allgather, out, bf16)
+    }
+
+    /// Non-blocking all-gather.
+    #[pyo3(signature = (arr, out = None, bf16 = false))]
+    fn iallgather(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Allgather, out, bf16)
+    }
+
+    /// Reduce-scatter: `arr` is split along axis 0 into `size` equal parts; rank `i` gets
+    /// part `i` reduced over all ranks.
+    #[pyo3(signature = (arr, op = "sum", out = None, bf16 = false))]
+    fn reduce_scatter<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        op: &str,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::ReduceScatter(parse_op(op)?), out, bf16)
+    }
+
+    /// Non-blocking reduce-scatter.
+    #[pyo3(signature = (arr, op = "sum", out = None, bf16 = false))]
+    fn ireduce_scatter(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        op: &str,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::ReduceScatter(parse_op(op)?), out, bf16)
+    }
+
+    /// All-to-all: `arr` is split along axis 0 into `size` equal parts, part `j` goes to
+    /// rank `j`; the result (same shape) holds the parts received, in rank order.
+    #[pyo3(signature = (arr, out = None, bf16 = false))]
+    fn alltoall<'py>(
+        slf: &Bound<'py, Self>,
+        arr: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, arr, Coll::Alltoall, out, bf16)
+    }
+
+    /// Non-blocking all-to-all.
+    #[pyo3(signature = (arr, out = None, bf16 = false))]
+    fn ialltoall(
+        slf: &Bound<'_, Self>,
+        arr: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Alltoall, out, bf16)
+    }
+
+    /// Send `arr` to rank `dest` with `tag` (completes once queued; order per tag is kept).
+    #[pyo3(signature = (arr, dest, tag = 0, bf16 = false))]
+    fn send(slf: &Bound<'_, Self>, arr: &Bound<'_, PyAny>, dest: usize, tag: u32, bf16: bool) -> PyResult<()> {
+        Self::run(slf, arr, Coll::Send(dest, tag), None, bf16).map(|_| ())
+    }
+
+    /// Non-blocking send.
+    #[pyo3(signature = (arr, dest, tag = 0, bf16 = false))]
+    fn isend(slf: &Bound<'_, Self>, arr: &Bound<'_, PyAny>, dest: usize, tag: u32, bf16: bool) -> PyResult<PyRequest> {
+        Self::begin(slf, arr, Coll::Send(dest, tag), None, bf16)
+    }
+
+    /// Receive into `buf` (exactly its element count, its dtype) from rank `source` with
+    /// `tag`; returns `buf`.
+    #[pyo3(signature = (buf, source, tag = 0, bf16 = false))]
+    fn recv<'py>(
+        slf: &Bound<'py, Self>,
+        buf: &Bound<'py, PyAny>,
+        source: usize,
+        tag: u32,
+        bf16: bool,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Self::run(slf, buf, Coll::Recv(source, tag), Some(buf), bf16)
+    }
+
+    /// Non-blocking receive into `buf`.
+    #[pyo3(signature = (buf, source, tag = 0, bf16 = false))]
+    fn irecv(
+        slf: &Bound<'_, Self>,
+        buf: &Bound<'_, PyAny>,
+        source: usize,
+        tag: u32,
+        bf16: bool,
+    ) -> PyResult<PyRequest> {
+        Self::begin(slf, buf, Coll::Recv(source, tag), Some(buf), bf16)
+    }
+
+    /// Barrier: returns once every rank has entered it.
+    fn barrier(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::ibarrier(slf)?.wait(slf.py()).map(|_| ())
+    }
+
+    /// Non-blocking barrier; `.wait()` returns None.
+    fn ibarrier(slf: &Bound<'_, Self>) -> PyResult<PyRequest> {
+        Self::begin(slf, slf.as_any(), Coll::Barrier, None, false)
+    }
+
+    /// Counters of this rank's collective layer (messages, bytes, operations, unmatched
+    /// messages, ...), as a dict.
+    fn counters<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let d = pyo3::types::PyDict::new(py);
+        let c = self.c()?;
+        for (name, v) in c.endpoint().counters().named() {
+            d.set_item(name, v)?;
+        }
+        Ok(d)
     }
 
     /// Distributed K-Means (seed 003): this rank holds `local` (its samples, a 2-D float32
@@ -314,14 +671,8 @@ impl PyComm {
         let mut km = DistKmeans::new(shape, data, &init_v).map_err(val)?;
         let c = self.c()?;
         py.allow_threads(|| km.fit(c, max_iter, tol)).map_err(rt)?;
-        let centres = numpy::PyArray1::from_slice(py, km.centres()).reshape([shape.k, shape.d])?;
-        Ok((centres, numpy::PyArray1::from_slice(py, km.labels()), km.iterations))
-    }
-
-    /// Barrier.
-    fn barrier(&mut self, py: Python<'_>) -> PyResult<()> {
-        let c = self.c()?;
-        py.allow_threads(|| c.barrier()).map_err(rt)
+        let centres = PyArray1::from_slice(py, km.centres()).reshape([shape.k, shape.d])?;
+        Ok((centres, PyArray1::from_slice(py, km.labels()), km.iterations))
     }
 
     /// Wait until everything sent is acknowledged, then close (like `MPI_Finalize`).

@@ -16,8 +16,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *ops[3] = {"barrier", "allreduce", "bcast"};
-    const size_t sizes[7] = {64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 8 << 20};
-    for (int s = 0; s < 7; s++) {
+    const size_t sizes[8] = {64, 512, 1 << 10, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 8 << 20};
+    for (int s = 0; s < 8; s++) {
         size_t bytes = sizes[s];
         int count = (int)(bytes / 4);
         int *in = malloc(bytes), *out = malloc(bytes);

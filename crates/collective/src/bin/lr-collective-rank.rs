@@ -10,6 +10,8 @@
 //! `RESULT rank=R ok` (exit 0), or `ERROR rank=R: ...` (exit 1 on a wrong result, 4 when an
 //! operation failed). With `--die-rank R`, rank R exits abruptly (no clean-up, like a
 //! killed process) in the middle of an all-reduce, and the others report who is missing.
+//! With `--stall-rank R`, rank R stops in the middle of a ring all-reduce (after its first
+//! step), prints `STALLED rank=R step=S` and sleeps for a minute, for a test to kill it.
 //! With `--bench`, rank 0 prints `ROW bytes op median_us` lines of [`collective::bench`]
 //! (all-reduce per algorithm and broadcast from 64 B to 8 MiB, each followed by a barrier,
 //! beside the barrier alone; busy-polling; a figure, not a check), then the send/recv goodput
@@ -25,12 +27,19 @@ struct Args {
     timeout: Duration,
     elems: usize,
     die_rank: Option<usize>,
+    stall_rank: Option<usize>,
     bench: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a =
-        Args { fabric: String::new(), timeout: Duration::from_secs(10), elems: 10_000, die_rank: None, bench: false };
+    let mut a = Args {
+        fabric: String::new(),
+        timeout: Duration::from_secs(10),
+        elems: 10_000,
+        die_rank: None,
+        stall_rank: None,
+        bench: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -42,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
             "--elems" => a.elems = val()?.parse().map_err(|e| format!("--elems: {e}"))?,
             "--bench" => a.bench = true,
             "--die-rank" => a.die_rank = Some(val()?.parse().map_err(|e| format!("--die-rank: {e}"))?),
+            "--stall-rank" => a.stall_rank = Some(val()?.parse().map_err(|e| format!("--stall-rank: {e}"))?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -99,6 +109,9 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
         c.wait(req)?;
         return Err(Failure::Wrong("the all-reduce finished although a rank died".into()));
     }
+    if let Some(s) = args.stall_rank {
+        return stall_mid_ring(c, &xs[r], s);
+    }
     let sum: Vec<i64> = (0..len).map(|e| xs.iter().map(|x| x[e]).sum()).collect();
     for algo in [AllreduceAlgo::ReduceBcast, AllreduceAlgo::Ring, AllreduceAlgo::RecursiveDoubling] {
         let req = c.endpoint().iallreduce_with(&xs[r], ReduceOp::Sum, algo);
@@ -109,8 +122,15 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
     let f: Vec<f32> = xs[r].iter().map(|&v| (v % 1000) as f32).collect();
     let fsum: Vec<f32> = (0..len).map(|e| xs.iter().map(|x| (x[e] % 1000) as f32).sum()).collect();
     check("all-reduce f32", c.allreduce(&f, ReduceOp::Sum)? == fsum)?;
-    let req = c.endpoint().ibcast_with(&xs[r], n - 1, TreeAlgo::Tree)?;
-    check("broadcast", c.wait(req)? == xs[n - 1])?;
+    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
+        let req = c.endpoint().ibcast_with(&xs[r], n - 1, algo)?;
+        check(&format!("broadcast {algo:?}"), c.wait(req)? == xs[n - 1])?;
+        let req = c.endpoint().ireduce_with(&xs[r], ReduceOp::Sum, n / 2, algo)?;
+        let want = if r == n / 2 { sum.clone() } else { Vec::new() };
+        check(&format!("reduce {algo:?}"), c.wait(req)? == want)?;
+    }
+    let sc = c.scatter(if r == n - 1 { &xs[r][..3 * n] } else { &[] }, 3, n - 1)?;
+    check("scatter", sc == xs[n - 1][3 * r..3 * r + 3])?;
     let g = c.gather(&xs[r][..5], 0)?;
     let want: Vec<i64> = if r == 0 { xs.iter().flat_map(|x| x[..5].to_vec()).collect() } else { Vec::new() };
     check("gather", g == want)?;
@@ -127,6 +147,28 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
     }
     c.barrier()?;
     Ok(())
+}
+
+/// A ring all-reduce in which rank `stall` stops after its first step (and waits to be
+/// killed); the other ranks report the failure of the all-reduce.
+fn stall_mid_ring(c: &mut Communicator<ShmFabric>, x: &[i64], stall: usize) -> Result<(), Failure> {
+    let req = c.endpoint().iallreduce_with(x, ReduceOp::Sum, AllreduceAlgo::Ring);
+    if c.rank() != stall {
+        c.wait(req)?;
+        return Err(Failure::Wrong("the all-reduce finished although a rank stalled".into()));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while c.endpoint().step_of(&req).unwrap_or(0) < 1 {
+        if std::time::Instant::now() > deadline {
+            return Err(Failure::Wrong("the ring never got past its first step".into()));
+        }
+        c.poll()?;
+    }
+    use std::io::Write;
+    println!("STALLED rank={} step={}", c.rank(), c.endpoint().step_of(&req).unwrap_or(0));
+    let _ = std::io::stdout().flush();
+    std::thread::sleep(Duration::from_secs(60));
+    std::process::exit(5);
 }
 
 /// Prints this rank's latency table (rank 0 only): `ROW bytes op median_us` lines.
