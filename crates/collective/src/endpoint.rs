@@ -442,8 +442,8 @@ impl Endpoint {
             if let Some(h) = p.conn {
                 if let Ok(st) = stack.tcp_stats(h) {
                     out += &format!(
-                        "tcp {:?} cwnd {} snd_wnd {} rcv_wnd {} rto {:?} retrans {} timeouts {} ",
-                        st.state, st.cwnd, st.snd_wnd, st.rcv_wnd, st.rto, st.retransmits, st.timeouts
+                        "tcp {:?} cwnd {} snd_wnd {} rcv_wnd {} rto {:?} retrans {} timeouts {} snd_una {} snd_nxt {} rcv_nxt {} bufs {}/{} ",
+                        st.state, st.cwnd, st.snd_wnd, st.rcv_wnd, st.rto, st.retransmits, st.timeouts, st.snd_una, st.snd_nxt, st.rcv_nxt, st.tx_buffer, st.rx_buffer
                     );
                 }
                 let pending = stack.tcp_send_pending(h).unwrap_or(0);

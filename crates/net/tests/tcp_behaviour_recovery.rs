@@ -377,3 +377,35 @@ fn prr_spreads_the_window_reduction_over_the_recovery_in_proportion_to_deliverie
     let st = b.host.tcp_stats(c.h).unwrap();
     assert_eq!((st.cwnd, st.ssthresh, st.fast_recoveries, st.timeouts), (ssthresh * MSS, ssthresh * MSS, 1, 0));
 }
+
+#[test]
+fn after_a_timeout_a_short_hole_before_sacked_data_is_resent_not_held_as_a_silly_window() {
+    let mut cfg = config();
+    cfg.tcp.tail_loss_probe = false;
+    let mut b = Bench::new(cfg);
+    let opts = PeerOpts { sack: true, ..PeerOpts::default() };
+    let (c, _, _) = passive_open(&mut b, 80, 40000, opts, ms(10));
+    // Two writes: a 100-byte segment, then a full one.
+    let data = pattern(100 + MSS as usize);
+    b.host.tcp_send(c.h, &data[..100]).unwrap();
+    b.host.tcp_send(c.h, &data[100..]).unwrap();
+    let out = b.flush();
+    assert_eq!(out.iter().map(|s| s.payload.len()).collect::<Vec<_>>(), vec![100, MSS as usize]);
+    let (x0, x1) = (c.iss + 1, c.iss + 101);
+    let small = c.h(ACK, x0, PEER_ISS + 1, 65535).data(&data[..100]);
+    // The full segment is SACKed, the small one lost; RACK resends it after its reordering
+    // window, and that copy is lost too.
+    b.now = b.now + ms(10);
+    b.send(c.p(ACK, PEER_ISS + 1, x0).sack(&[(x1, x1 + MSS)]));
+    let (_, out) = b.next_output(secs(1)).expect("RACK's retransmission");
+    assert_eq!(out, vec![small.clone()]);
+    // The timeout resends it again: 100 bytes cut short by the SACKed data behind them are
+    // a repair, not a silly window to hold back (before, they were held at every timeout and
+    // the connection backed off forever).
+    let (_, out) = b.next_output(secs(5)).expect("the timeout's retransmission");
+    assert_eq!(out, vec![small]);
+    assert_eq!(b.counter(Counter::tcp_rto_fired), 1);
+    b.now = b.now + ms(10);
+    assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x1 + MSS)), vec![]);
+    assert_eq!(b.host.tcp_send_pending(c.h).unwrap(), 0);
+}

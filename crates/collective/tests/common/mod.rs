@@ -103,6 +103,11 @@ impl World {
     pub fn all<T: Element>(&mut self, mut f: impl FnMut(usize, &mut Endpoint) -> Request<T>) -> Vec<Vec<T>> {
         let reqs = (0..self.n()).map(|r| (r, f(r, &mut self.eps[r]))).collect();
         let res = self.run_pairs(reqs, Duration::from_secs(60));
+        if res.iter().any(|o| o.is_err()) {
+            for (i, id) in self.ids.iter().enumerate() {
+                eprintln!("=== rank {i}\n{}", self.eps[i].diagnose(self.tb.host_ref(*id)));
+            }
+        }
         res.into_iter().enumerate().map(|(r, o)| o.unwrap_or_else(|e| panic!("rank {r}: {e}"))).collect()
     }
 }

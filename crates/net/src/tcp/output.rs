@@ -240,11 +240,14 @@ impl TcpEngine {
             if let Some(next) = tx.sb.next_sacked_start(tx.snd_nxt).filter(|_| lt(tx.snd_nxt, tx.snd_max)) {
                 len = len.min(dist(tx.snd_nxt, next) as usize);
             }
-            if self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
+            // Nagle and silly-window avoidance hold back new data only: a resend after a
+            // timeout may be cut short by a SACKed range and must go anyway.
+            let resend = lt(tx.snd_nxt, tx.snd_max);
+            if !resend && self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
                 return Ok(sent_any);
             }
             let seq = tx.snd_nxt;
-            if self.sws_holds(sid, len, avail, now) {
+            if !resend && self.sws_holds(sid, len, avail, now) {
                 return Ok(sent_any);
             }
             let last = seq.wrapping_add(len as u32) == data_end;
