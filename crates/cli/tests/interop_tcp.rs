@@ -13,8 +13,8 @@ const BULK: u64 = 200_000_000;
 /// Hard bound on every `linerate tap` run, seconds (the tests take well under a minute).
 const LIMIT: &str = "90";
 /// The impairment of Linux's side of the TAP in the impaired variants (`--linux-impair`):
-/// 1% loss, 1% reordering by 1 ms, 0.5% duplication, as netem's
-/// `loss 1% reorder 1% duplicate 0.5% delay 1ms`.
+/// 1% loss, 1% of the packets held back by 1 ms, 0.5% duplication (netem:
+/// `loss 1% duplicate 0.5% reorder 99% delay 1ms`).
 const LINUX_IMPAIR: &str = "0.01,0.01,0.005,1000";
 
 /// Whether a bulk test impairs Linux's side of the TAP.
@@ -218,4 +218,40 @@ fn capture_shows_full_handshake_options_and_no_errors_or_retransmissions() {
     let retx = tshark("tcp.analysis.retransmission || tcp.analysis.spurious_retransmission", &[]);
     assert!(retx.is_empty(), "retransmissions in a clean run:\n{}", retx.join("\n"));
     assert!(tshark("tcp", &[]).len() > 1000, "the capture holds the transfers");
+}
+
+/// `linerate bench tcp --impairment-grid`: both senders, linerate's and Linux's, move the
+/// bytes over a TAP with loss on their egress, and the bytes are checked (a short run; the
+/// full grid is a benchmark, not a test).
+#[test]
+fn the_impairment_grid_benchmark_runs_both_senders_and_checks_the_bytes() {
+    if !(can_run(&["curl", "cmp", "nc", "nstat"]) && can_impair()) {
+        return;
+    }
+    let _one = serial();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["bench", "tcp", "--impairment-grid", "--grid-bytes", "3000000", "--grid-rows", "1% loss"])
+        .args(["--grid-limit-secs", "60", "--json"])
+        .output()
+        .expect("linerate runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the grid failed:\n{stdout}\n{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("the JSON parses");
+    let rows = v["rows"].as_array().expect("a table of rows");
+    // "1% loss" matches two rows: loss alone, and loss with reordering and duplication.
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for row in rows {
+        for side in ["linerate sends", "Linux sends"] {
+            let secs: f64 = row[side].as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{side}: {row}"));
+            assert!(secs > 0.0 && secs < 60.0, "{side}: {row}");
+        }
+        let retx = row["retransmits (linerate / Linux)"].as_str().unwrap_or_default();
+        let ours: u64 = retx.split(" / ").next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        assert!(ours > 0, "1% loss on linerate's egress made it retransmit: {row}");
+    }
+    assert_eq!(
+        std::process::Command::new("ip").args(["netns", "list"]).output().map(|o| o.stdout.len()).unwrap_or(1),
+        0,
+        "namespaces left behind"
+    );
 }
