@@ -19,6 +19,9 @@ impl TcpEngine {
     /// A segment echoing our timestamp `ecr` arrived: sample the receiver's RTT estimate
     /// (RFC 7323 timestamps measure it at the receiver too; 1 ms tick, at least 1 ms).
     pub(super) fn sample_rcv_rtt(&mut self, sid: u32, ecr: u32, now: Instant) {
+        if self.bufs[sid as usize].rx.capacity() >= self.cfg.rx_buffer_max {
+            return; // nothing left to tune
+        }
         let ms = ts_clock(now).wrapping_sub(ecr);
         if ecr == 0 || ms >= 60_000 {
             return;
@@ -36,6 +39,9 @@ impl TcpEngine {
     /// keeps up. Without an RTT estimate (no timestamps, nothing sent) the buffer stays.
     pub(super) fn autotune_rx(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
         let max = self.cfg.rx_buffer_max;
+        if self.bufs[sid as usize].rx.capacity() >= max {
+            return;
+        }
         let srtt = self.tx[sid as usize].rtt.srtt();
         let rx = &mut self.rx[sid as usize];
         let ring = &mut self.bufs[sid as usize].rx;

@@ -9,6 +9,7 @@
 //! yet sent again). SACKed records stay (the scoreboard says which); the walks jump over
 //! SACKed runs with the scoreboard's ranges, so an ACK costs the holes, not the window.
 
+use super::output::ts_clock;
 use super::sack::Scoreboard;
 use super::seq::{dist, gt, le, lt};
 use link::Instant;
@@ -22,10 +23,8 @@ pub struct SentSeg {
     pub start: u32,
     /// Sequence number after the last byte.
     pub end: u32,
-    /// When it was last sent.
+    /// When it was last sent (its TSval is `ts_clock(xmit)`).
     pub xmit: Instant,
-    /// Our timestamp value (TSval) when it was last sent.
-    pub xmit_ts: u32,
     /// Sent more than once.
     pub retx: bool,
     /// Marked lost and not sent again since.
@@ -98,7 +97,7 @@ impl Rack {
     }
 
     /// `[start, end)` was sent now; `retransmission` if any of it was sent before.
-    pub fn on_send(&mut self, start: u32, end: u32, now: Instant, ts: u32) {
+    pub fn on_send(&mut self, start: u32, end: u32, now: Instant) {
         if !lt(start, end) {
             return;
         }
@@ -114,17 +113,16 @@ impl Rack {
                 }
                 s.retx = true;
                 s.xmit = now;
-                s.xmit_ts = ts;
                 i += 1;
             }
             if le(end, tail) {
                 return;
             }
-            self.segs.push_back(SentSeg { start: tail, end, xmit: now, xmit_ts: ts, retx: false, lost: false });
+            self.segs.push_back(SentSeg { start: tail, end, xmit: now, retx: false, lost: false });
             return;
         }
         let start = tail.unwrap_or(start);
-        self.segs.push_back(SentSeg { start, end, xmit: now, xmit_ts: ts, retx: false, lost: false });
+        self.segs.push_back(SentSeg { start, end, xmit: now, retx: false, lost: false });
     }
 
     /// Index of the first record ending after `seq`.
@@ -141,23 +139,45 @@ impl Rack {
     /// (if timestamps are on): update RACK from every segment it delivered (RFC 8985 6.2
     /// steps 1–3).
     pub fn on_ack(&mut self, una: u32, newly_sacked: &[(u32, u32)], ecr: Option<u32>, now: Instant) {
+        // Records never retransmitted are in send order: of those the ACK releases, only the
+        // first (was it delivered after something sent later?) and the last (the newest)
+        // matter to RACK; retransmitted ones each count.
+        let (mut first_plain, mut last_plain) = (None, None);
         while let Some(front) = self.segs.front().copied() {
-            if gt(front.end, una) {
-                if lt(front.start, una) {
-                    let f = self.segs.front_mut().expect("front exists");
-                    if f.lost {
-                        self.lost_bytes = self.lost_bytes.saturating_sub(dist(f.start, una));
-                    }
-                    f.start = una;
-                    self.delivered(front, ecr, now);
+            let seg = if gt(front.end, una) {
+                if !lt(front.start, una) {
+                    break;
                 }
+                let f = self.segs.front_mut().expect("front exists");
+                if f.lost {
+                    self.lost_bytes = self.lost_bytes.saturating_sub(dist(f.start, una));
+                }
+                f.start = una;
+                front
+            } else {
+                self.segs.pop_front();
+                if front.lost {
+                    self.lost_bytes = self.lost_bytes.saturating_sub(dist(front.start, front.end));
+                }
+                front
+            };
+            if seg.retx {
+                self.delivered(seg, ecr, now);
+            } else {
+                first_plain.get_or_insert(seg);
+                last_plain = Some(seg);
+            }
+            if gt(front.end, una) {
                 break;
             }
-            self.segs.pop_front();
-            if front.lost {
-                self.lost_bytes = self.lost_bytes.saturating_sub(dist(front.start, front.end));
+        }
+        if let Some(first) = first_plain {
+            if lt(first.end, self.fack) {
+                self.reordering_seen = true;
             }
-            self.delivered(front, ecr, now);
+        }
+        if let Some(last) = last_plain {
+            self.delivered(last, ecr, now);
         }
         for &(s, e) in newly_sacked {
             let mut i = self.index_from(s);
@@ -178,7 +198,7 @@ impl Rack {
         let rtt = now - seg.xmit;
         if seg.retx {
             // Was this ACK for the retransmission or the original? Skip it when unsure.
-            let for_original = ecr.is_some_and(|e| lt(e, seg.xmit_ts));
+            let for_original = ecr.is_some_and(|e| lt(e, ts_clock(seg.xmit)));
             if for_original || self.min_rtt.is_some_and(|m| rtt < m) {
                 return;
             }
@@ -308,7 +328,7 @@ mod tests {
         let mut r = Rack::default();
         let mut sb = Scoreboard::default();
         for k in 0..4u32 {
-            r.on_send(1000 + k * 100, 1100 + k * 100, t(u64::from(k)), 0);
+            r.on_send(1000 + k * 100, 1100 + k * 100, t(u64::from(k)));
         }
         // 1000..1100 lost; 1100..1400 SACKed at 100 µs.
         sb.update(1000, 1400, &[Some((1100, 1400))]);
@@ -321,7 +341,7 @@ mod tests {
         assert_eq!(r.next_lost(&sb, 1000), Some((1000, 1100)));
         assert_eq!(r.lost_bytes, 100);
         // Resent: no longer waiting; acknowledged: gone.
-        r.on_send(1000, 1100, t(110), 0);
+        r.on_send(1000, 1100, t(110));
         assert_eq!((r.lost_bytes, r.next_lost(&sb, 1000)), (0, None));
         r.on_ack(1400, &[], None, t(210));
         assert!(r.is_empty());
@@ -331,8 +351,8 @@ mod tests {
     fn a_hole_inside_the_reordering_window_waits_for_the_timer() {
         let mut r = Rack::default();
         let mut sb = Scoreboard::default();
-        r.on_send(0, 100, t(0), 0);
-        r.on_send(100, 200, t(10), 0);
+        r.on_send(0, 100, t(0));
+        r.on_send(100, 200, t(10));
         sb.update(0, 200, &[Some((100, 200))]);
         r.on_ack(0, &[(100, 200)], None, t(110));
         // min_RTT 100 µs: the window is 25 µs; the hole was sent 10 µs before the SACKed one.
@@ -349,13 +369,13 @@ mod tests {
         let mut r = Rack::default();
         let mut sb = Scoreboard::default();
         for k in 0..3u32 {
-            r.on_send(k * 100, (k + 1) * 100, t(u64::from(k)), 0);
+            r.on_send(k * 100, (k + 1) * 100, t(u64::from(k)));
         }
         sb.update(0, 300, &[Some((100, 300))]);
         r.on_ack(0, &[(100, 300)], None, t(102));
         assert_eq!(r.detect_loss(&sb, Duration::ZERO, t(102)).newly_lost, 1);
-        r.on_send(0, 100, t(102), 0); // the retransmission, lost again
-        r.on_send(300, 400, t(150), 0);
+        r.on_send(0, 100, t(102)); // the retransmission, lost again
+        r.on_send(300, 400, t(150));
         sb.update(0, 400, &[Some((100, 400))]);
         r.on_ack(0, &[(300, 400)], None, t(250));
         // Sent after the retransmission and delivered 100 µs later: the retransmission, sent
@@ -367,8 +387,8 @@ mod tests {
     #[test]
     fn reordering_is_noticed_and_dsacks_widen_the_window() {
         let mut r = Rack::default();
-        r.on_send(0, 100, t(0), 0);
-        r.on_send(100, 200, t(1), 0);
+        r.on_send(0, 100, t(0));
+        r.on_send(100, 200, t(1));
         r.on_ack(0, &[(100, 200)], None, t(101));
         r.on_ack(200, &[], None, t(102));
         assert!(r.reordering_seen);

@@ -98,7 +98,7 @@ impl TcpEngine {
     /// A data segment `[seq, seq + len)` went out.
     pub(super) fn on_data_sent(&mut self, sid: u32, seq: u32, len: usize, now: Instant) {
         let tx = &mut self.tx[sid as usize];
-        tx.rack.on_send(seq, seq.wrapping_add(len as u32), now, ts_clock(now));
+        tx.rack.on_send(seq, seq.wrapping_add(len as u32), now);
         if tx.recover.is_some() {
             tx.prr.out += len as u64;
         }

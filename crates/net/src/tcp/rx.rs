@@ -370,10 +370,13 @@ impl TcpEngine {
                 }
             }
             let tx = &mut self.tx[sid as usize];
-            self.sack_before.clear();
-            self.sack_before.extend_from_slice(tx.sb.ranges());
-            tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
-            newly_sacked = tx.sb.newly_sacked(&self.sack_before);
+            // The common case, no SACK information on either side, costs nothing here.
+            if blocks.iter().any(Option::is_some) || !tx.sb.is_empty() {
+                self.sack_before.clear();
+                self.sack_before.extend_from_slice(tx.sb.ranges());
+                tx.sb.update(tx.snd_una, tx.snd_max, &repr.options.sack_blocks);
+                newly_sacked = tx.sb.newly_sacked(&self.sack_before);
+            }
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
             self.ack_advances(eg, sid, repr);

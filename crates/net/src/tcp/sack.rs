@@ -98,6 +98,9 @@ impl Scoreboard {
     /// what one ACK newly SACKed.
     pub fn newly_sacked(&self, before: &[(u32, u32)]) -> Vec<(u32, u32)> {
         let mut out = Vec::new();
+        if self.ranges.is_empty() || self.ranges == before {
+            return out;
+        }
         for &(s, e) in &self.ranges {
             let mut cur = s;
             for &(bs, be) in before {
