@@ -3,38 +3,15 @@
 //! output, and the Wireshark tools on both sides (editcap writes pcapng we read, tshark reads
 //! the pcapng we write).
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use link::capture::{open_capture, Format};
 
-const BIN: &str = env!("CARGO_BIN_EXE_linerate");
-const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/firewall/drop-prefixes.txt");
-const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ids/snort3-community.rules");
-
-/// A temporary directory, removed on drop.
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!("lr-cli-cap-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Tmp(p)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    fn arg(&self, name: &str) -> String {
-        self.path(name).to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Scratch as Tmp, BIN, BLACKLIST, RULES};
 
 /// Run linerate with `stdin` on its standard input; (success, stdout bytes, stderr).
 fn run(args: &[&str], stdin: Option<&[u8]>) -> (bool, Vec<u8>, String) {
@@ -85,7 +62,7 @@ fn firewall_keeps_input_timestamps_from_pcap_to_pcapng_and_tshark_reads_it() {
     need_tool("tshark");
     let t = Tmp::new("fw");
     let input = trace(&t, "in.pcap");
-    let out = t.arg("out.pcapng");
+    let out = t.file("out.pcapng");
     let (ok, stdout, err) =
         run(&["firewall", "--blacklist", BLACKLIST, "--input", input.to_str().unwrap(), "--output", &out], None);
     assert!(ok, "{err}");
@@ -134,7 +111,7 @@ fn a_truncated_input_is_processed_up_to_the_cut_with_a_warning() {
     let all = open_capture(&input).unwrap().len();
     let len = std::fs::metadata(&input).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&input).unwrap().set_len(len - 10).unwrap();
-    let out = t.arg("out.pcap");
+    let out = t.file("out.pcap");
     let (ok, stdout, err) =
         run(&["firewall", "--blacklist", BLACKLIST, "--input", input.to_str().unwrap(), "--output", &out], None);
     assert!(ok, "a cut capture is not refused: {err}");
@@ -150,7 +127,7 @@ fn ids_matched_packets_keep_their_capture_time() {
     let t = Tmp::new("ids");
     let input = trace(&t, "in.pcapng");
     assert_eq!(open_capture(&input).unwrap().format, Format::PcapNg, "--make-trace honours .pcapng");
-    let matched = t.arg("matched.pcapng");
+    let matched = t.file("matched.pcapng");
     let (ok, _, err) = run(&["ids", "--rules", RULES, "--input", input.to_str().unwrap(), "--matched", &matched], None);
     assert!(ok, "{err}");
     let m = packets(Path::new(&matched));

@@ -6,6 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The linerate command under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_linerate");
+/// The firewall blacklist the repository carries.
+pub const BLACKLIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/firewall/drop-prefixes.txt");
+/// The Snort 3 community rules the repository carries.
+pub const RULES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ids/snort3-community.rules");
+
 /// The linerate host's address in `linerate tap`'s default set-up.
 pub const HOST: &str = "10.77.0.2";
 /// The Linux side's address.
@@ -78,6 +85,11 @@ impl Scratch {
     /// A path inside, as a string for scripts.
     pub fn file(&self, name: &str) -> String {
         self.0.join(name).to_str().unwrap().to_string()
+    }
+
+    /// A path inside.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
     }
 }
 
