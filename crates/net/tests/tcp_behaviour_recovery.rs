@@ -341,19 +341,21 @@ fn prr_spreads_the_window_reduction_over_the_recovery_in_proportion_to_deliverie
     let ack = |k: u32| c.p(ACK, PEER_ISS + 1, s(10)).sack(&[(s(11), s(k + 1))]);
     assert_eq!(b.send(ack(11)), vec![]);
     assert_eq!(b.send(ack(12)), vec![]);
-    // Third SACKed segment: S10 lost; recovery with ssthresh = 20 / 2 = 10 segments and
-    // RecoverFS = pipe = 20 - 3 SACKed - 1 lost = 16 segments. Per ACK (RFC 6937 3.1, in
+    // Third SACKed segment: S10 lost; recovery with ssthresh = 20 / 2 = 10 segments,
+    // RecoverFS = the window before the reduction = 20 segments (Linux's prior_cwnd), and
+    // pipe = 20 - 3 SACKed - 1 lost = 16 segments. Per ACK (RFC 6937 3.1, in
     // segments): while pipe > ssthresh, ceil(delivered x ssthresh / RecoverFS) - sent may
     // go; else min(ssthresh - pipe, max(delivered - sent, 1) + 1) (the slow-start reduction
     // bound); the first ACK lets at least the fast retransmit go.
-    let (ssthresh, recover_fs) = (10u32, 16u32);
+    let (ssthresh, recover_fs, pipe_at_start) = (10u32, 20u32, 16u32);
     let mut sent_total = 0u32;
     let mut pattern_seen = vec![];
     for (delivered, k) in (13..30).enumerate() {
         let out = b.send(ack(k));
         let delivered = delivered as u32 + 1;
-        // In the network before this ACK's sends: RecoverFS counted the first delivery already.
-        let pipe = recover_fs + sent_total - (delivered - 1);
+        // In the network before this ACK's sends (the pipe at the start counted the first
+        // delivery already).
+        let pipe = pipe_at_start + sent_total - (delivered - 1);
         let allowed = if pipe > ssthresh {
             (delivered * ssthresh).div_ceil(recover_fs) - sent_total
         } else {

@@ -5,20 +5,22 @@
 //!
 //! (Reno's steady state with random loss p, every segment acknowledged). The floor is 0.8 of
 //! the bound at p = 0.1% and 1%, and 0.5 at 5% where timeouts start to matter (Padhye et al.).
-//! Figures measured on this engine (goodput / bound; the run prints them):
+//! Figures measured on this engine (goodput / bound, the mean over three loss patterns; the
+//! run prints each):
 //!
 //! | path | NewReno | CUBIC |
 //! | --- | --- | --- |
-//! | 100 µs, 0.1% | 0.97 | 0.95 |
-//! | 100 µs, 1% | 0.94 | 0.91 |
-//! | 100 µs, 5% | 0.70 | 0.56 |
-//! | 10 ms, 0.1% | 1.00 | 0.98 |
-//! | 10 ms, 1% | 1.00 | 0.96 |
-//! | 10 ms, 5% | 0.88 | 0.76 |
+//! | 100 µs, 0.1% | 1.00 | 1.08 |
+//! | 100 µs, 1% | 0.89 | 0.96 |
+//! | 100 µs, 5% | 0.61 | 0.68 |
+//! | 10 ms, 0.1% | 1.03 | 1.12 |
+//! | 10 ms, 1% | 0.95 | 1.02 |
+//! | 10 ms, 5% | 0.82 | 0.83 |
 //!
-//! On these paths the window is a few dozen segments at most, CUBIC's Reno-friendly region,
-//! where RFC 9438 makes it grow and shrink as Reno on average by design; here it lands 2-20%
-//! below NewReno, so "CUBIC at least NewReno's" is not asserted.
+//! CUBIC at least NewReno's is asserted on every path: on these paths the window is a few
+//! dozen segments at most, CUBIC's Reno-friendly region, where its estimate grows at Reno's
+//! average rate up to the window before the last loss and at Reno's own rate past it (RFC
+//! 9438 4.3), after a gentler reduction (0.7).
 
 mod tcp_path_util;
 
@@ -30,19 +32,27 @@ use tcp_path_util::*;
 const GRID: [(u64, f64, u64); 6] =
     [(100, 0.001, 200), (100, 0.01, 40), (100, 0.05, 12), (10_000, 0.001, 200), (10_000, 0.01, 40), (10_000, 0.05, 12)];
 
+/// Seeds of the loss pattern: each figure is the mean over these runs, so one lucky or
+/// unlucky pattern does not decide a comparison.
+const SEEDS: [u64; 3] = [7, 8, 9];
+
 fn share_of_mathis(cc: CcAlgorithm, rtt_us: u64, p: f64, mb: u64) -> f64 {
     let rtt = Duration::from_micros(rtt_us);
-    let o = transfer(Path { loss: p, cc, ..Path::ten_gig(rtt) }, mb << 20, Duration::from_secs(1));
-    let bound = mathis_bps(o.sender.mss as u32, rtt, p);
-    let share = o.goodput_bps() / bound;
-    eprintln!(
-        "{cc:?} RTT {rtt:?} loss {p}: {:.3} Gbit/s, {share:.2} of the bound {:.3}; {} timeouts, {} recoveries",
-        o.goodput_bps() / 1e9,
-        bound / 1e9,
-        o.sender.timeouts,
-        o.sender.fast_recoveries
-    );
-    share
+    let mut shares = Vec::new();
+    for seed in SEEDS {
+        let o = transfer(Path { loss: p, cc, seed, ..Path::ten_gig(rtt) }, mb << 20, Duration::from_secs(1));
+        let bound = mathis_bps(o.sender.mss as u32, rtt, p);
+        let share = o.goodput_bps() / bound;
+        eprintln!(
+            "{cc:?} RTT {rtt:?} loss {p} seed {seed}: {:.3} Gbit/s, {share:.2} of the bound {:.3}; {} timeouts, {} recoveries",
+            o.goodput_bps() / 1e9,
+            bound / 1e9,
+            o.sender.timeouts,
+            o.sender.fast_recoveries
+        );
+        shares.push(share);
+    }
+    shares.iter().sum::<f64>() / shares.len() as f64
 }
 
 fn floor(p: f64) -> f64 {
@@ -60,6 +70,8 @@ fn newreno_and_cubic_reach_the_mathis_floor_on_lossy_paths() {
         let cubic = share_of_mathis(CcAlgorithm::Cubic, rtt_us, p, mb);
         assert!(reno >= floor(p), "NewReno, RTT {rtt_us} µs, loss {p}: {reno:.2} of the Mathis bound");
         assert!(cubic >= floor(p), "CUBIC, RTT {rtt_us} µs, loss {p}: {cubic:.2} of the Mathis bound");
+        eprintln!("RTT {rtt_us} µs, loss {p}: NewReno {reno:.3}, CUBIC {cubic:.3} of the bound");
+        assert!(cubic >= reno, "RTT {rtt_us} µs, loss {p}: CUBIC {cubic:.3} below NewReno {reno:.3}");
     }
 }
 

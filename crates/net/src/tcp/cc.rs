@@ -35,6 +35,11 @@ pub struct Congestion {
     k: f64,
     /// CUBIC: the Reno-friendly window estimate, in segments.
     w_est: f64,
+    /// CUBIC: the window when the threshold was last set, in segments (RFC 9438's
+    /// cwnd_prior, before fast convergence lowers `w_max`).
+    cwnd_prior: f64,
+    /// CUBIC: growth not yet applied, in bytes (below one byte per ACK it would be lost).
+    grow_carry: f64,
     /// Bytes acknowledged but not yet turned into window growth (Reno byte counting).
     acked_carry: u32,
 }
@@ -52,6 +57,8 @@ impl Congestion {
             epoch: None,
             k: 0.0,
             w_est: 0.0,
+            cwnd_prior: 0.0,
+            grow_carry: 0.0,
             acked_carry: 0,
         }
     }
@@ -116,11 +123,17 @@ impl Congestion {
         let rtt = srtt.unwrap_or(Duration::from_millis(100)).as_secs_f64();
         let t = (now - epoch).as_secs_f64() + rtt;
         let target = CUBIC_C * (t - self.k).powi(3) + self.w_max;
-        self.w_est += 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA) * (acked as f64 / mss) / cwnd_segs;
+        // The Reno-friendly estimate grows by alpha segments per window of ACKs: the rate that
+        // gives Reno's average with CUBIC's beta while below the window before the last loss,
+        // and Reno's own rate once past it (RFC 9438 4.3), so CUBIC is never slower than Reno.
+        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA) };
+        self.w_est += alpha * (acked as f64 / mss) / cwnd_segs;
         let goal = target.max(self.w_est).min(cwnd_segs * 1.5);
         if goal > cwnd_segs {
-            let inc = (goal - cwnd_segs) / cwnd_segs * (acked as f64 / mss);
-            self.cwnd = (self.cwnd as f64 + inc * mss).min(u32::MAX as f64) as u32;
+            self.grow_carry += (goal - cwnd_segs) / cwnd_segs * acked as f64;
+            let whole = self.grow_carry.floor();
+            self.grow_carry -= whole;
+            self.cwnd = (self.cwnd as f64 + whole).min(u32::MAX as f64) as u32;
         }
     }
 
@@ -133,12 +146,18 @@ impl Congestion {
         };
         if self.algo == CcAlgorithm::Cubic {
             let segs = self.cwnd as f64 / self.mss as f64;
+            self.cwnd_prior = segs;
+            self.grow_carry = 0.0;
             // Fast convergence (RFC 9438 4.7).
             self.w_max = if segs < self.w_max { segs * (1.0 + CUBIC_BETA) / 2.0 } else { segs };
             self.epoch = None;
         }
+        // Reno halves what it had in flight (RFC 5681 eq. 4), but never more than its window:
+        // in a long recovery the flight (snd_max - snd_una) spans SACKed data above a hole and
+        // can exceed cwnd, and halving that fed on itself (ssthresh grew recovery by recovery,
+        // to line rate at 5% loss). Linux halves cwnd; CUBIC scales cwnd (RFC 9438 4.6).
         let base = match self.algo {
-            CcAlgorithm::NewReno => flight,
+            CcAlgorithm::NewReno => flight.min(self.cwnd),
             CcAlgorithm::Cubic => self.cwnd,
         };
         self.ssthresh = ((base as f64 * beta) as u32).max(2 * self.mss);
@@ -188,9 +207,15 @@ impl Congestion {
         self.on_recovery_end();
     }
 
-    /// Retransmission timeout: back to one segment (RFC 5681 3.1).
-    pub fn on_timeout(&mut self, flight: u32) {
-        self.on_loss(flight);
+    /// Retransmission timeout: back to one segment (RFC 5681 3.1). The threshold answers the
+    /// loss only if `reduce`: not when the window was already reduced for it (a timeout in
+    /// loss recovery, or a backed-off timeout of the same episode), as Linux's
+    /// `tcp_enter_loss` keeps it then; reducing again from a window PRR or a timeout had
+    /// already shrunk pinned the threshold at two segments.
+    pub fn on_timeout(&mut self, flight: u32, reduce: bool) {
+        if reduce {
+            self.on_loss(flight);
+        }
         self.cwnd = self.mss;
         self.epoch = None;
     }
@@ -207,13 +232,20 @@ mod tests {
         c.on_ack(1000, Instant::ZERO, None);
         assert_eq!(c.cwnd, 11_000);
         c.on_loss(20_000);
-        assert_eq!((c.cwnd, c.ssthresh), (10_000, 10_000));
+        assert_eq!((c.cwnd, c.ssthresh), (5_500, 5_500), "half the window: the flight was larger");
+        c.cwnd = 20_000;
+        c.on_loss(8_000);
+        assert_eq!((c.cwnd, c.ssthresh), (4_000, 4_000), "half the flight: the window was not used");
+        c.cwnd = 10_000;
+        c.ssthresh = 10_000;
         for _ in 0..10 {
             c.on_ack(1000, Instant::ZERO, None);
         }
         assert_eq!(c.cwnd, 11_000, "one MSS per window of ACKs");
-        c.on_timeout(11_000);
+        c.on_timeout(11_000, true);
         assert_eq!((c.cwnd, c.ssthresh), (1000, 5500));
+        c.on_timeout(1000, false);
+        assert_eq!((c.cwnd, c.ssthresh), (1000, 5500), "a backed-off timeout keeps the threshold");
     }
 
     #[test]

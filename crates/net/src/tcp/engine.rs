@@ -381,7 +381,8 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         let flight = tx.in_flight();
         if st.is_synchronized() {
-            tx.cc.on_timeout(flight);
+            let first_of_episode = tx.recover.is_none() && tx.retries == 1;
+            tx.cc.on_timeout(flight, first_of_episode);
         }
         tx.rtt.back_off();
         tx.timed = None;

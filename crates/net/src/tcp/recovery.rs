@@ -21,11 +21,15 @@ pub(super) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
     super::undo::mark_undo_point(tx, now);
     tx.recover = Some(tx.snd_max);
     let flight = tx.in_flight();
+    let prior_cwnd = tx.cc.cwnd;
     tx.cc.on_loss(flight);
     tx.fast_recoveries += 1;
     tx.retx_high = tx.snd_una;
     if sack {
-        tx.prr = Prr { delivered: 0, out: 0, recover_fs: u64::from(tx.pipe().max(1)) };
+        // RecoverFS is the window before the reduction, as Linux's prior_cwnd: the pipe at
+        // this moment excludes what RACK just marked lost and can be a sliver, and dividing by
+        // it let one ACK that filled a hole send hundreds of segments.
+        tx.prr = Prr { delivered: 0, out: 0, recover_fs: u64::from(prior_cwnd.max(tx.pipe()).max(1)) };
     } else {
         tx.retx_front = true;
     }
@@ -33,8 +37,9 @@ pub(super) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
 
 impl TcpEngine {
     /// Run RACK loss detection for `sid` (with SACK): start recovery when it finds a loss,
-    /// and keep the reordering timer for segments that may still turn out lost.
-    pub(super) fn detect_losses(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+    /// and keep the reordering timer for segments that may still turn out lost. `on_timer`:
+    /// run by the reordering timer rather than an ACK.
+    pub(super) fn detect_losses(&mut self, eg: &mut Egress, sid: u32, now: Instant, on_timer: bool) {
         let tx = &mut self.tx[sid as usize];
         let mss = (tx.mss as u32).max(1);
         let reo_wnd = tx.rack.reo_wnd(tx.recover.is_some(), tx.sb.sacked / mss, tx.reordering, tx.rtt.srtt());
@@ -46,9 +51,14 @@ impl TcpEngine {
                 tx.tlp_high = None;
                 start_recovery(tx, true, now);
                 eg.counters.bump(Counter::tcp_fast_retransmits);
-                // Found by the reordering timer, not an ACK: PRR still lets the first
-                // retransmission go.
-                self.prr_on_ack(sid, 0);
+                // On an ACK, PRR runs next with what the ACK delivered; the first
+                // retransmission goes either way. Found by the reordering timer, the delivery
+                // that armed the timer counts as one segment (as Linux's
+                // `tcp_rack_reo_timeout` does): with a window of two, a lone retransmission
+                // would leave nothing behind it whose SACK could show it lost, and a lost
+                // retransmission then waited for the RTO.
+                let delivered = if on_timer { u32::from(self.tx[sid as usize].mss) } else { 0 };
+                self.prr_on_ack(sid, delivered);
             }
             self.mark_dirty(sid);
         }
@@ -62,7 +72,7 @@ impl TcpEngine {
     pub(super) fn on_reorder_timeout(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
         eg.counters.bump(Counter::tcp_reorder_timeouts);
         if self.rx[sid as usize].sack_ok {
-            self.detect_losses(eg, sid, now);
+            self.detect_losses(eg, sid, now, true);
         }
     }
 

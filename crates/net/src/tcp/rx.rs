@@ -355,6 +355,7 @@ impl TcpEngine {
         let mut dsack_of_probe = false;
         let sack_ok = self.rx[sid as usize].sack_ok;
         let una_before = self.tx[sid as usize].snd_una;
+        let sacked_before = self.tx[sid as usize].sb.sacked;
         let mut newly_sacked = Vec::new();
         if sack_ok {
             let blocks = &repr.options.sack_blocks;
@@ -399,11 +400,13 @@ impl TcpEngine {
             tx.rack.on_ack(tx.snd_una, &newly_sacked, ecr, now);
             let tx = &self.tx[sid as usize];
             if !tx.sb.is_empty() || tx.recover.is_some() {
-                self.detect_losses(eg, sid, now);
+                self.detect_losses(eg, sid, now, false);
             }
             let tx = &self.tx[sid as usize];
             let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
-            let delivered = dist(una_before, tx.snd_una).wrapping_add(sacked);
+            // DeliveredData (RFC 6937): the cumulative advance plus the change in SACKed
+            // bytes, so data SACKed earlier and now cumulatively acknowledged counts once.
+            let delivered = (dist(una_before, tx.snd_una) + tx.sb.sacked).saturating_sub(sacked_before);
             if tx.recover.is_some() && gt(tx.snd_una, una_before) || sacked > 0 {
                 self.prr_on_ack(sid, delivered);
             }
