@@ -7,6 +7,7 @@ use crate::ping::PingClient;
 use crate::raw::RawTable;
 use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
+use crate::tcp::sink::LinkSink;
 use crate::udp::{SocketAddrV4Meta, UdpTable};
 use crate::{Config, NetError};
 use link::{Instant, Link};
@@ -280,10 +281,17 @@ impl Core {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), ip.options(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::drop_tcp_broadcast),
-            protocol::TCP => match self.tcp.on_segment(&mut self.eg, link, src, dst, l4)? {
-                Ok(()) => Ok(()),
-                Err(reason) => self.drop(reason),
-            },
+            protocol::TCP => {
+                let mut out = LinkSink::new(&mut self.eg, link);
+                let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
+                // The segment is processed whole whatever the link did; a transmit error
+                // surfaces after it.
+                let sent = out.finish();
+                if let Err(reason) = verdict {
+                    self.drop(reason)?;
+                }
+                sent
+            }
             _ => {
                 self.drop(Counter::drop_ipv4_unknown_protocol)?;
                 if !broadcast {
@@ -364,7 +372,9 @@ impl Core {
                 return Ok(());
             }
             if let Some(mtu) = self.eg.lower_path_mtu(ip.dst(), mtu) {
-                self.tcp.on_path_mtu(&mut self.eg, link, sport, remote, mtu)?;
+                let mut out = LinkSink::new(&mut self.eg, link);
+                self.tcp.on_path_mtu(&mut out, sport, remote, mtu);
+                out.finish()?;
             }
             return Ok(());
         }

@@ -3,6 +3,7 @@
 use crate::iface::Core;
 use crate::ping::{PingClient, PingReply, STAMP_LEN};
 use crate::raw::RawHandle;
+use crate::tcp::sink::LinkSink;
 use crate::udp::UdpHandle;
 use crate::{Config, Counters, NetError};
 use link::{FrameBatch, Instant, Link};
@@ -96,7 +97,11 @@ impl<L: Link> Stack<L> {
         }
         self.core.eg.on_timers(&mut self.link)?;
         self.core.on_reasm_timers(&mut self.link)?;
-        self.core.tcp.on_timers(&mut self.core.eg, &mut self.link, now)?;
+        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+        self.core.tcp.on_timers(&mut out, now);
+
+        out.finish()?;
         self.core.eg.flush(&mut self.link)?;
         Ok(n)
     }
@@ -105,7 +110,11 @@ impl<L: Link> Stack<L> {
     pub fn inject(&mut self, frame: &[u8]) -> Result<(), NetError> {
         self.core.handle_frame(&mut self.link, frame)?;
         let now = self.core.eg.now;
-        self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)
+        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+        self.core.tcp.flush_dirty(&mut out, now);
+
+        out.finish()
     }
 
     /// IPv4 reassembly in progress: (datagrams, bytes charged against the limits).

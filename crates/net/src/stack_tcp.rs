@@ -3,6 +3,7 @@
 //! copy or zero-copy borrow, shutdown, close, abort, and per-connection statistics.
 
 use crate::tcp::seq::dist;
+use crate::tcp::sink::LinkSink;
 use crate::tcp::timer::TimerKind;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
 use crate::{NetError, Stack};
@@ -19,7 +20,11 @@ impl<L: Link> Stack<L> {
     pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), NetError> {
         let orphans = self.core.tcp.unlisten(l)?;
         for sid in orphans {
-            self.core.tcp.send_abort_reset(&mut self.core.eg, &mut self.link, sid)?;
+            let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+            self.core.tcp.send_abort_reset(&mut out, sid);
+
+            out.finish()?;
             self.core.tcp.abort(sid);
         }
         Ok(())
@@ -50,7 +55,11 @@ impl<L: Link> Stack<L> {
         // Before the first poll the stack has no time yet: the SYN then leaves at that poll,
         // stamped with the real time (else its RTO would look long expired).
         if self.started {
-            self.core.tcp.flush_dirty(&mut self.core.eg, &mut self.link, now)?;
+            let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+            self.core.tcp.flush_dirty(&mut out, now);
+
+            out.finish()?;
         }
         Ok(self.core.tcp.handle(sid))
     }
@@ -131,7 +140,11 @@ impl<L: Link> Stack<L> {
 
     fn kick(&mut self, sid: u32) -> Result<(), NetError> {
         let now = self.core.eg.now;
-        self.core.tcp.output(&mut self.core.eg, &mut self.link, sid, now)
+        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+        self.core.tcp.output(&mut out, sid, now);
+
+        out.finish()
     }
 
     /// Copy received in-order data into `buf`.
@@ -260,7 +273,9 @@ impl<L: Link> Stack<L> {
         };
         tcp.state[sid as usize].state = next;
         tcp.tx[sid as usize].fin_queued = true;
-        tcp.output(&mut self.core.eg, &mut self.link, sid, now)
+        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        tcp.output(&mut out, sid, now);
+        out.finish()
     }
 
     /// Close the connection and give up the handle: queued data and a FIN still go out, and
@@ -289,7 +304,11 @@ impl<L: Link> Stack<L> {
     /// Abort: send RST and drop everything.
     pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), NetError> {
         let sid = self.core.tcp.sid(h)?;
-        self.core.tcp.send_abort_reset(&mut self.core.eg, &mut self.link, sid)?;
+        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+
+        self.core.tcp.send_abort_reset(&mut out, sid);
+
+        out.finish()?;
         self.core.tcp.abort(sid);
         Ok(())
     }

@@ -10,8 +10,8 @@
 use super::engine::TcpEngine;
 use super::output::ts_clock;
 use super::seq::dist;
+use super::sink::SegmentSink;
 use crate::counters::Counter;
-use crate::egress::Egress;
 use link::Instant;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ impl TcpEngine {
     /// In-order data arrived: once per receiver RTT, offer at least twice what the peer
     /// delivered in the last RTT (growing the buffer up to the maximum) if the application
     /// keeps up. Without an RTT estimate (no timestamps, nothing sent) the buffer stays.
-    pub(super) fn autotune_rx(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+    pub(super) fn autotune_rx<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         let max = self.cfg.rx_buffer_max;
         if self.bufs[sid as usize].rx.capacity() >= max {
             return;
@@ -74,12 +74,12 @@ impl TcpEngine {
         // At most a doubling per round trip, like the sender's slow start.
         ring.grow(want.next_power_of_two().min(cap * 2).min(max));
         rx.ack_now = true; // announce the wider window at once
-        eg.counters.bump(Counter::tcp_rx_buffer_grown);
+        out.counters().bump(Counter::tcp_rx_buffer_grown);
     }
 
     /// An ACK advanced: grow the send buffer towards twice the usable window if the
     /// application keeps it full.
-    pub(super) fn autotune_tx(&mut self, eg: &mut Egress, sid: u32) {
+    pub(super) fn autotune_tx<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
         let max = self.cfg.tx_buffer_max;
         let tx = &self.tx[sid as usize];
         let b = &mut self.bufs[sid as usize];
@@ -94,6 +94,6 @@ impl TcpEngine {
         }
         let grown = (usable * 2).next_power_of_two().min(max);
         b.tx.grow(grown);
-        eg.counters.bump(Counter::tcp_tx_buffer_grown);
+        out.counters().bump(Counter::tcp_tx_buffer_grown);
     }
 }

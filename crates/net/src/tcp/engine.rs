@@ -6,13 +6,13 @@ use super::bypass::RxBypass;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
+use super::sink::SegmentSink;
 use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
-use crate::egress::Egress;
 use crate::int_hash::IntMap;
 use crate::NetError;
-use link::{Instant, Link};
+use link::Instant;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -331,28 +331,28 @@ impl TcpEngine {
     }
 
     /// Process timers due at `now`.
-    pub(crate) fn on_timers<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
+    pub(crate) fn on_timers<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
         while let Some((sid, kind)) = self.timers.pop_due(now) {
             if !self.state[sid as usize].in_use {
                 continue;
             }
             match kind {
-                TimerKind::Retransmit => self.on_rto(eg, sid, now),
+                TimerKind::Retransmit => self.on_rto(out, sid, now),
                 TimerKind::DelayedAck => {
                     self.rx[sid as usize].ack_now = true;
                     self.mark_dirty(sid);
                 }
                 TimerKind::Persist => self.on_persist(sid, now),
-                TimerKind::Keepalive => self.on_keepalive(eg, link, sid, now)?,
+                TimerKind::Keepalive => self.on_keepalive(out, sid, now),
                 TimerKind::Linger => self.finish(sid, None),
-                TimerKind::Reorder => self.on_reorder_timeout(eg, sid, now),
+                TimerKind::Reorder => self.on_reorder_timeout(out, sid, now),
             }
         }
-        self.flush_dirty(eg, link, now)
+        self.flush_dirty(out, now)
     }
 
     /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
-    fn on_rto(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
+    fn on_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         if self.tx[sid as usize].tlp_armed {
             self.on_probe_timeout(sid, now);
             return;
@@ -369,11 +369,11 @@ impl TcpEngine {
         tx.retries += 1;
         let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
         if tx.retries > limit {
-            eg.counters.bump(Counter::tcp_timeouts_fatal);
+            out.counters().bump(Counter::tcp_timeouts_fatal);
             self.finish(sid, Some(TcpError::TimedOut));
             return;
         }
-        eg.counters.bump(Counter::tcp_rto_fired);
+        out.counters().bump(Counter::tcp_rto_fired);
         tx.timeouts += 1;
         if st.is_synchronized() {
             self.mark_rto_undo(sid, now);
@@ -408,22 +408,21 @@ impl TcpEngine {
         self.mark_dirty(sid);
     }
 
-    fn on_keepalive<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32, now: Instant) -> Result<(), NetError> {
-        let Some(idle) = self.cfg.keepalive else { return Ok(()) };
+    fn on_keepalive<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
+        let Some(idle) = self.cfg.keepalive else { return };
         let tx = &mut self.tx[sid as usize];
         if !self.state[sid as usize].state.is_synchronized() {
-            return Ok(());
+            return;
         }
         if tx.keepalives >= 9 {
             self.finish(sid, Some(TcpError::TimedOut));
-            return Ok(());
+            return;
         }
         tx.keepalives += 1;
         // A keep-alive carries SEG.SEQ = SND.NXT - 1 and no data (RFC 9293 3.8.4).
         let seq = tx.snd_nxt.wrapping_sub(1);
-        self.send_control(eg, link, sid, seq, wire::tcp::flags::ACK)?;
+        self.send_control(out, sid, seq, wire::tcp::flags::ACK);
         self.timers.arm(sid, TimerKind::Keepalive, now + idle / 10);
-        Ok(())
     }
 
     /// The next instant a timer may fire.
@@ -437,5 +436,68 @@ impl TcpEngine {
             self.tx[sid as usize].keepalives = 0;
             self.timers.arm(sid, TimerKind::Keepalive, now + idle);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sink::recorder::{Recorder, LOCAL, PEER};
+    use super::super::unit_util::*;
+    use super::super::TcpState;
+    use std::net::SocketAddrV4;
+    use wire::tcp::flags::{ACK, SYN};
+    use wire::TcpOptions;
+
+    #[test]
+    fn an_active_open_sends_one_syn_with_our_options_and_the_syn_ack_completes_it() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let sid = e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        let segs = flush(&mut e, &mut out);
+        assert_eq!(segs.len(), 1);
+        let (syn, payload) = &segs[0];
+        assert_eq!((syn.flags, payload.len()), (SYN, 0));
+        assert_eq!(
+            (syn.options.mss, syn.options.window_scale, syn.options.sack_permitted),
+            (Some(1460), Some(9), true)
+        );
+        let options =
+            TcpOptions { mss: Some(MSS), window_scale: Some(7), sack_permitted: true, ..TcpOptions::default() };
+        let syn_ack = from_peer(PEER_ISS, syn.seq.wrapping_add(1), SYN | ACK, 1000, options, &[]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &syn_ack), Ok(()));
+        assert_eq!(e.state[sid as usize].state, TcpState::Established);
+        let ack = flush(&mut e, &mut out);
+        assert_eq!(ack.len(), 1, "the handshake's ACK");
+        assert_eq!(
+            (ack[0].0.flags, ack[0].0.seq, ack[0].0.ack),
+            (ACK, syn.seq.wrapping_add(1), PEER_ISS.wrapping_add(1))
+        );
+    }
+
+    #[test]
+    fn a_full_link_leaves_the_session_to_send_at_the_next_flush() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        out.room = 0;
+        e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        assert!(flush(&mut e, &mut out).is_empty());
+        out.room = usize::MAX;
+        assert_eq!(flush(&mut e, &mut out).len(), 1, "the SYN goes once the link has room");
+    }
+
+    #[test]
+    fn the_retransmission_timer_resends_an_unanswered_syn_with_back_off() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        let first = flush(&mut e, &mut out)[0].0;
+        let t1 = e.next_deadline().expect("the SYN's timer");
+        out.now = t1;
+        e.on_timers(&mut out, t1);
+        let again = out.take();
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].0.flags, again[0].0.seq), (SYN, first.seq));
+        let t2 = e.next_deadline().expect("armed again");
+        assert!(t2 - t1 > t1 - link::Instant::ZERO, "the timeout doubled: {:?} then {:?}", t1, t2 - t1);
     }
 }

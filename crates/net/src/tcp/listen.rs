@@ -7,14 +7,12 @@ use super::lookup::FourTuple;
 use super::output::ts_clock;
 use super::rx::Verdict;
 use super::seq::gt;
+use super::sink::SegmentSink;
 use super::syncookie::{cookie_tsval, CookieState};
 use super::TcpState;
 use crate::counters::Counter;
-use crate::egress::Egress;
-use crate::NetError;
-use link::{Instant, Link};
+use link::Instant;
 use std::time::Duration;
-use wire::ipv4::protocol;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpOptions, TcpRepr};
 
@@ -26,73 +24,66 @@ impl TcpEngine {
     /// a SYN opens a connection (SYN with FIN is dropped, as Linux does), an ACK is checked for a
     /// SYN cookie and otherwise reset, and anything else is dropped. On a closed port everything
     /// but a RST is answered with a RST (3.10.7.1).
-    pub(super) fn on_no_session<L: Link>(
+    pub(super) fn on_no_session<S: SegmentSink>(
         &mut self,
-        eg: &mut Egress,
-        link: &mut L,
+        out: &mut S,
         tuple: FourTuple,
         repr: &TcpRepr,
         payload: &[u8],
-    ) -> Result<Verdict, NetError> {
+    ) -> Verdict {
         let f = repr.flags;
         let len = payload.len() as u32;
         if !self.listeners.contains_key(&tuple.local_port) {
-            self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
-            return Ok(Err(Counter::drop_tcp_no_session));
+            self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+            return Err(Counter::drop_tcp_no_session);
         }
         if f & RST != 0 {
-            return Ok(Err(Counter::drop_tcp_rst_ignored));
+            return Err(Counter::drop_tcp_rst_ignored);
         }
         if f & SYN != 0 && f & FIN != 0 {
-            return Ok(Err(Counter::drop_tcp_syn_fin));
+            return Err(Counter::drop_tcp_syn_fin);
         }
         if f & ACK == 0 {
             return if f & SYN != 0 {
-                self.on_listen_syn(eg, link, tuple, repr)
+                self.on_listen_syn(out, tuple, repr)
             } else {
-                Ok(Err(Counter::drop_tcp_listen_no_syn))
+                Err(Counter::drop_tcp_listen_no_syn)
             };
         }
-        let cookies_in_use = self.last_cookie.is_some_and(|t| eg.now - t <= COOKIE_WINDOW);
+        let cookies_in_use = self.last_cookie.is_some_and(|t| out.now() - t <= COOKIE_WINDOW);
         if f & SYN == 0 && cookies_in_use {
-            if let Some(v) = self.accept_cookie(eg, tuple, repr, payload) {
-                return Ok(v);
+            if let Some(v) = self.accept_cookie(out, tuple, repr, payload) {
+                return v;
             }
-            self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
-            return Ok(Err(Counter::drop_tcp_bad_cookie));
+            self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+            return Err(Counter::drop_tcp_bad_cookie);
         }
-        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len)?;
-        Ok(Err(Counter::drop_tcp_no_session))
+        self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+        Err(Counter::drop_tcp_no_session)
     }
 
     /// A SYN to a listener: a half-open session, or a SYN cookie when the half-open queue is
     /// full; dropped when the accept queue or the session table is full.
-    fn on_listen_syn<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        tuple: FourTuple,
-        repr: &TcpRepr,
-    ) -> Result<Verdict, NetError> {
-        let Some(l) = self.listeners.get(&tuple.local_port) else { return Ok(Err(Counter::drop_tcp_no_session)) };
+    fn on_listen_syn<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
+        let Some(l) = self.listeners.get(&tuple.local_port) else { return Err(Counter::drop_tcp_no_session) };
         if l.ready.len() >= l.backlog {
-            return Ok(Err(Counter::drop_tcp_backlog_full));
+            return Err(Counter::drop_tcp_backlog_full);
         }
         let queue_full = l.half_open >= self.cfg.syn_backlog || l.half_open + l.ready.len() >= l.backlog;
         if !queue_full {
             // A full session table drops the SYN: a cookie could not be honoured either, and
             // the peer's SYN retransmission may find room.
-            return Ok(self.passive_open(eg, tuple, repr));
+            return self.passive_open(out, tuple, repr);
         }
         if !self.cfg.syn_cookies {
-            return Ok(Err(Counter::drop_tcp_backlog_full));
+            return Err(Counter::drop_tcp_backlog_full);
         }
-        self.send_cookie_syn_ack(eg, link, tuple, repr)?;
-        Ok(Ok(()))
+        self.send_cookie_syn_ack(out, tuple, repr);
+        Ok(())
     }
 
-    fn passive_open(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
-        let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, eg.now) else {
+    fn passive_open<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
+        let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, out.now()) else {
             return Err(Counter::drop_tcp_table_full);
         };
         let s = &mut self.state[sid as usize];
@@ -102,19 +93,13 @@ impl TcpEngine {
         }
         self.accept_syn(sid, repr);
         self.mark_dirty(sid);
-        eg.counters.bump(Counter::tcp_passive_opens);
+        out.counters().bump(Counter::tcp_passive_opens);
         Ok(())
     }
 
     /// Answer a SYN statelessly: our ISS is a cookie, the peer's options ride in our TSval.
-    fn send_cookie_syn_ack<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        tuple: FourTuple,
-        repr: &TcpRepr,
-    ) -> Result<(), NetError> {
-        let now = eg.now;
+    fn send_cookie_syn_ack<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) {
+        let now = out.now();
         let syn = &repr.options;
         let iss = self.cookies.make(self.local_ip, &tuple, repr.seq, syn.mss.unwrap_or(536), now);
         let mut options = TcpOptions { mss: Some(self.local_mss), ..Default::default() };
@@ -126,7 +111,7 @@ impl TcpEngine {
             }
             options.sack_permitted = self.cfg.sack && syn.sack_permitted;
         }
-        let out = TcpRepr {
+        let syn_ack = TcpRepr {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
             seq: iss,
@@ -136,20 +121,25 @@ impl TcpEngine {
             urgent: 0,
             options,
         };
-        if eg.send_ip(link, tuple.remote_ip, protocol::TCP, out.header_len(), |buf, s, d| {
-            let _ = out.emit(buf, s, d, 0);
-        })? {
-            eg.counters.bump(Counter::tcp_syncookies_sent);
-            eg.counters.bump(Counter::tcp_tx_segments);
+        if out.send_segment(tuple.remote_ip, syn_ack.header_len(), |buf, s, d| {
+            let _ = syn_ack.emit(buf, s, d, 0);
+        }) {
+            out.counters().bump(Counter::tcp_syncookies_sent);
+            out.counters().bump(Counter::tcp_tx_segments);
         }
         self.last_cookie = Some(now);
-        Ok(())
     }
 
     /// An ACK to a listener that may return one of our cookies: if it does, the connection
     /// is created ESTABLISHED and the segment processed in it. `None` if it does not.
-    fn accept_cookie(&mut self, eg: &mut Egress, tuple: FourTuple, repr: &TcpRepr, payload: &[u8]) -> Option<Verdict> {
-        let now = eg.now;
+    fn accept_cookie<S: SegmentSink>(
+        &mut self,
+        out: &mut S,
+        tuple: FourTuple,
+        repr: &TcpRepr,
+        payload: &[u8],
+    ) -> Option<Verdict> {
+        let now = out.now();
         let (iss, peer_isn) = (repr.ack.wrapping_sub(1), repr.seq.wrapping_sub(1));
         let tsecr = repr.options.timestamps.map(|t| t.1);
         let st = self.cookies.check(self.local_ip, &tuple, peer_isn, iss, tsecr, now)?;
@@ -166,9 +156,9 @@ impl TcpEngine {
         if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
             l.ready.push_back(sid);
         }
-        eg.counters.bump(Counter::tcp_syncookies_accepted);
-        eg.counters.bump(Counter::tcp_established_passive);
-        let v = self.on_synchronized(eg, sid, repr, payload);
+        out.counters().bump(Counter::tcp_syncookies_accepted);
+        out.counters().bump(Counter::tcp_established_passive);
+        let v = self.on_synchronized(out, sid, repr, payload);
         self.activity.mark(sid);
         if self.state[sid as usize].in_use {
             self.touch_keepalive(sid, now);

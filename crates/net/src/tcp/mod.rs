@@ -26,10 +26,13 @@ pub mod rtt;
 pub mod rx;
 pub mod sack;
 pub mod seq;
+pub(crate) mod sink;
 pub mod syncookie;
 pub mod timer;
 mod tlp;
 mod undo;
+#[cfg(test)]
+mod unit_util;
 
 pub use cc::CcAlgorithm;
 pub use config::TcpConfig;

@@ -5,14 +5,12 @@
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::seq::{dist, gt, le, lt, max};
+use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::TcpState;
 use crate::counters::Counter;
-use crate::egress::Egress;
-use crate::NetError;
-use link::{Instant, Link};
+use link::Instant;
 use std::net::Ipv4Addr;
-use wire::ipv4::protocol;
 use wire::tcp::flags::{ACK, FIN, PSH, RST, SYN};
 use wire::{TcpOptions, TcpRepr};
 
@@ -29,64 +27,54 @@ impl TcpEngine {
     /// Run the output of every session marked as having something to send when the flush
     /// starts (sessions marked again meanwhile wait for the next flush). When the link is
     /// full the rest stay queued, in order, for the next poll.
-    pub(crate) fn flush_dirty<L: Link>(&mut self, eg: &mut Egress, link: &mut L, now: Instant) -> Result<(), NetError> {
+    pub(crate) fn flush_dirty<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
         for _ in 0..self.dirty.len() {
-            if eg.tx.is_full() {
-                eg.flush(link)?;
-                if eg.tx.is_full() {
-                    break;
-                }
+            if !out.has_room() {
+                break;
             }
             let Some(sid) = self.pop_dirty() else { break };
-            self.output(eg, link, sid, now)?;
+            self.output(out, sid, now);
         }
-        Ok(())
     }
 
     /// Send whatever session `sid` may send now.
-    pub(crate) fn output<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<(), NetError> {
+    pub(crate) fn output<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         let s = self.state[sid as usize];
         if !s.in_use {
-            return Ok(());
+            return;
         }
         match s.state {
-            TcpState::SynSent | TcpState::SynReceived => return self.output_handshake(eg, link, sid, now),
-            TcpState::Closed => return Ok(()),
+            TcpState::SynSent | TcpState::SynReceived => return self.output_handshake(out, sid, now),
+            TcpState::Closed => return,
             TcpState::TimeWait => {
                 if self.rx[sid as usize].ack_now {
                     let seq = self.tx[sid as usize].snd_nxt;
-                    if !self.send_control(eg, link, sid, seq, ACK)? {
+                    if !self.send_control(out, sid, seq, ACK) {
                         self.mark_dirty(sid); // the link is full: the ACK goes at the next flush
                     }
                 }
-                return Ok(());
+                return;
             }
             _ => {}
         }
         self.bufs[sid as usize].drain_transfers();
         let mut sent_any = false;
         if self.tx[sid as usize].tlp_due {
-            sent_any |= self.send_loss_probe(eg, link, sid, now)?;
+            sent_any |= self.send_loss_probe(out, sid, now);
         }
         let snd_max_before = self.tx[sid as usize].snd_max;
         if self.tx[sid as usize].retx_front {
-            sent_any |= self.retransmit_front(eg, link, sid)?;
+            sent_any |= self.retransmit_front(out, sid);
         }
         if self.tx[sid as usize].recover.is_some() && self.rx[sid as usize].sack_ok {
-            sent_any |= self.output_sack_recovery(eg, link, sid, now)?;
+            sent_any |= self.output_sack_recovery(out, sid, now);
         }
-        sent_any |= self.output_new_data(eg, link, sid, now)?;
-        sent_any |= self.output_probe(eg, link, sid, now)?;
+        sent_any |= self.output_new_data(out, sid, now);
+        sent_any |= self.output_probe(out, sid, now);
         let rx = &mut self.rx[sid as usize];
         if !sent_any && rx.ack_now {
             let seq = self.tx[sid as usize].snd_nxt;
-            if !self.send_control(eg, link, sid, seq, ACK)? {
+            if !self.send_control(out, sid, seq, ACK) {
                 self.mark_dirty(sid); // the link is full: the ACK (or window update) waits
             }
         }
@@ -102,57 +90,44 @@ impl TcpEngine {
                 self.timers.arm_if_idle(sid, TimerKind::Retransmit, now + rto);
             }
         }
-        Ok(())
     }
 
     /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
-    fn send_loss_probe<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<bool, NetError> {
+    fn send_loss_probe<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) -> bool {
         let data_end = self.data_end(sid);
         let Some((seq, len, retransmission)) = self.probe_segment(sid, data_end) else {
             self.tx[sid as usize].tlp_due = false;
-            return Ok(false);
+            return false;
         };
         let flags = if seq.wrapping_add(len as u32) == data_end { ACK | PSH } else { ACK };
         let data_off = dist(self.tx[sid as usize].snd_una, seq) as usize;
-        if !self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
+        if !self.emit(out, sid, Seg { seq, flags, data_off, len }, now) {
             self.mark_dirty(sid);
-            return Ok(false);
+            return false;
         }
         if retransmission {
-            eg.counters.bump(Counter::tcp_retransmits);
+            out.counters().bump(Counter::tcp_retransmits);
         }
         self.after_send(sid, seq, len, false, now);
-        self.probe_sent(eg, sid, retransmission);
-        Ok(true)
+        self.probe_sent(out, sid, retransmission);
+        true
     }
 
-    fn output_handshake<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<(), NetError> {
+    fn output_handshake<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         let st = self.state[sid as usize].state;
         let tx = &self.tx[sid as usize];
         if tx.snd_nxt != tx.iss {
             if self.rx[sid as usize].ack_now && st == TcpState::SynReceived {
                 // A duplicate SYN: repeat the SYN-ACK.
                 let iss = tx.iss;
-                self.emit(eg, link, sid, Seg { seq: iss, flags: SYN | ACK, data_off: 0, len: 0 }, now)?;
+                self.emit(out, sid, Seg { seq: iss, flags: SYN | ACK, data_off: 0, len: 0 }, now);
             }
-            return Ok(());
+            return;
         }
         let flags = if st == TcpState::SynSent { SYN } else { SYN | ACK };
         let iss = tx.iss;
         let resend = tx.retries > 0;
-        if self.emit(eg, link, sid, Seg { seq: iss, flags, data_off: 0, len: 0 }, now)? {
+        if self.emit(out, sid, Seg { seq: iss, flags, data_off: 0, len: 0 }, now) {
             let tx = &mut self.tx[sid as usize];
             if resend {
                 tx.retransmits += 1;
@@ -167,7 +142,6 @@ impl TcpEngine {
         } else {
             self.mark_dirty(sid);
         }
-        Ok(())
     }
 
     /// Sequence number just past the last byte of data in the send ring.
@@ -192,13 +166,7 @@ impl TcpEngine {
         tx.sws_hold
     }
 
-    fn output_new_data<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<bool, NetError> {
+    fn output_new_data<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) -> bool {
         let data_end = self.data_end(sid);
         let mut sent_any = false;
         self.tx[sid as usize].sws_hold = false;
@@ -211,20 +179,20 @@ impl TcpEngine {
             if !lt(tx.snd_nxt, data_end) {
                 if fin_due && tx.snd_nxt == data_end && (le(tx.snd_nxt, wnd_end) || tx.snd_wnd == 0) {
                     let seq = tx.snd_nxt;
-                    if !self.emit(eg, link, sid, Seg { seq, flags: FIN | ACK, data_off: 0, len: 0 }, now)? {
+                    if !self.emit(out, sid, Seg { seq, flags: FIN | ACK, data_off: 0, len: 0 }, now) {
                         self.mark_dirty(sid);
-                        return Ok(sent_any);
+                        return sent_any;
                     }
                     self.after_send(sid, seq, 0, true, now);
                     sent_any = true;
                 }
-                return Ok(sent_any);
+                return sent_any;
             }
             if in_recovery_sack && self.tx[sid as usize].pipe() + tx.mss as u32 > tx.cc.cwnd {
-                return Ok(sent_any);
+                return sent_any;
             }
             if !lt(tx.snd_nxt, wnd_end) {
-                return Ok(sent_any);
+                return sent_any;
             }
             if lt(tx.snd_nxt, tx.snd_max) {
                 // Resending after a timeout: skip what the peer SACKed.
@@ -244,11 +212,11 @@ impl TcpEngine {
             // timeout may be cut short by a SACKed range and must go anyway.
             let resend = lt(tx.snd_nxt, tx.snd_max);
             if !resend && self.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
-                return Ok(sent_any);
+                return sent_any;
             }
             let seq = tx.snd_nxt;
             if !resend && self.sws_holds(sid, len, avail, now) {
-                return Ok(sent_any);
+                return sent_any;
             }
             let last = seq.wrapping_add(len as u32) == data_end;
             let mut flags = ACK;
@@ -259,9 +227,9 @@ impl TcpEngine {
                 }
             }
             let data_off = dist(self.tx[sid as usize].snd_una, seq) as usize;
-            if !self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
+            if !self.emit(out, sid, Seg { seq, flags, data_off, len }, now) {
                 self.mark_dirty(sid);
-                return Ok(sent_any);
+                return sent_any;
             }
             self.after_send(sid, seq, len, flags & FIN != 0, now);
             sent_any = true;
@@ -292,8 +260,8 @@ impl TcpEngine {
     }
 
     /// Retransmit the first unacknowledged segment (fast retransmit, NewReno partial ACK).
-    fn retransmit_front<L: Link>(&mut self, eg: &mut Egress, link: &mut L, sid: u32) -> Result<bool, NetError> {
-        let now = eg.now;
+    fn retransmit_front<S: SegmentSink>(&mut self, out: &mut S, sid: u32) -> bool {
+        let now = out.now();
         let data_end = self.data_end(sid);
         let tx = &mut self.tx[sid as usize];
         tx.retx_front = false;
@@ -303,54 +271,48 @@ impl TcpEngine {
         let len = (dist(seq, data_end) as usize).min(tx.mss as usize).min(dist(seq, tx.snd_max) as usize);
         let fin = tx.fin_seq == Some(seq.wrapping_add(len as u32));
         if len == 0 && !fin {
-            return Ok(false);
+            return false;
         }
         let mut flags = ACK;
         if fin {
             flags |= FIN;
         }
-        if !self.emit(eg, link, sid, Seg { seq, flags, data_off: 0, len }, now)? {
+        if !self.emit(out, sid, Seg { seq, flags, data_off: 0, len }, now) {
             self.tx[sid as usize].retx_front = true;
             self.mark_dirty(sid);
-            return Ok(false);
+            return false;
         }
         let tx = &mut self.tx[sid as usize];
         tx.retransmits += 1;
         tx.timed = None;
         tx.retx_high = max(tx.retx_high, seq.wrapping_add(len as u32));
-        eg.counters.bump(Counter::tcp_retransmits);
-        Ok(true)
+        out.counters().bump(Counter::tcp_retransmits);
+        true
     }
 
     /// Loss recovery with SACK: retransmit what RACK marked lost while PRR's window has room.
-    fn output_sack_recovery<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<bool, NetError> {
+    fn output_sack_recovery<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) -> bool {
         let mut sent_any = false;
         loop {
             let tx = &self.tx[sid as usize];
             if self.tx[sid as usize].pipe() + tx.mss as u32 > tx.cc.cwnd {
-                return Ok(sent_any);
+                return sent_any;
             }
             // What RACK marked lost, in sequence order.
             let Some((s, e)) = tx.rack.next_lost(&tx.sb, tx.snd_una) else {
-                return Ok(sent_any);
+                return sent_any;
             };
             let data_off = dist(tx.snd_una, s) as usize;
             let len = dist(s, e) as usize;
-            if !self.emit(eg, link, sid, Seg { seq: s, flags: ACK, data_off, len }, now)? {
+            if !self.emit(out, sid, Seg { seq: s, flags: ACK, data_off, len }, now) {
                 self.mark_dirty(sid);
-                return Ok(sent_any);
+                return sent_any;
             }
             let tx = &mut self.tx[sid as usize];
             tx.retx_high = e;
             tx.retransmits += 1;
             tx.timed = None;
-            eg.counters.bump(Counter::tcp_retransmits);
+            out.counters().bump(Counter::tcp_retransmits);
             sent_any = true;
             if s == tx.snd_una {
                 // The head went again: its ACK is one RTT away from now, so the timer
@@ -364,13 +326,7 @@ impl TcpEngine {
 
     /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
     /// timer; when it fires, send one byte beyond the window.
-    fn output_probe<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        now: Instant,
-    ) -> Result<bool, NetError> {
+    fn output_probe<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) -> bool {
         let data_end = self.data_end(sid);
         let tx = &self.tx[sid as usize];
         let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
@@ -380,25 +336,25 @@ impl TcpEngine {
             if !tx.sws_hold {
                 self.timers.cancel(sid, TimerKind::Persist);
             }
-            return Ok(false);
+            return false;
         }
         // Data sent before the window closed is left to the retransmission timer; when it
         // expires, `snd_nxt` is pulled back to `snd_una` and probing starts.
         if tx.snd_una != tx.snd_nxt && tx.probes == 0 {
-            return Ok(false);
+            return false;
         }
         let interval = (tx.rtt.rto() * (1u32 << tx.probes.min(6))).min(self.cfg.max_rto);
         if tx.probes == 0 || self.timers.deadline(sid, TimerKind::Persist).is_some() {
             self.timers.arm_if_idle(sid, TimerKind::Persist, now + interval);
             self.timers.cancel(sid, TimerKind::Retransmit);
-            return Ok(false);
+            return false;
         }
         // The persist timer fired (probes > 0 and no deadline armed): probe with one byte.
         let seq = tx.snd_nxt;
         let (len, flags) = if lt(seq, data_end) { (1, ACK) } else { (0, FIN | ACK) };
         let data_off = dist(tx.snd_una, seq) as usize;
-        if self.emit(eg, link, sid, Seg { seq, flags, data_off, len }, now)? {
-            eg.counters.bump(Counter::tcp_window_probes);
+        if self.emit(out, sid, Seg { seq, flags, data_off, len }, now) {
+            out.counters().bump(Counter::tcp_window_probes);
             if len == 0 {
                 self.after_send(sid, seq, len, true, now);
             } else {
@@ -411,20 +367,13 @@ impl TcpEngine {
             self.timers.cancel(sid, TimerKind::Retransmit);
         }
         self.timers.arm(sid, TimerKind::Persist, now + interval);
-        Ok(true)
+        true
     }
 
     /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
-    pub(crate) fn send_control<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        seq: u32,
-        flags: u8,
-    ) -> Result<bool, NetError> {
-        let now = eg.now;
-        self.emit(eg, link, sid, Seg { seq, flags, data_off: 0, len: 0 }, now)
+    pub(crate) fn send_control<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32, flags: u8) -> bool {
+        let now = out.now();
+        self.emit(out, sid, Seg { seq, flags, data_off: 0, len: 0 }, now)
     }
 
     /// Options for a segment of session `sid`.
@@ -500,17 +449,10 @@ impl TcpEngine {
     }
 
     /// Build and emit one segment of session `sid`. Returns false if the link is full.
-    fn emit<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        seg: Seg,
-        now: Instant,
-    ) -> Result<bool, NetError> {
+    fn emit<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seg: Seg, now: Instant) -> bool {
         let syn = seg.flags & SYN != 0;
         let mut options = self.options_for(sid, seg.flags, now);
-        if 20 + options.emitted_len() + 20 + seg.len > eg.cfg.mtu {
+        if 20 + options.emitted_len() + 20 + seg.len > out.mtu() {
             // SACK blocks do not fit beside a full-sized data segment: leave them out.
             options.sack_blocks = [None; 4];
         }
@@ -530,13 +472,13 @@ impl TcpEngine {
         };
         let ring = &self.bufs[sid as usize].tx;
         let hl = repr.header_len();
-        let sent = eg.send_ip(link, tuple.remote_ip, protocol::TCP, hl + seg.len, |buf, src, dst| {
+        let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
             let copied = ring.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
             debug_assert_eq!(copied, seg.len);
             let _ = repr.emit(buf, src, dst, seg.len);
-        })?;
+        });
         if sent {
-            eg.counters.bump(Counter::tcp_tx_segments);
+            out.counters().bump(Counter::tcp_tx_segments);
             if seg.len > 0 {
                 self.on_data_sent(sid, seg.seq, seg.len, now);
             }
@@ -545,7 +487,7 @@ impl TcpEngine {
                 if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack {
                     rx.dsack = None;
                     rx.dsacks_sent += 1;
-                    eg.counters.bump(Counter::tcp_dsacks_sent);
+                    out.counters().bump(Counter::tcp_dsacks_sent);
                 }
                 rx.last_ack_sent = ack;
                 rx.ack_now = false;
@@ -553,24 +495,23 @@ impl TcpEngine {
                 self.timers.cancel(sid, TimerKind::DelayedAck);
             }
         }
-        Ok(sent)
+        sent
     }
 
     /// Answer a segment that belongs to no connection with a reset (RFC 9293 3.10.7.1).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn send_reset<L: Link>(
+    pub(crate) fn send_reset<S: SegmentSink>(
         &mut self,
-        eg: &mut Egress,
-        link: &mut L,
+        out: &mut S,
         to: Ipv4Addr,
         tuple: FourTuple,
         seg_seq: u32,
         seg_ack: u32,
         seg_flags: u8,
         seg_len: u32,
-    ) -> Result<(), NetError> {
+    ) {
         if seg_flags & RST != 0 {
-            return Ok(());
+            return;
         }
         let (seq, ack, flags) = if seg_flags & ACK != 0 {
             (seg_ack, 0, RST)
@@ -588,34 +529,86 @@ impl TcpEngine {
             urgent: 0,
             options: TcpOptions::default(),
         };
-        if eg.send_ip(link, to, protocol::TCP, repr.header_len(), |buf, s, d| {
+        if out.send_segment(to, repr.header_len(), |buf, s, d| {
             let _ = repr.emit(buf, s, d, 0);
-        })? {
-            eg.counters.bump(Counter::tcp_resets_sent);
+        }) {
+            out.counters().bump(Counter::tcp_resets_sent);
         }
-        Ok(())
     }
 
     /// Send a reset on an existing connection (abort).
-    pub(crate) fn send_abort_reset<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-    ) -> Result<(), NetError> {
+    pub(crate) fn send_abort_reset<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
         let st = self.state[sid as usize];
         if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
-            return Ok(());
+            return;
         }
         let seq = self.tx[sid as usize].snd_nxt;
-        if self.send_control(eg, link, sid, seq, RST | ACK)? {
-            eg.counters.bump(Counter::tcp_resets_sent);
+        if self.send_control(out, sid, seq, RST | ACK) {
+            out.counters().bump(Counter::tcp_resets_sent);
         }
-        Ok(())
     }
 }
 
 /// The timestamp clock: milliseconds (RFC 7323 allows 1 ms to 1 s per tick).
 pub fn ts_clock(now: Instant) -> u32 {
     (now.as_nanos() / 1_000_000) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sink::recorder::{Recorder, LOCAL, PEER};
+    use super::super::unit_util::*;
+    use wire::tcp::flags::ACK;
+
+    #[test]
+    fn new_data_goes_in_full_segments_up_to_the_initial_window() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (sid, our) = established(&mut e, &mut out, 1000);
+        e.bufs[sid as usize].tx.enqueue(&[9u8; 100_000]);
+        e.mark_dirty(sid);
+        let segs = flush(&mut e, &mut out);
+        assert_eq!(segs.len(), 10, "IW = 10 segments (RFC 6928)");
+        for (i, (h, p)) in segs.iter().enumerate() {
+            assert_eq!((h.seq, p.len()), (our + i as u32 * MSS as u32, MSS as usize));
+        }
+        // Their ACK doubles the window (slow start): twenty more.
+        let ack = from_peer(PEER_ISS + 1, our + 10 * MSS as u32, ACK, 1000, Default::default(), &[]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &ack), Ok(()));
+        assert_eq!(flush(&mut e, &mut out).len(), 20);
+    }
+
+    #[test]
+    fn the_peer_window_bounds_what_is_sent() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        // 20 << 7 = 2,560 bytes offered.
+        let (sid, our) = established(&mut e, &mut out, 20);
+        e.bufs[sid as usize].tx.enqueue(&[9u8; 100_000]);
+        e.mark_dirty(sid);
+        let segs = flush(&mut e, &mut out);
+        let sent: usize = segs.iter().map(|(_, p)| p.len()).sum();
+        assert!(sent <= 2560, "{sent} bytes sent into a 2,560-byte window");
+        assert_eq!((segs[0].0.seq, segs[0].1.len()), (our, MSS as usize));
+    }
+
+    #[test]
+    fn a_failed_send_counts_as_lost_and_the_retransmission_timer_covers_it() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (sid, our) = established(&mut e, &mut out, 1000);
+        out.failing = true;
+        e.bufs[sid as usize].tx.enqueue(&[9u8; 1000]);
+        e.mark_dirty(sid);
+        flush(&mut e, &mut out);
+        assert_eq!(out.failures, 1);
+        assert_eq!(e.tx[sid as usize].snd_max, our + 1000, "as if sent");
+        out.failing = false;
+        let deadline = e.next_deadline().expect("the retransmission (or probe) timer");
+        out.now = deadline;
+        e.on_timers(&mut out, deadline);
+        let again = out.take();
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].0.seq, again[0].1.len()), (our, 1000), "sent again");
+    }
 }

@@ -5,9 +5,7 @@
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::seq::{le, lt};
-use crate::egress::Egress;
-use crate::NetError;
-use link::Link;
+use super::sink::SegmentSink;
 use std::net::SocketAddrV4;
 
 impl TcpEngine {
@@ -22,21 +20,20 @@ impl TcpEngine {
 
     /// The path MTU towards `remote` dropped to `mtu`: shrink the connection's MSS and resend
     /// from SND.UNA (as Linux's `tcp_simple_retransmit`; the congestion window stays).
-    pub(crate) fn on_path_mtu<L: Link>(
+    pub(crate) fn on_path_mtu<S: SegmentSink>(
         &mut self,
-        eg: &mut Egress,
-        link: &mut L,
+        out: &mut S,
         local_port: u16,
         remote: SocketAddrV4,
         mtu: usize,
-    ) -> Result<(), NetError> {
+    ) {
         let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
-        let Some(sid) = self.lookup.get(&t) else { return Ok(()) };
+        let Some(sid) = self.lookup.get(&t) else { return };
         let options = if self.rx[sid as usize].ts_ok { 12 } else { 0 };
         let mss = mtu.saturating_sub(40 + options).max(64) as u16;
         let tx = &mut self.tx[sid as usize];
         if mss >= tx.mss {
-            return Ok(());
+            return;
         }
         tx.mss = mss;
         tx.cc.set_mss(mss as u32);
@@ -50,7 +47,7 @@ impl TcpEngine {
             }
         }
         self.mark_dirty(sid);
-        let now = eg.now;
-        self.flush_dirty(eg, link, now)
+        let now = out.now();
+        self.flush_dirty(out, now)
     }
 }

@@ -9,9 +9,9 @@ use super::conn::{Prr, RtoUndo, TxSar};
 use super::engine::TcpEngine;
 use super::output::ts_clock;
 use super::seq::{gt, lt};
+use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use crate::counters::Counter;
-use crate::egress::Egress;
 use link::Instant;
 
 /// Enter loss recovery (RFC 5681 3.2, RFC 6675 5, RFC 6937 3): the recovery point is SND.MAX
@@ -39,18 +39,18 @@ impl TcpEngine {
     /// Run RACK loss detection for `sid` (with SACK): start recovery when it finds a loss,
     /// and keep the reordering timer for segments that may still turn out lost. `on_timer`:
     /// run by the reordering timer rather than an ACK.
-    pub(super) fn detect_losses(&mut self, eg: &mut Egress, sid: u32, now: Instant, on_timer: bool) {
+    pub(super) fn detect_losses<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant, on_timer: bool) {
         let tx = &mut self.tx[sid as usize];
         let mss = (tx.mss as u32).max(1);
         let reo_wnd = tx.rack.reo_wnd(tx.recover.is_some(), tx.sb.sacked / mss, tx.reordering, tx.rtt.srtt());
         let found = tx.rack.detect_loss(&tx.sb, reo_wnd, now);
         if found.newly_lost > 0 {
             tx.rack_lost += u64::from(found.newly_lost);
-            eg.counters.add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
+            out.counters().add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
             if tx.recover.is_none() {
                 tx.tlp_high = None;
                 start_recovery(tx, true, now);
-                eg.counters.bump(Counter::tcp_fast_retransmits);
+                out.counters().bump(Counter::tcp_fast_retransmits);
                 // On an ACK, PRR runs next with what the ACK delivered; the first
                 // retransmission goes either way. Found by the reordering timer, the delivery
                 // that armed the timer counts as one segment (as Linux's
@@ -69,10 +69,10 @@ impl TcpEngine {
     }
 
     /// The reordering timer fired.
-    pub(super) fn on_reorder_timeout(&mut self, eg: &mut Egress, sid: u32, now: Instant) {
-        eg.counters.bump(Counter::tcp_reorder_timeouts);
+    pub(super) fn on_reorder_timeout<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
+        out.counters().bump(Counter::tcp_reorder_timeouts);
         if self.rx[sid as usize].sack_ok {
-            self.detect_losses(eg, sid, now, true);
+            self.detect_losses(out, sid, now, true);
         }
     }
 
@@ -130,7 +130,7 @@ impl TcpEngine {
     /// The first ACK that advances after a timeout: if it echoes a timestamp from before the
     /// timeout, the original transmission arrived and the timeout was spurious. Restore the
     /// window and stop resending what is already in flight (RFC 4015 3.2).
-    pub(super) fn check_spurious_rto(&mut self, eg: &mut Egress, sid: u32, ecr: Option<u32>) {
+    pub(super) fn check_spurious_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, ecr: Option<u32>) {
         let tx = &mut self.tx[sid as usize];
         let Some(undo) = tx.rto_undo.take() else { return };
         let Some(ecr) = ecr else { return };
@@ -145,6 +145,6 @@ impl TcpEngine {
             tx.snd_nxt = tx.snd_max;
         }
         tx.spurious_rtos += 1;
-        eg.counters.bump(Counter::tcp_spurious_rtos);
+        out.counters().bump(Counter::tcp_spurious_rtos);
     }
 }

@@ -9,12 +9,11 @@ use super::lookup::FourTuple;
 use super::output::ts_clock;
 use super::recovery::start_recovery;
 use super::seq::{dist, ge, gt, le, lt};
+use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::{TcpError, TcpHandle, TcpState};
 use crate::counters::Counter;
-use crate::egress::Egress;
-use crate::NetError;
-use link::{Instant, Link};
+use link::Instant;
 use std::net::Ipv4Addr;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpRepr, TcpSegment};
@@ -40,29 +39,28 @@ pub(super) fn agree_window_scale(rx: &mut RxSar, tx: &mut TxSar, ours: Option<u8
 
 impl TcpEngine {
     /// Process one TCP segment (`l4`: header and payload) from `src` to `dst` (our address).
-    pub(crate) fn on_segment<L: Link>(
+    pub(crate) fn on_segment<S: SegmentSink>(
         &mut self,
-        eg: &mut Egress,
-        link: &mut L,
+        out: &mut S,
         src: Ipv4Addr,
         dst: Ipv4Addr,
         l4: &[u8],
-    ) -> Result<Verdict, NetError> {
+    ) -> Verdict {
         let seg = match TcpSegment::new_checked(l4) {
             Ok(s) => s,
-            Err(_) => return Ok(Err(Counter::drop_tcp_malformed)),
+            Err(_) => return Err(Counter::drop_tcp_malformed),
         };
         if !seg.verify_checksum(src, dst) {
-            return Ok(Err(Counter::drop_tcp_bad_checksum));
+            return Err(Counter::drop_tcp_bad_checksum);
         }
         let repr = match TcpRepr::parse(&seg) {
             Ok(r) => r,
-            Err(_) => return Ok(Err(Counter::drop_tcp_bad_options)),
+            Err(_) => return Err(Counter::drop_tcp_bad_options),
         };
         if repr.src_port == 0 || repr.dst_port == 0 {
-            return Ok(Err(Counter::drop_tcp_malformed));
+            return Err(Counter::drop_tcp_malformed);
         }
-        eg.counters.bump(Counter::tcp_rx_segments);
+        out.counters().bump(Counter::tcp_rx_segments);
         let payload = seg.payload();
         let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port };
         let mut found = self.lookup.get(&tuple);
@@ -74,45 +72,45 @@ impl TcpEngine {
             {
                 // RFC 6191: the old incarnation gives way to the new one.
                 self.finish(sid, None);
-                eg.counters.bump(Counter::tcp_time_wait_reused);
+                out.counters().bump(Counter::tcp_time_wait_reused);
                 found = None;
             }
         }
         let verdict = match found {
             Some(sid) => {
                 let v = if self.state[sid as usize].state == TcpState::SynSent {
-                    self.on_syn_sent(eg, link, sid, &repr)?
+                    self.on_syn_sent(out, sid, &repr)
                 } else {
-                    let v = self.on_synchronized(eg, sid, &repr, payload);
+                    let v = self.on_synchronized(out, sid, &repr, payload);
                     if v == Err(Counter::drop_tcp_unacceptable_ack) {
                         // RFC 9293 3.10.7.4: in SYN-RECEIVED an ACK for something we never
                         // sent is answered with <SEQ=SEG.ACK><CTL=RST>; the session stays.
                         let tuple = self.state[sid as usize].tuple;
-                        self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0)?;
+                        self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0);
                     }
                     v
                 };
                 self.activity.mark(sid);
                 if self.state[sid as usize].in_use {
-                    self.touch_keepalive(sid, eg.now);
+                    self.touch_keepalive(sid, out.now());
                     self.mark_dirty(sid);
                     // An ACK due while data waits out of order is a duplicate ACK the sender
                     // counts (RFC 5681 3.2, 4.2: one, at once, per out-of-order segment): it
                     // cannot wait to be merged at the end of the batch.
                     if self.rx[sid as usize].ack_now && !self.bufs[sid as usize].asm.is_empty() {
-                        self.output(eg, link, sid, eg.now)?;
+                        self.output(out, sid, out.now());
                     }
                 }
                 v
             }
-            None => self.on_no_session(eg, link, tuple, &repr, payload)?,
+            None => self.on_no_session(out, tuple, &repr, payload),
         };
         if self.time_wait_reclaimed > 0 {
-            eg.counters.add(Counter::tcp_time_wait_reclaimed, std::mem::take(&mut self.time_wait_reclaimed));
+            out.counters().add(Counter::tcp_time_wait_reclaimed, std::mem::take(&mut self.time_wait_reclaimed));
         }
         // Sessions marked dirty send at the end of the poll's receive batch, so one ACK can
         // cover several segments of the batch.
-        Ok(verdict)
+        verdict
     }
 
     /// Take the peer's SYN: initial receive sequence and the options both sides agree on.
@@ -141,39 +139,33 @@ impl TcpEngine {
     }
 
     /// RFC 9293 3.10.7.3: our SYN is out.
-    fn on_syn_sent<L: Link>(
-        &mut self,
-        eg: &mut Egress,
-        link: &mut L,
-        sid: u32,
-        repr: &TcpRepr,
-    ) -> Result<Verdict, NetError> {
+    fn on_syn_sent<S: SegmentSink>(&mut self, out: &mut S, sid: u32, repr: &TcpRepr) -> Verdict {
         let tx = &self.tx[sid as usize];
         let has_ack = repr.flags & ACK != 0;
         if has_ack && (le(repr.ack, tx.iss) || gt(repr.ack, tx.snd_max)) {
             if repr.flags & RST == 0 {
                 let tuple = self.state[sid as usize].tuple;
-                self.send_reset(eg, link, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0)?;
+                self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0);
             }
-            return Ok(Err(Counter::drop_tcp_bad_ack));
+            return Err(Counter::drop_tcp_bad_ack);
         }
         if repr.flags & RST != 0 {
             if has_ack {
-                eg.counters.bump(Counter::tcp_resets_received);
+                out.counters().bump(Counter::tcp_resets_received);
                 self.finish(sid, Some(TcpError::Refused));
-                return Ok(Ok(()));
+                return Ok(());
             }
-            return Ok(Err(Counter::drop_tcp_rst_ignored));
+            return Err(Counter::drop_tcp_rst_ignored);
         }
         if repr.flags & SYN == 0 {
-            return Ok(Err(Counter::drop_tcp_no_ack));
+            return Err(Counter::drop_tcp_no_ack);
         }
         self.accept_syn(sid, repr);
         if has_ack {
-            self.ack_advances(eg, sid, repr);
+            self.ack_advances(out, sid, repr);
             self.state[sid as usize].state = TcpState::Established;
-            self.arm_loss_timer(sid, eg.now);
-            eg.counters.bump(Counter::tcp_active_opens);
+            self.arm_loss_timer(sid, out.now());
+            out.counters().bump(Counter::tcp_active_opens);
         } else {
             // Simultaneous open: answer with SYN-ACK carrying the same ISS.
             self.state[sid as usize].state = TcpState::SynReceived;
@@ -181,12 +173,18 @@ impl TcpEngine {
             tx.snd_nxt = tx.iss;
         }
         self.rx[sid as usize].ack_now = true;
-        Ok(Ok(()))
+        Ok(())
     }
 
     /// RFC 9293 3.10.7.4: every state from SYN-RECEIVED on.
-    pub(super) fn on_synchronized(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
-        let now = eg.now;
+    pub(super) fn on_synchronized<S: SegmentSink>(
+        &mut self,
+        out: &mut S,
+        sid: u32,
+        repr: &TcpRepr,
+        payload: &[u8],
+    ) -> Verdict {
+        let now = out.now();
         // Simultaneous open (RFC 9293 figure 8): in SYN-RECEIVED, the peer's SYN-ACK repeats
         // the SYN we already took. Drop that SYN and process the rest as the ACK of ours (as
         // BSD and Linux do); otherwise it fails the sequence check and both sides keep
@@ -242,14 +240,14 @@ impl TcpEngine {
             return Err(Counter::drop_tcp_out_of_window);
         }
         if repr.flags & RST != 0 {
-            return self.on_rst(eg, sid, repr.seq);
+            return self.on_rst(out, sid, repr.seq);
         }
         if repr.flags & SYN != 0 {
             if self.state[sid as usize].state == TcpState::SynReceived && repr.seq == self.rx[sid as usize].irs {
                 self.rx[sid as usize].ack_now = true;
                 return Err(Counter::drop_tcp_duplicate_syn);
             }
-            self.challenge_ack(eg, sid);
+            self.challenge_ack(out, sid);
             return Err(Counter::drop_tcp_syn_challenged);
         }
         if repr.flags & ACK == 0 {
@@ -270,15 +268,15 @@ impl TcpEngine {
             if !(lt(tx.snd_una, repr.ack) && le(repr.ack, tx.snd_max)) {
                 return Err(Counter::drop_tcp_unacceptable_ack);
             }
-            self.establish_passive(eg, sid);
+            self.establish_passive(out, sid);
         }
-        self.on_ack(eg, sid, repr, payload.len() as u32, now)?;
+        self.on_ack(out, sid, repr, payload.len() as u32, now)?;
         if !self.state[sid as usize].in_use {
             return Ok(());
         }
         let mut verdict = Ok(());
         if !payload.is_empty() {
-            verdict = self.on_data(eg, sid, repr.seq, payload, now);
+            verdict = self.on_data(out, sid, repr.seq, payload, now);
         }
         if repr.flags & FIN != 0 {
             self.on_fin(sid, repr.seq.wrapping_add(payload.len() as u32), now);
@@ -303,12 +301,12 @@ impl TcpEngine {
     }
 
     /// RST in window: exact match resets, anything else gets a challenge ACK (RFC 5961 3).
-    fn on_rst(&mut self, eg: &mut Egress, sid: u32, seq: u32) -> Verdict {
+    fn on_rst<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32) -> Verdict {
         if seq != self.rx[sid as usize].rcv_nxt {
-            self.challenge_ack(eg, sid);
+            self.challenge_ack(out, sid);
             return Err(Counter::drop_tcp_rst_challenged);
         }
-        eg.counters.bump(Counter::tcp_resets_received);
+        out.counters().bump(Counter::tcp_resets_received);
         let s = self.state[sid as usize];
         if s.state == TcpState::SynReceived && s.listener.is_some() {
             self.free_session(sid);
@@ -319,35 +317,35 @@ impl TcpEngine {
         Ok(())
     }
 
-    fn challenge_ack(&mut self, eg: &mut Egress, sid: u32) {
-        if self.challenge.allow(eg.now) {
-            eg.counters.bump(Counter::tcp_challenge_acks);
+    fn challenge_ack<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
+        if self.challenge.allow(out.now()) {
+            out.counters().bump(Counter::tcp_challenge_acks);
             self.rx[sid as usize].ack_now = true;
         } else {
-            eg.counters.bump(Counter::drop_tcp_challenge_limited);
+            out.counters().bump(Counter::drop_tcp_challenge_limited);
         }
     }
 
     /// SYN-RECEIVED -> ESTABLISHED: hand the connection to its listener's accept queue.
-    fn establish_passive(&mut self, eg: &mut Egress, sid: u32) {
+    fn establish_passive<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
         let s = &mut self.state[sid as usize];
         s.state = TcpState::Established;
         if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
             l.half_open = l.half_open.saturating_sub(1);
             l.ready.push_back(sid);
         }
-        eg.counters.bump(Counter::tcp_established_passive);
+        out.counters().bump(Counter::tcp_established_passive);
     }
 
     /// ACK processing: window update, new data acknowledged, duplicate ACKs and recovery.
-    fn on_ack(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr, seg_len: u32, now: Instant) -> Verdict {
+    fn on_ack<S: SegmentSink>(&mut self, out: &mut S, sid: u32, repr: &TcpRepr, seg_len: u32, now: Instant) -> Verdict {
         let tx = &self.tx[sid as usize];
         if gt(repr.ack, tx.snd_max) {
             self.rx[sid as usize].ack_now = true;
             return Err(Counter::drop_tcp_ack_unsent);
         }
         if lt(repr.ack, tx.snd_una.wrapping_sub(tx.max_snd_wnd.max(1))) {
-            self.challenge_ack(eg, sid);
+            self.challenge_ack(out, sid);
             return Err(Counter::drop_tcp_ack_too_old);
         }
         let window = (repr.window as u32) << tx.snd_shift;
@@ -364,10 +362,10 @@ impl TcpEngine {
                 // D-SACK (RFC 2883 section 4).
                 let inside_next = blocks[1].is_some_and(|(s2, e2)| le(s2, s) && le(e, e2));
                 if lt(s, e) && (le(e, repr.ack) || inside_next) {
-                    eg.counters.bump(Counter::tcp_dsacks_received);
+                    out.counters().bump(Counter::tcp_dsacks_received);
                     let tx = &self.tx[sid as usize];
                     dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(e);
-                    self.on_dsack(eg, sid, s, e);
+                    self.on_dsack(out, sid, s, e);
                 }
             }
             let tx = &mut self.tx[sid as usize];
@@ -380,9 +378,9 @@ impl TcpEngine {
             }
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
-            self.ack_advances(eg, sid, repr);
-            self.probe_episode_acked(eg, sid, repr.ack, dsack_of_probe);
-            let now = eg.now;
+            self.ack_advances(out, sid, repr);
+            self.probe_episode_acked(out, sid, repr.ack, dsack_of_probe);
+            let now = out.now();
             self.arm_loss_timer(sid, now);
         } else if repr.ack == self.tx[sid as usize].snd_una
             && seg_len == 0
@@ -392,7 +390,7 @@ impl TcpEngine {
         {
             // Not while the window is closed: those ACKs answer window probes, and nothing
             // may be retransmitted into a zero window anyway.
-            self.duplicate_ack(eg, sid);
+            self.duplicate_ack(out, sid);
         }
         if sack_ok && self.state[sid as usize].state.is_synchronized() {
             let ecr = self.rx[sid as usize].ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
@@ -400,7 +398,7 @@ impl TcpEngine {
             tx.rack.on_ack(tx.snd_una, &newly_sacked, ecr, now);
             let tx = &self.tx[sid as usize];
             if !tx.sb.is_empty() || tx.recover.is_some() {
-                self.detect_losses(eg, sid, now, false);
+                self.detect_losses(out, sid, now, false);
             }
             let tx = &self.tx[sid as usize];
             let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
@@ -428,8 +426,8 @@ impl TcpEngine {
 
     /// `SND.UNA < SEG.ACK`: release acknowledged data, sample RTT, grow the window, leave or
     /// continue recovery.
-    fn ack_advances(&mut self, eg: &mut Egress, sid: u32, repr: &TcpRepr) {
-        let now = eg.now;
+    fn ack_advances<S: SegmentSink>(&mut self, out: &mut S, sid: u32, repr: &TcpRepr) {
+        let now = out.now();
         let state = self.state[sid as usize].state;
         let tx = &mut self.tx[sid as usize];
         let mut acked = dist(tx.snd_una, repr.ack);
@@ -492,17 +490,17 @@ impl TcpEngine {
         }
         if self.tx[sid as usize].rto_undo.is_some() {
             let ecr = self.rx[sid as usize].ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
-            self.check_spurious_rto(eg, sid, ecr);
+            self.check_spurious_rto(out, sid, ecr);
         }
         if data_acked > 0 {
-            self.autotune_tx(eg, sid);
+            self.autotune_tx(out, sid);
         }
         // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
 
     /// A duplicate ACK: count it; the third (or SACK evidence of loss) starts fast
     /// retransmit and recovery (RFC 5681 3.2, RFC 6675 5).
-    fn duplicate_ack(&mut self, eg: &mut Egress, sid: u32) {
+    fn duplicate_ack<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
         let sack_ok = self.rx[sid as usize].sack_ok;
         let dup_thresh = self.tx[sid as usize].reordering;
         let tx = &mut self.tx[sid as usize];
@@ -510,8 +508,8 @@ impl TcpEngine {
             return;
         }
         tx.dupacks += 1;
-        eg.counters.bump(Counter::tcp_dup_acks);
-        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(eg, sid) {
+        out.counters().bump(Counter::tcp_dup_acks);
+        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(out, sid) {
             return;
         }
         if sack_ok {
@@ -520,9 +518,9 @@ impl TcpEngine {
         }
         let tx = &mut self.tx[sid as usize];
         if tx.recover.is_none() && tx.dupacks >= dup_thresh {
-            start_recovery(tx, false, eg.now);
+            start_recovery(tx, false, out.now());
             tx.cc.on_fast_retransmit_without_sack();
-            eg.counters.bump(Counter::tcp_fast_retransmits);
+            out.counters().bump(Counter::tcp_fast_retransmits);
         } else if tx.recover.is_some() {
             tx.cc.inflate_for_duplicate();
         }
@@ -550,7 +548,7 @@ impl TcpEngine {
     }
 
     /// Payload: in-order data is appended, out-of-order data is stored ahead and tracked.
-    fn on_data(&mut self, eg: &mut Egress, sid: u32, seq: u32, payload: &[u8], now: Instant) -> Verdict {
+    fn on_data<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32, payload: &[u8], now: Instant) -> Verdict {
         if !self.state[sid as usize].state.can_receive() {
             return Err(Counter::drop_tcp_data_after_fin);
         }
@@ -575,7 +573,7 @@ impl TcpEngine {
         // on every path, the RX bypass included: the peer may not send past it.
         let room = if gt(rx.rcv_adv, start) { dist(start, rx.rcv_adv) as usize } else { 0 };
         if data.len() > room {
-            eg.counters.bump(Counter::tcp_rx_trimmed);
+            out.counters().bump(Counter::tcp_rx_trimmed);
             rx.ack_now = true;
             if room == 0 {
                 return Err(Counter::drop_tcp_rx_buffer_full);
@@ -628,13 +626,13 @@ impl TcpEngine {
             }
         }
         if off == 0 && !rx.bypass {
-            self.autotune_rx(eg, sid, now);
+            self.autotune_rx(out, sid, now);
         }
         let rx = &mut self.rx[sid as usize];
         if off > 0 || had_holes {
             // Out of order, or a hole just filled: acknowledge at once (RFC 5681 4.2).
             rx.ack_now = true;
-            eg.counters.bump(Counter::tcp_out_of_order);
+            out.counters().bump(Counter::tcp_out_of_order);
         } else {
             rx.segs_unacked += 1;
             if rx.segs_unacked >= 2 || self.cfg.delayed_ack.is_zero() {
@@ -677,5 +675,96 @@ impl TcpEngine {
         } else {
             self.state[sid as usize].state = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::TcpConfig;
+    use super::super::sink::recorder::{Recorder, LOCAL, PEER};
+    use super::super::unit_util::*;
+    use super::super::TcpState;
+    use crate::counters::Counter;
+    use wire::tcp::flags::{ACK, FIN, PSH};
+    use wire::TcpOptions;
+
+    const NONE: TcpOptions =
+        TcpOptions { mss: None, window_scale: None, sack_permitted: false, timestamps: None, sack_blocks: [None; 4] };
+
+    #[test]
+    fn data_in_order_is_delivered_to_the_receive_buffer() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (sid, our) = established(&mut e, &mut out, 1000);
+        let seg = from_peer(PEER_ISS + 1, our, ACK | PSH, 1000, NONE, &[7u8; 300]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
+        assert_eq!(e.bufs[sid as usize].rx.len(), 300);
+        assert_eq!(e.rx[sid as usize].rcv_nxt, PEER_ISS + 301);
+    }
+
+    #[test]
+    fn a_segment_past_the_offered_window_is_trimmed_to_its_right_edge() {
+        let mut e = engine_with(TcpConfig { rx_buffer: 1024, ..TcpConfig::default() });
+        let mut out = Recorder::new();
+        let (sid, our) = established(&mut e, &mut out, 1000);
+        let offered = e.rx[sid as usize].rcv_adv.wrapping_sub(PEER_ISS + 1);
+        assert_eq!(offered, 1024);
+        let seg = from_peer(PEER_ISS + 1, our, ACK, 1000, NONE, &[1u8; 1400]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
+        assert_eq!(e.bufs[sid as usize].rx.len(), 1024, "only what the window offered");
+        assert_eq!(e.rx[sid as usize].rcv_nxt, PEER_ISS + 1 + 1024);
+        assert_eq!(out.counters.get(Counter::tcp_rx_trimmed), 1);
+    }
+
+    #[test]
+    fn a_duplicate_below_rcv_nxt_is_reported_in_a_d_sack_block() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (_, our) = established(&mut e, &mut out, 1000);
+        let seg = from_peer(PEER_ISS + 1, our, ACK, 1000, NONE, &[3u8; 500]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
+        flush(&mut e, &mut out);
+        // Counted as out of the window (RFC 9293 3.10.7.4), and answered with an ACK.
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Err(Counter::drop_tcp_out_of_window));
+        let acks = flush(&mut e, &mut out);
+        let ack = acks.last().expect("the duplicate is answered at once").0;
+        assert_eq!(ack.ack, PEER_ISS + 501);
+        assert_eq!(ack.options.sack_blocks[0], Some((PEER_ISS + 1, PEER_ISS + 501)), "RFC 2883 D-SACK first");
+        assert_eq!(out.counters.get(Counter::tcp_dsacks_sent), 1);
+    }
+
+    #[test]
+    fn a_duplicate_above_rcv_nxt_is_reported_in_a_d_sack_block_then_the_sack_block() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (_, our) = established(&mut e, &mut out, 1000);
+        let ahead = from_peer(PEER_ISS + 1001, our, ACK, 1000, NONE, &[3u8; 500]);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &ahead), Ok(()));
+        flush(&mut e, &mut out);
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &ahead), Ok(()));
+        let ack = flush(&mut e, &mut out).last().expect("answered at once").0;
+        assert_eq!(ack.ack, PEER_ISS + 1);
+        let range = Some((PEER_ISS + 1001, PEER_ISS + 1501));
+        assert_eq!(ack.options.sack_blocks[..2], [range, range], "the D-SACK, then the block it lies in");
+    }
+
+    #[test]
+    fn a_link_that_fails_every_send_does_not_cut_receive_processing_short() {
+        let mut e = engine();
+        let mut out = Recorder::new();
+        let (sid, our) = established(&mut e, &mut out, 1000);
+        out.failing = true;
+        // Out of order first (its duplicate ACK is sent at once and fails), then the hole
+        // and a FIN.
+        let later = from_peer(PEER_ISS + 101, our, ACK, 1000, NONE, &[2u8; 100]);
+        let first = from_peer(PEER_ISS + 1, our, ACK, 1000, NONE, &[1u8; 100]);
+        let fin = from_peer(PEER_ISS + 201, our, ACK | FIN, 1000, NONE, &[]);
+        for seg in [&later, &first, &fin] {
+            assert_eq!(e.on_segment(&mut out, PEER, LOCAL, seg), Ok(()));
+        }
+        flush(&mut e, &mut out);
+        assert!(out.failures >= 1, "the sends were tried");
+        assert_eq!(e.bufs[sid as usize].rx.len(), 200, "all data delivered in order");
+        assert_eq!(e.state[sid as usize].state, TcpState::CloseWait, "the FIN was processed");
     }
 }

@@ -13,10 +13,10 @@
 use super::conn::WORST_DELAYED_ACK;
 use super::engine::TcpEngine;
 use super::seq::{ge, le, lt};
+use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::TcpState;
 use crate::counters::Counter;
-use crate::egress::Egress;
 use link::Instant;
 use std::time::Duration;
 
@@ -102,35 +102,41 @@ impl TcpEngine {
     }
 
     /// The probe went out: remember where the flight ended.
-    pub(crate) fn probe_sent(&mut self, eg: &mut Egress, sid: u32, retransmission: bool) {
+    pub(crate) fn probe_sent<S: SegmentSink>(&mut self, out: &mut S, sid: u32, retransmission: bool) {
         let tx = &mut self.tx[sid as usize];
         tx.tlp_due = false;
         tx.tlp_high = Some(tx.snd_max);
         tx.tlp_retx = retransmission;
         tx.tlp_probes += 1;
-        eg.counters.bump(Counter::tcp_tlp_probes);
+        out.counters().bump(Counter::tcp_tlp_probes);
     }
 
     /// A duplicate ACK while a probe is outstanding: if it SACKs the probe, the holes below are
     /// lost. Returns true if recovery started.
-    pub(crate) fn probe_sacked(&mut self, eg: &mut Egress, sid: u32) -> bool {
+    pub(crate) fn probe_sacked<S: SegmentSink>(&mut self, out: &mut S, sid: u32) -> bool {
         let tx = &mut self.tx[sid as usize];
         let (Some(high), Some(sacked)) = (tx.tlp_high, tx.sb.high()) else { return false };
         if tx.recover.is_some() || !ge(sacked, high) {
             return false;
         }
         tx.tlp_high = None;
-        super::recovery::start_recovery(tx, true, eg.now);
+        super::recovery::start_recovery(tx, true, out.now());
         tx.tail_recovery = true;
-        eg.counters.bump(Counter::tcp_tlp_recoveries);
-        eg.counters.bump(Counter::tcp_fast_retransmits);
+        out.counters().bump(Counter::tcp_tlp_recoveries);
+        out.counters().bump(Counter::tcp_fast_retransmits);
         true
     }
 
     /// An ACK reached SND.UNA `ack`: the probe episode ends once everything up to the probe is
     /// acknowledged. A retransmitted probe that was not reported as a duplicate (D-SACK)
     /// repaired a loss: the congestion window answers as after a fast recovery (RFC 8985 7.4).
-    pub(crate) fn probe_episode_acked(&mut self, eg: &mut Egress, sid: u32, ack: u32, dsack_of_probe: bool) {
+    pub(crate) fn probe_episode_acked<S: SegmentSink>(
+        &mut self,
+        out: &mut S,
+        sid: u32,
+        ack: u32,
+        dsack_of_probe: bool,
+    ) {
         let tx = &mut self.tx[sid as usize];
         let Some(high) = tx.tlp_high else { return };
         if !le(high, ack) {
@@ -140,7 +146,7 @@ impl TcpEngine {
         if tx.tlp_retx && !dsack_of_probe && tx.recover.is_none() {
             let flight = tx.in_flight().max(tx.mss as u32);
             tx.cc.on_repaired_loss(flight);
-            eg.counters.bump(Counter::tcp_tlp_repairs);
+            out.counters().bump(Counter::tcp_tlp_repairs);
         }
     }
 }

@@ -7,8 +7,8 @@
 use super::conn::{TxSar, UndoPoint};
 use super::engine::TcpEngine;
 use super::seq::lt;
+use super::sink::SegmentSink;
 use crate::counters::Counter;
-use crate::egress::Egress;
 use link::Instant;
 
 /// Highest reordering threshold a connection reaches (segments).
@@ -38,7 +38,7 @@ pub(super) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
 impl TcpEngine {
     /// The peer reported `[start, end)` as received twice (D-SACK). If that makes every
     /// retransmission of the last recovery a duplicate, undo the recovery.
-    pub(super) fn on_dsack(&mut self, eg: &mut Egress, sid: u32, start: u32, end: u32) {
+    pub(super) fn on_dsack<S: SegmentSink>(&mut self, out: &mut S, sid: u32, start: u32, end: u32) {
         let tx = &mut self.tx[sid as usize];
         tx.dsacks_received += 1;
         let (una, nxt) = (tx.snd_una, tx.snd_nxt);
@@ -63,6 +63,6 @@ impl TcpEngine {
         tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
         tx.rack.reordering_seen = true;
         tx.undone += u64::from(u.recoveries);
-        eg.counters.add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
+        out.counters().add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
     }
 }

@@ -1,0 +1,184 @@
+//! Where the TCP engine's segments go. The engine decides and builds segments; a
+//! [`SegmentSink`] carries them away: the stack's IP layer and link ([`LinkSink`]) in a
+//! running stack, a recorder in unit tests. Sending never fails the engine: a segment the link
+//! cannot take now is reported as not sent (the session stays dirty and sends at the next
+//! flush), and any other transmit error is kept by the sink for the caller to see once the
+//! engine's work is done, while the engine treats the segment as lost on the wire (the
+//! retransmission timer covers it). So a transmit failure can never cut receive processing
+//! short.
+
+use crate::counters::Counters;
+use crate::egress::Egress;
+use crate::NetError;
+use link::{Instant, Link};
+use std::net::Ipv4Addr;
+use wire::ipv4::protocol;
+
+/// The IP layer below the TCP engine, as the engine sees it.
+pub(crate) trait SegmentSink {
+    /// The current time.
+    fn now(&self) -> Instant;
+    /// The stack's counters.
+    fn counters(&mut self) -> &mut Counters;
+    /// The link's IP MTU.
+    fn mtu(&self) -> usize;
+    /// Make room for more segments if the transmit batch is full; false if it stays full.
+    fn has_room(&mut self) -> bool;
+    /// Send a TCP segment of `len` bytes (header and payload) to `dst`, written by `fill`
+    /// (given the buffer and the source and destination addresses for the checksum). False if
+    /// the link is full and the segment did not go; true if it went or was lost to an error
+    /// the sink keeps.
+    fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool;
+}
+
+/// The sink of a running stack: the transmit path (`Egress`) and the link.
+pub(crate) struct LinkSink<'a, L: Link> {
+    eg: &'a mut Egress,
+    link: &'a mut L,
+    error: Option<NetError>,
+}
+
+impl<'a, L: Link> LinkSink<'a, L> {
+    /// A sink sending through `eg` onto `link`.
+    pub fn new(eg: &'a mut Egress, link: &'a mut L) -> Self {
+        LinkSink { eg, link, error: None }
+    }
+
+    /// The first transmit error met while the engine ran, if any.
+    pub fn finish(self) -> Result<(), NetError> {
+        self.error.map_or(Ok(()), Err)
+    }
+
+    fn keep(&mut self, e: NetError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+}
+
+impl<L: Link> SegmentSink for LinkSink<'_, L> {
+    fn now(&self) -> Instant {
+        self.eg.now
+    }
+
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.eg.counters
+    }
+
+    fn mtu(&self) -> usize {
+        self.eg.cfg.mtu
+    }
+
+    fn has_room(&mut self) -> bool {
+        if self.eg.tx.is_full() {
+            if let Err(e) = self.eg.flush(self.link) {
+                self.keep(e);
+            }
+        }
+        !self.eg.tx.is_full()
+    }
+
+    fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool {
+        match self.eg.send_ip(self.link, dst, protocol::TCP, len, fill) {
+            Ok(sent) => sent,
+            Err(e) => {
+                self.keep(e);
+                true
+            }
+        }
+    }
+}
+
+/// A sink for unit tests: records every segment the engine sends, with a link that can be
+/// made full or failing.
+#[cfg(test)]
+pub(crate) mod recorder {
+    use super::SegmentSink;
+    use crate::counters::Counters;
+    use link::Instant;
+    use std::net::Ipv4Addr;
+    use wire::{TcpRepr, TcpSegment};
+
+    /// Our address in the tests.
+    pub const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+    /// Records the segments sent.
+    pub struct Recorder {
+        pub now: Instant,
+        pub counters: Counters,
+        /// Segments the link still takes before it is full.
+        pub room: usize,
+        /// Every send fails (the link reports an error).
+        pub failing: bool,
+        /// Sends that failed.
+        pub failures: usize,
+        /// The segments sent: (destination, header and payload).
+        pub sent: Vec<(Ipv4Addr, Vec<u8>)>,
+    }
+
+    impl Recorder {
+        pub fn new() -> Self {
+            Recorder {
+                now: Instant::ZERO,
+                counters: Counters::default(),
+                room: usize::MAX,
+                failing: false,
+                failures: 0,
+                sent: Vec::new(),
+            }
+        }
+
+        /// The segments sent since the last call, parsed, with their payloads.
+        pub fn take(&mut self) -> Vec<(TcpRepr, Vec<u8>)> {
+            self.sent
+                .drain(..)
+                .map(|(_, bytes)| {
+                    let seg = TcpSegment::new_checked(&bytes[..]).expect("a well-formed segment");
+                    assert!(seg.verify_checksum(LOCAL, super::recorder::PEER), "checksum");
+                    (TcpRepr::parse(&seg).expect("parsable options"), seg.payload().to_vec())
+                })
+                .collect()
+        }
+    }
+
+    /// The peer's address in the tests.
+    pub const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    impl SegmentSink for Recorder {
+        fn now(&self) -> Instant {
+            self.now
+        }
+
+        fn counters(&mut self) -> &mut Counters {
+            &mut self.counters
+        }
+
+        fn mtu(&self) -> usize {
+            1500
+        }
+
+        fn has_room(&mut self) -> bool {
+            self.room > 0
+        }
+
+        fn send_segment(
+            &mut self,
+            dst: Ipv4Addr,
+            len: usize,
+            fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
+        ) -> bool {
+            if self.room == 0 {
+                return false;
+            }
+            if self.failing {
+                self.failures += 1;
+                return true;
+            }
+            self.room = self.room.saturating_sub(1);
+            let mut buf = vec![0u8; len];
+            fill(&mut buf, LOCAL, dst);
+            self.sent.push((dst, buf));
+            true
+        }
+    }
+}
