@@ -2,7 +2,6 @@
 //! with a completion result, send with back-pressure and a transfer-based send, receive by
 //! copy or zero-copy borrow, shutdown, close, abort, and per-connection statistics.
 
-use crate::tcp::seq::dist;
 use crate::tcp::sink::LinkSink;
 use crate::tcp::timer::TimerKind;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
@@ -247,7 +246,7 @@ impl<L: Link> Stack<L> {
         tcp.bufs[sid as usize].rx.consume(n);
         let free = tcp.bufs[sid as usize].rx.free() as u32;
         let rx = &mut tcp.rx[sid as usize];
-        let advertised = dist(rx.rcv_nxt, rx.rcv_adv);
+        let advertised = rx.rcv_nxt.bytes_to(rx.rcv_adv);
         let mss = tcp.tx[sid as usize].mss as u32;
         let cap = tcp.bufs[sid as usize].rx.capacity() as u32;
         if free >= advertised + (2 * mss).min(cap / 2) && tcp.state[sid as usize].state.can_receive() {
@@ -332,7 +331,7 @@ impl<L: Link> Stack<L> {
             bytes_received: rx.bytes_received,
             mss: tx.mss,
             snd_wnd: tx.snd_wnd,
-            rcv_wnd: if super::tcp::seq::gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 },
+            rcv_wnd: rx.rcv_nxt.bytes_to(rx.rcv_adv),
             wscale: rx.ws_ok.then_some((rx.rcv_shift, tx.snd_shift)),
             sack: rx.sack_ok,
             timestamps: rx.ts_ok,
@@ -341,7 +340,7 @@ impl<L: Link> Stack<L> {
             remote: Some(SocketAddrV4::new(tcp.state[sid].tuple.remote_ip, tcp.state[sid].tuple.remote_port)),
             snd_una: tx.snd_una,
             snd_nxt: tx.snd_nxt,
-            rcv_nxt: rx.rcv_nxt,
+            rcv_nxt: rx.rcv_nxt.0,
             rack_lost: tx.rack_lost,
             tlp_probes: tx.tlp_probes,
             dsacks_received: tx.dsacks_received,

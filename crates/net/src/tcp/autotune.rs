@@ -9,7 +9,6 @@
 
 use super::engine::TcpEngine;
 use super::output::ts_clock;
-use super::seq::dist;
 use super::sink::SegmentSink;
 use crate::counters::Counter;
 use link::Instant;
@@ -55,7 +54,7 @@ impl TcpEngine {
         if now - since < rtt {
             return;
         }
-        let delivered = dist(rx.tune_mark, rx.rcv_nxt) as usize;
+        let delivered = rx.tune_mark.bytes_to(rx.rcv_nxt) as usize;
         let elapsed = (now - since).as_nanos().max(1) as f64;
         rx.tune_time = Some(now);
         rx.tune_mark = rx.rcv_nxt;

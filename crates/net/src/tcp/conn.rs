@@ -8,6 +8,7 @@ use super::rack::Rack;
 use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
+use super::seq::Seq;
 use super::{TcpError, TcpState};
 use link::Instant;
 use std::collections::VecDeque;
@@ -253,11 +254,11 @@ impl TxSar {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RxSar {
     /// Initial receive sequence number.
-    pub irs: u32,
+    pub irs: Seq,
     /// Next sequence number expected.
-    pub rcv_nxt: u32,
+    pub rcv_nxt: Seq,
     /// Right edge of the window we last advertised.
-    pub rcv_adv: u32,
+    pub rcv_adv: Seq,
     /// Our window-scale shift (0 if the option was not agreed).
     pub rcv_shift: u8,
     /// The peer's FIN has been received.
@@ -273,7 +274,7 @@ pub struct RxSar {
     /// Latest peer timestamp to echo (TS.Recent).
     pub ts_recent: u32,
     /// The acknowledgment number of the last ACK we sent (Last.ACK.sent, RFC 7323 4.3).
-    pub last_ack_sent: u32,
+    pub last_ack_sent: Seq,
     /// SACK agreed.
     pub sack_ok: bool,
     /// Application bytes received in order.
@@ -285,7 +286,7 @@ pub struct RxSar {
     /// D-SACK blocks sent on this connection.
     pub dsacks_sent: u64,
     /// RCV.NXT when the current auto-tuning round started (see `autotune`).
-    pub tune_mark: u32,
+    pub tune_mark: Seq,
     /// When the current auto-tuning round started.
     pub tune_time: Option<Instant>,
     /// Bytes per nanosecond delivered in the last auto-tuning round.

@@ -6,7 +6,7 @@ use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::output::ts_clock;
 use super::rx::Verdict;
-use super::seq::gt;
+use super::seq::{gt, Seq};
 use super::sink::SegmentSink;
 use super::syncookie::{cookie_tsval, CookieState};
 use super::TcpState;
@@ -178,11 +178,11 @@ impl TcpEngine {
         tx.snd_nxt = ack.ack;
         tx.snd_max = ack.ack;
         tx.retx_high = ack.ack;
-        rx.irs = ack.seq.wrapping_sub(1);
-        rx.rcv_nxt = ack.seq;
-        rx.tune_mark = ack.seq;
-        rx.rcv_adv = ack.seq.wrapping_add(cfg.rx_buffer.min(65535) as u32);
-        rx.last_ack_sent = ack.seq;
+        rx.irs = Seq(ack.seq) - 1;
+        rx.rcv_nxt = Seq(ack.seq);
+        rx.tune_mark = rx.rcv_nxt;
+        rx.rcv_adv = rx.rcv_nxt + cfg.rx_buffer.min(65535) as u32;
+        rx.last_ack_sent = rx.rcv_nxt;
         rx.ts_ok = cfg.timestamps && ack.options.timestamps.is_some();
         if let Some((tsval, _)) = ack.options.timestamps {
             rx.ts_recent = tsval;
@@ -207,7 +207,7 @@ impl TcpEngine {
         let rx = &self.rx[sid as usize];
         match (rx.ts_ok, repr.options.timestamps) {
             (true, Some((tsval, _))) => gt(tsval, rx.ts_recent),
-            _ => gt(repr.seq, rx.rcv_nxt),
+            _ => Seq(repr.seq) > rx.rcv_nxt,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::seq::{dist, gt, le, lt, max};
+use super::seq::{dist, gt, le, lt, max, Seq};
 use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::TcpState;
@@ -406,7 +406,7 @@ impl TcpEngine {
             let max_blocks = if rx.ts_ok { 3 } else { 4 };
             let dsack = rx.dsack.is_some() as usize;
             if !b.is_empty() {
-                o.sack_blocks = b.sack_blocks(rx.rcv_nxt, max_blocks - dsack);
+                o.sack_blocks = b.sack_blocks(rx.rcv_nxt.0, max_blocks - dsack);
             }
             if let Some(d) = rx.dsack {
                 // The D-SACK block goes first (RFC 2883 section 4).
@@ -427,11 +427,11 @@ impl TcpEngine {
         let rx = &mut self.rx[sid as usize];
         if syn {
             let w = free.min(65535);
-            rx.rcv_adv = rx.rcv_nxt.wrapping_add(w);
+            rx.rcv_adv = rx.rcv_nxt + w;
             return w as u16;
         }
         let shift = rx.rcv_shift as u32;
-        let promised = if gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 };
+        let promised = rx.rcv_nxt.bytes_to(rx.rcv_adv);
         let wnd = free.max(promised);
         // Round down: rounding up promised up to 2^shift - 1 bytes the buffer does not have,
         // and re-rounding that promise on every ACK made the right edge creep further past
@@ -441,8 +441,8 @@ impl TcpEngine {
         // Segments are accepted up to the highest right edge ever advertised (RFC 7323 2.4):
         // rounding down may retract the edge by less than one scale unit, and a peer that
         // already sent up to the old edge must not be stranded out of the window.
-        let edge = rx.rcv_nxt.wrapping_add(field << shift);
-        if gt(edge, rx.rcv_adv) {
+        let edge = rx.rcv_nxt + (field << shift);
+        if edge > rx.rcv_adv {
             rx.rcv_adv = edge;
         }
         field as u16
@@ -459,7 +459,7 @@ impl TcpEngine {
         let window = self.advertise(sid, syn);
         let tuple = self.state[sid as usize].tuple;
         let rx = &self.rx[sid as usize];
-        let ack = if seg.flags & ACK != 0 { rx.rcv_nxt } else { 0 };
+        let ack = if seg.flags & ACK != 0 { rx.rcv_nxt.0 } else { 0 };
         let repr = TcpRepr {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
@@ -489,7 +489,7 @@ impl TcpEngine {
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);
                 }
-                rx.last_ack_sent = ack;
+                rx.last_ack_sent = Seq(ack);
                 rx.ack_now = false;
                 rx.segs_unacked = 0;
                 self.timers.cancel(sid, TimerKind::DelayedAck);

@@ -8,7 +8,7 @@ use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::output::ts_clock;
 use super::recovery::start_recovery;
-use super::seq::{dist, ge, gt, le, lt};
+use super::seq::{dist, ge, gt, le, lt, Seq};
 use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::{TcpError, TcpHandle, TcpState};
@@ -118,8 +118,8 @@ impl TcpEngine {
         let o = &repr.options;
         let rx = &mut self.rx[sid as usize];
         let tx = &mut self.tx[sid as usize];
-        rx.irs = repr.seq;
-        rx.rcv_nxt = repr.seq.wrapping_add(1);
+        rx.irs = Seq(repr.seq);
+        rx.rcv_nxt = rx.irs + 1;
         rx.rcv_adv = rx.rcv_nxt;
         rx.tune_mark = rx.rcv_nxt;
         agree_window_scale(rx, tx, self.cfg.window_scale, o.window_scale);
@@ -192,7 +192,7 @@ impl TcpEngine {
         let mut trimmed = *repr;
         if self.state[sid as usize].state == TcpState::SynReceived
             && repr.flags & (SYN | ACK | RST) == SYN | ACK
-            && repr.seq == self.rx[sid as usize].irs
+            && Seq(repr.seq) == self.rx[sid as usize].irs
         {
             trimmed.flags &= !SYN;
             trimmed.seq = repr.seq.wrapping_add(1);
@@ -206,33 +206,35 @@ impl TcpEngine {
                 if lt(v, ts_recent) {
                     let rx = &mut self.rx[sid as usize];
                     rx.ack_now = true;
-                    if rx.sack_ok && !payload.is_empty() && lt(repr.seq, rx.rcv_nxt) {
+                    let seq = Seq(repr.seq);
+                    if rx.sack_ok && !payload.is_empty() && seq < rx.rcv_nxt {
                         // A late original of data already received (its retransmission
                         // moved TS.Recent on): still report the duplicate with a D-SACK, as
                         // Linux does, or the sender cannot tell its recovery was spurious.
-                        let end = repr.seq.wrapping_add(payload.len() as u32);
-                        rx.dsack = Some((repr.seq, if gt(end, rx.rcv_nxt) { rx.rcv_nxt } else { end }));
+                        let end = seq + payload.len() as u32;
+                        rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
                     }
                     return Err(Counter::drop_tcp_paws);
                 }
             }
         }
         let len = payload.len() as u32 + (repr.flags & SYN != 0) as u32 + (repr.flags & FIN != 0) as u32;
-        if !self.acceptable(sid, repr.seq, len) {
+        let seq = Seq(repr.seq);
+        if !self.acceptable(sid, seq, len) {
             if repr.flags & RST == 0 {
                 let rx = &mut self.rx[sid as usize];
                 rx.ack_now = true;
-                if rx.sack_ok && !payload.is_empty() && lt(repr.seq, rx.rcv_nxt) {
+                if rx.sack_ok && !payload.is_empty() && seq < rx.rcv_nxt {
                     // Data entirely below RCV.NXT: a duplicate, reported with D-SACK (RFC 2883).
-                    let end = repr.seq.wrapping_add(payload.len() as u32);
-                    rx.dsack = Some((repr.seq, if gt(end, rx.rcv_nxt) { rx.rcv_nxt } else { end }));
+                    let end = seq + payload.len() as u32;
+                    rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
                 }
                 // A retransmitted FIN in TIME-WAIT: re-ACK it and restart the 2 MSL timer
                 // (RFC 9293 3.10.7.4; it never passes the sequence check, so `on_fin` does not
                 // see it).
                 if self.state[sid as usize].state == TcpState::TimeWait
                     && repr.flags & FIN != 0
-                    && repr.seq.wrapping_add(len) == self.rx[sid as usize].rcv_nxt
+                    && seq + len == self.rx[sid as usize].rcv_nxt
                 {
                     self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
                 }
@@ -240,10 +242,10 @@ impl TcpEngine {
             return Err(Counter::drop_tcp_out_of_window);
         }
         if repr.flags & RST != 0 {
-            return self.on_rst(out, sid, repr.seq);
+            return self.on_rst(out, sid, seq);
         }
         if repr.flags & SYN != 0 {
-            if self.state[sid as usize].state == TcpState::SynReceived && repr.seq == self.rx[sid as usize].irs {
+            if self.state[sid as usize].state == TcpState::SynReceived && seq == self.rx[sid as usize].irs {
                 self.rx[sid as usize].ack_now = true;
                 return Err(Counter::drop_tcp_duplicate_syn);
             }
@@ -256,7 +258,7 @@ impl TcpEngine {
         // TS.Recent update (RFC 7323 4.3): the segment covers the last ACK we sent, so that
         // a delayed ACK echoes the earliest segment it acknowledges.
         if let (true, Some(v)) = (ts_ok, tsval) {
-            if le(repr.seq, self.rx[sid as usize].last_ack_sent) {
+            if seq <= self.rx[sid as usize].last_ack_sent {
                 self.rx[sid as usize].ts_recent = v;
             }
         }
@@ -276,19 +278,19 @@ impl TcpEngine {
         }
         let mut verdict = Ok(());
         if !payload.is_empty() {
-            verdict = self.on_data(out, sid, repr.seq, payload, now);
+            verdict = self.on_data(out, sid, seq, payload, now);
         }
         if repr.flags & FIN != 0 {
-            self.on_fin(sid, repr.seq.wrapping_add(payload.len() as u32), now);
+            self.on_fin(sid, seq + payload.len() as u32, now);
         }
         verdict
     }
 
     /// RFC 9293 sequence acceptability test against the window we advertised.
-    fn acceptable(&self, sid: u32, seq: u32, len: u32) -> bool {
+    fn acceptable(&self, sid: u32, seq: Seq, len: u32) -> bool {
         let rx = &self.rx[sid as usize];
-        let wnd = if gt(rx.rcv_adv, rx.rcv_nxt) { dist(rx.rcv_nxt, rx.rcv_adv) } else { 0 };
-        let in_wnd = |s: u32| le(rx.rcv_nxt, s) && lt(s, rx.rcv_nxt.wrapping_add(wnd));
+        let wnd = rx.rcv_nxt.bytes_to(rx.rcv_adv);
+        let in_wnd = |s: Seq| rx.rcv_nxt <= s && s < rx.rcv_nxt + wnd;
         match (len, wnd) {
             (0, 0) => seq == rx.rcv_nxt,
             (0, _) => in_wnd(seq),
@@ -296,12 +298,12 @@ impl TcpEngine {
             // accept valid ACKs": a segment at RCV.NXT is processed for its ACK (and RST);
             // its payload finds no room and is dropped (and counted) in `on_data`.
             (_, 0) => seq == rx.rcv_nxt,
-            _ => in_wnd(seq) || in_wnd(seq.wrapping_add(len - 1)),
+            _ => in_wnd(seq) || in_wnd(seq + (len - 1)),
         }
     }
 
     /// RST in window: exact match resets, anything else gets a challenge ACK (RFC 5961 3).
-    fn on_rst<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32) -> Verdict {
+    fn on_rst<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq) -> Verdict {
         if seq != self.rx[sid as usize].rcv_nxt {
             self.challenge_ack(out, sid);
             return Err(Counter::drop_tcp_rst_challenged);
@@ -548,18 +550,18 @@ impl TcpEngine {
     }
 
     /// Payload: in-order data is appended, out-of-order data is stored ahead and tracked.
-    fn on_data<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32, payload: &[u8], now: Instant) -> Verdict {
+    fn on_data<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq, payload: &[u8], now: Instant) -> Verdict {
         if !self.state[sid as usize].state.can_receive() {
             return Err(Counter::drop_tcp_data_after_fin);
         }
         let rx = &mut self.rx[sid as usize];
         let b = &mut self.bufs[sid as usize];
         let (mut start, mut data) = (seq, payload);
-        if lt(start, rx.rcv_nxt) {
-            let skip = dist(start, rx.rcv_nxt) as usize;
+        if start < rx.rcv_nxt {
+            let skip = start.bytes_to(rx.rcv_nxt) as usize;
             if rx.sack_ok {
                 // RFC 2883: tell the sender which of its bytes came twice.
-                rx.dsack = Some((start, start.wrapping_add(skip.min(data.len()) as u32)));
+                rx.dsack = Some((start.0, (start + skip.min(data.len()) as u32).0));
                 rx.ack_now = true;
             }
             if skip >= data.len() {
@@ -571,7 +573,7 @@ impl TcpEngine {
         }
         // Trim what lies beyond the right edge of the window we offered (RFC 9293 3.10.7.4),
         // on every path, the RX bypass included: the peer may not send past it.
-        let room = if gt(rx.rcv_adv, start) { dist(start, rx.rcv_adv) as usize } else { 0 };
+        let room = start.bytes_to(rx.rcv_adv) as usize;
         if data.len() > room {
             out.counters().bump(Counter::tcp_rx_trimmed);
             rx.ack_now = true;
@@ -580,11 +582,11 @@ impl TcpEngine {
             }
             data = &data[..room];
         }
-        let off = dist(rx.rcv_nxt, start) as usize;
+        let off = rx.rcv_nxt.bytes_to(start) as usize;
         let had_holes = !b.asm.is_empty();
         if rx.sack_ok && had_holes && b.asm.covers(off as u32, (off + data.len()) as u32) {
             // A duplicate of out-of-order data already held (RFC 2883 section 4.1.2).
-            rx.dsack = Some((start, start.wrapping_add(data.len() as u32)));
+            rx.dsack = Some((start.0, (start + data.len() as u32).0));
             rx.ack_now = true;
             return Ok(());
         }
@@ -592,7 +594,7 @@ impl TcpEngine {
             // RX bypass, in order: straight from the frame to the application.
             let h = TcpHandle { id: sid, gen: self.state[sid as usize].gen };
             self.bypass.deliver(h, data);
-            rx.rcv_nxt = rx.rcv_nxt.wrapping_add(data.len() as u32);
+            rx.rcv_nxt += data.len() as u32;
             rx.bytes_received += data.len() as u64;
         } else {
             let written = b.rx.write_at(off, data);
@@ -613,7 +615,7 @@ impl TcpEngine {
             };
             if ready > 0 {
                 b.rx.commit(ready);
-                rx.rcv_nxt = rx.rcv_nxt.wrapping_add(ready as u32);
+                rx.rcv_nxt += ready as u32;
                 rx.bytes_received += ready as u64;
                 if rx.bypass {
                     // A hole filled: hand over everything now in order.
@@ -646,7 +648,7 @@ impl TcpEngine {
     }
 
     /// The peer's FIN at `fin_seq` (after its data): accept it if it is the next byte.
-    fn on_fin(&mut self, sid: u32, fin_seq: u32, now: Instant) {
+    fn on_fin(&mut self, sid: u32, fin_seq: Seq, now: Instant) {
         let rx = &mut self.rx[sid as usize];
         if rx.fin_received {
             rx.ack_now = true;
@@ -658,7 +660,7 @@ impl TcpEngine {
         if fin_seq != rx.rcv_nxt {
             return;
         }
-        rx.rcv_nxt = rx.rcv_nxt.wrapping_add(1);
+        rx.rcv_nxt += 1;
         rx.fin_received = true;
         rx.ack_now = true;
         let tx = &self.tx[sid as usize];

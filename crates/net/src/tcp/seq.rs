@@ -40,6 +40,65 @@ pub fn dist(from: u32, to: u32) -> u32 {
     to.wrapping_sub(from)
 }
 
+/// A sequence number as a type: comparisons and arithmetic modulo 2^32 (RFC 9293 section
+/// 3.4), so that code cannot compare or subtract two of them as plain integers. `a < b` means
+/// `a` comes before `b` in sequence space (meaningful within 2^31 of each other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Seq(pub u32);
+
+impl Seq {
+    /// Bytes from `self` up to `later`; 0 when `later` is not after `self` (a window edge
+    /// that fell behind is an empty window, never a wrapped-around 4 GB one).
+    #[inline]
+    pub fn bytes_to(self, later: Seq) -> u32 {
+        if later > self {
+            later.0.wrapping_sub(self.0)
+        } else {
+            0
+        }
+    }
+
+    /// The later of two sequence numbers.
+    #[inline]
+    pub fn later(self, other: Seq) -> Seq {
+        if other > self {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+impl PartialOrd for Seq {
+    #[inline]
+    fn partial_cmp(&self, other: &Seq) -> Option<std::cmp::Ordering> {
+        Some((self.0.wrapping_sub(other.0) as i32).cmp(&0))
+    }
+}
+
+impl std::ops::Add<u32> for Seq {
+    type Output = Seq;
+    #[inline]
+    fn add(self, n: u32) -> Seq {
+        Seq(self.0.wrapping_add(n))
+    }
+}
+
+impl std::ops::AddAssign<u32> for Seq {
+    #[inline]
+    fn add_assign(&mut self, n: u32) {
+        self.0 = self.0.wrapping_add(n);
+    }
+}
+
+impl std::ops::Sub<u32> for Seq {
+    type Output = Seq;
+    #[inline]
+    fn sub(self, n: u32) -> Seq {
+        Seq(self.0.wrapping_sub(n))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +110,17 @@ mod tests {
         assert!(le(7, 7) && ge(7, 7));
         assert_eq!(dist(u32::MAX - 1, 2), 4);
         assert_eq!(max(u32::MAX, 1), 1);
+    }
+
+    #[test]
+    fn the_seq_type_compares_and_measures_across_the_wrap() {
+        let (a, b) = (Seq(u32::MAX - 5), Seq(3));
+        assert!(a < b && b > a && a <= a && a + 9 == b && b - 9 == a);
+        assert_eq!(a.bytes_to(b), 9);
+        assert_eq!(b.bytes_to(a), 0, "an edge behind is an empty window");
+        assert_eq!(a.later(b), b);
+        let mut c = a;
+        c += 9;
+        assert_eq!(c, b);
     }
 }
