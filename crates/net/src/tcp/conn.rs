@@ -8,7 +8,7 @@ use super::rack::Rack;
 use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
-use super::seq::Seq;
+use super::seq::{dist, Seq};
 use super::{TcpError, TcpState};
 use link::Instant;
 use std::collections::VecDeque;
@@ -40,21 +40,21 @@ pub const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone)]
 pub struct TxSar {
     /// Initial send sequence number.
-    pub iss: u32,
+    pub iss: Seq,
     /// Oldest unacknowledged sequence number.
-    pub snd_una: u32,
+    pub snd_una: Seq,
     /// Next sequence number to send.
-    pub snd_nxt: u32,
+    pub snd_nxt: Seq,
     /// Highest sequence number sent so far.
-    pub snd_max: u32,
+    pub snd_max: Seq,
     /// Peer's window, bytes (already scaled).
     pub snd_wnd: u32,
     /// Largest window the peer ever offered (RFC 5961 ACK check).
     pub max_snd_wnd: u32,
     /// Segment sequence number of the last window update.
-    pub snd_wl1: u32,
+    pub snd_wl1: Seq,
     /// Segment acknowledgment number of the last window update.
-    pub snd_wl2: u32,
+    pub snd_wl2: Seq,
     /// Peer's window-scale shift.
     pub snd_shift: u8,
     /// Effective MSS of our segments' payload.
@@ -62,13 +62,13 @@ pub struct TxSar {
     /// The application asked to close: send FIN after the data.
     pub fin_queued: bool,
     /// Sequence number of our FIN once sent.
-    pub fin_seq: Option<u32>,
+    pub fin_seq: Option<Seq>,
     /// Duplicate ACKs in a row.
     pub dupacks: u32,
     /// In loss recovery until `snd_una` passes this point.
-    pub recover: Option<u32>,
+    pub recover: Option<Seq>,
     /// Highest sequence retransmitted in this recovery.
-    pub retx_high: u32,
+    pub retx_high: Seq,
     /// Retransmit the segment at `snd_una` at the next output, regardless of the window.
     pub retx_front: bool,
     /// Congestion control.
@@ -76,7 +76,7 @@ pub struct TxSar {
     /// RTT estimation and RTO.
     pub rtt: RttEstimator,
     /// The segment being timed for an RTT sample (Karn: discarded on retransmission).
-    pub timed: Option<(u32, Instant)>,
+    pub timed: Option<(Seq, Instant)>,
     /// Consecutive timeouts.
     pub retries: u32,
     /// SACK scoreboard.
@@ -100,7 +100,7 @@ pub struct TxSar {
     /// A loss probe is due at the next output.
     pub tlp_due: bool,
     /// SND.MAX after the outstanding loss probe went out (TLPRxtOut / TLPHighRxt).
-    pub tlp_high: Option<u32>,
+    pub tlp_high: Option<Seq>,
     /// The outstanding probe was a retransmission (not new data).
     pub tlp_retx: bool,
     /// Recovery entered because the probe was SACKed above holes: every hole below the
@@ -160,7 +160,7 @@ pub struct RtoUndo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UndoPoint {
     /// SND.UNA when the recovery started: D-SACKs at or above it belong to the episode.
-    pub from: u32,
+    pub from: Seq,
     /// cwnd before the recovery.
     pub cwnd: u32,
     /// ssthresh before the recovery.
@@ -177,21 +177,21 @@ impl TxSar {
     /// Fresh send state for a new connection.
     pub fn new(iss: u32, mss: u16, algo: CcAlgorithm, min_rto: Duration, max_rto: Duration) -> Self {
         TxSar {
-            iss,
-            snd_una: iss,
-            snd_nxt: iss,
-            snd_max: iss,
+            iss: Seq(iss),
+            snd_una: Seq(iss),
+            snd_nxt: Seq(iss),
+            snd_max: Seq(iss),
             snd_wnd: 0,
             max_snd_wnd: 0,
-            snd_wl1: 0,
-            snd_wl2: 0,
+            snd_wl1: Seq(0),
+            snd_wl2: Seq(0),
             snd_shift: 0,
             mss,
             fin_queued: false,
             fin_seq: None,
             dupacks: 0,
             recover: None,
-            retx_high: iss,
+            retx_high: Seq(iss),
             retx_front: false,
             cc: Congestion::new(algo, mss as u32),
             rtt: RttEstimator::new(min_rto, max_rto),
@@ -226,7 +226,7 @@ impl TxSar {
 
     /// Bytes sent and not yet acknowledged.
     pub fn in_flight(&self) -> u32 {
-        self.snd_max.wrapping_sub(self.snd_una)
+        dist(self.snd_una, self.snd_max)
     }
 
     /// Bytes believed in the network with SACK (RFC 6675 pipe, as Linux counts it): in

@@ -420,7 +420,7 @@ impl TcpEngine {
         }
         tx.keepalives += 1;
         // A keep-alive carries SEG.SEQ = SND.NXT - 1 and no data (RFC 9293 3.8.4).
-        let seq = tx.snd_nxt.wrapping_sub(1);
+        let seq = tx.snd_nxt - 1;
         self.send_control(out, sid, seq, wire::tcp::flags::ACK);
         self.timers.arm(sid, TimerKind::Keepalive, now + idle / 10);
     }

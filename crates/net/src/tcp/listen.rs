@@ -174,10 +174,10 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         *tx = super::conn::TxSar::new(iss, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
         tx.reordering = cfg.dup_thresh;
-        tx.snd_una = ack.ack;
-        tx.snd_nxt = ack.ack;
-        tx.snd_max = ack.ack;
-        tx.retx_high = ack.ack;
+        tx.snd_una = Seq(ack.ack);
+        tx.snd_nxt = tx.snd_una;
+        tx.snd_max = tx.snd_una;
+        tx.retx_high = tx.snd_una;
         rx.irs = Seq(ack.seq) - 1;
         rx.rcv_nxt = Seq(ack.seq);
         rx.tune_mark = rx.rcv_nxt;
@@ -196,8 +196,8 @@ impl TcpEngine {
         tx.cc.set_mss(tx.mss as u32);
         tx.snd_wnd = u32::from(ack.window) << tx.snd_shift;
         tx.max_snd_wnd = tx.snd_wnd;
-        tx.snd_wl1 = ack.seq;
-        tx.snd_wl2 = ack.ack;
+        tx.snd_wl1 = Seq(ack.seq);
+        tx.snd_wl2 = Seq(ack.ack);
     }
 
     /// RFC 6191 (and RFC 1122 4.2.2.13): a new SYN may reopen a 4-tuple in TIME-WAIT if it

@@ -16,7 +16,7 @@ use wire::{TcpOptions, TcpRepr};
 
 /// One segment to build.
 struct Seg {
-    seq: u32,
+    seq: Seq,
     flags: u8,
     /// Offset of the payload in the send ring (from `snd_una`).
     data_off: usize,
@@ -99,7 +99,7 @@ impl TcpEngine {
             self.tx[sid as usize].tlp_due = false;
             return false;
         };
-        let flags = if seq.wrapping_add(len as u32) == data_end { ACK | PSH } else { ACK };
+        let flags = if seq + len as u32 == data_end { ACK | PSH } else { ACK };
         let data_off = dist(self.tx[sid as usize].snd_una, seq) as usize;
         if !self.emit(out, sid, Seg { seq, flags, data_off, len }, now) {
             self.mark_dirty(sid);
@@ -132,7 +132,7 @@ impl TcpEngine {
             if resend {
                 tx.retransmits += 1;
             }
-            tx.snd_nxt = iss.wrapping_add(1);
+            tx.snd_nxt = iss + 1;
             tx.snd_max = max(tx.snd_max, tx.snd_nxt);
             if tx.retries == 0 {
                 tx.timed = Some((iss, now));
@@ -145,9 +145,9 @@ impl TcpEngine {
     }
 
     /// Sequence number just past the last byte of data in the send ring.
-    fn data_end(&self, sid: u32) -> u32 {
+    fn data_end(&self, sid: u32) -> Seq {
         let tx = &self.tx[sid as usize];
-        tx.snd_una.wrapping_add(self.bufs[sid as usize].tx.len() as u32)
+        tx.snd_una + self.bufs[sid as usize].tx.len() as u32
     }
 
     /// Sender silly-window avoidance (RFC 9293 3.8.6.2.1, MUST-38): a segment shorter than
@@ -174,7 +174,7 @@ impl TcpEngine {
             let tx = &self.tx[sid as usize];
             let in_recovery_sack = tx.recover.is_some() && self.rx[sid as usize].sack_ok;
             let wnd = tx.snd_wnd.min(if in_recovery_sack { u32::MAX } else { tx.cc.cwnd });
-            let wnd_end = tx.snd_una.wrapping_add(wnd);
+            let wnd_end = tx.snd_una + wnd;
             let fin_due = tx.fin_queued && tx.fin_seq.is_none();
             if !lt(tx.snd_nxt, data_end) {
                 if fin_due && tx.snd_nxt == data_end && (le(tx.snd_nxt, wnd_end) || tx.snd_wnd == 0) {
@@ -218,7 +218,7 @@ impl TcpEngine {
             if !resend && self.sws_holds(sid, len, avail, now) {
                 return sent_any;
             }
-            let last = seq.wrapping_add(len as u32) == data_end;
+            let last = seq + len as u32 == data_end;
             let mut flags = ACK;
             if last {
                 flags |= PSH;
@@ -237,7 +237,7 @@ impl TcpEngine {
     }
 
     /// Bookkeeping after a data or FIN segment at `seq` went out.
-    fn after_send(&mut self, sid: u32, seq: u32, len: usize, fin: bool, now: Instant) {
+    fn after_send(&mut self, sid: u32, seq: Seq, len: usize, fin: bool, now: Instant) {
         let tx = &mut self.tx[sid as usize];
         let retransmission = lt(seq, tx.snd_max);
         if retransmission {
@@ -246,10 +246,10 @@ impl TcpEngine {
         } else if tx.timed.is_none() && len > 0 {
             tx.timed = Some((seq, now));
         }
-        let mut next = seq.wrapping_add(len as u32);
+        let mut next = seq + len as u32;
         if fin {
             tx.fin_seq = Some(next);
-            next = next.wrapping_add(1);
+            next = next + 1;
         }
         if gt(next, tx.snd_nxt) {
             tx.snd_nxt = next;
@@ -269,7 +269,7 @@ impl TcpEngine {
         // Only data sent before: a full MSS from `snd_una` may reach into data never sent
         // and beyond the peer's window when the original segments were small.
         let len = (dist(seq, data_end) as usize).min(tx.mss as usize).min(dist(seq, tx.snd_max) as usize);
-        let fin = tx.fin_seq == Some(seq.wrapping_add(len as u32));
+        let fin = tx.fin_seq == Some(seq + len as u32);
         if len == 0 && !fin {
             return false;
         }
@@ -285,7 +285,7 @@ impl TcpEngine {
         let tx = &mut self.tx[sid as usize];
         tx.retransmits += 1;
         tx.timed = None;
-        tx.retx_high = max(tx.retx_high, seq.wrapping_add(len as u32));
+        tx.retx_high = max(tx.retx_high, seq + len as u32);
         out.counters().bump(Counter::tcp_retransmits);
         true
     }
@@ -362,7 +362,7 @@ impl TcpEngine {
                 // the same first unacknowledged byte, and sending resumes with it once the
                 // window opens.
                 let tx = &mut self.tx[sid as usize];
-                tx.snd_max = max(tx.snd_max, seq.wrapping_add(1));
+                tx.snd_max = max(tx.snd_max, seq + 1);
             }
             self.timers.cancel(sid, TimerKind::Retransmit);
         }
@@ -371,7 +371,7 @@ impl TcpEngine {
     }
 
     /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
-    pub(crate) fn send_control<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: u32, flags: u8) -> bool {
+    pub(crate) fn send_control<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq, flags: u8) -> bool {
         let now = out.now();
         self.emit(out, sid, Seg { seq, flags, data_off: 0, len: 0 }, now)
     }
@@ -463,7 +463,7 @@ impl TcpEngine {
         let repr = TcpRepr {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
-            seq: seg.seq,
+            seq: seg.seq.0,
             ack,
             flags: seg.flags,
             window,
@@ -602,7 +602,7 @@ mod tests {
         e.mark_dirty(sid);
         flush(&mut e, &mut out);
         assert_eq!(out.failures, 1);
-        assert_eq!(e.tx[sid as usize].snd_max, our + 1000, "as if sent");
+        assert_eq!(e.tx[sid as usize].snd_max.0, our + 1000, "as if sent");
         out.failing = false;
         let deadline = e.next_deadline().expect("the retransmission (or probe) timer");
         out.now = deadline;

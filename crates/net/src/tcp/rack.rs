@@ -11,7 +11,7 @@
 
 use super::output::ts_clock;
 use super::sack::Scoreboard;
-use super::seq::{dist, gt, le, lt};
+use super::seq::{dist, gt, le, lt, Seq};
 use link::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -97,7 +97,9 @@ impl Rack {
     }
 
     /// `[start, end)` was sent now; `retransmission` if any of it was sent before.
-    pub fn on_send(&mut self, start: u32, end: u32, now: Instant) {
+    pub fn on_send(&mut self, start: impl Into<Seq>, end: impl Into<Seq>, now: Instant) {
+        let start: u32 = start.into().0;
+        let end: u32 = end.into().0;
         if !lt(start, end) {
             return;
         }
@@ -138,7 +140,8 @@ impl Rack {
     /// An ACK moved SND.UNA to `una`, SACKed the ranges `newly_sacked`, and echoed `ecr`
     /// (if timestamps are on): update RACK from every segment it delivered (RFC 8985 6.2
     /// steps 1–3).
-    pub fn on_ack(&mut self, una: u32, newly_sacked: &[(u32, u32)], ecr: Option<u32>, now: Instant) {
+    pub fn on_ack(&mut self, una: impl Into<Seq>, newly_sacked: &[(u32, u32)], ecr: Option<u32>, now: Instant) {
+        let una: u32 = una.into().0;
         // Records never retransmitted are in send order: of those the ACK releases, only the
         // first (was it delivered after something sent later?) and the last (the newest)
         // matter to RACK; retransmitted ones each count.
@@ -224,7 +227,9 @@ impl Rack {
 
     /// A D-SACK arrived with SND.UNA at `una` and SND.NXT at `nxt`: widen the reordering
     /// window, once per round trip (RFC 8985 6.2 step 4).
-    pub fn on_dsack(&mut self, una: u32, nxt: u32) {
+    pub fn on_dsack(&mut self, una: impl Into<Seq>, nxt: impl Into<Seq>) {
+        let una: u32 = una.into().0;
+        let nxt: u32 = nxt.into().0;
         if self.dsack_round.is_some_and(|r| le(r, una)) {
             self.dsack_round = None;
         }
@@ -254,7 +259,7 @@ impl Rack {
         while i < self.segs.len() {
             let seg = self.segs[i];
             if let Some(end) = sb.sacked_run_end(seg.start).filter(|&e| le(seg.end, e)) {
-                i = self.index_from(end).max(i + 1);
+                i = self.index_from(end.0).max(i + 1);
                 continue;
             }
             let sent_after = seg.xmit > rack_xmit || (seg.xmit == rack_xmit && gt(seg.end, self.end_seq));
@@ -285,7 +290,8 @@ impl Rack {
     }
 
     /// The first segment marked lost and not yet sent again, at or after `from`.
-    pub fn next_lost(&self, sb: &Scoreboard, from: u32) -> Option<(u32, u32)> {
+    pub fn next_lost(&self, sb: &Scoreboard, from: impl Into<Seq>) -> Option<(Seq, Seq)> {
+        let from: u32 = from.into().0;
         if self.lost_bytes == 0 {
             return None;
         }
@@ -293,12 +299,12 @@ impl Rack {
         while i < self.segs.len() {
             let seg = self.segs[i];
             if let Some(end) = sb.sacked_run_end(seg.start).filter(|&e| le(seg.end, e)) {
-                i = self.index_from(end).max(i + 1);
+                i = self.index_from(end.0).max(i + 1);
                 continue;
             }
             if seg.lost {
                 let start = if lt(seg.start, from) { from } else { seg.start };
-                return Some((start, seg.end));
+                return Some((Seq(start), Seq(seg.end)));
             }
             i += 1;
         }
@@ -338,7 +344,7 @@ mod tests {
         // Three segments SACKed: no reordering window, the hole is lost at once.
         let d = r.detect_loss(&sb, r.reo_wnd(false, 3, 3, None), t(103));
         assert_eq!(d, Detection { newly_lost: 1, timeout: None });
-        assert_eq!(r.next_lost(&sb, 1000), Some((1000, 1100)));
+        assert_eq!(r.next_lost(&sb, 1000), Some((Seq(1000), Seq(1100))));
         assert_eq!(r.lost_bytes, 100);
         // Resent: no longer waiting; acknowledged: gone.
         r.on_send(1000, 1100, t(110));
@@ -381,7 +387,7 @@ mod tests {
         // Sent after the retransmission and delivered 100 µs later: the retransmission, sent
         // 148 µs ago, is lost too.
         assert_eq!(r.detect_loss(&sb, Duration::ZERO, t(250)).newly_lost, 1);
-        assert_eq!(r.next_lost(&sb, 0), Some((0, 100)));
+        assert_eq!(r.next_lost(&sb, 0), Some((Seq(0), Seq(100))));
     }
 
     #[test]

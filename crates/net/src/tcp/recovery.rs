@@ -8,7 +8,7 @@
 use super::conn::{Prr, RtoUndo, TxSar};
 use super::engine::TcpEngine;
 use super::output::ts_clock;
-use super::seq::{gt, lt};
+use super::seq::{gt, lt, Seq};
 use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use crate::counters::Counter;
@@ -106,9 +106,9 @@ impl TcpEngine {
     }
 
     /// A data segment `[seq, seq + len)` went out.
-    pub(super) fn on_data_sent(&mut self, sid: u32, seq: u32, len: usize, now: Instant) {
+    pub(super) fn on_data_sent(&mut self, sid: u32, seq: Seq, len: usize, now: Instant) {
         let tx = &mut self.tx[sid as usize];
-        tx.rack.on_send(seq, seq.wrapping_add(len as u32), now);
+        tx.rack.on_send(seq, seq + len as u32, now);
         if tx.recover.is_some() {
             tx.prr.out += len as u64;
         }

@@ -134,8 +134,8 @@ impl TcpEngine {
         tx.cc.set_mss(tx.mss as u32);
         tx.snd_wnd = repr.window as u32;
         tx.max_snd_wnd = tx.snd_wnd;
-        tx.snd_wl1 = repr.seq;
-        tx.snd_wl2 = repr.ack;
+        tx.snd_wl1 = Seq(repr.seq);
+        tx.snd_wl2 = Seq(repr.ack);
     }
 
     /// RFC 9293 3.10.7.3: our SYN is out.
@@ -346,7 +346,7 @@ impl TcpEngine {
             self.rx[sid as usize].ack_now = true;
             return Err(Counter::drop_tcp_ack_unsent);
         }
-        if lt(repr.ack, tx.snd_una.wrapping_sub(tx.max_snd_wnd.max(1))) {
+        if lt(repr.ack, tx.snd_una - (tx.max_snd_wnd.max(1))) {
             self.challenge_ack(out, sid);
             return Err(Counter::drop_tcp_ack_too_old);
         }
@@ -366,7 +366,7 @@ impl TcpEngine {
                 if lt(s, e) && (le(e, repr.ack) || inside_next) {
                     out.counters().bump(Counter::tcp_dsacks_received);
                     let tx = &self.tx[sid as usize];
-                    dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(e);
+                    dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(Seq(e));
                     self.on_dsack(out, sid, s, e);
                 }
             }
@@ -384,7 +384,7 @@ impl TcpEngine {
             self.probe_episode_acked(out, sid, repr.ack, dsack_of_probe);
             let now = out.now();
             self.arm_loss_timer(sid, now);
-        } else if repr.ack == self.tx[sid as usize].snd_una
+        } else if Seq(repr.ack) == self.tx[sid as usize].snd_una
             && seg_len == 0
             && !window_changed
             && window != 0
@@ -415,12 +415,12 @@ impl TcpEngine {
         // Only an ACK at or beyond SND.UNA carries a usable window (RFC 9293 3.10.7.4): the
         // window is relative to SEG.ACK, but `snd_wnd` is used from `snd_una`.
         if le(tx.snd_una, repr.ack)
-            && (lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == repr.seq && le(tx.snd_wl2, repr.ack)))
+            && (lt(tx.snd_wl1, repr.seq) || (tx.snd_wl1 == Seq(repr.seq) && le(tx.snd_wl2, repr.ack)))
         {
             tx.snd_wnd = window;
             tx.max_snd_wnd = tx.max_snd_wnd.max(window);
-            tx.snd_wl1 = repr.seq;
-            tx.snd_wl2 = repr.ack;
+            tx.snd_wl1 = Seq(repr.seq);
+            tx.snd_wl2 = Seq(repr.ack);
         }
         self.our_fin_acked(sid, now);
         Ok(())
@@ -441,7 +441,7 @@ impl TcpEngine {
         ring.consume(data_acked);
         tx.bytes_acked += data_acked as u64;
         let flight = dist(tx.snd_una, tx.snd_max);
-        tx.snd_una = repr.ack;
+        tx.snd_una = Seq(repr.ack);
         if lt(tx.snd_nxt, tx.snd_una) {
             tx.snd_nxt = tx.snd_una;
         }
@@ -701,7 +701,7 @@ mod tests {
         let seg = from_peer(PEER_ISS + 1, our, ACK | PSH, 1000, NONE, &[7u8; 300]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
         assert_eq!(e.bufs[sid as usize].rx.len(), 300);
-        assert_eq!(e.rx[sid as usize].rcv_nxt, PEER_ISS + 301);
+        assert_eq!(e.rx[sid as usize].rcv_nxt.0, PEER_ISS + 301);
     }
 
     #[test]
@@ -709,12 +709,12 @@ mod tests {
         let mut e = engine_with(TcpConfig { rx_buffer: 1024, ..TcpConfig::default() });
         let mut out = Recorder::new();
         let (sid, our) = established(&mut e, &mut out, 1000);
-        let offered = e.rx[sid as usize].rcv_adv.wrapping_sub(PEER_ISS + 1);
+        let offered = e.rx[sid as usize].rcv_adv.0.wrapping_sub(PEER_ISS + 1);
         assert_eq!(offered, 1024);
         let seg = from_peer(PEER_ISS + 1, our, ACK, 1000, NONE, &[1u8; 1400]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
         assert_eq!(e.bufs[sid as usize].rx.len(), 1024, "only what the window offered");
-        assert_eq!(e.rx[sid as usize].rcv_nxt, PEER_ISS + 1 + 1024);
+        assert_eq!(e.rx[sid as usize].rcv_nxt.0, PEER_ISS + 1 + 1024);
         assert_eq!(out.counters.get(Counter::tcp_rx_trimmed), 1);
     }
 

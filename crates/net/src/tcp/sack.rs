@@ -9,7 +9,7 @@ pub struct Scoreboard {
     pub sacked: u32,
 }
 
-use super::seq::{gt, le, lt, max};
+use super::seq::{gt, le, lt, max, Seq};
 
 /// Most ranges tracked (8 KiB at most, allocated as needed); further blocks are ignored. A
 /// 10,000-segment window with 5% of it reordered leaves about 500 holes at the receiver.
@@ -29,7 +29,9 @@ impl Scoreboard {
 
     /// Apply a cumulative ACK and the SACK blocks of one segment. Blocks outside
     /// `(snd_una, snd_max]` are ignored (D-SACK and bogus blocks).
-    pub fn update(&mut self, snd_una: u32, snd_max: u32, blocks: &[Option<(u32, u32)>]) {
+    pub fn update(&mut self, snd_una: impl Into<Seq>, snd_max: impl Into<Seq>, blocks: &[Option<(u32, u32)>]) {
+        let snd_una: u32 = snd_una.into().0;
+        let snd_max: u32 = snd_max.into().0;
         for &(s, e) in blocks.iter().flatten() {
             if !lt(s, e) || le(e, snd_una) || gt(e, snd_max) {
                 continue;
@@ -73,8 +75,8 @@ impl Scoreboard {
     }
 
     /// Highest SACKed sequence number (end of the last block).
-    pub fn high(&self) -> Option<u32> {
-        self.ranges.last().map(|r| r.1)
+    pub fn high(&self) -> Option<Seq> {
+        self.ranges.last().map(|r| Seq(r.1))
     }
 
     /// The SACKed ranges, sorted.
@@ -83,15 +85,17 @@ impl Scoreboard {
     }
 
     /// The start of the first SACKed range beginning after `seq`, if any.
-    pub fn next_sacked_start(&self, seq: u32) -> Option<u32> {
+    pub fn next_sacked_start(&self, seq: impl Into<Seq>) -> Option<Seq> {
+        let seq: u32 = seq.into().0;
         let i = self.ranges.partition_point(|r| le(r.0, seq));
-        self.ranges.get(i).map(|r| r.0)
+        self.ranges.get(i).map(|r| Seq(r.0))
     }
 
     /// The end of the SACKed range that covers `seq`, if one does.
-    pub fn sacked_run_end(&self, seq: u32) -> Option<u32> {
+    pub fn sacked_run_end(&self, seq: impl Into<Seq>) -> Option<Seq> {
+        let seq: u32 = seq.into().0;
         let i = self.ranges.partition_point(|r| le(r.1, seq));
-        self.ranges.get(i).filter(|r| le(r.0, seq)).map(|r| r.1)
+        self.ranges.get(i).filter(|r| le(r.0, seq)).map(|r| Seq(r.1))
     }
 
     /// The parts of the current ranges that `before` (an earlier copy of them) did not cover:
@@ -123,13 +127,15 @@ impl Scoreboard {
     }
 
     /// True if `seq` is covered by a SACK block.
-    pub fn is_sacked(&self, seq: u32) -> bool {
+    pub fn is_sacked(&self, seq: impl Into<Seq>) -> bool {
+        let seq: u32 = seq.into().0;
         self.sacked_run_end(seq).is_some()
     }
 
     /// RFC 6675 IsLost: at least `dup_thresh` discontiguous blocks or `dup_thresh * mss` bytes
     /// are SACKed above `seq`.
-    pub fn is_lost(&self, seq: u32, mss: u32, dup_thresh: u32) -> bool {
+    pub fn is_lost(&self, seq: impl Into<Seq>, mss: u32, dup_thresh: u32) -> bool {
+        let seq: u32 = seq.into().0;
         let above: Vec<_> = self.ranges.iter().filter(|r| gt(r.1, seq)).collect();
         let bytes: u32 = above.iter().map(|r| r.1.wrapping_sub(max(r.0, seq))).sum();
         above.len() as u32 >= dup_thresh || bytes >= dup_thresh * mss
@@ -137,7 +143,8 @@ impl Scoreboard {
 
     /// The first un-SACKed, lost range at or after `from` and below the highest SACK, at most
     /// `mss` bytes: what to retransmit next.
-    pub fn next_hole(&self, from: u32, mss: u32, dup_thresh: u32) -> Option<(u32, u32)> {
+    pub fn next_hole(&self, from: impl Into<Seq>, mss: u32, dup_thresh: u32) -> Option<(u32, u32)> {
+        let from: u32 = from.into().0;
         let mut seq = from;
         for r in &self.ranges {
             if lt(seq, r.0) {
@@ -155,7 +162,9 @@ impl Scoreboard {
     }
 
     /// Bytes in `[from, to)` not covered by SACK blocks.
-    pub fn unsacked_between(&self, from: u32, to: u32) -> u32 {
+    pub fn unsacked_between(&self, from: impl Into<Seq>, to: impl Into<Seq>) -> u32 {
+        let from: u32 = from.into().0;
+        let to: u32 = to.into().0;
         let total = to.wrapping_sub(from);
         let covered: u32 = self
             .ranges
@@ -203,7 +212,7 @@ mod tests {
         let before = sb.ranges().to_vec();
         sb.update(1000, 3000, &[Some((1100, 2000))]);
         assert_eq!(sb.newly_sacked(&before), vec![(1100, 1200), (1400, 1600), (1800, 2000)]);
-        assert_eq!(sb.sacked_run_end(1500), Some(2000));
+        assert_eq!(sb.sacked_run_end(1500), Some(Seq(2000)));
         assert_eq!(sb.sacked_run_end(1000), None);
     }
 

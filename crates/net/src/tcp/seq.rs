@@ -1,32 +1,32 @@
 //! Sequence-number arithmetic modulo 2^32 (RFC 9293 section 3.4).
 
-/// `a < b` in sequence space.
+/// `a < b` in sequence space (either as a [`Seq`] or as a raw `u32` off the wire).
 #[inline]
-pub fn lt(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
+pub fn lt(a: impl Into<Seq>, b: impl Into<Seq>) -> bool {
+    a.into() < b.into()
 }
 
 /// `a <= b` in sequence space.
 #[inline]
-pub fn le(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) <= 0
+pub fn le(a: impl Into<Seq>, b: impl Into<Seq>) -> bool {
+    a.into() <= b.into()
 }
 
 /// `a > b` in sequence space.
 #[inline]
-pub fn gt(a: u32, b: u32) -> bool {
-    lt(b, a)
+pub fn gt(a: impl Into<Seq>, b: impl Into<Seq>) -> bool {
+    a.into() > b.into()
 }
 
 /// `a >= b` in sequence space.
 #[inline]
-pub fn ge(a: u32, b: u32) -> bool {
-    le(b, a)
+pub fn ge(a: impl Into<Seq>, b: impl Into<Seq>) -> bool {
+    a.into() >= b.into()
 }
 
 /// The later of two sequence numbers.
 #[inline]
-pub fn max(a: u32, b: u32) -> u32 {
+pub fn max<T: Into<Seq> + Copy>(a: T, b: T) -> T {
     if gt(a, b) {
         a
     } else {
@@ -34,10 +34,11 @@ pub fn max(a: u32, b: u32) -> u32 {
     }
 }
 
-/// Distance from `from` to `to` (to - from), assuming `to` is not before `from`.
+/// Distance from `from` to `to` (to - from), assuming `to` is not before `from` (see
+/// [`Seq::bytes_to`] where it may be).
 #[inline]
-pub fn dist(from: u32, to: u32) -> u32 {
-    to.wrapping_sub(from)
+pub fn dist(from: impl Into<Seq>, to: impl Into<Seq>) -> u32 {
+    to.into().0.wrapping_sub(from.into().0)
 }
 
 /// A sequence number as a type: comparisons and arithmetic modulo 2^32 (RFC 9293 section
@@ -66,6 +67,13 @@ impl Seq {
         } else {
             self
         }
+    }
+}
+
+impl From<u32> for Seq {
+    #[inline]
+    fn from(v: u32) -> Seq {
+        Seq(v)
     }
 }
 

@@ -12,7 +12,7 @@
 
 use super::conn::WORST_DELAYED_ACK;
 use super::engine::TcpEngine;
-use super::seq::{ge, le, lt};
+use super::seq::{dist, ge, le, lt, Seq};
 use super::sink::SegmentSink;
 use super::timer::TimerKind;
 use super::TcpState;
@@ -86,19 +86,19 @@ impl TcpEngine {
 
     /// What the due probe sends: `Some((seq, len, retransmission))`, new data if the peer's
     /// window and the queue allow one segment of it, else the last segment sent.
-    pub(crate) fn probe_segment(&self, sid: u32, data_end: u32) -> Option<(u32, usize, bool)> {
+    pub(crate) fn probe_segment(&self, sid: u32, data_end: Seq) -> Option<(Seq, usize, bool)> {
         let tx = &self.tx[sid as usize];
-        let wnd_end = tx.snd_una.wrapping_add(tx.snd_wnd);
+        let wnd_end = tx.snd_una + tx.snd_wnd;
         if lt(tx.snd_nxt, data_end) && lt(tx.snd_nxt, wnd_end) {
-            let len = (data_end.wrapping_sub(tx.snd_nxt)).min(wnd_end.wrapping_sub(tx.snd_nxt)).min(tx.mss as u32);
+            let len = dist(tx.snd_nxt, data_end).min(dist(tx.snd_nxt, wnd_end)).min(tx.mss as u32);
             return Some((tx.snd_nxt, len as usize, false));
         }
         let sent_end = if lt(tx.snd_max, data_end) { tx.snd_max } else { data_end };
         if !lt(tx.snd_una, sent_end) {
             return None;
         }
-        let len = sent_end.wrapping_sub(tx.snd_una).min(tx.mss as u32);
-        Some((sent_end.wrapping_sub(len), len as usize, true))
+        let len = dist(tx.snd_una, sent_end).min(tx.mss as u32);
+        Some((sent_end - len, len as usize, true))
     }
 
     /// The probe went out: remember where the flight ended.
