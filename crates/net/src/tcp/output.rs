@@ -249,7 +249,7 @@ impl TcpEngine {
         let mut next = seq + len as u32;
         if fin {
             tx.fin_seq = Some(next);
-            next = next + 1;
+            next += 1;
         }
         if gt(next, tx.snd_nxt) {
             tx.snd_nxt = next;
