@@ -1,0 +1,165 @@
+//! The TCP engine's work per connection cycle and per segment, measured without a clock:
+//! two stacks joined by a memory link in one thread, virtual time, no other process. Run it
+//! under `valgrind --tool=callgrind` (or `perf stat` where there are hardware counters) and
+//! divide the instruction count by the cycles or segments it prints; the count is the same
+//! on a loaded machine and an idle one, so two builds can be compared where wall-clock
+//! benchmarks drown in noise.
+//!
+//! ```text
+//! cargo run --release -p net --example tcp_cost -- cycles 5000
+//! cargo run --release -p net --example tcp_cost -- bulk 250 200 8192
+//! ```
+//!
+//! `cycles N`: N connections one after the other, each connect, accept, close from both
+//! sides (the connection-rate figure of `linerate bench tcp`). `bulk CONNS MB BUFFER`: CONNS
+//! connections with BUFFER-byte buffers carry MB megabytes in all, round-robin (the
+//! many-connection aggregate).
+
+use link::{mem, Instant, LinkConfig};
+use net::{Config, Recv, Stack, TcpHandle};
+use std::net::SocketAddrV4;
+use std::process::ExitCode;
+use std::time::Duration;
+
+type Host = Stack<mem::MemLink>;
+
+/// Virtual time per poll round.
+const TICK: Duration = Duration::from_micros(1);
+/// Poll rounds any one step may take before the run counts as stalled.
+const STEP_LIMIT: u64 = 10_000_000;
+
+/// Two hosts on one memory link.
+fn pair(sessions: usize, buffer: usize) -> (Host, Host) {
+    let cfg = |ip: &str| {
+        let mut c = Config::host(ip);
+        c.tcp.secret = [11, 12];
+        c.tcp.max_sessions = sessions;
+        c.tcp.tx_buffer = buffer;
+        c.tcp.rx_buffer = buffer;
+        c.tcp.tx_buffer_max = buffer;
+        c.tcp.rx_buffer_max = buffer;
+        c
+    };
+    let (la, lb) = mem::pair(LinkConfig { depth: 4096, ..LinkConfig::default() });
+    (Stack::new(cfg("10.0.0.1/24"), la).unwrap(), Stack::new(cfg("10.0.0.2/24"), lb).unwrap())
+}
+
+struct Clock(Instant);
+
+impl Clock {
+    /// Poll both hosts once at the next tick.
+    fn round(&mut self, a: &mut Host, b: &mut Host) {
+        self.0 = self.0 + TICK;
+        a.poll(self.0).unwrap();
+        b.poll(self.0).unwrap();
+    }
+}
+
+/// Poll until `done` holds.
+fn until(
+    clock: &mut Clock,
+    a: &mut Host,
+    b: &mut Host,
+    what: &str,
+    mut done: impl FnMut(&mut Host, &mut Host) -> bool,
+) {
+    for _ in 0..STEP_LIMIT {
+        if done(a, b) {
+            return;
+        }
+        clock.round(a, b);
+    }
+    panic!("stalled: {what}");
+}
+
+fn cycles(n: usize) {
+    let (mut a, mut b) = pair(2 * n + 64, 4096);
+    let mut clock = Clock(Instant::ZERO);
+    let l = b.tcp_listen(80, 64).unwrap();
+    let to = SocketAddrV4::new(b.ip(), 80);
+    let mut scratch = [0u8; 64];
+    for _ in 0..n {
+        let c = a.tcp_connect(to).unwrap();
+        let mut server: Option<TcpHandle> = None;
+        until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
+            if server.is_none() {
+                server = b.tcp_accept(l);
+            }
+            server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
+        });
+        let s = server.unwrap();
+        a.tcp_shutdown(c).unwrap();
+        until(&mut clock, &mut a, &mut b, "the client's FIN", |_, b| {
+            while let Recv::Data(_) = b.tcp_recv(s, &mut scratch).unwrap() {}
+            b.tcp_at_eof(s).unwrap()
+        });
+        b.tcp_close(s).unwrap();
+        until(&mut clock, &mut a, &mut b, "the server's FIN", |a, _| {
+            while let Recv::Data(_) = a.tcp_recv(c, &mut scratch).unwrap() {}
+            a.tcp_at_eof(c).unwrap()
+        });
+        a.tcp_close(c).unwrap();
+    }
+    report(&a, &b, &format!("{n} connection cycles"), clock.0);
+}
+
+fn bulk(conns: usize, mb: u64, buffer: usize) {
+    let (mut a, mut b) = pair(conns + 16, buffer);
+    let mut clock = Clock(Instant::ZERO);
+    let l = b.tcp_listen(80, conns).unwrap();
+    let to = SocketAddrV4::new(b.ip(), 80);
+    let clients: Vec<TcpHandle> = (0..conns).map(|_| a.tcp_connect(to).unwrap()).collect();
+    let mut servers = Vec::new();
+    until(&mut clock, &mut a, &mut b, "every handshake", |_, b| {
+        while let Some(s) = b.tcp_accept(l) {
+            servers.push(s);
+        }
+        servers.len() == conns
+    });
+    let total = mb << 20;
+    let chunk = vec![0x5au8; buffer];
+    let mut buf = vec![0u8; buffer];
+    let (mut queued, mut got) = (0u64, 0u64);
+    until(&mut clock, &mut a, &mut b, "the transfer", |a, b| {
+        for &c in &clients {
+            if queued < total {
+                let n = ((total - queued) as usize).min(chunk.len());
+                queued += a.tcp_send(c, &chunk[..n]).unwrap() as u64;
+            }
+        }
+        for &s in &servers {
+            while let Recv::Data(n) = b.tcp_recv(s, &mut buf).unwrap() {
+                got += n as u64;
+            }
+        }
+        got >= total
+    });
+    report(&a, &b, &format!("{mb} MB over {conns} connections with {buffer}-byte buffers"), clock.0);
+}
+
+fn report(a: &Host, b: &Host, what: &str, end: Instant) {
+    let count = |h: &Host, name: &str| h.counters().iter().find(|c| c.0 == name).map_or(0, |c| c.1);
+    let (sa, sb) = (count(a, "tcp_tx_segments"), count(b, "tcp_tx_segments"));
+    println!(
+        "{what}: {sa} segments sent by the client side, {sb} by the server side, {} in all; {:?} of virtual time ({} µs per poll round)",
+        sa + sb,
+        end - Instant::ZERO,
+        TICK.as_micros()
+    );
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, default: u64| args.get(i).map_or(Ok(default), |s| s.parse::<u64>()).ok();
+    match (args.first().map(String::as_str), num(1, 5000), num(2, 200), num(3, 8192)) {
+        (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
+        (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
+            bulk(c as usize, mb, buf as usize)
+        }
+        _ => {
+            eprintln!("usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES");
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
