@@ -335,7 +335,7 @@ impl<L: Link> Stack<L> {
             wscale: rx.ws_ok.then_some((rx.rcv_shift, tx.snd_shift)),
             sack: rx.sack_ok,
             timestamps: rx.ts_ok,
-            cc: tx.cc.algo,
+            cc: tx.cc.algorithm(),
             local_port: tcp.state[sid].tuple.local_port,
             remote: Some(SocketAddrV4::new(tcp.state[sid].tuple.remote_ip, tcp.state[sid].tuple.remote_port)),
             snd_una: tx.snd_una.0,
@@ -355,7 +355,7 @@ impl<L: Link> Stack<L> {
     /// Choose the congestion control of a connection.
     pub fn tcp_set_cc(&mut self, h: TcpHandle, algo: crate::tcp::CcAlgorithm) -> Result<(), NetError> {
         let sid = self.core.tcp.sid(h)?;
-        self.core.tcp.tx[sid as usize].cc.algo = algo;
+        self.core.tcp.tx[sid as usize].cc.set_algorithm(algo);
         Ok(())
     }
 

@@ -1,5 +1,10 @@
 //! Congestion control: NewReno (RFC 5681, 6582) and CUBIC (RFC 9438), selectable per
 //! connection. Windows are in bytes.
+//!
+//! [`Congestion`] owns the window and every change to it: slow start, the recovery window
+//! (PRR), undo, timeouts. What differs between algorithms — how the window grows in
+//! congestion avoidance and how far it falls on a loss — is a [`CongestionControl`]
+//! implementation ([`NewReno`], [`Cubic`]); the engine never writes cwnd or ssthresh itself.
 
 use link::Instant;
 use std::time::Duration;
@@ -17,49 +22,166 @@ pub enum CcAlgorithm {
 const CUBIC_C: f64 = 0.4;
 const CUBIC_BETA: f64 = 0.7;
 
+/// What a congestion-control algorithm decides. Windows in bytes.
+pub trait CongestionControl {
+    /// The window after `acked` newly acknowledged bytes in congestion avoidance (cwnd at or
+    /// above ssthresh), from `cwnd`.
+    fn grow(&mut self, cwnd: u32, mss: u32, acked: u32, now: Instant, srtt: Option<Duration>) -> u32;
+    /// The slow-start threshold after a loss detected with `flight` bytes outstanding and the
+    /// window at `cwnd` (the window is then reduced to it).
+    fn threshold_after_loss(&mut self, cwnd: u32, flight: u32, mss: u32) -> u32;
+    /// The window collapsed (a timeout): growth starts afresh.
+    fn restart(&mut self);
+}
+
+/// NewReno's growth (one MSS per window of ACKs, byte counting) and halving.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NewReno {
+    /// Bytes acknowledged but not yet turned into window growth.
+    acked_carry: u32,
+}
+
+impl CongestionControl for NewReno {
+    fn grow(&mut self, cwnd: u32, mss: u32, acked: u32, _now: Instant, _srtt: Option<Duration>) -> u32 {
+        self.acked_carry = self.acked_carry.saturating_add(acked);
+        if self.acked_carry >= cwnd {
+            self.acked_carry -= cwnd;
+            cwnd.saturating_add(mss)
+        } else {
+            cwnd
+        }
+    }
+
+    fn threshold_after_loss(&mut self, cwnd: u32, flight: u32, mss: u32) -> u32 {
+        self.acked_carry = 0;
+        // Half of what was in flight (RFC 5681 eq. 4), but never of more than the window: in
+        // a long recovery the flight (snd_max - snd_una) spans SACKed data above a hole and
+        // can exceed cwnd, and halving that fed on itself (ssthresh grew recovery by recovery,
+        // to line rate at 5% loss). Linux halves cwnd.
+        (flight.min(cwnd) / 2).max(2 * mss)
+    }
+
+    fn restart(&mut self) {
+        self.acked_carry = 0;
+    }
+}
+
+/// CUBIC's window function with the Reno-friendly estimate (RFC 9438), windows in segments.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cubic {
+    /// The window before the last reduction.
+    w_max: f64,
+    /// Start of the current congestion-avoidance epoch.
+    epoch: Option<Instant>,
+    /// Time to regain `w_max`, seconds.
+    k: f64,
+    /// The Reno-friendly window estimate.
+    w_est: f64,
+    /// The window when the threshold was last set (RFC 9438's cwnd_prior, before fast
+    /// convergence lowers `w_max`).
+    cwnd_prior: f64,
+    /// Growth not yet applied, in bytes (below one byte per ACK it would be lost).
+    grow_carry: f64,
+}
+
+impl CongestionControl for Cubic {
+    fn grow(&mut self, cwnd: u32, mss: u32, acked: u32, now: Instant, srtt: Option<Duration>) -> u32 {
+        let mss = f64::from(mss);
+        let cwnd_segs = f64::from(cwnd) / mss;
+        let epoch = *self.epoch.get_or_insert_with(|| {
+            if self.w_max < cwnd_segs {
+                self.w_max = cwnd_segs;
+            }
+            self.k = ((self.w_max - cwnd_segs) / CUBIC_C).max(0.0).cbrt();
+            self.w_est = cwnd_segs;
+            now
+        });
+        let rtt = srtt.unwrap_or(Duration::from_millis(100)).as_secs_f64();
+        let t = (now - epoch).as_secs_f64() + rtt;
+        let target = CUBIC_C * (t - self.k).powi(3) + self.w_max;
+        // The Reno-friendly estimate grows by alpha segments per window of ACKs: the rate that
+        // gives Reno's average with CUBIC's beta while below the window before the last loss,
+        // and Reno's own rate once past it (RFC 9438 4.3), so CUBIC is never slower than Reno.
+        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA) };
+        self.w_est += alpha * (f64::from(acked) / mss) / cwnd_segs;
+        let goal = target.max(self.w_est).min(cwnd_segs * 1.5);
+        if goal <= cwnd_segs {
+            return cwnd;
+        }
+        self.grow_carry += (goal - cwnd_segs) / cwnd_segs * f64::from(acked);
+        let whole = self.grow_carry.floor();
+        self.grow_carry -= whole;
+        (f64::from(cwnd) + whole).min(f64::from(u32::MAX)) as u32
+    }
+
+    fn threshold_after_loss(&mut self, cwnd: u32, _flight: u32, mss: u32) -> u32 {
+        let segs = f64::from(cwnd) / f64::from(mss);
+        self.cwnd_prior = segs;
+        self.grow_carry = 0.0;
+        // Fast convergence (RFC 9438 4.7).
+        self.w_max = if segs < self.w_max { segs * (1.0 + CUBIC_BETA) / 2.0 } else { segs };
+        self.epoch = None;
+        ((f64::from(cwnd) * CUBIC_BETA) as u32).max(2 * mss)
+    }
+
+    fn restart(&mut self) {
+        self.epoch = None;
+    }
+}
+
+/// The state of the connection's algorithm.
+#[derive(Debug, Clone, Copy)]
+enum Algorithm {
+    NewReno(NewReno),
+    Cubic(Cubic),
+}
+
+impl Algorithm {
+    fn new(algo: CcAlgorithm) -> Self {
+        match algo {
+            CcAlgorithm::NewReno => Algorithm::NewReno(NewReno::default()),
+            CcAlgorithm::Cubic => Algorithm::Cubic(Cubic::default()),
+        }
+    }
+
+    fn control(&mut self) -> &mut dyn CongestionControl {
+        match self {
+            Algorithm::NewReno(a) => a,
+            Algorithm::Cubic(a) => a,
+        }
+    }
+}
+
 /// Congestion state of one connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Congestion {
-    /// The algorithm.
-    pub algo: CcAlgorithm,
     /// Congestion window.
     pub cwnd: u32,
     /// Slow-start threshold.
     pub ssthresh: u32,
     mss: u32,
-    /// CUBIC: window before the last reduction, in segments.
-    w_max: f64,
-    /// CUBIC: start of the current congestion-avoidance epoch.
-    epoch: Option<Instant>,
-    /// CUBIC: time to regain `w_max`, seconds.
-    k: f64,
-    /// CUBIC: the Reno-friendly window estimate, in segments.
-    w_est: f64,
-    /// CUBIC: the window when the threshold was last set, in segments (RFC 9438's
-    /// cwnd_prior, before fast convergence lowers `w_max`).
-    cwnd_prior: f64,
-    /// CUBIC: growth not yet applied, in bytes (below one byte per ACK it would be lost).
-    grow_carry: f64,
-    /// Bytes acknowledged but not yet turned into window growth (Reno byte counting).
-    acked_carry: u32,
+    algorithm: Algorithm,
 }
 
 impl Congestion {
     /// Initial state: IW = min(10 * MSS, max(2 * MSS, 14600)) (RFC 6928), ssthresh unbounded.
     pub fn new(algo: CcAlgorithm, mss: u32) -> Self {
         let iw = (10 * mss).min((2 * mss).max(14_600));
-        Congestion {
-            algo,
-            cwnd: iw,
-            ssthresh: u32::MAX,
-            mss,
-            w_max: 0.0,
-            epoch: None,
-            k: 0.0,
-            w_est: 0.0,
-            cwnd_prior: 0.0,
-            grow_carry: 0.0,
-            acked_carry: 0,
+        Congestion { cwnd: iw, ssthresh: u32::MAX, mss, algorithm: Algorithm::new(algo) }
+    }
+
+    /// The algorithm in use.
+    pub fn algorithm(&self) -> CcAlgorithm {
+        match self.algorithm {
+            Algorithm::NewReno(_) => CcAlgorithm::NewReno,
+            Algorithm::Cubic(_) => CcAlgorithm::Cubic,
+        }
+    }
+
+    /// Switch to `algo` (its state starts afresh; the window stays).
+    pub fn set_algorithm(&mut self, algo: CcAlgorithm) {
+        if algo != self.algorithm() {
+            self.algorithm = Algorithm::new(algo);
         }
     }
 
@@ -95,74 +217,14 @@ impl Congestion {
             self.cwnd = self.cwnd.saturating_add(acked).min(self.ssthresh.max(self.cwnd));
             return;
         }
-        match self.algo {
-            CcAlgorithm::NewReno => self.reno_avoidance(acked),
-            CcAlgorithm::Cubic => self.cubic_avoidance(acked, now, srtt),
-        }
-    }
-
-    fn reno_avoidance(&mut self, acked: u32) {
-        self.acked_carry = self.acked_carry.saturating_add(acked);
-        if self.acked_carry >= self.cwnd {
-            self.acked_carry -= self.cwnd;
-            self.cwnd = self.cwnd.saturating_add(self.mss);
-        }
-    }
-
-    fn cubic_avoidance(&mut self, acked: u32, now: Instant, srtt: Option<Duration>) {
-        let mss = self.mss as f64;
-        let cwnd_segs = self.cwnd as f64 / mss;
-        let epoch = *self.epoch.get_or_insert_with(|| {
-            if self.w_max < cwnd_segs {
-                self.w_max = cwnd_segs;
-            }
-            self.k = ((self.w_max - cwnd_segs) / CUBIC_C).max(0.0).cbrt();
-            self.w_est = cwnd_segs;
-            now
-        });
-        let rtt = srtt.unwrap_or(Duration::from_millis(100)).as_secs_f64();
-        let t = (now - epoch).as_secs_f64() + rtt;
-        let target = CUBIC_C * (t - self.k).powi(3) + self.w_max;
-        // The Reno-friendly estimate grows by alpha segments per window of ACKs: the rate that
-        // gives Reno's average with CUBIC's beta while below the window before the last loss,
-        // and Reno's own rate once past it (RFC 9438 4.3), so CUBIC is never slower than Reno.
-        let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA) };
-        self.w_est += alpha * (acked as f64 / mss) / cwnd_segs;
-        let goal = target.max(self.w_est).min(cwnd_segs * 1.5);
-        if goal > cwnd_segs {
-            self.grow_carry += (goal - cwnd_segs) / cwnd_segs * acked as f64;
-            let whole = self.grow_carry.floor();
-            self.grow_carry -= whole;
-            self.cwnd = (self.cwnd as f64 + whole).min(u32::MAX as f64) as u32;
-        }
+        self.cwnd = self.algorithm.control().grow(self.cwnd, self.mss, acked, now, srtt);
     }
 
     /// Loss detected by duplicate ACKs or SACK: multiplicative decrease. `flight` is the data
     /// outstanding when the loss was detected.
     pub fn on_loss(&mut self, flight: u32) {
-        let beta = match self.algo {
-            CcAlgorithm::NewReno => 0.5,
-            CcAlgorithm::Cubic => CUBIC_BETA,
-        };
-        if self.algo == CcAlgorithm::Cubic {
-            let segs = self.cwnd as f64 / self.mss as f64;
-            self.cwnd_prior = segs;
-            self.grow_carry = 0.0;
-            // Fast convergence (RFC 9438 4.7).
-            self.w_max = if segs < self.w_max { segs * (1.0 + CUBIC_BETA) / 2.0 } else { segs };
-            self.epoch = None;
-        }
-        // Reno halves what it had in flight (RFC 5681 eq. 4), but never more than its window:
-        // in a long recovery the flight (snd_max - snd_una) spans SACKed data above a hole and
-        // can exceed cwnd, and halving that fed on itself (ssthresh grew recovery by recovery,
-        // to line rate at 5% loss). Linux halves cwnd; CUBIC scales cwnd (RFC 9438 4.6).
-        let base = match self.algo {
-            CcAlgorithm::NewReno => flight.min(self.cwnd),
-            CcAlgorithm::Cubic => self.cwnd,
-        };
-        self.ssthresh = ((base as f64 * beta) as u32).max(2 * self.mss);
+        self.ssthresh = self.algorithm.control().threshold_after_loss(self.cwnd, flight, self.mss);
         self.cwnd = self.ssthresh;
-        self.acked_carry = 0;
     }
 
     /// Recovery ends (the recovery point is acknowledged): the window is the threshold, at
@@ -217,7 +279,7 @@ impl Congestion {
             self.on_loss(flight);
         }
         self.cwnd = self.mss;
-        self.epoch = None;
+        self.algorithm.control().restart();
     }
 }
 
