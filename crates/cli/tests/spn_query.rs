@@ -1,0 +1,246 @@
+//! The SPN service from Linux: `linerate spn serve --tap` in a namespace of its own, queried
+//! from that namespace's Linux side with `linerate spn query` and with the pure-Python client
+//! (imported by file path, no native module), over UDP and TCP; the answers must equal the
+//! local evaluator (`linerate spn eval`). Malformed requests get error records or are counted
+//! and dropped, and the service keeps answering.
+
+mod common;
+
+use common::{Scratch, BIN};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The Python client, run from its file.
+const PY_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../py/python/linerate/spn_client.py");
+/// The service's address and port on the TAP.
+const SERVER: &str = "10.77.0.2:5005";
+
+/// `linerate spn serve --tap` running; stopped (SIGTERM, then SIGKILL) and its namespace
+/// deleted on drop.
+struct Service {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    ns: String,
+}
+
+impl Service {
+    fn start(model: &str, prefix: &str) -> Service {
+        let mut child = Command::new(BIN)
+            .args(["spn", "serve", "--tap", "--model", model, "--transport", "udp,tcp", "--ns-prefix", prefix])
+            .args(["--limit-secs", "300"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("linerate runs");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Service { child, lines, ns: String::new() };
+        loop {
+            let line = s.lines.recv_timeout(Duration::from_secs(30)).expect("serve says it is ready");
+            if let Some(ns) = line.strip_prefix("namespace ") {
+                s.ns = ns.to_string();
+            }
+            if line == "ready" {
+                break;
+            }
+        }
+        assert!(s.ns.starts_with(prefix), "namespace {:?}", s.ns);
+        s
+    }
+
+    /// Run `program args` in the service's namespace.
+    fn exec(&self, program: &str, args: &[&str]) -> Output {
+        let o = Command::new("ip").args(["netns", "exec", &self.ns, program]).args(args).output().unwrap();
+        eprintln!(
+            "--- {program} {}\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stdout).chars().take(2000).collect::<String>(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+
+    /// Stop the service and return its final report (the last line it prints).
+    fn stop(mut self) -> serde_json::Value {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let mut last = String::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(20)) {
+            last = l;
+        }
+        assert!(self.child.wait().unwrap().success(), "serve exits cleanly");
+        serde_json::from_str(&last).unwrap_or_else(|e| panic!("the final report {last:?}: {e}"))
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+            for _ in 0..100 {
+                if self.child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // Serve deletes its namespace as it exits; make sure even if it was killed.
+        if !self.ns.is_empty() {
+            let _ = Command::new("ip").args(["netns", "del", &self.ns]).stderr(Stdio::null()).status();
+        }
+    }
+}
+
+fn values(o: &Output) -> Vec<f64> {
+    assert!(o.status.success(), "the query failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).lines().map(|l| l.parse::<f64>().unwrap_or_else(|_| panic!("{l:?}"))).collect()
+}
+
+fn assert_same(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: number of values");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let rel = (g - w).abs() / g.abs().max(w.abs()).max(1e-300);
+        assert!(rel <= 1e-9 || g == w, "{what}: vector {i}: {g} from the service, {w} from spn eval");
+    }
+}
+
+/// Python that imports the client by path and sends malformed requests; prints what came back.
+const BAD_REQUESTS: &str = r#"
+import importlib.util, socket, struct, sys
+spec = importlib.util.spec_from_file_location("spn_client", sys.argv[1])
+c = importlib.util.module_from_spec(spec); spec.loader.exec_module(c)
+host, port = sys.argv[2].split(":"); addr = (host, int(port)); vars_ = int(sys.argv[3])
+def udp(rec, answer=True):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(0.5); s.connect(addr); s.send(rec)
+        try:
+            r = s.recv(2048)
+        except socket.timeout:
+            return "none"
+        return "status %d" % c.decode_response(r)[1]
+good = c.encode_request(1, [[1] * vars_, [2] * vars_])
+print("udp truncated header:", udp(good[:10]))
+print("udp bad magic:", udp(b"XXXX" + good[4:]))
+print("udp wrong vector length:", udp(c.encode_request(2, [[1] * (vars_ + 3)])))
+print("udp truncated body:", udp(good[:-3]))
+print("udp bad version:", udp(good[:4] + b"\x09" + good[5:]))
+with socket.create_connection(addr, timeout=5) as s:
+    s.sendall(c.encode_request(3, [[1] * (vars_ - 1)] * 4) + c.encode_request(4, [[5] * vars_] * 3))
+    for want in (3, 4):
+        h = c._recv_exact(s, 16); n = struct.unpack_from("<H", h, 6)[0]
+        rid, status, vals = c.decode_response(h + c._recv_exact(s, 8 * n))
+        print("tcp request %d: status %d, %d values" % (rid, status, len(vals)))
+with socket.create_connection(addr, timeout=5) as s:
+    s.sendall(b"garbage that is not a record")
+    print("tcp garbage: closed" if s.recv(100) == b"" else "tcp garbage: answered")
+with socket.create_connection(addr, timeout=5) as s:
+    s.sendall(good[:-4])
+print("tcp truncated then closed: sent")
+try:
+    c.query(addr, [[1] * (vars_ + 1)])
+    print("query with the wrong model: no error")
+except c.SpnError as e:
+    print("query with the wrong model:", e)
+"#;
+
+#[test]
+fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
+    if !common::can_run(&["python3"]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("spn-query");
+    let (model, inputs) = (t.file("m.json"), t.file("x.csv"));
+    // 700 vectors with 10% missing values: several UDP requests (182 vectors each at most).
+    let g = Command::new(BIN)
+        .args(["spn", "generate", "--vars", "12", "--seed", "5", "-o", &model, "--samples", "700"])
+        .args(["--samples-out", &inputs, "--missing", "0.1"])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let want = values(&Command::new(BIN).args(["spn", "eval", &model, &inputs]).output().unwrap());
+    assert_eq!(want.len(), 700);
+
+    let svc = Service::start(&model, &format!("spn-t{}", std::process::id()));
+    let q = |extra: &[&str]| {
+        let mut args = vec!["spn", "query", "--server", SERVER, "--input", &inputs];
+        args.extend_from_slice(extra);
+        svc.exec(BIN, &args)
+    };
+    assert_same("spn query --udp", &values(&q(&["--udp", "--model", &model])), &want);
+    assert_same("spn query --tcp", &values(&q(&["--tcp"])), &want);
+    let json = q(&["--tcp", "--json", "--vectors", "64"]);
+    assert!(json.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("--json prints JSON");
+    let jv: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_same("spn query --json", &jv, &want);
+    assert_eq!((j["requests"].as_u64(), j["vectors"].as_u64()), (Some(11), Some(700)));
+    assert_same(
+        "python client, UDP",
+        &values(&svc.exec("python3", &[PY_CLIENT, "--server", SERVER, "--input", &inputs])),
+        &want,
+    );
+    assert_same(
+        "python client, TCP",
+        &values(&svc.exec("python3", &[PY_CLIENT, "--tcp", "--server", SERVER, "--input", &inputs])),
+        &want,
+    );
+
+    // Inputs for another model (8 inputs): the service answers error 3, the client says so.
+    let other = t.file("other.csv");
+    std::fs::write(&other, "1,2,3,4,5,6,7,8\n").unwrap();
+    for transport in ["--udp", "--tcp"] {
+        let o = svc.exec(BIN, &["spn", "query", transport, "--server", SERVER, "--input", &other]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("error 3 (vector length differs"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    }
+    // No service on that port: linerate answers ICMP port unreachable.
+    let o = svc.exec(BIN, &["spn", "query", "--server", "10.77.0.2:5999", "--input", &inputs]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("refused"));
+    // Bad input: not 8-bit.
+    std::fs::write(&other, "1,2,3,4,5,6,7,8,9,10,11,300\n").unwrap();
+    let o = svc.exec(BIN, &["spn", "query", "--server", SERVER, "--input", &other]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("300 is not an 8-bit value"));
+
+    let bad = svc.exec("python3", &["-c", BAD_REQUESTS, PY_CLIENT, SERVER, "12"]);
+    assert!(bad.status.success(), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bad = String::from_utf8_lossy(&bad.stdout).to_string();
+    for line in [
+        "udp truncated header: none",
+        "udp bad magic: none",
+        "udp wrong vector length: status 3",
+        "udp truncated body: status 6",
+        "udp bad version: status 1",
+        "tcp request 3: status 3, 0 values",
+        "tcp request 4: status 0, 3 values",
+        "tcp garbage: closed",
+        "tcp truncated then closed: sent",
+        "query with the wrong model: request 0: the service answered with error 3",
+    ] {
+        assert!(bad.contains(line), "expected {line:?} in\n{bad}");
+    }
+    // The service survived all of that and still answers correctly.
+    assert_same("spn query after bad requests", &values(&q(&["--tcp"])), &want);
+    assert_same("spn query after bad requests", &values(&q(&["--udp"])), &want);
+
+    let ns = svc.ns.clone();
+    let report = svc.stop();
+    let c = &report["counters"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("counter {k} in {report}"));
+    assert!(n("dropped_short") >= 1 && n("dropped_bad_magic") >= 1, "{report}");
+    assert!(n("error_records") >= 6 && n("streams_closed") >= 1, "{report}");
+    assert!(n("vectors") >= 7 * 700, "{report}");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&ns), "namespace {ns} left behind");
+}
