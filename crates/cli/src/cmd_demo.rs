@@ -1,5 +1,8 @@
 //! `linerate demo`: the tour. Every capability that exists so far, exercised on an in-process
-//! testbed (virtual time), with a table of what was measured.
+//! testbed (virtual time) or the middlebox runtime, with a table of what was measured.
+
+mod compute;
+mod middlebox;
 
 use crate::output::{fmt_si, Table};
 use apps::UdpEcho;
@@ -42,6 +45,12 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
             Box::new(|_| crate::cmd_rdma::demo_impaired_step()),
         ),
         ("RDMA: 64 senders into one receiver", Box::new(|_| crate::cmd_rdma::demo_many_step())),
+        ("Middlebox: forwarding 400,000 64-byte frames", Box::new(|_| middlebox::forward_step())),
+        ("Firewall: the data/ blacklist on 20,000 frames", Box::new(|_| middlebox::firewall_step())),
+        ("IDS: the data/ community rules on generated traffic", Box::new(|_| middlebox::ids_step())),
+        ("SPN: compile a generated model, evaluate, serve over UDP", Box::new(|_| compute::spn_step())),
+        ("Collectives: all-reduce over 8 ranks", Box::new(|_| compute::allreduce_step())),
+        ("K-Means: 4 ranks against a single-process run", Box::new(|_| compute::kmeans_step())),
         ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
     ];
     let mut failed = 0;
