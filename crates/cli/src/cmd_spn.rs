@@ -4,6 +4,7 @@
 //! `bench` the evaluator and the service.
 
 mod bench;
+mod npy;
 mod query;
 mod serve;
 

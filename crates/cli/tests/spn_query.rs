@@ -114,6 +114,25 @@ fn assert_same(what: &str, got: &[f64], want: &[f64]) {
     }
 }
 
+/// Write the CSV vectors of `csv` as a float64 .npy array (NaN: missing) at `path`.
+fn write_npy(csv: &str, path: &str) {
+    let rows: Vec<Vec<f64>> = std::fs::read_to_string(csv)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(|f| f.parse::<f64>().unwrap_or(f64::NAN)).collect())
+        .collect();
+    let mut h = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}", rows.len(), rows[0].len());
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    out.extend_from_slice(h.as_bytes());
+    out.extend(rows.iter().flatten().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(path, out).unwrap();
+}
+
 /// Python that imports the client by path and sends malformed requests; prints what came back.
 const BAD_REQUESTS: &str = r#"
 import importlib.util, socket, struct, sys
@@ -172,11 +191,12 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     assert_eq!(want.len(), 700);
 
     let svc = Service::start(&model, &format!("spn-t{}", std::process::id()));
-    let q = |extra: &[&str]| {
-        let mut args = vec!["spn", "query", "--server", SERVER, "--input", &inputs];
+    let q_input = |input: &str, extra: &[&str]| {
+        let mut args = vec!["spn", "query", "--server", SERVER, "--input", input];
         args.extend_from_slice(extra);
         svc.exec(BIN, &args)
     };
+    let q = |extra: &[&str]| q_input(&inputs, extra);
     assert_same("spn query --udp", &values(&q(&["--udp", "--model", &model])), &want);
     assert_same("spn query --tcp", &values(&q(&["--tcp"])), &want);
     let json = q(&["--tcp", "--json", "--vectors", "64"]);
@@ -185,6 +205,9 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     let jv: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_same("spn query --json", &jv, &want);
     assert_eq!((j["requests"].as_u64(), j["vectors"].as_u64()), (Some(11), Some(700)));
+    let npy = t.file("x.npy");
+    write_npy(&inputs, &npy);
+    assert_same("spn query, .npy input", &values(&q_input(&npy, &["--udp"])), &want);
     assert_same(
         "python client, UDP",
         &values(&svc.exec("python3", &[PY_CLIENT, "--server", SERVER, "--input", &inputs])),

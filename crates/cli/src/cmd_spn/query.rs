@@ -36,8 +36,9 @@ pub struct QueryArgs {
     /// variables before anything is sent. Without it, the width of the first input row counts.
     #[arg(long)]
     model: Option<PathBuf>,
-    /// Input vectors: CSV, one per line, 8-bit values ("-": standard input); an empty field,
-    /// "nan" or "?" is a missing value (marginalised out).
+    /// Input vectors ("-": standard input): CSV, one per line, 8-bit values, where an empty
+    /// field, "nan" or "?" is a missing value (marginalised out); or a NumPy .npy array
+    /// (n x inputs, uint8, int32/64 or float32/64, NaN missing).
     #[arg(long, default_value = "-", value_name = "FILE")]
     input: String,
     /// Ask for likelihoods instead of log-likelihoods.
@@ -153,20 +154,33 @@ fn udp_vectors(bytes_per_vector: usize) -> usize {
     (room / 8).min(room / bytes_per_vector.max(1))
 }
 
-/// Read the --input file (or standard input) as 8-bit vectors.
+/// Read the --input file (or standard input) as 8-bit vectors: CSV, or .npy (by its magic).
 fn read_batch(a: &QueryArgs) -> Result<Batch, String> {
-    let (text, what) = if a.input == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("standard input: {e}"))?;
-        (s, "standard input".to_string())
+    let (bytes, what) = if a.input == "-" {
+        let mut b = Vec::new();
+        std::io::stdin().read_to_end(&mut b).map_err(|e| format!("standard input: {e}"))?;
+        (b, "standard input".to_string())
     } else {
-        (std::fs::read_to_string(&a.input).map_err(|e| format!("{}: {e}", a.input))?, a.input.clone())
+        (std::fs::read(&a.input).map_err(|e| format!("{}: {e}", a.input))?, a.input.clone())
     };
-    let vars = match &a.model {
-        Some(p) => spn::load(p).map_err(|e| format!("{}: {e}", p.display()))?.num_vars(),
-        None => first_row_width(&text).ok_or_else(|| format!("{what}: no input vectors"))?,
+    let model_vars = match &a.model {
+        Some(p) => Some(spn::load(p).map_err(|e| format!("{}: {e}", p.display()))?.num_vars()),
+        None => None,
     };
-    let rows = parse_inputs(text.as_bytes(), vars, &what)?;
+    let (rows, vars) = if bytes.starts_with(b"\x93NUMPY") {
+        let (rows, vars) = super::npy::parse(&bytes, &what)?;
+        if let Some(m) = model_vars.filter(|m| *m != vars) {
+            return Err(format!("{what}: {vars} values per vector, but the model has {m} inputs"));
+        }
+        (rows, vars)
+    } else {
+        let text = std::str::from_utf8(&bytes).map_err(|_| format!("{what}: neither CSV text nor a .npy file"))?;
+        let vars = match model_vars {
+            Some(m) => m,
+            None => first_row_width(text).ok_or_else(|| format!("{what}: no input vectors"))?,
+        };
+        (parse_inputs(text.as_bytes(), vars, &what)?, vars)
+    };
     if rows.is_empty() {
         return Err(format!("{what}: no input vectors"));
     }

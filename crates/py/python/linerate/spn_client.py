@@ -276,7 +276,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Query a linerate SPN service (linerate spn serve).")
     p.add_argument("--server", required=True, help="ADDR:PORT of the service")
     p.add_argument("--tcp", action="store_true", help="use TCP (default: UDP)")
-    p.add_argument("--input", default="-", help="CSV of input vectors ('-': standard input)")
+    p.add_argument("--input", default="-", help="input vectors: CSV ('-': standard input) or .npy (needs numpy)")
     p.add_argument("--prob", action="store_true", help="likelihoods instead of log-likelihoods")
     p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for an answer")
     p.add_argument("--json", action="store_true", help="print the values as a JSON list")
@@ -284,6 +284,13 @@ def main(argv=None) -> int:
     try:
         if a.input == "-":
             rows = read_csv(sys.stdin)
+        elif a.input.endswith(".npy"):
+            try:
+                import numpy as np
+            except ImportError:
+                raise ValueError("reading a .npy file needs numpy (or give CSV)") from None
+            rows = np.load(a.input, allow_pickle=False)
+            rows = rows.reshape(1, -1) if rows.ndim == 1 else rows
         else:
             with open(a.input) as f:
                 rows = read_csv(f)
