@@ -17,18 +17,38 @@ const PY_CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../py/python/liner
 /// The service's address and port on the TAP.
 const SERVER: &str = "10.77.0.2:5005";
 
-/// `linerate spn serve --tap` running; stopped (SIGTERM, then SIGKILL) and its namespace
-/// deleted on drop.
+/// `linerate spn serve` running; stopped (SIGTERM, then SIGKILL) on drop, and the namespace
+/// it created deleted.
 struct Service {
     child: Child,
     lines: mpsc::Receiver<String>,
+    /// Where the clients run.
     ns: String,
+    /// True if the service created `ns` (on a TAP).
+    owns_ns: bool,
 }
 
 impl Service {
-    fn start(model: &str, prefix: &str) -> Service {
-        let mut child = Command::new(BIN)
-            .args(["spn", "serve", "--tap", "--model", model, "--transport", "udp,tcp", "--ns-prefix", prefix])
+    /// The service on a TAP in a namespace of its own named `prefix-…`.
+    fn start_tap(model: &str, prefix: &str) -> Service {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["spn", "serve", "--tap", "--model", model, "--transport", "udp,tcp", "--ns-prefix", prefix]);
+        let s = Service::spawn(cmd, None);
+        assert!(s.ns.starts_with(prefix), "namespace {:?}", s.ns);
+        s
+    }
+
+    /// The service in namespace `ns` on interface `ifname` through AF_PACKET, at `cidr`;
+    /// clients run in `client_ns`.
+    fn start_af_packet(model: &str, ns: &str, ifname: &str, cidr: &str, client_ns: &str) -> Service {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", ns, BIN, "spn", "serve", "--af-packet", ifname, "--ip", cidr, "--model", model]);
+        cmd.args(["--transport", "udp,tcp"]);
+        Service::spawn(cmd, Some(client_ns.to_string()))
+    }
+
+    fn spawn(mut cmd: Command, client_ns: Option<String>) -> Service {
+        let mut child = cmd
             .args(["--limit-secs", "300"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -43,7 +63,8 @@ impl Service {
                 }
             }
         });
-        let mut s = Service { child, lines, ns: String::new() };
+        let owns_ns = client_ns.is_none();
+        let mut s = Service { child, lines, ns: client_ns.unwrap_or_default(), owns_ns };
         loop {
             let line = s.lines.recv_timeout(Duration::from_secs(30)).expect("serve says it is ready");
             if let Some(ns) = line.strip_prefix("namespace ") {
@@ -53,7 +74,6 @@ impl Service {
                 break;
             }
         }
-        assert!(s.ns.starts_with(prefix), "namespace {:?}", s.ns);
         s
     }
 
@@ -95,7 +115,7 @@ impl Drop for Service {
             let _ = self.child.wait();
         }
         // Serve deletes its namespace as it exits; make sure even if it was killed.
-        if !self.ns.is_empty() {
+        if self.owns_ns && !self.ns.is_empty() {
             let _ = Command::new("ip").args(["netns", "del", &self.ns]).stderr(Stdio::null()).status();
         }
     }
@@ -132,6 +152,15 @@ fn write_npy(csv: &str, path: &str) {
     out.extend(rows.iter().flatten().flat_map(|v| v.to_le_bytes()));
     std::fs::write(path, out).unwrap();
 }
+
+/// Python: `ethtool -K IFACE tx off` (SIOCETHTOOL, ETHTOOL_STXCSUM) without ethtool.
+const TX_CSUM_OFF: &str = r#"
+import ctypes, fcntl, socket, struct, sys
+value = ctypes.create_string_buffer(struct.pack("II", 0x17, 0))
+ifr = struct.pack("16sP", sys.argv[1].encode(), ctypes.addressof(value)).ljust(40, b"\0")
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    fcntl.ioctl(s.fileno(), 0x8946, ifr)
+"#;
 
 /// Python that imports the client by path and sends malformed requests; prints what came back.
 const BAD_REQUESTS: &str = r#"
@@ -172,15 +201,10 @@ except c.SpnError as e:
     print("query with the wrong model:", e)
 "#;
 
-#[test]
-fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
-    if !common::can_run(&["python3"]) {
-        return;
-    }
-    let _serial = common::serial();
-    let t = Scratch::new("spn-query");
+/// A generated model (12 inputs) and 700 input vectors with 10% missing values (several UDP
+/// requests of at most 182 vectors), and what `linerate spn eval` says of them.
+fn model_and_inputs(t: &Scratch) -> (String, String, Vec<f64>) {
     let (model, inputs) = (t.file("m.json"), t.file("x.csv"));
-    // 700 vectors with 10% missing values: several UDP requests (182 vectors each at most).
     let g = Command::new(BIN)
         .args(["spn", "generate", "--vars", "12", "--seed", "5", "-o", &model, "--samples", "700"])
         .args(["--samples-out", &inputs, "--missing", "0.1"])
@@ -189,8 +213,78 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
     let want = values(&Command::new(BIN).args(["spn", "eval", &model, &inputs]).output().unwrap());
     assert_eq!(want.len(), 700);
+    (model, inputs, want)
+}
 
-    let svc = Service::start(&model, &format!("spn-t{}", std::process::id()));
+/// Namespaces a test created, deleted on drop (with the veth pair between them).
+struct Namespaces(Vec<String>);
+
+impl Namespaces {
+    fn create(names: &[String]) -> Namespaces {
+        let mut made = Namespaces(Vec::new());
+        for n in names {
+            ip(&["netns", "add", n]);
+            made.0.push(n.clone());
+        }
+        made
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// Run `ip args`, which must succeed.
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().unwrap();
+    assert!(o.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn spn_service_on_af_packet_answers_a_linux_peer_on_a_veth() {
+    if !common::can_run(&["python3"]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("spn-af-packet");
+    let (model, inputs, want) = model_and_inputs(&t);
+    let pid = std::process::id();
+    let (srv, cli) = (format!("spn-p{pid}-srv"), format!("spn-p{pid}-cli"));
+    let _nets = Namespaces::create(&[srv.clone(), cli.clone()]);
+    // The service's side of the veth has no address: only linerate answers there.
+    ip(&["-n", &srv, "link", "add", "spnsrv0", "type", "veth", "peer", "name", "spncli0", "netns", &cli]);
+    ip(&["-n", &srv, "link", "set", "spnsrv0", "up"]);
+    ip(&["-n", &cli, "addr", "add", "10.78.0.1/24", "dev", "spncli0"]);
+    ip(&["-n", &cli, "link", "set", "spncli0", "up"]);
+    // Between veths the kernel leaves checksums to an offload that never happens; a real wire
+    // carries them computed. Turn Linux's transmit checksum offload off (ethtool -K tx off).
+    let o = Command::new("ip").args(["netns", "exec", &cli, "python3", "-c", TX_CSUM_OFF, "spncli0"]).output().unwrap();
+    assert!(o.status.success(), "checksum offload off: {}", String::from_utf8_lossy(&o.stderr));
+    let svc = Service::start_af_packet(&model, &srv, "spnsrv0", "10.78.0.2/24", &cli);
+    let server = "10.78.0.2:5005";
+    for transport in ["--udp", "--tcp"] {
+        let o = svc.exec(BIN, &["spn", "query", transport, "--server", server, "--input", &inputs]);
+        assert_same(&format!("spn query {transport} over AF_PACKET"), &values(&o), &want);
+    }
+    let o = svc.exec("python3", &[PY_CLIENT, "--server", server, "--input", &inputs]);
+    assert_same("python client over AF_PACKET", &values(&o), &want);
+    let report = svc.stop();
+    assert_eq!(report["counters"]["vectors"].as_u64(), Some(3 * 700), "{report}");
+}
+
+#[test]
+fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
+    if !common::can_run(&["python3"]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("spn-query");
+    let (model, inputs, want) = model_and_inputs(&t);
+    let svc = Service::start_tap(&model, &format!("spn-t{}", std::process::id()));
     let q_input = |input: &str, extra: &[&str]| {
         let mut args = vec!["spn", "query", "--server", SERVER, "--input", input];
         args.extend_from_slice(extra);

@@ -1,7 +1,8 @@
 //! `linerate spn serve`: the SPN service on a linerate host, either on a shared-memory link
-//! opened by another linerate process (`linerate spn bench`), or on a TAP device in a new
-//! network namespace (`--tap`), where Linux programs reach it: `linerate spn query` and the
-//! Python client `linerate/spn_client.py`, run with `ip netns exec NS ...`.
+//! opened by another linerate process (`linerate spn bench`), on a TAP device in a new
+//! network namespace (`--tap`), where Linux programs reach it (`linerate spn query` and the
+//! Python client `linerate/spn_client.py`, run with `ip netns exec NS ...`), or on an existing
+//! interface through AF_PACKET (`--af-packet IFACE`), for Linux hosts on that segment.
 
 use super::ModelArgs;
 use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
@@ -23,8 +24,15 @@ pub struct ServeArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Name of the shared-memory link to open (created by the other process).
-    #[arg(long, required_unless_present = "tap", conflicts_with = "tap")]
+    #[arg(long, required_unless_present_any = ["tap", "af_packet"], conflicts_with_all = ["tap", "af_packet"])]
     shm: Option<String>,
+    /// Serve on this existing network interface through an AF_PACKET socket instead: Linux
+    /// hosts on its segment reach the service at --ip (the interface itself should have no
+    /// address, so that this machine's kernel stays out of the exchange). A Linux peer on a
+    /// veth must turn its transmit checksum offload off (`ethtool -K IFACE tx off`): between
+    /// veths the checksums are never computed.
+    #[arg(long, value_name = "IFACE", conflicts_with = "tap")]
+    af_packet: Option<String>,
     /// Serve on a TAP device in a new network namespace instead: programs in that namespace
     /// reach the service through its Linux stack (the namespace's name is printed; it is
     /// deleted on exit).
@@ -106,15 +114,31 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
     let default_ip = if a.tap { "10.77.0.2/24" } else { "10.0.0.2/24" };
     let cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?.mtu(a.mtu);
     cfg.validate().map_err(msg)?;
-    match &a.shm {
-        Some(name) => {
+    match (&a.shm, &a.af_packet) {
+        (Some(name), _) => {
             let link = ShmLink::open(name, Duration::from_secs(5)).map_err(msg)?;
             let mut stack = Stack::new(cfg, link).map_err(msg)?;
             let services = bind(&mut stack, &a, &model)?;
             say_ready(None)?;
             serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
         }
-        None => {
+        (None, Some(ifname)) => {
+            let link = link::packet::PacketLink::open(ifname, a.mtu)
+                .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"))?;
+            let host = cfg.ip;
+            let mut stack = Stack::new(cfg, link).map_err(msg)?;
+            let services = bind(&mut stack, &a, &model)?;
+            eprintln!(
+                "SPN service ({} inputs) on {host} port {} ({}), on {ifname} through AF_PACKET ({}).",
+                model.spn().num_vars(),
+                a.port,
+                a.transport.join(", "),
+                stack.mac()
+            );
+            say_ready(None)?;
+            serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
+        }
+        (None, None) => {
             let host = cfg.ip;
             let mut setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(msg)?;
             let services = bind(&mut setup.stack, &a, &model)?;
