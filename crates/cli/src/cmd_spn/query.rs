@@ -23,9 +23,9 @@ const UDP_WINDOW: usize = 16;
 /// Options of `linerate spn query`.
 #[derive(clap::Args)]
 pub struct QueryArgs {
-    /// The service's IPv4 address and port.
+    /// The service's address (or host name) and port.
     #[arg(long, value_name = "ADDR:PORT")]
-    server: SocketAddr,
+    server: String,
     /// Send the requests as UDP datagrams (the default).
     #[arg(long, conflicts_with = "tcp")]
     udp: bool,
@@ -116,6 +116,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode, String> {
     if timeout.is_zero() {
         return Err("--timeout must be more than 0 seconds".into());
     }
+    let server = resolve(&a.server)?;
     let batch = read_batch(&a)?;
     let tcp = a.tcp;
     let per = match a.vectors {
@@ -139,12 +140,27 @@ pub fn run(a: QueryArgs) -> Result<ExitCode, String> {
         .collect::<Result<_, _>>()?;
     let start = Instant::now();
     let ex = if tcp {
-        tcp_exchange(a.server, &requests, &chunks, timeout)?
+        tcp_exchange(server, &requests, &chunks, timeout)?
     } else {
-        udp_exchange(a.server, &requests, &chunks, timeout, a.retries)?
+        udp_exchange(server, &requests, &chunks, timeout, a.retries)?
     };
     let secs = start.elapsed().as_secs_f64();
-    print_values(&a, &ex, requests.len(), secs).map(|_| ExitCode::SUCCESS)
+    print_values(&a, server, &ex, requests.len(), secs).map(|_| ExitCode::SUCCESS)
+}
+
+/// The address of `server` (ADDR:PORT or HOST:PORT), IPv4 first.
+fn resolve(server: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<SocketAddr> = server
+        .to_socket_addrs()
+        .map_err(|e| format!("--server {server}: not ADDR:PORT or a known HOST:PORT ({e})"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("--server {server}: no address"))
 }
 
 /// Most vectors of `bytes_per_vector` request bytes one UDP request may carry (its answer
@@ -340,11 +356,11 @@ fn read_exact(s: &mut TcpStream, buf: &mut [u8], server: SocketAddr, timeout: Du
 }
 
 /// Print the values: one per line (full precision), or JSON.
-fn print_values(a: &QueryArgs, ex: &Exchange, requests: usize, secs: f64) -> Result<(), String> {
+fn print_values(a: &QueryArgs, server: SocketAddr, ex: &Exchange, requests: usize, secs: f64) -> Result<(), String> {
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     if a.json {
         let v = serde_json::json!({
-            "server": a.server.to_string(),
+            "server": server.to_string(),
             "transport": if a.tcp { "tcp" } else { "udp" },
             "output": if a.prob { "likelihood" } else { "log_likelihood" },
             "vectors": ex.values.len(),

@@ -20,18 +20,19 @@ use testbed::TapSetup;
 
 /// Options of `linerate spn serve`.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("link").required(true).args(["shm", "tap", "af_packet"])))]
 pub struct ServeArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Name of the shared-memory link to open (created by the other process).
-    #[arg(long, required_unless_present_any = ["tap", "af_packet"], conflicts_with_all = ["tap", "af_packet"])]
+    #[arg(long)]
     shm: Option<String>,
     /// Serve on this existing network interface through an AF_PACKET socket instead: Linux
     /// hosts on its segment reach the service at --ip (the interface itself should have no
     /// address, so that this machine's kernel stays out of the exchange). A Linux peer on a
     /// veth must turn its transmit checksum offload off (`ethtool -K IFACE tx off`): between
     /// veths the checksums are never computed.
-    #[arg(long, value_name = "IFACE", conflicts_with = "tap")]
+    #[arg(long, value_name = "IFACE")]
     af_packet: Option<String>,
     /// Serve on a TAP device in a new network namespace instead: programs in that namespace
     /// reach the service through its Linux stack (the namespace's name is printed; it is
