@@ -1,7 +1,7 @@
 //! `linerate spn`: Sum-Product Network inference: `generate` a NIPS-like benchmark model,
 //! `compile` (load, validate, convert, show the program), `eval` inputs, `serve` a model over a
-//! shared-memory link or a TAP (UDP, TCP or raw Ethernet), `query` a service from Linux, and
-//! `bench` the evaluator and the service.
+//! shared-memory link, a TAP or an interface (UDP, TCP or raw Ethernet), `query` a service from
+//! Linux, and `bench` the evaluator and the service.
 
 mod bench;
 mod npy;
@@ -25,7 +25,8 @@ pub enum SpnCommand {
     /// Evaluate input vectors (CSV, one per line; empty or "nan" = missing).
     Eval(EvalArgs),
     /// Serve a model over a shared-memory link (the other end: `linerate spn bench`, or any
-    /// linerate host opening the link), or on a TAP in a new namespace (--tap) for Linux clients.
+    /// linerate host opening the link), or for Linux clients on a TAP in a new namespace (--tap)
+    /// or on an existing interface (--af-packet).
     Serve(serve::ServeArgs),
     /// Send input vectors to a running service over UDP or TCP (ordinary Linux sockets) and
     /// print one log-likelihood per vector.

@@ -74,7 +74,10 @@ pub(crate) fn forward_step() -> Step {
     }
     let per_unit: Vec<String> = s.units.iter().map(|u| u.unit.rx_frames.to_string()).collect();
     Ok((
-        format!("{N}/{N} frames out of port 1, none dropped; units took {} (flow hash)", per_unit.join(" + ")),
+        format!(
+            "{N}/{N} frames out of port 1, none dropped; the units took {} frames (flow hash)",
+            per_unit.join(" and ")
+        ),
         format!(
             "{} packets/s with {UNITS} unit threads (wall clock, including start-up)",
             fmt_si(N as f64 / took.as_secs_f64(), "")
