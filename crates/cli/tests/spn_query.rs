@@ -29,10 +29,11 @@ struct Service {
 }
 
 impl Service {
-    /// The service on a TAP in a namespace of its own named `prefix-…`.
-    fn start_tap(model: &str, prefix: &str) -> Service {
+    /// The service on a TAP in a namespace of its own named `prefix-…`, with `extra` flags.
+    fn start_tap(model: &str, prefix: &str, extra: &[&str]) -> Service {
         let mut cmd = Command::new(BIN);
         cmd.args(["spn", "serve", "--tap", "--model", model, "--transport", "udp,tcp", "--ns-prefix", prefix]);
+        cmd.args(extra);
         let s = Service::spawn(cmd, None);
         assert!(s.ns.starts_with(prefix), "namespace {:?}", s.ns);
         s
@@ -284,7 +285,7 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     let _serial = common::serial();
     let t = Scratch::new("spn-query");
     let (model, inputs, want) = model_and_inputs(&t);
-    let svc = Service::start_tap(&model, &format!("spn-t{}", std::process::id()));
+    let svc = Service::start_tap(&model, &format!("spn-t{}", std::process::id()), &[]);
     let q_input = |input: &str, extra: &[&str]| {
         let mut args = vec!["spn", "query", "--server", SERVER, "--input", input];
         args.extend_from_slice(extra);
@@ -360,4 +361,32 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     assert!(n("vectors") >= 7 * 700, "{report}");
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&list.stdout).contains(&ns), "namespace {ns} left behind");
+}
+
+#[test]
+fn udp_clients_resend_what_an_impaired_service_loses() {
+    if !common::can_run(&["python3"]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("spn-impaired");
+    let (model, inputs, want) = model_and_inputs(&t);
+    // The service loses 25% of what it sends (and duplicates 5%): answers and ARP replies.
+    let impair = ["--impair", "0.25,0,0.05,0"];
+    let svc = Service::start_tap(&model, &format!("spn-i{}", std::process::id()), &impair);
+    let o = svc.exec(BIN, &["spn", "query", "--server", SERVER, "--input", &inputs, "--timeout", "0.2", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
+    let got: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_same("spn query over a lossy service", &got, &want);
+    assert!(j["resent"].as_u64().unwrap() > 0, "nothing was resent: {j}");
+    let py = svc.exec("python3", &[PY_CLIENT, "--server", SERVER, "--input", &inputs, "--timeout", "0.2"]);
+    assert_same("python client over a lossy service", &values(&py), &want);
+    let tcp = svc.exec(BIN, &["spn", "query", "--tcp", "--server", SERVER, "--input", &inputs, "--timeout", "5"]);
+    assert_same("spn query --tcp over a lossy service", &values(&tcp), &want);
+    let report = svc.stop();
+    // 7 UDP requests of 104 vectors from each client and one TCP request, plus the resends
+    // (requests are not lost: only what the service sends is impaired).
+    let resent = j["resent"].as_u64().unwrap();
+    assert!(report["counters"]["requests"].as_u64().unwrap() >= 7 + 7 + 1 + resent, "{report}");
 }

@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// with its status.
     #[arg(long, requires = "tap")]
     run: Option<String>,
+    /// With --tap: impair everything the service sends, "LOSS,REORDER,DUP,DELAY_US" as in
+    /// `linerate tap --impair` (seeded), e.g. to see UDP clients resend.
+    #[arg(long, requires = "tap", value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = crate::cmd_tap::parse_impairment)]
+    impair: Option<link::impair::Impairment>,
     /// IP MTU of the link.
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
@@ -141,7 +145,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
         }
         (None, None) => {
             let host = cfg.ip;
-            let mut setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(msg)?;
+            let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, None, a.impair).map_err(msg)?;
             let services = bind(&mut setup.stack, &a, &model)?;
             let ns = setup.ns.name().to_string();
             eprintln!(
