@@ -25,12 +25,19 @@ pub struct DemoArgs {
     pcap: std::path::PathBuf,
 }
 
+/// A row's outcome: (result, measured), or why the step failed.
 type Step = Result<(String, String), String>;
+
+/// A step of the tour.
+type StepFn = Box<dyn Fn(&DemoArgs) -> Step>;
 
 /// Run the tour.
 pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
-    let mut t = Table::new("linerate demo: in-process testbed, virtual time", &["capability", "result", "measured"]);
-    let steps: Vec<(&str, Box<dyn Fn(&DemoArgs) -> Step>)> = vec![
+    let mut t = Table::new(
+        "linerate demo: in-process testbed (virtual time) and middlebox runtime",
+        &["capability", "result", "measured"],
+    );
+    let steps: Vec<(&str, StepFn)> = vec![
         ("ARP: gratuitous announce, request/reply, cache", Box::new(|_| arp_step())),
         ("ICMP echo: 1000 pings between two hosts", Box::new(|_| ping_step())),
         ("UDP echo: 10 MB in 1400-byte datagrams", Box::new(|_| udp_echo_step())),
@@ -304,7 +311,7 @@ fn robustness_step() -> Step {
         return Err(format!("{} frames received but {accounted} accounted for", c.get(Counter::rx_frames)));
     }
     let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     Ok((
         format!(
             "every frame accounted for; {} drop reasons seen, top: {}",
