@@ -326,6 +326,17 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     // No service on that port: linerate answers ICMP port unreachable.
     let o = svc.exec(BIN, &["spn", "query", "--server", "10.77.0.2:5999", "--input", &inputs]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("refused"));
+    // The Python client says the same in one line.
+    for transport in ["--udp", "--tcp"] {
+        let mut a = vec![PY_CLIENT];
+        if transport == "--tcp" {
+            a.push("--tcp");
+        }
+        a.extend(["--server", "10.77.0.2:5999", "--input", &inputs]);
+        let o = svc.exec("python3", &a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("refused") && err.lines().count() == 1, "{err}");
+    }
     // Bad input: not 8-bit.
     std::fs::write(&other, "1,2,3,4,5,6,7,8,9,10,11,300\n").unwrap();
     let o = svc.exec(BIN, &["spn", "query", "--server", SERVER, "--input", &other]);

@@ -172,6 +172,17 @@ def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: floa
     return [v for a in answers for v in a]
 
 
+def _refused(addr) -> SpnError:
+    return SpnError(f"{addr[0]}:{addr[1]} refused the request (no UDP service on that port)")
+
+
+def _send(s: socket.socket, rec: bytes, addr) -> None:
+    try:
+        s.send(rec)
+    except ConnectionRefusedError:
+        raise _refused(addr) from None
+
+
 def _udp_exchange(addr, records, chunks, timeout, retries):
     answers = [None] * len(records)
     sent = [None] * len(records)  # (time last sent, tries)
@@ -185,10 +196,10 @@ def _udp_exchange(addr, records, chunks, timeout, retries):
                 if answers[i] is None and now - sent[i][0] >= timeout:
                     if sent[i][1] > retries:
                         raise SpnError(f"no answer from {addr[0]}:{addr[1]} (UDP) to request {i} after {sent[i][1]} tries")
-                    s.send(records[i])
+                    _send(s, records[i], addr)
                     sent[i] = (now, sent[i][1] + 1)
             while nxt < len(records) and nxt < done + UDP_WINDOW:
-                s.send(records[nxt])
+                _send(s, records[nxt], addr)
                 sent[nxt] = (now, 1)
                 nxt += 1
             try:
@@ -196,7 +207,7 @@ def _udp_exchange(addr, records, chunks, timeout, retries):
             except socket.timeout:
                 continue
             except ConnectionRefusedError:
-                raise SpnError(f"{addr[0]}:{addr[1]} refused the request (no UDP service on that port)") from None
+                raise _refused(addr) from None
             if len(rec) < HEADER.size or rec[:4] != RESPONSE_MAGIC:
                 continue
             i = struct.unpack_from("<I", rec, 12)[0]
@@ -221,7 +232,11 @@ def _tcp_exchange(addr, records, chunks, timeout):
     import threading
 
     answers = []
-    with socket.create_connection(addr, timeout=timeout) as s:
+    try:
+        conn = socket.create_connection(addr, timeout=timeout)
+    except OSError as e:
+        raise SpnError(f"cannot connect to {addr[0]}:{addr[1]}: {e}") from None
+    with conn as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         failure = []
 
