@@ -1,5 +1,8 @@
 //! `linerate demo`: the tour. Every capability that exists so far, exercised on an in-process
-//! testbed (virtual time), with a table of what was measured.
+//! testbed (virtual time) or the middlebox runtime, with a table of what was measured.
+
+mod compute;
+mod middlebox;
 
 use crate::output::{fmt_si, Table};
 use apps::UdpEcho;
@@ -22,12 +25,19 @@ pub struct DemoArgs {
     pcap: std::path::PathBuf,
 }
 
+/// A row's outcome: (result, measured), or why the step failed.
 type Step = Result<(String, String), String>;
+
+/// A step of the tour.
+type StepFn = Box<dyn Fn(&DemoArgs) -> Step>;
 
 /// Run the tour.
 pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
-    let mut t = Table::new("linerate demo: in-process testbed, virtual time", &["capability", "result", "measured"]);
-    let steps: Vec<(&str, Box<dyn Fn(&DemoArgs) -> Step>)> = vec![
+    let mut t = Table::new(
+        "linerate demo: in-process testbed (virtual time) and middlebox runtime",
+        &["capability", "result", "measured"],
+    );
+    let steps: Vec<(&str, StepFn)> = vec![
         ("ARP: gratuitous announce, request/reply, cache", Box::new(|_| arp_step())),
         ("ICMP echo: 1000 pings between two hosts", Box::new(|_| ping_step())),
         ("UDP echo: 10 MB in 1400-byte datagrams", Box::new(|_| udp_echo_step())),
@@ -42,6 +52,12 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
             Box::new(|_| crate::cmd_rdma::demo_impaired_step()),
         ),
         ("RDMA: 64 senders into one receiver", Box::new(|_| crate::cmd_rdma::demo_many_step())),
+        ("Middlebox: forwarding 400,000 64-byte frames", Box::new(|_| middlebox::forward_step())),
+        ("Firewall: the data/ blacklist on 20,000 frames", Box::new(|_| middlebox::firewall_step())),
+        ("IDS: the data/ community rules on generated traffic", Box::new(|_| middlebox::ids_step())),
+        ("SPN: compile a generated model, evaluate, serve over UDP", Box::new(|_| compute::spn_step())),
+        ("Collectives: all-reduce over 8 ranks", Box::new(|_| compute::allreduce_step())),
+        ("K-Means: 4 ranks against a single-process run", Box::new(|_| compute::kmeans_step())),
         ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
     ];
     let mut failed = 0;
@@ -295,7 +311,7 @@ fn robustness_step() -> Step {
         return Err(format!("{} frames received but {accounted} accounted for", c.get(Counter::rx_frames)));
     }
     let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     Ok((
         format!(
             "every frame accounted for; {} drop reasons seen, top: {}",

@@ -1,22 +1,19 @@
 //! `linerate spn`: Sum-Product Network inference: `generate` a NIPS-like benchmark model,
 //! `compile` (load, validate, convert, show the program), `eval` inputs, `serve` a model over a
-//! shared-memory link (UDP, TCP or raw Ethernet), and `bench` the evaluator and the service.
+//! shared-memory link, a TAP or an interface (UDP, TCP or raw Ethernet), `query` a service from
+//! Linux, and `bench` the evaluator and the service.
 
 mod bench;
+mod npy;
+mod query;
+mod serve;
 
-use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
+use crate::bench_common::msg;
 use crate::output::Table;
-use crate::runloop::{install_stop_handler, stop_requested, Idler};
-use apps::spn_service::{SpnService, SpnServiceConfig, SPN_ETHERTYPE};
-use link::shm::ShmLink;
-use link::{Instant, LinkError};
-use net::{Config, NetError, Stack};
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, LeafKind, Output, Spn};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// The `linerate spn` subcommands.
 #[derive(clap::Subcommand)]
@@ -28,8 +25,12 @@ pub enum SpnCommand {
     /// Evaluate input vectors (CSV, one per line; empty or "nan" = missing).
     Eval(EvalArgs),
     /// Serve a model over a shared-memory link (the other end: `linerate spn bench`, or any
-    /// linerate host opening the link).
-    Serve(ServeArgs),
+    /// linerate host opening the link), or for Linux clients on a TAP in a new namespace (--tap)
+    /// or on an existing interface (--af-packet).
+    Serve(serve::ServeArgs),
+    /// Send input vectors to a running service over UDP or TCP (ordinary Linux sockets) and
+    /// print one log-likelihood per vector.
+    Query(query::QueryArgs),
     /// Samples/s of the evaluator (one core, all cores) and of the service between two
     /// linerate processes (UDP, TCP, raw Ethernet), with latency histograms.
     Bench(bench::BenchArgs),
@@ -41,7 +42,8 @@ pub fn run(cmd: SpnCommand) -> Result<ExitCode, String> {
         SpnCommand::Generate(a) => run_generate(a),
         SpnCommand::Compile(a) => run_compile(a),
         SpnCommand::Eval(a) => run_eval(a),
-        SpnCommand::Serve(a) => run_serve(a),
+        SpnCommand::Serve(a) => serve::run(a),
+        SpnCommand::Query(a) => query::run(a),
         SpnCommand::Bench(a) => bench::run(a),
     }
 }
@@ -265,110 +267,16 @@ pub(crate) fn write_inputs(path: &Path, rows: &[f64], num_vars: usize) -> Result
     w.flush().map_err(msg)
 }
 
-/// Options of `linerate spn serve`.
-#[derive(clap::Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    model: ModelArgs,
-    /// Name of the shared-memory link to open (created by the other process).
-    #[arg(long)]
-    shm: String,
-    /// Our address on the link.
-    #[arg(long, default_value = "10.0.0.2/24")]
-    ip: String,
-    /// IP MTU of the link.
-    #[arg(long, default_value_t = 1500)]
-    mtu: usize,
-    /// Transport.
-    #[arg(long, default_value = "udp", value_parser = ["udp", "tcp", "raw"])]
-    transport: String,
-    /// UDP or TCP port.
-    #[arg(long, default_value_t = 5005)]
-    port: u16,
-    /// Worker threads (0: evaluate in the polling thread).
-    #[arg(long, default_value_t = 0)]
-    workers: usize,
-    /// Busy-poll instead of sleeping on the link when idle.
-    #[arg(long)]
-    busy: bool,
-    /// Stop after this many seconds even if the link stays open.
-    #[arg(long, default_value_t = 3600.0)]
-    limit_secs: f64,
-    /// CPU to pin the polling thread to.
-    #[arg(long)]
-    cpu: Option<usize>,
-    /// Die with the parent process (set by `linerate spn bench`).
-    #[arg(long, hide = true)]
-    child: bool,
-}
-
-/// What `serve` prints as its last line (JSON) when the link closes.
-#[derive(serde::Serialize, serde::Deserialize, Default, Clone)]
-pub(crate) struct ServeReport {
-    /// The service's counters by name.
-    pub counters: std::collections::BTreeMap<String, u64>,
-    /// The stack's drop counters (non-zero ones).
-    pub drops: std::collections::BTreeMap<String, u64>,
-    /// Share of wall time the polling thread spent evaluating.
-    pub eval_share: f64,
-    /// Share of wall time the polling thread was on a CPU at all.
-    pub cpu_share: f64,
-}
-
-fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
-    if a.child {
-        die_with_parent();
+/// Input rows (from [`parse_inputs`]) as the service carries them: 8-bit values, and one flag
+/// per value saying it is missing (a NaN row value).
+pub(crate) fn to_u8_inputs(rows: &[f64], what: &str) -> Result<(Vec<u8>, Vec<bool>), String> {
+    if let Some(v) = rows.iter().find(|v| !(v.is_nan() || (**v >= 0.0 && **v <= 255.0 && v.fract() == 0.0))) {
+        return Err(format!("{what}: {v} is not an 8-bit value (the service carries 8-bit inputs)"));
     }
-    if let Some(cpu) = a.cpu {
-        pin_cpu(cpu);
-    }
-    install_stop_handler();
-    let limit = check_secs(a.limit_secs)?;
-    let model = CompiledSpn::new(a.model.load()?).map_err(msg)?;
-    let link = ShmLink::open(&a.shm, Duration::from_secs(5)).map_err(msg)?;
-    let cfg = Config::parse_host(&a.ip).map_err(msg)?.mtu(a.mtu);
-    let mut stack = Stack::new(cfg, link).map_err(msg)?;
-    let scfg = SpnServiceConfig { workers: a.workers, max_in_flight: 64.max(a.workers * 8), ..Default::default() };
-    let mut service = match a.transport.as_str() {
-        "raw" => SpnService::bind_raw(&mut stack, SPN_ETHERTYPE, Arc::clone(&model), scfg),
-        "tcp" => SpnService::bind_tcp(&mut stack, a.port, Arc::clone(&model), scfg),
-        _ => SpnService::bind_udp(&mut stack, a.port, Arc::clone(&model), scfg),
-    }
-    .map_err(msg)?;
-    println!("{READY}");
-    let _ = std::io::stdout().flush();
-    let start = Instant::now();
-    let cpu = CpuMeter::start();
-    let deadline = start + limit;
-    let mut idler = Idler::new();
-    let outcome = loop {
-        let now = Instant::now();
-        if now >= deadline || stop_requested() {
-            break Ok(());
-        }
-        let r = stack.poll(now).and_then(|n| Ok(n + service.serve(&mut stack)?)).and_then(|w| stack.flush().map(|_| w));
-        match r {
-            Err(NetError::Link(LinkError::Closed)) => break Ok(()),
-            Err(e) => break Err(msg(e)),
-            Ok(work) if !a.busy => idler.after_poll(stack.link(), work > 0),
-            Ok(_) => {}
-        }
-    };
-    let wall = (Instant::now() - start).as_nanos().max(1) as f64;
-    let c = service.counters();
-    let report = ServeReport {
-        counters: c.fields().iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        drops: stack
-            .counters()
-            .iter()
-            .filter(|(k, v)| k.starts_with("drop") && *v > 0)
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        cpu_share: cpu.share(),
-        eval_share: if a.workers == 0 { c.eval_ns as f64 / wall } else { c.eval_ns as f64 / wall / a.workers as f64 },
-    };
-    println!("{}", serde_json::to_string(&report).unwrap_or_default());
-    outcome.map(|_| ExitCode::SUCCESS)
+    Ok((
+        rows.iter().map(|v| if v.is_nan() { 0 } else { *v as u8 }).collect(),
+        rows.iter().map(|v| v.is_nan()).collect(),
+    ))
 }
 
 #[cfg(test)]

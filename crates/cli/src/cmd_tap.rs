@@ -377,7 +377,7 @@ impl TcpServices {
 }
 
 /// Parse `--impair LOSS,REORDER,DUP,DELAY_US`.
-fn parse_impairment(s: &str) -> Result<Impairment, String> {
+pub(crate) fn parse_impairment(s: &str) -> Result<Impairment, String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() != 4 {
         return Err(format!("'{s}' is not LOSS,REORDER,DUP,DELAY_US (four comma-separated numbers)"));

@@ -1,6 +1,8 @@
 //! Sum-Product Network inference (linerate's `accel::spn`): the model format, validation,
 //! compilation into a flat batch program, evaluation, a benchmark-model generator and
-//! SPFlow interoperability. No networking: the service lives in `apps::spn_service`.
+//! SPFlow interoperability. No networking: the service lives in `apps::spn_service` (its
+//! request and response records, with byte offsets, in `apps::spn_service::record`); Linux
+//! clients are `linerate spn query` and the pure-Python `linerate/spn_client.py`.
 //!
 //! ```
 //! use spn::{CompiledSpn, Evaluator, GeneratorConfig, Missing, Output};

@@ -3,7 +3,8 @@
 //! both sides busy-polling, pinned to two CPUs), with throughput, latency histogram, the
 //! link's theoretical limit for the record size (TaPaSCo paper Eq. 1 and 3) and the bottleneck.
 
-use super::{parse_inputs, ModelArgs, ServeReport};
+use super::serve::ServeReport;
+use super::{parse_inputs, to_u8_inputs, ModelArgs};
 use crate::bench_common::{
     bench_cpus, check_secs, msg, pin_side, print_tables, progress, step, unique_name, GRACE, READY,
 };
@@ -136,13 +137,7 @@ fn load_inputs(a: &BenchArgs, model: &spn::Spn) -> Result<Inputs, String> {
         Some(p) => {
             let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
             let rows = parse_inputs(BufReader::new(f), nv, &p.display().to_string())?;
-            if let Some(v) = rows.iter().find(|v| !(v.is_nan() || (**v >= 0.0 && **v <= 255.0 && v.fract() == 0.0))) {
-                return Err(format!("{}: {v} is not an 8-bit value (the service carries 8-bit inputs)", p.display()));
-            }
-            (
-                rows.iter().map(|v| if v.is_nan() { 0 } else { *v as u8 }).collect(),
-                rows.iter().map(|v| v.is_nan()).collect(),
-            )
+            to_u8_inputs(&rows, &p.display().to_string())?
         }
     };
     let rows = bytes.len() / nv;

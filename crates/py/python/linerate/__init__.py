@@ -8,6 +8,7 @@
 """
 
 from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, collective, counter_names, middlebox, rdma, spn
+from . import spn_client  # pure Python: the SPN service client (works without the native module too)
 
 __all__ = [
     "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective", "rdma",

@@ -1,0 +1,282 @@
+//! `linerate spn serve`: the SPN service on a linerate host, either on a shared-memory link
+//! opened by another linerate process (`linerate spn bench`), on a TAP device in a new
+//! network namespace (`--tap`), where Linux programs reach it (`linerate spn query` and the
+//! Python client `linerate/spn_client.py`, run with `ip netns exec NS ...`), or on an existing
+//! interface through AF_PACKET (`--af-packet IFACE`), for Linux hosts on that segment.
+
+use super::ModelArgs;
+use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
+use crate::runloop::{install_stop_handler, stop_requested, Idler};
+use apps::spn_service::{SpnCounters, SpnService, SpnServiceConfig, SPN_ETHERTYPE};
+use link::shm::ShmLink;
+use link::{Instant, Link, LinkError};
+use net::{Config, NetError, Stack};
+use spn::CompiledSpn;
+use std::io::Write;
+use std::process::{Child, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use testbed::TapSetup;
+
+/// Options of `linerate spn serve`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("link").required(true).args(["shm", "tap", "af_packet"])))]
+pub struct ServeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Name of the shared-memory link to open (created by the other process).
+    #[arg(long)]
+    shm: Option<String>,
+    /// Serve on this existing network interface through an AF_PACKET socket instead: Linux
+    /// hosts on its segment reach the service at --ip (the interface itself should have no
+    /// address, so that this machine's kernel stays out of the exchange). A Linux peer on a
+    /// veth must turn its transmit checksum offload off (`ethtool -K IFACE tx off`): between
+    /// veths the checksums are never computed.
+    #[arg(long, value_name = "IFACE")]
+    af_packet: Option<String>,
+    /// Serve on a TAP device in a new network namespace instead: programs in that namespace
+    /// reach the service through its Linux stack (the namespace's name is printed; it is
+    /// deleted on exit).
+    #[arg(long)]
+    tap: bool,
+    /// Our address (default: 10.0.0.2/24 on --shm, 10.77.0.2/24 on --tap).
+    #[arg(long)]
+    ip: Option<String>,
+    /// With --tap: the address of the Linux side of the TAP.
+    #[arg(long, default_value = "10.77.0.1/24")]
+    linux_ip: String,
+    /// With --tap: prefix of the namespace's name.
+    #[arg(long, default_value = "lr-spn")]
+    ns_prefix: String,
+    /// With --tap: run this shell command in the namespace while serving, then stop and exit
+    /// with its status.
+    #[arg(long, requires = "tap")]
+    run: Option<String>,
+    /// With --tap: impair everything the service sends, "LOSS,REORDER,DUP,DELAY_US" as in
+    /// `linerate tap --impair` (seeded), e.g. to see UDP clients resend.
+    #[arg(long, requires = "tap", value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = crate::cmd_tap::parse_impairment)]
+    impair: Option<link::impair::Impairment>,
+    /// IP MTU of the link.
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// Transports, comma-separated (UDP and TCP share --port).
+    #[arg(long, value_delimiter = ',', default_value = "udp", value_parser = ["udp", "tcp", "raw"])]
+    transport: Vec<String>,
+    /// UDP or TCP port.
+    #[arg(long, default_value_t = 5005)]
+    port: u16,
+    /// Worker threads (0: evaluate in the polling thread).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    /// Busy-poll instead of sleeping on the link when idle.
+    #[arg(long)]
+    busy: bool,
+    /// Stop after this many seconds even if the link stays open.
+    #[arg(long, default_value_t = 3600.0)]
+    limit_secs: f64,
+    /// CPU to pin the polling thread to.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Die with the parent process (set by `linerate spn bench`).
+    #[arg(long, hide = true)]
+    child: bool,
+}
+
+/// What `serve` prints as its last line (JSON) when it stops.
+#[derive(serde::Serialize, serde::Deserialize, Default, Clone)]
+pub(crate) struct ServeReport {
+    /// The service's counters by name (summed over its transports).
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// The stack's drop counters (non-zero ones).
+    pub drops: std::collections::BTreeMap<String, u64>,
+    /// Share of wall time the polling thread spent evaluating.
+    pub eval_share: f64,
+    /// Share of wall time the polling thread was on a CPU at all.
+    pub cpu_share: f64,
+}
+
+/// Run `linerate spn serve`.
+pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
+    if a.child {
+        die_with_parent();
+    }
+    match a.cpu {
+        Some(cpu) => pin_cpu(cpu),
+        // On a TAP, stay on one CPU: frames written from a migrating thread can reach Linux
+        // out of order (see `linerate tap`).
+        None if a.tap => {
+            // SAFETY: sched_getcpu has no preconditions.
+            let cpu = unsafe { libc::sched_getcpu() };
+            if cpu >= 0 {
+                pin_cpu(cpu as usize);
+            }
+        }
+        None => {}
+    }
+    install_stop_handler();
+    let limit = check_secs(a.limit_secs)?;
+    let model = CompiledSpn::new(a.model.load()?).map_err(msg)?;
+    let default_ip = if a.tap { "10.77.0.2/24" } else { "10.0.0.2/24" };
+    let cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?.mtu(a.mtu);
+    cfg.validate().map_err(msg)?;
+    match (&a.shm, &a.af_packet) {
+        (Some(name), _) => {
+            let link = ShmLink::open(name, Duration::from_secs(5)).map_err(msg)?;
+            let mut stack = Stack::new(cfg, link).map_err(msg)?;
+            let services = bind(&mut stack, &a, &model)?;
+            say_ready(None)?;
+            serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
+        }
+        (None, Some(ifname)) => {
+            let link = link::packet::PacketLink::open(ifname, a.mtu)
+                .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"))?;
+            let host = cfg.ip;
+            let mut stack = Stack::new(cfg, link).map_err(msg)?;
+            let services = bind(&mut stack, &a, &model)?;
+            eprintln!(
+                "SPN service ({} inputs) on {host} port {} ({}), on {ifname} through AF_PACKET ({}).",
+                model.spn().num_vars(),
+                a.port,
+                a.transport.join(", "),
+                stack.mac()
+            );
+            say_ready(None)?;
+            serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
+        }
+        (None, None) => {
+            let host = cfg.ip;
+            let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, None, a.impair).map_err(msg)?;
+            let services = bind(&mut setup.stack, &a, &model)?;
+            let ns = setup.ns.name().to_string();
+            eprintln!(
+                "SPN service ({} inputs) on {host} port {} ({}), on TAP {} in namespace {ns}; Linux side {}.",
+                model.spn().num_vars(),
+                a.port,
+                a.transport.join(", "),
+                testbed::tap::TAP_IFNAME,
+                setup.linux_ip
+            );
+            eprintln!("  try: ip netns exec {ns} linerate spn query --server {host}:{} --input FILE.csv", a.port);
+            let child = match &a.run {
+                Some(cmd) => Some(
+                    setup
+                        .ns
+                        .command("sh")
+                        .args(["-c", cmd])
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::inherit())
+                        .spawn()
+                        .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
+                ),
+                None => None,
+            };
+            say_ready(Some(&ns))?;
+            let code = serve_until_done(&mut setup.stack, services, &a, limit, child)?;
+            Ok(code.map_or(ExitCode::SUCCESS, |c| ExitCode::from(c.clamp(0, 255) as u8)))
+        }
+    }
+}
+
+/// Tell the parent process we serve: the namespace (on a TAP), then [`READY`].
+fn say_ready(ns: Option<&str>) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    if let Some(ns) = ns {
+        writeln!(out, "namespace {ns}").map_err(msg)?;
+    }
+    writeln!(out, "{READY}").map_err(msg)?;
+    out.flush().map_err(msg)
+}
+
+/// The services `a` asks for, on `stack`.
+fn bind<L: Link>(stack: &mut Stack<L>, a: &ServeArgs, model: &Arc<CompiledSpn>) -> Result<Vec<SpnService>, String> {
+    let scfg = SpnServiceConfig { workers: a.workers, max_in_flight: 64.max(a.workers * 8), ..Default::default() };
+    let mut transports = a.transport.clone();
+    transports.dedup();
+    transports
+        .iter()
+        .map(|t| {
+            let s = match t.as_str() {
+                "raw" => SpnService::bind_raw(stack, SPN_ETHERTYPE, Arc::clone(model), scfg.clone()),
+                "tcp" => SpnService::bind_tcp(stack, a.port, Arc::clone(model), scfg.clone()),
+                _ => SpnService::bind_udp(stack, a.port, Arc::clone(model), scfg.clone()),
+            };
+            s.map_err(|e| format!("cannot serve over {t}: {e}"))
+        })
+        .collect()
+}
+
+/// Serve until the link closes, the time limit, a stop signal, or the end of the `--run`
+/// command (whose exit code is returned); then print the [`ServeReport`].
+fn serve_until_done<L: Link>(
+    stack: &mut Stack<L>,
+    mut services: Vec<SpnService>,
+    a: &ServeArgs,
+    limit: Duration,
+    mut child: Option<Child>,
+) -> Result<Option<i32>, String> {
+    let start = Instant::now();
+    let cpu = CpuMeter::start();
+    let deadline = start + limit;
+    let mut idler = Idler::new();
+    let mut last_check = start;
+    let mut code = None;
+    let outcome = loop {
+        let now = Instant::now();
+        if now >= deadline || stop_requested() {
+            break Ok(());
+        }
+        if child.is_some() && now - last_check >= Duration::from_millis(5) {
+            last_check = now;
+            if let Some(status) = child.as_mut().and_then(|c| c.try_wait().transpose()) {
+                let status = status.map_err(msg)?;
+                code = Some(status.code().unwrap_or(1));
+                child = None;
+                break Ok(());
+            }
+        }
+        let r = stack.poll(now).and_then(|n| {
+            let mut work = n;
+            for s in services.iter_mut() {
+                work += s.serve(stack)?;
+            }
+            stack.flush().map(|_| work)
+        });
+        match r {
+            Err(NetError::Link(LinkError::Closed)) => break Ok(()),
+            Err(e) => break Err(msg(e)),
+            Ok(work) if !a.busy => idler.after_poll(stack.link(), work > 0),
+            Ok(_) => {}
+        }
+    };
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let wall = (Instant::now() - start).as_nanos().max(1) as f64;
+    let mut counters = std::collections::BTreeMap::new();
+    let mut eval_ns = 0;
+    for c in services.iter().map(SpnService::counters) {
+        eval_ns += c.eval_ns;
+        add_counters(&mut counters, &c);
+    }
+    let report = ServeReport {
+        counters,
+        drops: stack
+            .counters()
+            .iter()
+            .filter(|(k, v)| k.starts_with("drop") && *v > 0)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        cpu_share: cpu.share(),
+        eval_share: eval_ns as f64 / wall / a.workers.max(1) as f64,
+    };
+    println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    outcome.map(|_| code)
+}
+
+/// Add `c` to the counters by name.
+fn add_counters(into: &mut std::collections::BTreeMap<String, u64>, c: &SpnCounters) {
+    for (k, v) in c.fields() {
+        *into.entry(k.to_string()).or_insert(0) += v;
+    }
+}

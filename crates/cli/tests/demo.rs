@@ -1,0 +1,67 @@
+//! `linerate demo` (what `make demo` runs): every capability has its row, every row passed,
+//! and the tour is short; a step that fails shows FAILED and makes the demo exit non-zero.
+
+mod common;
+
+use common::{Scratch, BIN};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The rows the tour must show, one per capability.
+const ROWS: [&str; 18] = [
+    "ARP:",
+    "ICMP echo:",
+    "UDP echo:",
+    "UDP over an impaired link",
+    "ICMP port unreachable",
+    "Raw Ethernet",
+    "Robustness:",
+    "TCP: 20 MB",
+    "TCP: 10,000 concurrent connections",
+    "RDMA writes over an impaired link",
+    "RDMA: 64 senders",
+    "Middlebox: forwarding",
+    "Firewall:",
+    "IDS:",
+    "SPN:",
+    "Collectives: all-reduce",
+    "K-Means:",
+    "pcap capture",
+];
+
+#[test]
+fn demo_shows_every_capability_and_each_passes() {
+    let _serial = common::serial();
+    let t = Scratch::new("demo");
+    let pcap = t.file("demo.pcap");
+    let start = Instant::now();
+    let o = Command::new(BIN).args(["demo", "--pcap", &pcap]).output().unwrap();
+    let took = start.elapsed();
+    let out = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "the demo failed");
+    assert!(!out.contains("FAILED"), "a step failed");
+    for row in ROWS {
+        let line = out.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no row {row:?}"));
+        // Every row says what it checked, in words (no Rust debug text).
+        assert!(line.len() > row.len() + 20 && !line.contains("Some(") && !line.contains("Ok("), "{line}");
+    }
+    assert!(out.contains("exactly the 40 planted attacks"), "IDS row");
+    assert!(out.contains("exactly as a plain scan says"), "firewall row");
+    assert!(out.contains("equal the local evaluator"), "SPN row");
+    assert!(out.contains("every rank holds the exact sum"), "all-reduce row");
+    assert!(out.contains("equal a single-process run bit for bit"), "K-Means row");
+    assert!(took < Duration::from_secs(60), "the demo took {took:?}");
+}
+
+#[test]
+fn a_failing_step_shows_failed_and_the_demo_exits_non_zero() {
+    let _serial = common::serial();
+    // The capture cannot be written: that step fails, the others still run.
+    let o = Command::new(BIN).args(["demo", "--pcap", "/nonexistent-dir/x.pcap"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    let line = out.lines().find(|l| l.starts_with("pcap capture")).expect("the pcap row");
+    assert!(line.contains("FAILED"), "{line}");
+    assert!(out.lines().any(|l| l.starts_with("K-Means:") && !l.contains("FAILED")), "{out}");
+}

@@ -1,0 +1,325 @@
+"""A pure-Python client of linerate's SPN inference service (``linerate spn serve``).
+
+It needs only the standard library (``socket``, ``struct``); numpy arrays are accepted as
+input when numpy is installed, and the file runs on its own (no native ``linerate`` package),
+so it can be copied to any machine that reaches the service::
+
+    >>> from linerate import spn_client                                   # doctest: +SKIP
+    >>> spn_client.query(("10.77.0.2", 5005), [[1, 2, 3], [4, None, 6]])  # doctest: +SKIP
+    [-7.01..., -4.93...]
+
+or, as a command: ``python3 spn_client.py --server 10.77.0.2:5005 [--tcp] --input x.csv``.
+
+The records (little-endian; the service's own documentation is
+``apps::spn_service::record`` in the Rust sources):
+
+Request: a 16-byte header, then ``count`` vectors of ``vector_len`` bytes (one 8-bit value
+per input), then, if flag bit 1 is set, ``count`` missing-masks of ``ceil(vector_len / 8)``
+bytes (bit ``v % 8`` of byte ``v // 8`` set: input ``v`` is missing, marginalised out)::
+
+    offset 0  magic b"SPNQ"    offset 4  version (1)       offset 5  flags
+    offset 6  count (u16)      offset 8  vector_len (u16)  offset 10 reserved (u16, 0)
+    offset 12 request id (u32, echoed)
+    flags: bit 0 = answer log-likelihoods (else likelihoods), bit 1 = masks follow
+
+Response: magic b"SPNR", version, flags (bit 0 echoed, bit 7 = error), ``count`` (u16 at 6),
+``status`` (u16 at 8; 0 = ok), reserved, the request id (u32 at 12); then ``count`` f64
+values, one per vector, in order (none for an error). Over UDP each request is one datagram
+(its answer must fit one too: at most 182 vectors at the service's default MTU); over TCP
+the records go back to back on one connection and the answers come back in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import socket
+import struct
+import sys
+import time
+
+REQUEST_MAGIC = b"SPNQ"
+RESPONSE_MAGIC = b"SPNR"
+VERSION = 1
+HEADER = struct.Struct("<4sBBHHHI")
+FLAG_LOG = 1
+FLAG_MASK = 2
+FLAG_ERROR = 0x80
+#: Largest UDP payload (an Ethernet MTU of 1500 less the IPv4 and UDP headers).
+MAX_DATAGRAM = 1472
+#: Vectors per request over TCP.
+TCP_VECTORS = 1024
+#: UDP requests outstanding at once.
+UDP_WINDOW = 16
+
+#: What the service's error status codes mean.
+STATUS = {
+    1: "unsupported record version",
+    2: "unknown flag bits",
+    3: "vector length differs from the model's inputs",
+    4: "no vectors",
+    5: "too many vectors for one response",
+    6: "record length does not match its header",
+    7: "internal evaluation error",
+}
+
+
+class SpnError(Exception):
+    """The service answered with an error record, or could not be reached."""
+
+
+def _rows(vectors) -> list[list]:
+    """The vectors as lists of values (numpy arrays included); a single vector is not allowed."""
+    if hasattr(vectors, "tolist"):
+        vectors = vectors.tolist()
+    rows = [list(r.tolist() if hasattr(r, "tolist") else r) for r in vectors]
+    if not rows:
+        raise ValueError("no input vectors")
+    width = len(rows[0])
+    for i, r in enumerate(rows):
+        if len(r) != width:
+            raise ValueError(f"vector {i} has {len(r)} values, vector 0 has {width}")
+    return rows
+
+
+def _is_missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def encode_request(req_id: int, rows: list[list], log: bool = True) -> bytes:
+    """One request record for ``rows`` (each value 0..255, or None / NaN for missing)."""
+    count, vlen = len(rows), len(rows[0]) if rows else 0
+    if not 1 <= count <= 0xFFFF or not 1 <= vlen <= 0xFFFF:
+        raise ValueError(f"{count} vectors of {vlen} values (1..65535 of each)")
+    masked = any(_is_missing(v) for r in rows for v in r)
+    body = bytearray()
+    masks = bytearray()
+    mlen = (vlen + 7) // 8
+    for i, r in enumerate(rows):
+        m = bytearray(mlen)
+        for j, v in enumerate(r):
+            if _is_missing(v):
+                m[j // 8] |= 1 << (j % 8)
+                body.append(0)
+                continue
+            if float(v) != int(v) or not 0 <= int(v) <= 255:
+                raise ValueError(f"vector {i}: {v!r} is not an 8-bit value (the service carries 8-bit inputs)")
+            body.append(int(v))
+        masks += m
+    flags = (FLAG_LOG if log else 0) | (FLAG_MASK if masked else 0)
+    head = HEADER.pack(REQUEST_MAGIC, VERSION, flags, count, vlen, 0, req_id & 0xFFFFFFFF)
+    return head + bytes(body) + (bytes(masks) if masked else b"")
+
+
+def decode_response(rec: bytes) -> tuple[int, int, list[float]]:
+    """(request id, status, values) of a response record; raises ValueError if it is not one."""
+    if len(rec) < HEADER.size:
+        raise ValueError(f"{len(rec)} bytes is shorter than a response header")
+    magic, version, _flags, count, status, _res, req_id = HEADER.unpack_from(rec)
+    if magic != RESPONSE_MAGIC or version != VERSION:
+        raise ValueError("not a response record")
+    if len(rec) < HEADER.size + 8 * count:
+        raise ValueError(f"response announces {count} values but has {len(rec)} bytes")
+    return req_id, status, list(struct.unpack_from(f"<{count}d", rec, HEADER.size))
+
+
+def _check(rec: bytes, req_id: int, want: int) -> list[float]:
+    got_id, status, values = decode_response(rec)
+    if status != 0:
+        raise SpnError(f"request {got_id}: the service answered with error {status} ({STATUS.get(status, 'unknown status')})")
+    if got_id != req_id or len(values) != want:
+        raise SpnError(f"request {req_id}: got the answer to {got_id} with {len(values)} values for {want} vectors")
+    return values
+
+
+def _chunks(rows: list[list], per: int) -> list[list[list]]:
+    return [rows[i:i + per] for i in range(0, len(rows), per)]
+
+
+def _udp_per_request(rows: list[list]) -> int:
+    vlen = len(rows[0])
+    per_vector = vlen + ((vlen + 7) // 8 if any(_is_missing(v) for r in rows for v in r) else 0)
+    room = MAX_DATAGRAM - HEADER.size
+    return min(room // 8, room // per_vector)
+
+
+def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: float = 1.0,
+          retries: int = 5, per_request: int | None = None) -> list[float]:
+    """Evaluate ``vectors`` on the service at ``addr`` ((host, port) or "host:port").
+
+    ``vectors``: a sequence of equal-length sequences (or a 2-D numpy array) of 8-bit values,
+    None or NaN marking a missing value. Returns one log-likelihood per vector (likelihood if
+    ``log`` is False), in order. ``transport`` is "udp" (requests resent after ``timeout``
+    seconds, up to ``retries`` times) or "tcp". Raises SpnError if the service answers with an
+    error record or does not answer, ValueError for bad input.
+    """
+    if isinstance(addr, str):
+        host, _, port = addr.rpartition(":")
+        addr = (host, int(port))
+    rows = _rows(vectors)
+    if transport not in ("udp", "tcp"):
+        raise ValueError(f"transport {transport!r} is neither 'udp' nor 'tcp'")
+    per = per_request or (TCP_VECTORS if transport == "tcp" else _udp_per_request(rows))
+    if per < 1:
+        raise ValueError(f"one vector of {len(rows[0])} values does not fit a datagram: use transport='tcp'")
+    chunks = _chunks(rows, per)
+    records = [encode_request(i, c, log) for i, c in enumerate(chunks)]
+    if transport == "tcp":
+        answers = _tcp_exchange(addr, records, chunks, timeout)
+    else:
+        answers = _udp_exchange(addr, records, chunks, timeout, retries)
+    return [v for a in answers for v in a]
+
+
+def _refused(addr) -> SpnError:
+    return SpnError(f"{addr[0]}:{addr[1]} refused the request (no UDP service on that port)")
+
+
+def _send(s: socket.socket, rec: bytes, addr) -> None:
+    try:
+        s.send(rec)
+    except ConnectionRefusedError:
+        raise _refused(addr) from None
+
+
+def _udp_exchange(addr, records, chunks, timeout, retries):
+    answers = [None] * len(records)
+    sent = [None] * len(records)  # (time last sent, tries)
+    done = nxt = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(addr)
+        s.settimeout(0.02)
+        while done < len(records):
+            now = time.monotonic()
+            for i in range(nxt):
+                if answers[i] is None and now - sent[i][0] >= timeout:
+                    if sent[i][1] > retries:
+                        raise SpnError(f"no answer from {addr[0]}:{addr[1]} (UDP) to request {i} after {sent[i][1]} tries")
+                    _send(s, records[i], addr)
+                    sent[i] = (now, sent[i][1] + 1)
+            while nxt < len(records) and nxt < done + UDP_WINDOW:
+                _send(s, records[nxt], addr)
+                sent[nxt] = (now, 1)
+                nxt += 1
+            try:
+                rec = s.recv(65536)
+            except socket.timeout:
+                continue
+            except ConnectionRefusedError:
+                raise _refused(addr) from None
+            if len(rec) < HEADER.size or rec[:4] != RESPONSE_MAGIC:
+                continue
+            i = struct.unpack_from("<I", rec, 12)[0]
+            if i >= len(records) or answers[i] is not None:
+                continue  # a duplicate, or a late answer to a resent request
+            answers[i] = _check(rec, i, len(chunks[i]))
+            done += 1
+    return answers
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        part = s.recv(n - len(buf))
+        if not part:
+            raise SpnError("the service closed the connection before answering everything")
+        buf += part
+    return bytes(buf)
+
+
+def _tcp_exchange(addr, records, chunks, timeout):
+    import threading
+
+    answers = []
+    try:
+        conn = socket.create_connection(addr, timeout=timeout)
+    except OSError as e:
+        raise SpnError(f"cannot connect to {addr[0]}:{addr[1]}: {e}") from None
+    with conn as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        failure = []
+
+        def send_all():
+            try:
+                s.sendall(b"".join(records))
+            except OSError as e:
+                failure.append(e)
+
+        sender = threading.Thread(target=send_all, daemon=True)
+        sender.start()
+        try:
+            for i, c in enumerate(chunks):
+                head = _recv_exact(s, HEADER.size)
+                if head[:4] != RESPONSE_MAGIC:
+                    raise SpnError(f"the service sent something other than a response record (request {i})")
+                count = struct.unpack_from("<H", head, 6)[0]
+                answers.append(_check(head + _recv_exact(s, 8 * count), i, len(c)))
+        except socket.timeout:
+            raise SpnError(f"{addr[0]}:{addr[1]} sent nothing for {timeout} s") from None
+        sender.join(timeout)
+        if failure:
+            raise SpnError(f"sending to {addr[0]}:{addr[1]}: {failure[0]}")
+    return answers
+
+
+def read_csv(lines) -> list[list]:
+    """Input vectors from CSV lines (commas or spaces; empty, "nan" or "?" = missing; blank
+    lines and '#' comments skipped), as ``linerate spn eval`` reads them."""
+    rows = []
+    for n, line in enumerate(lines, 1):
+        t = line.strip()
+        if not t or t.startswith("#"):
+            continue
+        fields = t.split(",") if "," in t else t.split()
+        row = []
+        for f in fields:
+            f = f.strip()
+            if f in ("", "?") or f.lower() == "nan":
+                row.append(None)
+                continue
+            try:
+                row.append(float(f))
+            except ValueError:
+                raise ValueError(f"line {n}: {f!r} is not a number") from None
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    """The command: query a service with the vectors of a CSV file, print one value per line."""
+    p = argparse.ArgumentParser(description="Query a linerate SPN service (linerate spn serve).")
+    p.add_argument("--server", required=True, help="ADDR:PORT of the service")
+    p.add_argument("--tcp", action="store_true", help="use TCP (default: UDP)")
+    p.add_argument("--input", default="-", help="input vectors: CSV ('-': standard input) or .npy (needs numpy)")
+    p.add_argument("--prob", action="store_true", help="likelihoods instead of log-likelihoods")
+    p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for an answer")
+    p.add_argument("--json", action="store_true", help="print the values as a JSON list")
+    a = p.parse_args(argv)
+    try:
+        if a.input == "-":
+            rows = read_csv(sys.stdin)
+        elif a.input.endswith(".npy"):
+            try:
+                import numpy as np
+            except ImportError:
+                raise ValueError("reading a .npy file needs numpy (or give CSV)") from None
+            rows = np.load(a.input, allow_pickle=False)
+            rows = rows.reshape(1, -1) if rows.ndim == 1 else rows
+        else:
+            with open(a.input) as f:
+                rows = read_csv(f)
+        values = query(a.server, rows, transport="tcp" if a.tcp else "udp", log=not a.prob, timeout=a.timeout)
+    except (SpnError, ValueError, OSError) as e:
+        print(f"spn_client: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps([None if math.isinf(v) or math.isnan(v) else v for v in values]))
+    else:
+        for v in values:
+            print(repr(v))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
