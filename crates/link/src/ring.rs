@@ -1,7 +1,7 @@
 //! A lock-free single-producer / single-consumer ring of frame slots over a raw memory region.
 //!
 //! The same ring works on heap memory ([`heap`], used by [`crate::mem`]) and on a shared
-//! memory mapping ([`format`] + [`attach_producer`] / [`attach_consumer`], used by
+//! memory mapping ([`format()`] + [`attach_producer`] / [`attach_consumer`], used by
 //! [`crate::shm`]). Layout, all offsets from the ring's start (128-byte aligned):
 //!
 //! | offset | content |

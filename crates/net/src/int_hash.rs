@@ -8,7 +8,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Odd multiplier (2^64 / golden ratio): spreads consecutive keys over all bits.
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// The hasher: the key times [`K`], mixed so that low and high bits both vary.
+/// The hasher: the key times a 64-bit odd constant (the golden ratio), mixed so that low and high bits both vary.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct IntHasher(u64);
 

@@ -58,7 +58,7 @@ impl Default for GeneratorConfig {
 }
 
 impl GeneratorConfig {
-    /// The "NIPS<n>"-like benchmark model: `n` 8-bit inputs, histogram leaves and about
+    /// The "NIPS`n`"-like benchmark model: `n` 8-bit inputs, histogram leaves and about
     /// 630 nodes per input (NIPS10 has about 6,300 nodes, NIPS80 about 50,000).
     pub fn nips(num_vars: usize, seed: u64) -> GeneratorConfig {
         GeneratorConfig { num_vars, target_nodes: 630 * num_vars, seed, ..Default::default() }
