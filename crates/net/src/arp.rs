@@ -65,11 +65,13 @@ impl ArpCache {
         self.entries.retain(|_, (_, expires)| now < *expires);
     }
 
+    #[cfg(test)]
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[cfg(test)]
     /// True if the cache is empty.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -111,11 +113,7 @@ impl Resolver {
         self.in_flight.remove(&ip);
     }
 
-    /// Number of addresses being resolved.
-    pub fn len(&self) -> usize {
-        self.in_flight.len()
-    }
-
+    #[cfg(test)]
     /// True if nothing is being resolved.
     pub fn is_empty(&self) -> bool {
         self.in_flight.is_empty()

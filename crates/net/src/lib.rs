@@ -21,25 +21,26 @@
 //! assert_eq!(&buf[..got.unwrap().0], b"hello");
 //! ```
 
-pub mod arp;
-pub mod config;
+mod arp;
+mod config;
 pub mod counters;
 mod egress;
-pub mod error;
+mod error;
 mod iface;
 pub mod int_hash;
-pub mod ping;
-pub mod queue;
-pub mod raw;
+mod ping;
+mod queue;
+mod raw;
 pub mod reasm;
-pub mod stack;
+mod stack;
 mod stack_tcp;
 pub mod tcp;
-pub mod udp;
+mod udp;
 
 pub use config::Config;
 pub use counters::{Counter, Counters};
 pub use error::NetError;
+pub use int_hash::IntMap;
 pub use link::Instant;
 pub use ping::PingReply;
 pub use raw::RawHandle;

@@ -206,8 +206,8 @@ impl<L: Link> Stack<L> {
         Ok(())
     }
 
-    /// A new watcher of connection activity (at most
-    /// [`MAX_WATCHERS`](crate::tcp::activity::MAX_WATCHERS) per stack). Each watcher sees every
+    /// A new watcher of connection activity (at most [`crate::tcp::MAX_WATCHERS`] per stack).
+    /// Each watcher sees every
     /// connection where something happened (see [`Stack::tcp_take_activity`]) independently of
     /// the others, so several services on one stack can each have one.
     pub fn tcp_watch(&mut self) -> Result<TcpWatch, NetError> {

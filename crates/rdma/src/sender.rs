@@ -16,7 +16,7 @@ use crate::region::RegionKey;
 use crate::wire::{PacketType, RdmaRepr, FLAG_LAST_SEGMENT, FLAG_REGISTERED, FLAG_SEGMENT};
 use crate::{RdmaConfig, RdmaError};
 use link::Instant;
-use net::int_hash::IntMap;
+use net::IntMap;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;

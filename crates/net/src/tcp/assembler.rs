@@ -98,11 +98,6 @@ impl Assembler {
         }
         out
     }
-
-    /// Highest offset held (0 if none).
-    pub fn end(&self) -> u32 {
-        self.ranges.last().map(|r| r.1).unwrap_or(0)
-    }
 }
 
 #[cfg(test)]

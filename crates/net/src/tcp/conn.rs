@@ -334,9 +334,4 @@ impl Buffers {
     pub fn transfer_backlog(&self) -> usize {
         self.transfers.iter().map(|(b, off)| b.len() - off).sum()
     }
-
-    /// Bytes of memory the buffers hold.
-    pub fn memory_bytes(&self) -> usize {
-        self.tx.capacity() + self.rx.capacity()
-    }
 }

@@ -75,14 +75,10 @@ impl CuckooTable {
         }
     }
 
+    #[cfg(test)]
     /// Entries stored.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// True if empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Bytes of memory the table occupies.

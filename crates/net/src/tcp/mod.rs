@@ -1,40 +1,41 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
-//! ([`lookup`]), port table and state table ([`engine`]), send/receive sequence tables
-//! ([`conn`]), timers ([`timer`]), receive engine ([`rx`]) with its RX bypass ([`bypass`]),
-//! transmit engine ([`output`]), connection activity for the application ([`activity`]),
-//! congestion control ([`cc`]), SACK scoreboard ([`sack`]), out-of-order reassembly
-//! ([`assembler`]), buffers ([`ringbuf`]) and the application interface (methods on
+//! (`lookup`), port table and state table (`engine`), send/receive sequence tables
+//! (`conn`), timers (`timer`), receive engine (`rx`) with its RX bypass (`bypass`),
+//! transmit engine (`output`), connection activity for the application (`activity`),
+//! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
+//! (`assembler`), buffers (`ringbuf`) and the application interface (methods on
 //! [`crate::Stack`]).
 
-pub mod activity;
-pub mod assembler;
+pub(crate) mod activity;
+pub(crate) mod assembler;
 mod autotune;
-pub mod bypass;
+pub(crate) mod bypass;
 pub mod cc;
 pub mod config;
-pub mod conn;
-pub mod engine;
-pub mod isn;
+pub(crate) mod conn;
+pub(crate) mod engine;
+pub(crate) mod isn;
 mod listen;
-pub mod lookup;
-pub mod output;
+pub(crate) mod lookup;
+pub(crate) mod output;
 mod pmtu;
-pub mod rack;
+pub(crate) mod rack;
 mod recovery;
-pub mod ringbuf;
-pub mod rtt;
-pub mod rx;
-pub mod sack;
-pub mod seq;
+pub(crate) mod ringbuf;
+pub(crate) mod rtt;
+pub(crate) mod rx;
+pub(crate) mod sack;
+pub(crate) mod seq;
 pub(crate) mod sink;
-pub mod syncookie;
-pub mod timer;
+pub(crate) mod syncookie;
+pub(crate) mod timer;
 mod tlp;
 mod undo;
 #[cfg(test)]
 mod unit_util;
 
-pub use cc::CcAlgorithm;
+pub use activity::MAX_WATCHERS;
+pub use cc::{CcAlgorithm, CongestionControl};
 pub use config::TcpConfig;
 
 use std::time::Duration;

@@ -71,16 +71,7 @@ pub struct Detection {
 }
 
 impl Rack {
-    /// Forget everything (a new connection).
-    pub fn clear(&mut self) {
-        *self = Rack::default();
-    }
-
-    /// Records in flight.
-    pub fn len(&self) -> usize {
-        self.segs.len()
-    }
-
+    #[cfg(test)]
     /// True if no data segment is in flight.
     pub fn is_empty(&self) -> bool {
         self.segs.is_empty()

@@ -74,11 +74,6 @@ impl RttEstimator {
     pub fn rttvar(&self) -> Duration {
         self.rttvar
     }
-
-    /// Consecutive backoffs.
-    pub fn backoffs(&self) -> u32 {
-        self.backoff
-    }
 }
 
 #[cfg(test)]

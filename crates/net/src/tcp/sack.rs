@@ -126,12 +126,14 @@ impl Scoreboard {
         out
     }
 
+    #[cfg(test)]
     /// True if `seq` is covered by a SACK block.
     pub fn is_sacked(&self, seq: impl Into<Seq>) -> bool {
         let seq: u32 = seq.into().0;
         self.sacked_run_end(seq).is_some()
     }
 
+    #[cfg(test)]
     /// RFC 6675 IsLost: at least `dup_thresh` discontiguous blocks or `dup_thresh * mss` bytes
     /// are SACKed above `seq`.
     pub fn is_lost(&self, seq: impl Into<Seq>, mss: u32, dup_thresh: u32) -> bool {
@@ -141,6 +143,7 @@ impl Scoreboard {
         above.len() as u32 >= dup_thresh || bytes >= dup_thresh * mss
     }
 
+    #[cfg(test)]
     /// The first un-SACKed, lost range at or after `from` and below the highest SACK, at most
     /// `mss` bytes: what to retransmit next.
     pub fn next_hole(&self, from: impl Into<Seq>, mss: u32, dup_thresh: u32) -> Option<(u32, u32)> {
@@ -161,6 +164,7 @@ impl Scoreboard {
         None
     }
 
+    #[cfg(test)]
     /// Bytes in `[from, to)` not covered by SACK blocks.
     pub fn unsacked_between(&self, from: impl Into<Seq>, to: impl Into<Seq>) -> u32 {
         let from: u32 = from.into().0;

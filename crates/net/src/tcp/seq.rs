@@ -61,6 +61,7 @@ impl Seq {
 
     /// The later of two sequence numbers.
     #[inline]
+    #[cfg(test)]
     pub fn later(self, other: Seq) -> Seq {
         if other > self {
             other
