@@ -304,6 +304,7 @@ impl Iperf3Client {
                         s.close(stack);
                     }
                     let _ = stack.tcp_close(h);
+                    self.ctrl = None;
                     self.enter(Phase::Done, now);
                     return Ok(());
                 }

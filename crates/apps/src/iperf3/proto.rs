@@ -324,7 +324,7 @@ impl Results {
     /// Read the peer's results; one sentence on what is missing.
     pub fn from_json(v: &Value) -> Result<Results, String> {
         let f = |o: &Value, k: &str| o.get(k).and_then(Value::as_f64).ok_or_else(|| format!("results lack \"{k}\""));
-        let i = |o: &Value, k: &str| o.get(k).and_then(Value::as_i64).ok_or_else(|| format!("results lack \"{k}\""));
+        let i = |o: &Value, k: &str| o.get(k).and_then(as_int).ok_or_else(|| format!("results lack \"{k}\""));
         let mut r = Results {
             cpu_util: [f(v, "cpu_util_total")?, f(v, "cpu_util_user")?, f(v, "cpu_util_system")?],
             sender_has_retransmits: i(v, "sender_has_retransmits")?,
@@ -345,6 +345,14 @@ impl Results {
         }
         Ok(r)
     }
+}
+
+/// An integer of the results. iperf 3.12 writes -1 as 18446744073709551615 (its JSON library
+/// prints the two's complement as unsigned), so large unsigned values wrap back to negative.
+fn as_int(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_u64().map(|u| u as i64))
+        .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
 }
 
 /// The id of the stream opened `index`-th (from 0): iperf3 numbers them 1, 3, 4, 5, ….
@@ -435,6 +443,10 @@ mod tests {
             server_output_text: None,
         };
         assert_eq!(Results::from_json(&r.to_json()).unwrap(), r);
+        // As iperf 3.12 writes -1.
+        let mut v = r.to_json();
+        v["sender_has_retransmits"] = json!(u64::MAX);
+        assert_eq!(Results::from_json(&v).unwrap().sender_has_retransmits, -1);
     }
 
     #[test]

@@ -72,6 +72,11 @@ fn block() -> &'static [u8] {
     })
 }
 
+/// Bytes a TCP stream keeps queued but not yet acknowledged at most (Linux's default maximum
+/// send buffer): the sender's count of bytes sent runs no further ahead of what the
+/// receiver has than this.
+const MAX_QUEUED: u64 = 4 << 20;
+
 /// Seconds since the Unix epoch, now.
 fn wall_now() -> Duration {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default()
@@ -146,6 +151,8 @@ impl Stream {
 
     fn send_tcp<L: Link>(&mut self, stack: &mut Stack<L>, h: TcpHandle, allowed: u64) -> Result<u64, NetError> {
         let mut sent = 0u64;
+        let queued = stack.tcp_send_pending(h)? as u64;
+        let allowed = allowed.min(MAX_QUEUED.saturating_sub(queued));
         let b = block();
         while sent < allowed {
             let n = (allowed - sent).min(b.len() as u64) as usize;

@@ -87,16 +87,18 @@ pub fn run(a: &Iperf3Args, mut setup: TapSetup, addr: Ipv4Addr, params: Params) 
     Ok(ExitCode::SUCCESS)
 }
 
-/// One side as JSON.
-fn side_json(s: &Side, udp: bool) -> Value {
+/// One side as JSON (UDP losses and jitter are the receiver's figures).
+fn side_json(s: &Side, udp: bool, receiver: bool) -> Value {
     let mut v = json!({
         "bytes": s.bytes, "seconds": s.seconds, "bits_per_second": s.bits_per_second(),
     });
     if udp {
         v["packets"] = json!(s.packets);
-        v["lost_packets"] = json!(s.lost);
-        v["jitter_seconds"] = json!(s.jitter);
-    } else if s.retransmits >= 0 {
+        if receiver {
+            v["lost_packets"] = json!(s.lost);
+            v["jitter_seconds"] = json!(s.jitter);
+        }
+    } else if !receiver && s.retransmits >= 0 {
         v["retransmits"] = json!(s.retransmits);
     }
     v
@@ -106,7 +108,7 @@ fn side_json(s: &Side, udp: bool) -> Value {
 fn print_report(a: &Iperf3Args, server: SocketAddrV4, p: &Params, r: &ClientReport) {
     let udp = p.protocol == Protocol::Udp;
     let dir = |d: &Option<(Side, Side)>| {
-        d.as_ref().map(|(s, rx)| json!({ "sender": side_json(s, udp), "receiver": side_json(rx, udp) }))
+        d.as_ref().map(|(s, rx)| json!({ "sender": side_json(s, udp, false), "receiver": side_json(rx, udp, true) }))
     };
     if a.json {
         let v = json!({
