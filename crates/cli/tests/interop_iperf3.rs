@@ -255,3 +255,36 @@ fn bad_options_get_one_sentence() {
         assert!(err.lines().any(|l| l.contains("error") || l.starts_with("linerate:")), "{args:?}: {err}");
     }
 }
+
+/// The median of some figures.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn server_goodput_beside_the_linux_server() {
+    let _g = serial();
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    // Alternating runs over the same kind of TAP: stock iperf3 -c sending to the linerate
+    // server, and the linerate client sending to the stock Linux server; each receiver's own
+    // count.
+    let (mut linerate_server, mut linux_server) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        let (c, _) = stock_client(&format!("gl{round}"), "");
+        linerate_server.push(num(&c, "end.sum_received.bits_per_second"));
+        let (_, server) = linerate_client(&format!("gx{round}"), &[]);
+        linux_server.push(num(&server, "end.sum_received.bits_per_second"));
+    }
+    let (a, b) = (median(linerate_server.clone()), median(linux_server.clone()));
+    eprintln!(
+        "iperf3 TCP goodput, median of 3 runs of 2 s: linerate server {:.0} bit/s {linerate_server:?}, \
+         Linux server {:.0} bit/s {linux_server:?}, ratio {:.2}",
+        a,
+        b,
+        a / b
+    );
+    assert!(a > TCP_FLOOR && b > TCP_FLOOR, "a goodput below {TCP_FLOOR}: {a} and {b}");
+}
