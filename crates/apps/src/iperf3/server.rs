@@ -83,6 +83,8 @@ struct Test {
     ours: Option<Results>,
     /// The client said IPERF_DONE (or closed after the results).
     done: bool,
+    /// The omitted start of the test (-O) is over and its counts were dropped.
+    omit_over: bool,
     error: Option<String>,
 }
 
@@ -193,6 +195,7 @@ impl Test {
             theirs: None,
             ours: None,
             done: false,
+            omit_over: false,
             error: None,
         }
     }
@@ -312,6 +315,7 @@ impl Test {
                 }
             }
             Phase::Running => {
+                self.end_omit(stack, now);
                 *work += self.move_data(stack)?;
                 match self.ctrl.take_byte().map(State::from_byte) {
                     None if self.ctrl.at_eof() => return Err("the client closed the control connection".into()),
@@ -330,14 +334,14 @@ impl Test {
                 }
             }
             Phase::Results => {
-                *work += self.receive_all(stack);
+                *work += self.receive_all(stack, true);
                 if let Some(v) = self.ctrl.take_json()? {
                     self.theirs = Some(Results::from_json(&v).map_err(|e| format!("the client's {e}"))?);
                     self.enter(Phase::Drain, now);
                 }
             }
             Phase::Drain => {
-                *work += self.receive_all(stack);
+                *work += self.receive_all(stack, true);
                 if self.caught_up() || now - self.since >= DRAIN_TIMEOUT {
                     let ours = self.our_results();
                     self.ctrl.send_json(&ours.to_json());
@@ -347,7 +351,7 @@ impl Test {
                 }
             }
             Phase::AwaitDone => {
-                self.receive_all(stack);
+                self.receive_all(stack, false);
                 match self.ctrl.take_byte().map(State::from_byte) {
                     Some(Some(State::IperfDone)) => self.done = true,
                     None if self.ctrl.at_eof() => self.done = true,
@@ -357,6 +361,20 @@ impl Test {
             }
         }
         Ok(())
+    }
+
+    /// At the end of the omitted start (iperf3's -O), drop what was counted so far: the
+    /// figures then cover the rest of the test, as the client's do.
+    fn end_omit<L: Link>(&mut self, stack: &Stack<L>, now: Instant) {
+        let (Some(p), Some(at)) = (&self.params, self.running_at) else { return };
+        if self.omit_over || p.omit == 0 || now - at < Duration::from_secs(p.omit) {
+            return;
+        }
+        for s in &mut self.streams {
+            s.reset_counts(stack);
+        }
+        self.running_at = Some(now);
+        self.omit_over = true;
     }
 
     /// True if the current phase has lasted longer than it may.
@@ -418,7 +436,7 @@ impl Test {
     fn move_data<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, String> {
         let p = self.params.clone().ok_or("no parameters")?;
         let start = self.running_at.unwrap_or(stack.now());
-        let mut work = self.receive_all(stack);
+        let mut work = self.receive_all(stack, true);
         for i in 0..self.streams.len() {
             if !self.streams[i].sender {
                 continue;
@@ -434,11 +452,12 @@ impl Test {
         Ok(work)
     }
 
-    /// Read every receiving TCP stream (UDP data comes through the server's socket).
-    fn receive_all<L: Link>(&mut self, stack: &mut Stack<L>) -> usize {
+    /// Read every receiving TCP stream (UDP data comes through the server's socket); with
+    /// `count` what arrives counts as test data (not after our results went out).
+    fn receive_all<L: Link>(&mut self, stack: &mut Stack<L>, count: bool) -> usize {
         let mut work = 0;
         for s in self.streams.iter_mut().filter(|s| !s.sender) {
-            work += s.recv_tcp(stack, true).unwrap_or(0) as usize;
+            work += s.recv_tcp(stack, count).unwrap_or(0) as usize;
         }
         work
     }

@@ -100,6 +100,9 @@ pub struct Stream {
     pub retransmits: u64,
     /// The TCP connection ended (EOF, reset or closed by us).
     pub closed: bool,
+    /// Packets and retransmissions before the counts were last reset.
+    packets_base: u64,
+    retransmits_base: u64,
     /// An error that ended the stream.
     pub error: Option<NetError>,
 }
@@ -116,6 +119,8 @@ impl Stream {
             udp: UdpRecv::default(),
             retransmits: 0,
             closed: false,
+            packets_base: 0,
+            retransmits_base: 0,
             error: None,
         }
     }
@@ -241,6 +246,17 @@ impl Stream {
         self.udp.packet(seq, sent, wall_now().as_secs_f64());
     }
 
+    /// Forget what was counted so far (the end of the omitted start of a test): bytes, UDP
+    /// packets and losses, and the retransmissions before now.
+    pub fn reset_counts<L: Link>(&mut self, stack: &Stack<L>) {
+        self.bytes = 0;
+        self.packets_base = if self.sender { self.packets_sent } else { self.udp.highest };
+        self.udp.lost = 0;
+        self.udp.out_of_order = 0;
+        self.take_retransmits(stack);
+        self.retransmits_base = self.retransmits;
+    }
+
     /// Record the TCP retransmissions of a sending stream (before it is closed).
     pub fn take_retransmits<L: Link>(&mut self, stack: &Stack<L>) {
         if let (Carrier::Tcp(h), true) = (self.carrier, self.sender) {
@@ -265,10 +281,15 @@ impl Stream {
         StreamResult {
             id: self.id,
             bytes: self.bytes,
-            retransmits: if self.sender && has_retransmits { self.retransmits as i64 } else { -1 },
+            retransmits: if self.sender && has_retransmits {
+                self.retransmits.saturating_sub(self.retransmits_base) as i64
+            } else {
+                -1
+            },
             jitter: if udp && !self.sender { self.udp.jitter } else { 0.0 },
             errors: if udp && !self.sender { self.udp.lost } else { 0 },
-            packets: if self.sender { self.packets_sent as i64 } else { self.udp.highest as i64 },
+            packets: if self.sender { self.packets_sent } else { self.udp.highest }.saturating_sub(self.packets_base)
+                as i64,
             start_time: 0.0,
             end_time: seconds,
         }
