@@ -63,13 +63,12 @@ fn num(v: &Value, path: &str) -> f64 {
     x.as_f64().unwrap_or_else(|| panic!("no number at {path} in {v}"))
 }
 
-/// Run stock `iperf3 -c HOST -t 2 FLAGS -J` against `linerate iperf3 -s --one-off`; returns
+/// Run stock `iperf3 -c HOST FLAGS -J` against `linerate iperf3 -s --one-off`; returns
 /// the client's JSON and linerate's.
 fn stock_client(test: &str, flags: &str) -> (Value, Value) {
     let dir = Scratch::new(&format!("ip3-{test}"));
     let file = dir.file("client.json");
-    let out =
-        linerate(test, &["-s", "--one-off", "-J", "--run", &format!("iperf3 -c {HOST} -t 2 {flags} -J > {file}")]);
+    let out = linerate(test, &["-s", "--one-off", "-J", "--run", &format!("iperf3 -c {HOST} {flags} -J > {file}")]);
     let client = json_file(&file);
     assert!(client.get("error").is_none(), "iperf3 reports an error: {}", client["error"]);
     assert!(out.status.success(), "linerate iperf3 -s failed: {:?}", out.status);
@@ -85,7 +84,7 @@ fn stock_client_tcp_against_linerate_server() {
     if !can_run(&["iperf3"]) {
         return;
     }
-    let (c, ours) = stock_client("tcp", "");
+    let (c, ours) = stock_client("tcp", "-t 2");
     let (sent, received) = (num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
     assert!(sent > 0.0);
     // The server reads every byte the client wrote before it answers with its count.
@@ -101,7 +100,7 @@ fn stock_client_udp_against_linerate_server() {
     if !can_run(&["iperf3"]) {
         return;
     }
-    let (c, ours) = stock_client("udp", &format!("-u -b {UDP_RATE}"));
+    let (c, ours) = stock_client("udp", &format!("-t 2 -u -b {UDP_RATE}"));
     let sum = &c["end"]["sum"];
     let (bytes, packets, lost) = (num(sum, "bytes"), num(sum, "packets"), num(sum, "lost_packets"));
     assert!(bytes > 0.0 && packets > 0.0);
@@ -119,7 +118,7 @@ fn stock_client_reverse_tcp_and_udp() {
     if !can_run(&["iperf3"]) {
         return;
     }
-    let (c, ours) = stock_client("rev", "-R");
+    let (c, ours) = stock_client("rev", "-t 2 -R");
     let (sent, received) = (num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
     assert_eq!(sent, num(&ours, "bytes_sent"), "the client shows what the server sent");
     // The client stops counting when it sends TEST_END; what was still queued or in flight
@@ -129,7 +128,7 @@ fn stock_client_reverse_tcp_and_udp() {
     let bps = num(&c, "end.sum_received.bits_per_second");
     assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
 
-    let (c, ours) = stock_client("revudp", &format!("-u -b {UDP_RATE} -R"));
+    let (c, ours) = stock_client("revudp", &format!("-t 2 -u -b {UDP_RATE} -R"));
     let sum = &c["end"]["sum"];
     assert!(num(sum, "packets") > 0.0 && num(sum, "lost_packets") <= num(sum, "packets") * 0.05);
     assert_eq!(num(&c, "end.sum_sent.bytes"), num(&ours, "bytes_sent"));
@@ -143,7 +142,7 @@ fn stock_client_four_streams() {
     if !can_run(&["iperf3"]) {
         return;
     }
-    let (c, _) = stock_client("par", "-P 4");
+    let (c, _) = stock_client("par", "-t 2 -P 4");
     let streams = c["end"]["streams"].as_array().expect("per-stream results");
     assert_eq!(streams.len(), 4);
     for s in streams {
@@ -153,6 +152,29 @@ fn stock_client_four_streams() {
     assert_eq!(num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
     let bps = num(&c, "end.sum_received.bits_per_second");
     assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
+}
+
+#[test]
+fn stock_client_byte_count_and_omitted_start() {
+    let _g = serial();
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    const N: f64 = (20u64 << 20) as f64;
+    for (name, flags) in [("n", "-n 20M"), ("nrev", "-n 20M -R")] {
+        let (c, _) = stock_client(name, flags);
+        assert_eq!(num(&c, "end.sum_sent.bytes"), N, "{flags}: the sender sends exactly the count");
+        assert_eq!(num(&c, "end.sum_received.bytes"), N, "{flags}: the receiver gets all of it");
+    }
+    // -O 1: one second left out at the start, then 2 s measured on both sides.
+    let (c, ours) = stock_client("omit", "-t 2 -O 1");
+    let secs = num(&c, "end.sum_received.seconds");
+    assert!((1.8..2.6).contains(&secs), "the server measured {secs} s");
+    assert!((1.8..2.6).contains(&num(&ours, "seconds")));
+    let (sent, received) = (num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
+    // The two sides drop their omitted bytes at their own moment: what is in flight then
+    // counts on one side only.
+    assert!((received - sent).abs() <= 0.05 * sent, "sent {sent}, received {received}");
 }
 
 #[test]
@@ -273,7 +295,7 @@ fn server_goodput_beside_the_linux_server() {
     // count.
     let (mut linerate_server, mut linux_server) = (Vec::new(), Vec::new());
     for round in 0..3 {
-        let (c, _) = stock_client(&format!("gl{round}"), "");
+        let (c, _) = stock_client(&format!("gl{round}"), "-t 2");
         linerate_server.push(num(&c, "end.sum_received.bits_per_second"));
         let (_, server) = linerate_client(&format!("gx{round}"), &[]);
         linux_server.push(num(&server, "end.sum_received.bits_per_second"));
