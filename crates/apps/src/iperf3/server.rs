@@ -6,7 +6,9 @@
 
 use super::cpu::CpuClock;
 use super::ctrl::Control;
-use super::proto::{is_udp_word, Params, Protocol, Results, State, COOKIE_LEN, UDP_CONNECT_MSG, UDP_CONNECT_REPLY};
+use super::proto::{
+    is_cookie, is_udp_word, Params, Protocol, Results, State, COOKIE_LEN, UDP_CONNECT_MSG, UDP_CONNECT_REPLY,
+};
 use super::stream::{drain_udp, Carrier, Stream};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle, TcpListener, UdpHandle};
@@ -130,7 +132,7 @@ impl Iperf3Server {
         while let Some(h) = stack.tcp_accept(self.listener) {
             work += 1;
             match &mut self.test {
-                None => self.test = Some(Test::new(h, now)),
+                None => self.test = Some(Test::new(h, now, stack.tcp_stats(h).ok().and_then(|s| s.remote))),
                 Some(t) if t.phase == Phase::CreateStreams && t.protocol() == Some(Protocol::Tcp) => {
                     t.pending.push((h, Vec::new()))
                 }
@@ -177,10 +179,10 @@ impl Iperf3Server {
 }
 
 impl Test {
-    fn new(h: TcpHandle, now: Instant) -> Test {
+    fn new(h: TcpHandle, now: Instant, client: Option<SocketAddrV4>) -> Test {
         Test {
             ctrl: Control::new(h),
-            client: None,
+            client,
             cookie: Vec::new(),
             params: None,
             phase: Phase::Cookie,
@@ -274,11 +276,18 @@ impl Test {
         if self.phase_expired(now) {
             return Err(format!("the client did not go on within the time allowed ({:?})", self.phase));
         }
+        let waiting = matches!(self.phase, Phase::Cookie | Phase::Params | Phase::CreateStreams | Phase::Results);
+        if waiting && self.ctrl.at_eof() {
+            return Err(format!("the client closed the control connection ({:?})", self.phase));
+        }
         match self.phase {
             Phase::Cookie => {
                 if let Some(c) = self.ctrl.take(COOKIE_LEN) {
+                    if !is_cookie(&c) {
+                        self.ctrl.send_state(State::AccessDenied);
+                        return Err("the client's first bytes are not an iperf3 cookie".into());
+                    }
                     self.cookie = c;
-                    self.client = stack.tcp_stats(self.ctrl.h).ok().and_then(|s| s.remote);
                     self.ctrl.send_state(State::ParamExchange);
                     self.enter(Phase::Params, now);
                 }

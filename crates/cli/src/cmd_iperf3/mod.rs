@@ -1,7 +1,8 @@
 //! `linerate iperf3`: iperf3's protocol on a linerate host, on a TAP device in a namespace of
 //! its own, so that stock iperf3 in that namespace measures it. `-s` serves stock `iperf3 -c`
 //! clients; `-c ADDR` runs a test against a stock `iperf3 -s` on the Linux side. The protocol
-//! itself is [`apps::iperf3`].
+//! itself is [`apps::iperf3`]. The server exits with the --run command's status if that
+//! failed, else with failure if any test failed (or --one-off saw none).
 
 mod client;
 mod serve;
