@@ -43,23 +43,16 @@ pub fn run(a: &Iperf3Args, mut setup: TapSetup, addr: Ipv4Addr, params: Params) 
             return Err(format!("the test did not finish within {limit:?}"));
         }
     }
-    // Let the stack send the last segments (IPERF_DONE, FINs) while the server finishes.
+    // Let the stack send the last segments (IPERF_DONE, FINs) while the server finishes:
+    // until the --run command exits (bounded), or briefly without one.
+    let linger = if child.is_some() { CHILD_LINGER } else { Duration::from_millis(200) };
     let linger_from = now();
     let mut run_status = None;
-    while now() - linger_from < CHILD_LINGER {
+    while run_status.is_none() && now() - linger_from < linger {
         setup.stack.poll(now()).map_err(|e| e.to_string())?;
         setup.stack.flush().map_err(|e| e.to_string())?;
-        match child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(Some(status))) => {
-                run_status = Some(exit_of(status));
-                break;
-            }
-            None => {
-                if now() - linger_from > Duration::from_millis(200) {
-                    break;
-                }
-            }
-            _ => {}
+        if let Some(Ok(Some(status))) = child.as_mut().map(|c| c.try_wait()) {
+            run_status = Some(exit_of(status));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -132,7 +125,12 @@ fn print_report(a: &Iperf3Args, server: SocketAddrV4, p: &Params, r: &ClientRepo
     let mut rows = |name: &str, d: &Option<(Side, Side)>| {
         if let Some((s, rx)) = d {
             for (side, x) in [("sender", s), ("receiver", rx)] {
-                let extra = if udp { format!("{} of {}", x.lost, x.packets) } else { x.retransmits.to_string() };
+                let extra = match (udp, side) {
+                    (true, "sender") => format!("{} sent", x.packets),
+                    (true, _) => format!("{} of {}", x.lost, x.packets),
+                    (false, "sender") if x.retransmits >= 0 => x.retransmits.to_string(),
+                    (false, _) => "-".into(),
+                };
                 t.row(vec![
                     name.into(),
                     side.into(),
