@@ -178,6 +178,23 @@ fn stock_client_byte_count_and_omitted_start() {
 }
 
 #[test]
+fn stock_client_both_ways() {
+    let _g = serial();
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    let (c, ours) = stock_client("bidir", "-t 2 --bidir");
+    let (up_tx, up_rx) = (num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
+    assert!(up_tx > 0.0 && up_rx == up_tx, "client to server: sent {up_tx}, received {up_rx}");
+    let (down_tx, down_rx) =
+        (num(&c, "end.sum_sent_bidir_reverse.bytes"), num(&c, "end.sum_received_bidir_reverse.bytes"));
+    assert!(down_rx > 0.0 && down_rx <= down_tx, "server to client: sent {down_tx}, received {down_rx}");
+    assert_eq!(num(&ours, "bytes_sent"), down_tx);
+    let bps = num(&c, "end.sum_received_bidir_reverse.bits_per_second");
+    assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
+}
+
+#[test]
 fn busy_server_denies_a_second_client() {
     let _g = serial();
     if !can_run(&["iperf3"]) {
