@@ -100,6 +100,8 @@ pub struct Iperf3Server {
     reports: Vec<TestReport>,
     /// Connections answered ACCESS_DENIED.
     pub denied: u64,
+    /// UDP streams whose handshake answer still has to go out (the link was full).
+    replies: Vec<SocketAddrV4>,
 }
 
 impl Iperf3Server {
@@ -107,7 +109,7 @@ impl Iperf3Server {
     pub fn listen<L: Link>(stack: &mut Stack<L>, port: u16) -> Result<Iperf3Server, NetError> {
         let listener = stack.tcp_listen(port, 256)?;
         let udp = stack.udp_bind(port)?;
-        Ok(Iperf3Server { listener, udp, port, test: None, reports: Vec::new(), denied: 0 })
+        Ok(Iperf3Server { listener, udp, port, test: None, reports: Vec::new(), denied: 0, replies: Vec::new() })
     }
 
     /// The port served.
@@ -162,7 +164,7 @@ impl Iperf3Server {
 
     /// Hand the datagrams on the UDP port to the test: stream handshakes and data.
     fn take_datagrams<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
-        let mut replies = Vec::new();
+        let mut replies = std::mem::take(&mut self.replies);
         let test = &mut self.test;
         let n = drain_udp(stack, self.udp, |from, data| {
             if let Some(t) = test.as_mut() {
@@ -172,7 +174,12 @@ impl Iperf3Server {
             }
         })?;
         for to in replies {
-            stack.udp_send_to(self.udp, to, &UDP_CONNECT_REPLY.to_le_bytes())?;
+            if !stack.udp_send_to(self.udp, to, &UDP_CONNECT_REPLY.to_le_bytes())? {
+                self.replies.push(to);
+            }
+        }
+        if self.test.is_none() {
+            self.replies.clear();
         }
         Ok(n)
     }
