@@ -336,9 +336,12 @@ impl Iperf3Client {
                     Protocol::Tcp => Opening::Tcp(stack.tcp_connect(self.server).map_err(|e| e.to_string())?),
                     Protocol::Udp => {
                         let sock = stack.udp_bind(0).map_err(|e| e.to_string())?;
-                        stack
-                            .udp_send_to(sock, self.server, &UDP_CONNECT_MSG.to_le_bytes())
-                            .map_err(|e| e.to_string())?;
+                        let hello = UDP_CONNECT_MSG.to_le_bytes();
+                        if !stack.udp_send_to(sock, self.server, &hello).map_err(|e| e.to_string())? {
+                            // The link is full: try again at the next step.
+                            stack.udp_close(sock).map_err(|e| e.to_string())?;
+                            return Ok(0);
+                        }
                         Opening::Udp(sock)
                     }
                 });
