@@ -4,6 +4,7 @@ pub mod firewall;
 pub mod http;
 pub mod ids;
 pub mod iperf;
+pub mod iperf3;
 pub mod kmeans;
 pub mod pattern;
 pub mod spn_service;

@@ -12,6 +12,7 @@ mod cmd_firewall;
 mod cmd_ids;
 mod cmd_ids_check;
 mod cmd_iperf;
+mod cmd_iperf3;
 mod cmd_middlebox;
 mod cmd_ping;
 mod cmd_rdma;
@@ -45,6 +46,8 @@ enum Command {
     Stats(cmd_stats::StatsArgs),
     /// TCP goodput between two linerate processes over a shared-memory link (-s / -c HOST).
     Iperf(cmd_iperf::IperfArgs),
+    /// iperf3's protocol on a TAP host: serve stock `iperf3 -c` (-s) or test a stock `iperf3 -s` (-c ADDR).
+    Iperf3(cmd_iperf3::Iperf3Args),
     /// Blacklisting firewall on the middlebox runtime (Rosebud case study 2).
     Firewall(cmd_firewall::FirewallArgs),
     /// Snort-rule IDS on the middlebox runtime (Rosebud case study 1, software reordering);
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Ping(a) => cmd_ping::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Iperf(a) => cmd_iperf::run(a),
+        Command::Iperf3(a) => cmd_iperf3::run(a),
         Command::Firewall(a) => cmd_firewall::run_firewall(a),
         Command::Ids(a) => cmd_ids::run_ids(a),
         Command::Middlebox(c) => cmd_middlebox::run_command(c),

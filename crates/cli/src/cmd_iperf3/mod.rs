@@ -1,0 +1,190 @@
+//! `linerate iperf3`: iperf3's protocol on a linerate host, on a TAP device in a namespace of
+//! its own, so that stock iperf3 in that namespace measures it. `-s` serves stock `iperf3 -c`
+//! clients; `-c ADDR` runs a test against a stock `iperf3 -s` on the Linux side. The protocol
+//! itself is [`apps::iperf3`]. The server exits with the --run command's status if that
+//! failed, else with failure if any test failed (or --one-off saw none).
+
+mod client;
+mod serve;
+
+use crate::runloop::install_stop_handler;
+use apps::iperf3::{Params, Protocol, DEFAULT_PORT};
+use net::Config;
+use std::net::Ipv4Addr;
+use std::process::{Child, ExitCode, Stdio};
+use testbed::TapSetup;
+
+/// Options of `linerate iperf3`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("role").required(true).args(["server", "client"])))]
+pub struct Iperf3Args {
+    /// Serve stock `iperf3 -c` clients.
+    #[arg(short = 's', long)]
+    server: bool,
+    /// Run a test against the stock `iperf3 -s` at ADDR (on the Linux side).
+    #[arg(short = 'c', long, value_name = "ADDR")]
+    client: Option<Ipv4Addr>,
+    /// Port of the iperf3 server.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Address of the Linux side of the TAP (in the new namespace).
+    #[arg(long, default_value = "10.77.0.1/24")]
+    linux_ip: String,
+    /// Address of the linerate host.
+    #[arg(long, default_value = "10.77.0.2/24")]
+    host_ip: String,
+    /// IP MTU of the TAP link.
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    /// Prefix of the namespace's name.
+    #[arg(long, default_value = "lr-iperf3")]
+    ns_prefix: String,
+    /// Server: run this shell command in the namespace once the server is up, and exit with its
+    /// status when it ends. Client: start it in the namespace first (e.g. "iperf3 -s -1"); the
+    /// client waits for the server it starts.
+    #[arg(long)]
+    run: Option<String>,
+    /// Server: serve one test, then exit (its status says whether the test succeeded).
+    #[arg(short = '1', long)]
+    one_off: bool,
+    /// Server: stop after this many seconds (default: Ctrl-C, --run's end or --one-off).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Client: UDP instead of TCP.
+    #[arg(short = 'u', long)]
+    udp: bool,
+    /// Client: seconds to send.
+    #[arg(short = 't', long, default_value_t = 10)]
+    time: u64,
+    /// Client: bytes to send instead of a time (suffix K, M or G: powers of 1024).
+    #[arg(short = 'n', long, value_parser = parse_bytes)]
+    bytes: Option<u64>,
+    /// Client: parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: usize,
+    /// Client: the server sends.
+    #[arg(short = 'R', long)]
+    reverse: bool,
+    /// Client: both send.
+    #[arg(long)]
+    bidir: bool,
+    /// Client: target rate per stream, bits/s (suffix K, M or G: powers of 1000; default
+    /// 1M for UDP, unlimited for TCP).
+    #[arg(short = 'b', long, value_parser = parse_rate)]
+    bitrate: Option<u64>,
+    /// Client: bytes per write (TCP, default 128K) or per datagram (UDP, default MTU - 52).
+    #[arg(short = 'l', long, value_parser = parse_bytes)]
+    length: Option<u64>,
+    /// Client: seconds to keep retrying while the server refuses the connection.
+    #[arg(long, default_value_t = 10.0)]
+    wait: f64,
+    /// Print the results as JSON (numbers in bytes, bits/s and seconds).
+    #[arg(short = 'J', long)]
+    json: bool,
+}
+
+/// Run `linerate iperf3`.
+pub fn run(a: Iperf3Args) -> Result<ExitCode, String> {
+    install_stop_handler();
+    let cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
+    cfg.validate().map_err(|e| e.to_string())?;
+    // Stay on one CPU (as `linerate tap`): frames a thread writes to a TAP from several CPUs
+    // can reach the kernel out of order.
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu >= 0 {
+        crate::bench_common::pin_cpu(cpu as usize);
+    }
+    match a.client {
+        Some(addr) => {
+            let params = test_params(&a)?;
+            let setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
+            client::run(&a, setup, addr, params)
+        }
+        None => {
+            let setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
+            serve::run(&a, setup)
+        }
+    }
+}
+
+/// The parameters of the client's test.
+fn test_params(a: &Iperf3Args) -> Result<Params, String> {
+    let mut p = Params::new(if a.udp { Protocol::Udp } else { Protocol::Tcp });
+    if !(1..=128).contains(&a.parallel) {
+        return Err(format!("-P {} is outside 1..=128", a.parallel));
+    }
+    if a.time == 0 && a.bytes.is_none() {
+        return Err("-t 0 needs -n BYTES to end the test".into());
+    }
+    p.time = if a.bytes.is_some() { 0 } else { a.time };
+    p.bytes = a.bytes.unwrap_or(0);
+    (p.parallel, p.reverse, p.bidirectional) = (a.parallel, a.reverse, a.bidir);
+    if let Some(r) = a.bitrate {
+        p.rate = r;
+    }
+    p.len = match (a.length, a.udp) {
+        (Some(l), _) => l as usize,
+        // A datagram that fits the MTU after the IP and UDP headers and TCP-like options,
+        // as iperf3 picks from the control connection's MSS.
+        (None, true) => a.mtu.saturating_sub(52),
+        (None, false) => p.len,
+    };
+    // The same checks the server applies.
+    Params::from_json(&p.to_json(apps::iperf3::client::CLIENT_VERSION))
+}
+
+/// Parse a byte count with an optional K, M or G suffix (powers of 1024, as iperf3).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    parse_scaled(s, 1024)
+}
+
+/// Parse a rate in bits/s with an optional K, M or G suffix (powers of 1000, as iperf3).
+fn parse_rate(s: &str) -> Result<u64, String> {
+    parse_scaled(s, 1000)
+}
+
+fn parse_scaled(s: &str, base: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], base),
+        Some('M') => (&t[..t.len() - 1], base * base),
+        Some('G') => (&t[..t.len() - 1], base * base * base),
+        _ => (t, 1),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a number with an optional K, M or G suffix"))?;
+    if !(v.is_finite() && v > 0.0 && v * (mult as f64) < 1e18) {
+        return Err(format!("'{s}' is not a positive amount"));
+    }
+    Ok((v * mult as f64) as u64)
+}
+
+/// Start `cmd` with `sh -c` in the set-up's namespace.
+fn spawn_in(setup: &TapSetup, cmd: &str) -> Result<Child, String> {
+    setup
+        .ns
+        .command("sh")
+        .args(["-c", cmd])
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run '{cmd}': {e}"))
+}
+
+/// The exit status of a finished --run command as a number (1 if killed by a signal).
+fn exit_of(status: std::process::ExitStatus) -> u8 {
+    status.code().unwrap_or(1).clamp(0, 255) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_rates() {
+        assert_eq!(parse_bytes("10M"), Ok(10 << 20));
+        assert_eq!(parse_bytes("1500"), Ok(1500));
+        assert_eq!(parse_rate("2.5g"), Ok(2_500_000_000));
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_bytes("-1").is_err());
+    }
+}
