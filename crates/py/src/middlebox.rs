@@ -317,8 +317,12 @@ impl Program for PyProgram {
     }
 }
 
-/// A unit program from a Python value: an object with `on_packet`, or "forward" / "to_host".
+/// A unit program from a Python value: an object with `on_packet`, a `Firewall` or `Ids`, or
+/// "forward" / "to_host".
 fn program(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Box<dyn Program>> {
+    if let Some(p) = crate::middlebox_apps::program(obj) {
+        return Ok(p);
+    }
     if let Ok(s) = obj.extract::<String>() {
         return match s.as_str() {
             "forward" => Ok(Box::new(Forwarder::cross())),
@@ -479,5 +483,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRuntime>()?;
     m.add_class::<PyCtx>()?;
     m.add_class::<PyPacket>()?;
+    crate::middlebox_apps::register(m)?;
     Ok(())
 }

@@ -28,7 +28,7 @@ use rdma::{Completion, CompletionKind, Peer, RegionKey, Status, WriteOptions};
 use std::net::SocketAddrV4;
 
 /// An RDMA node of a testbed host (created by `Host.rdma()`); the testbed polls it as it runs.
-#[pyclass(name = "RdmaNode", unsendable)]
+#[pyclass(name = "RdmaNode", module = "linerate.rdma", unsendable)]
 pub(crate) struct PyRdmaNode {
     pub(crate) tb: Py<PyTestbed>,
     pub(crate) idx: usize,
