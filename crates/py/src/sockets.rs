@@ -271,9 +271,10 @@ impl PyTcpConn {
     fn recv_bytes(&self, py: Python<'_>, max: usize) -> PyResult<(Recv, Vec<u8>)> {
         let mut buf = vec![0u8; max];
         let r = self.core.with(py, |s| s.tcp_recv(self.h, &mut buf).map_err(errors::net))?;
-        if let Recv::Data(n) = r {
-            buf.truncate(n);
-        }
+        buf.truncate(match r {
+            Recv::Data(n) => n,
+            Recv::Eof | Recv::WouldBlock => 0,
+        });
         Ok((r, buf))
     }
 }
