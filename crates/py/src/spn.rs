@@ -23,7 +23,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, LeafKind, Missing, Output, Spn};
 use std::sync::Arc;
-use std::time::Duration;
 use testbed::HostId;
 
 fn val<E: std::fmt::Display>(e: E) -> PyErr {
@@ -320,7 +319,7 @@ impl PyService {
         let mask_len = nv.div_ceil(8);
         let mut values = Vec::with_capacity(n);
         let (mut next, mut answered, requests) = (0usize, 0usize, n.div_ceil(per));
-        let deadline = tb.now() + Duration::from_secs_f64(timeout_ms.max(0.0) / 1e3);
+        let deadline = tb.now() + crate::duration_ms(timeout_ms)?;
         let mut failure = None;
         while answered < requests && tb.now() < deadline {
             while next < n && c.outstanding() < window.max(1) {
