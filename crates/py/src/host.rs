@@ -334,9 +334,8 @@ impl PyHost {
 
     /// Close the host (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
-        Ok(false)
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.close()
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {

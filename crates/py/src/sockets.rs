@@ -138,9 +138,8 @@ impl PyUdpSocket {
 
     /// Close the socket (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -192,9 +191,8 @@ impl PyRawSocket {
 
     /// Close the socket (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -242,9 +240,8 @@ impl PyTcpListener {
 
     /// Stop listening (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -392,9 +389,8 @@ impl PyTcpConn {
 
     /// Close the connection (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
