@@ -175,12 +175,18 @@ impl HostRef {
 #[pyclass(name = "Host", module = "linerate", unsendable)]
 pub(crate) struct PyHost {
     pub(crate) host: HostRef,
+    /// "testbed", "tap" or "shm".
+    pub(crate) kind: &'static str,
 }
 
 impl PyHost {
     fn live(stack: HostStack, medium: Medium) -> PyHost {
+        let kind = match medium {
+            Medium::Tap { .. } => "tap",
+            Medium::Shm { .. } => "shm",
+        };
         let live = LiveHost { stack, medium, handler_errors: Default::default() };
-        PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))) }
+        PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))), kind }
     }
 
     /// The testbed and id of a testbed host; `OSError(EOPNOTSUPP)` for live hosts.
@@ -274,13 +280,7 @@ impl PyHost {
     /// Where the host runs: "testbed", "tap" or "shm".
     #[getter]
     fn kind(&self) -> &'static str {
-        match &self.host {
-            HostRef::Virtual { .. } => "testbed",
-            HostRef::Live(l) => match l.try_borrow().ok().as_deref() {
-                Some(Some(LiveHost { medium: Medium::Shm { .. }, .. })) => "shm",
-                _ => "tap",
-            },
-        }
+        self.kind
     }
 
     /// The network namespace of a TAP host (None for other hosts).

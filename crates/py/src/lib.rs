@@ -98,7 +98,7 @@ impl PyTestbed {
             });
             this.tb.add_host_with(cfg, HostOptions { impairment, pcap }).map_err(errors::testbed)?
         };
-        Ok(host::PyHost { host: host::HostRef::Virtual { tb: slf.clone().unbind(), id } })
+        Ok(host::PyHost { host: host::HostRef::Virtual { tb: slf.clone().unbind(), id }, kind: "testbed" })
     }
 
     /// Advance virtual time by `ms` milliseconds, polling every host at every step.

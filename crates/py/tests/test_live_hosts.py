@@ -101,6 +101,7 @@ def test_linux_talks_to_a_python_host_on_a_tap():
         if ns in namespaces():
             subprocess.run(["ip", "netns", "del", ns], check=False)
             raise AssertionError(f"closing the host left namespace {ns} behind")
+    assert h.kind == "tap" and repr(h) == "<linerate.Host closed>"
     with pytest.raises(OSError, match="closed"):
         h.udp_bind()
 
@@ -176,5 +177,6 @@ def test_two_processes_talk_over_a_shared_memory_link():
                 peer.kill()
                 peer.wait()
     assert not os.path.exists(path), "closing the creating host left the link behind"
+    assert a.kind == "shm"
     with pytest.raises(OSError, match="closed"):
         a.ping("10.88.0.2")

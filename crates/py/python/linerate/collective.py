@@ -1,5 +1,9 @@
 """Collectives (allreduce, bcast, ...) between processes over shared memory, and k-means."""
 
+# numpy is imported here so that a missing numpy is a clear ImportError, not a failure
+# inside the native module.
+import numpy as _numpy  # noqa: F401
+
 from ._linerate import collective as _native
 
 Communicator = _native.Communicator
