@@ -13,6 +13,9 @@ use crate::errors::{self, closed, val, would_block};
 use crate::host::HostRef;
 use crate::parse_ip;
 
+/// A datagram and its sender as Python sees them: `(data, (ip, port))`.
+type Datagram<'py> = (Bound<'py, PyBytes>, (String, u16));
+
 /// Largest UDP datagram and raw frame handed to Python.
 const MAX_DATAGRAM: usize = 65536;
 
@@ -106,7 +109,7 @@ impl PyUdpSocket {
     }
 
     /// The next datagram as `(data, (ip, port))`, or None if none is waiting.
-    fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, (String, u16))>> {
+    fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<Datagram<'py>>> {
         let mut buf = vec![0u8; MAX_DATAGRAM];
         let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         Ok(got.map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))))
