@@ -33,3 +33,11 @@ def test_mypy_catches_misuse_through_the_stubs(tmp_path):
     assert r.returncode == 1, r.stdout
     for line in (3, 4, 5):
         assert f"bad.py:{line}: error" in r.stdout, r.stdout
+
+
+def test_stubs_match_the_runtime(tmp_path):
+    """mypy's stubtest: every public name, signature and class of the stubs is what the
+    installed package really has (nothing missing, nothing made up)."""
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "linerate"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -2,7 +2,7 @@
 
 from os import PathLike
 from types import TracebackType
-from typing import Callable, Dict, List, Optional, Tuple, Type, Union
+from typing import Callable, Dict, final, List, Optional, Tuple, Type, Union
 
 from typing_extensions import Self
 
@@ -14,8 +14,10 @@ __version__: str
 
 def counter_names() -> List[str]: ...
 
+@final
 class Testbed:
-    def __init__(self, mtu: int = 1500, step_us: int = 10) -> None: ...
+    def __new__(
+        cls, mtu: int = 1500, step_us: int = 10) -> Self: ...
     def host(
         self,
         cidr: str,
@@ -32,6 +34,7 @@ class Testbed:
     @property
     def now_ns(self) -> int: ...
 
+@final
 class Host:
     @staticmethod
     def on_tap(
@@ -76,6 +79,7 @@ class Host:
     def send_frame(self, frame: _Bytes) -> bool: ...
     def collect(self) -> List[bytes]: ...
 
+@final
 class UdpSocket:
     @property
     def port(self) -> int: ...
@@ -90,6 +94,7 @@ class UdpSocket:
         self, t: Optional[Type[BaseException]], v: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None: ...
 
+@final
 class RawSocket:
     def send(self, dst: str, payload: _Bytes) -> bool: ...
     def recv(self) -> Optional[Tuple[bytes, str]]: ...
@@ -99,6 +104,7 @@ class RawSocket:
         self, t: Optional[Type[BaseException]], v: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None: ...
 
+@final
 class TcpListener:
     def accept(self) -> Optional[TcpConn]: ...
     @property
@@ -109,6 +115,7 @@ class TcpListener:
         self, t: Optional[Type[BaseException]], v: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None: ...
 
+@final
 class TcpConn:
     @property
     def connected(self) -> bool: ...
@@ -132,4 +139,10 @@ class TcpConn:
     ) -> None: ...
     def stats(self) -> Dict[str, object]: ...
 
+from . import collective as collective, middlebox as middlebox, rdma as rdma, spn as spn
 from .rdma import RdmaNode as RdmaNode
+
+__all__ = [
+    "__version__", "Testbed", "Host", "RdmaNode", "UdpSocket", "RawSocket", "TcpListener", "TcpConn",
+    "counter_names", "middlebox", "collective", "rdma", "spn",
+]

@@ -1,16 +1,18 @@
 """Type stubs of linerate.collective."""
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, final, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
 _Array = npt.NDArray[Any]
 
+@final
 class Request:
     def wait(self) -> Optional[_Array]: ...
     def test(self) -> Tuple[bool, Optional[_Array]]: ...
 
+@final
 class Communicator:
     @property
     def rank(self) -> int: ...

@@ -1,13 +1,14 @@
 """Type stubs of linerate.rdma."""
 
 from types import TracebackType
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, final, Optional, Tuple, Type
 
 from typing_extensions import Self
 
 _Addr = Tuple[str, int]
 _Event = Dict[str, Any]
 
+@final
 class RdmaNode:
     @property
     def address(self) -> _Addr: ...
@@ -22,6 +23,7 @@ class RdmaNode:
     def wait_completion(self, ms: float = 1000.0) -> Optional[_Event]: ...
     def counters(self) -> Dict[str, int]: ...
 
+@final
 class ShmNode:
     @staticmethod
     def create(name: str, cidr: str, port: int = ..., mtu: int = 1500) -> ShmNode: ...

@@ -1,13 +1,16 @@
 """Type stubs of linerate.spn."""
 
 from os import PathLike
-from typing import Dict, Optional, Union
+from typing import Dict, final, Optional, Union
+
+from typing_extensions import Self
 
 import numpy as np
 import numpy.typing as npt
 
 from ._linerate import Host
 
+@final
 class Model:
     @staticmethod
     def load(path: Union[str, PathLike[str]]) -> Model: ...
@@ -29,8 +32,10 @@ class Model:
         self, x: npt.ArrayLike, mask: Optional[npt.ArrayLike] = None, threads: int = 1
     ) -> npt.NDArray[np.float64]: ...
 
+@final
 class Service:
-    def __init__(self, host: Host, model: Model, port: int = 5005, workers: int = 0) -> None: ...
+    def __new__(
+        cls, host: Host, model: Model, port: int = 5005, workers: int = 0) -> Self: ...
     def serve(self) -> int: ...
     def counters(self) -> Dict[str, int]: ...
     @property
