@@ -4,6 +4,7 @@ a linerate host and get back what the host sends, as scapy packets.
 The host must be a bench host: ``net.host("10.0.0.2/24", bench=True)``.
 """
 
+import errno
 from typing import Any, List
 
 from scapy.layers.l2 import Ether
@@ -14,7 +15,7 @@ from ._linerate import Host, Testbed
 def inject(host: Host, pkt: Any) -> None:
     """Put a scapy packet on the wire towards a bench host (it arrives at the next step)."""
     if not host.send_frame(bytes(pkt)):
-        raise RuntimeError("the bench link is full")
+        raise BlockingIOError(errno.EAGAIN, "the bench link is full")
 
 
 def collect(host: Host) -> List[Any]:
