@@ -70,11 +70,14 @@ impl LiveHost {
 
 /// A host as sockets see it: one of a testbed, or a live one (None once closed).
 pub(crate) enum HostRef {
+    /// Host `id` of testbed `tb`.
     Virtual { tb: Py<PyTestbed>, id: HostId },
+    /// A host on a TAP or shared memory, shared by the `Host` and its sockets.
     Live(Rc<RefCell<Option<LiveHost>>>),
 }
 
 impl HostRef {
+    /// Another reference to the same host.
     pub(crate) fn clone_ref(&self, py: Python<'_>) -> HostRef {
         match self {
             HostRef::Virtual { tb, id } => HostRef::Virtual { tb: tb.clone_ref(py), id: *id },
