@@ -341,6 +341,7 @@ impl PyHost {
         self.close()
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("<linerate.Host {}>", self.host.describe(py))
     }

@@ -50,6 +50,7 @@ impl PyBlacklist {
         self.set.len()
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self) -> String {
         format!("<linerate.middlebox.Blacklist of {} prefixes>", self.set.len())
     }
@@ -84,6 +85,7 @@ impl PyFirewall {
         })
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self) -> String {
         format!("<linerate.middlebox.Firewall blacklist of {} prefixes>", self.fw.blacklist().len())
     }
@@ -142,6 +144,7 @@ impl PyIdsRules {
         self.skipped
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self) -> String {
         format!("<linerate.middlebox.IdsRules {} of {} rules loaded>", self.loaded, self.total)
     }
@@ -163,6 +166,7 @@ impl PyIds {
         PyIds { rules: rules.rules.clone() }
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self) -> String {
         format!("<linerate.middlebox.Ids {} rules>", self.rules.full.len())
     }

@@ -145,6 +145,7 @@ impl PyUdpSocket {
         self.close(py)
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self, py: Python<'_>) -> String {
         let port = self.port(py).map(|p| p.to_string()).unwrap_or_else(|_| "?".into());
         format!("<linerate.UdpSocket {}:{port} {}>", self.core.host.describe(py), self.core.state())
@@ -198,6 +199,7 @@ impl PyRawSocket {
         self.close(py)
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self, py: Python<'_>) -> String {
         format!("<linerate.RawSocket {} {}>", self.core.host.describe(py), self.core.state())
     }
@@ -247,6 +249,7 @@ impl PyTcpListener {
         self.close(py)
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self, py: Python<'_>) -> String {
         let state = if self.core.closed { "closed" } else { "listening" };
         format!("<linerate.TcpListener {}:{} {state}>", self.core.host.describe(py), self.l.port())
@@ -396,6 +399,7 @@ impl PyTcpConn {
         self.close(py)
     }
 
+    /// What it is and its state, for `repr()`.
     fn __repr__(&self, py: Python<'_>) -> String {
         let state = self.state(py).unwrap_or_else(|_| "?".into());
         let peer = self.peer.map(|p| format!(" -> {p}")).unwrap_or_default();
