@@ -32,7 +32,6 @@ use numpy::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::borrow::Cow;
-use std::time::Duration;
 
 fn rt<E: std::fmt::Display>(e: E) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
@@ -698,7 +697,7 @@ fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm
     if l.size > 254 || !(timeout > 0.0 && timeout.is_finite()) {
         return Err(PyValueError::new_err("at most 254 ranks, and a positive timeout"));
     }
-    let timeout = Duration::from_secs_f64(timeout);
+    let timeout = crate::duration_ms(timeout * 1e3)?;
     let (r, n) = (l.rank, l.size);
     let comm = py
         .allow_threads(|| -> Result<Communicator<ShmFabric>, String> {

@@ -140,7 +140,8 @@ impl PyCtx {
     }
 
     /// Replace the frame of `pkt` with `data` (at most the slot size).
-    fn set_data(&mut self, pkt: &Bound<'_, PyPacket>, data: &[u8]) -> PyResult<()> {
+    fn set_data(&mut self, pkt: &Bound<'_, PyPacket>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let data = &*crate::buf::bytes_like(data)?;
         let ctx = self.ctx()?;
         let mut b = pkt.borrow_mut();
         let p = b.pkt.as_mut().ok_or_else(|| PyValueError::new_err("this packet was already sent or dropped"))?;
@@ -317,8 +318,12 @@ impl Program for PyProgram {
     }
 }
 
-/// A unit program from a Python value: an object with `on_packet`, or "forward" / "to_host".
+/// A unit program from a Python value: an object with `on_packet`, a `Firewall` or `Ids`, or
+/// "forward" / "to_host".
 fn program(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Box<dyn Program>> {
+    if let Some(p) = crate::middlebox_apps::program(obj) {
+        return Ok(p);
+    }
     if let Ok(s) = obj.extract::<String>() {
         return match s.as_str() {
             "forward" => Ok(Box::new(Forwarder::cross())),
@@ -378,7 +383,8 @@ impl PyRuntime {
     }
 
     /// Queue `frame` to arrive on `port`.
-    fn send(&self, port: usize, frame: &[u8]) -> PyResult<()> {
+    fn send(&self, port: usize, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+        let frame = &*crate::buf::bytes_like(frame)?;
         self.ports.get(port).ok_or_else(|| PyValueError::new_err(format!("no port {port}")))?.send(frame);
         Ok(())
     }
@@ -390,8 +396,10 @@ impl PyRuntime {
     }
 
     /// Inject a frame from the host (through the load balancer).
-    fn inject(&self, frame: &[u8]) {
+    fn inject(&self, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+        let frame = &*crate::buf::bytes_like(frame)?;
         self.rt.control().inject(middlebox::HOST_PORT, frame);
+        Ok(())
     }
 
     /// Advance the virtual clock by `ns` nanoseconds.
@@ -479,5 +487,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRuntime>()?;
     m.add_class::<PyCtx>()?;
     m.add_class::<PyPacket>()?;
+    crate::middlebox_apps::register(m)?;
     Ok(())
 }

@@ -28,7 +28,7 @@ use rdma::{Completion, CompletionKind, Peer, RegionKey, Status, WriteOptions};
 use std::net::SocketAddrV4;
 
 /// An RDMA node of a testbed host (created by `Host.rdma()`); the testbed polls it as it runs.
-#[pyclass(name = "RdmaNode", unsendable)]
+#[pyclass(name = "RdmaNode", module = "linerate.rdma", unsendable)]
 pub(crate) struct PyRdmaNode {
     pub(crate) tb: Py<PyTestbed>,
     pub(crate) idx: usize,
@@ -118,7 +118,7 @@ impl PyRdmaNode {
         take: impl Fn(&rdma::RdmaNode) -> Option<Completion>,
     ) -> PyResult<Option<Completion>> {
         let mut t = self.tb.try_borrow_mut(py).map_err(rt)?;
-        let end = t.tb.now() + std::time::Duration::try_from_secs_f64(ms.max(0.0) / 1e3).map_err(val)?;
+        let end = t.tb.now() + crate::duration_ms(ms)?;
         loop {
             let node = t.rdma.get(self.idx).map(|(_, n)| n).ok_or_else(|| rt("no such RDMA node"))?;
             if let Some(c) = take(node) {

@@ -175,7 +175,7 @@ impl PyShmNode {
     }
 
     fn wait_on<'py>(&self, py: Python<'py>, q: &NotifyQueue, timeout: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let t = Duration::try_from_secs_f64(timeout.max(0.0)).map_err(val)?;
+        let t = crate::duration_ms(timeout * 1e3)?;
         let c: Option<Completion> = py.allow_threads(|| q.wait(t));
         c.map(|c| completion(py, &c)).transpose()
     }
@@ -212,7 +212,7 @@ impl PyShmNode {
     #[staticmethod]
     #[pyo3(signature = (name, cidr, port = rdma::DEFAULT_UDP_PORT, timeout = 10.0))]
     fn open(py: Python<'_>, name: &str, cidr: &str, port: u16, timeout: f64) -> PyResult<Self> {
-        let t = Duration::try_from_secs_f64(timeout.max(0.0)).map_err(val)?;
+        let t = crate::duration_ms(timeout * 1e3)?;
         let link = py.allow_threads(|| ShmLink::open(name, t)).map_err(rt)?;
         Self::start(link, cidr, port)
     }

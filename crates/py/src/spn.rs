@@ -13,7 +13,8 @@
 //! same = svc.query(a, x)                        # over UDP on the testbed
 //! ```
 
-use crate::{PyHost, PyTestbed};
+use crate::host::PyHost;
+use crate::PyTestbed;
 use apps::spn_service::record::Status;
 use apps::spn_service::{SpnClient, SpnService, SpnServiceConfig};
 use numpy::{PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -22,7 +23,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, LeafKind, Missing, Output, Spn};
 use std::sync::Arc;
-use std::time::Duration;
 use testbed::HostId;
 
 fn val<E: std::fmt::Display>(e: E) -> PyErr {
@@ -236,8 +236,7 @@ impl PyService {
         port: u16,
         workers: usize,
     ) -> PyResult<PyService> {
-        let tb = host.tb.clone_ref(py);
-        let id = host.id;
+        let (tb, id) = host.testbed_parts(py)?;
         let cfg = SpnServiceConfig { workers, ..Default::default() };
         let service = {
             let mut t = tb.try_borrow_mut(py).map_err(rt)?;
@@ -292,7 +291,8 @@ impl PyService {
                 x.shape()
             )));
         }
-        if !client.tb.is(&self.tb) {
+        let (client_tb, client_id) = client.testbed_parts(py)?;
+        if !client_tb.is(&self.tb) {
             return Err(PyValueError::new_err("the client host belongs to another testbed"));
         }
         let n = x.shape()[0];
@@ -312,21 +312,21 @@ impl PyService {
         let tb = &mut t.tb;
         let mtu = tb.config().mtu;
         let server = std::net::SocketAddrV4::new(tb.host_ref(self.id).ip(), self.service_port(tb)?);
-        let mut c = SpnClient::udp(tb.host(client.id), server, nv).map_err(val)?;
+        let mut c = SpnClient::udp(tb.host(client_id), server, nv).map_err(val)?;
         let per = vectors_per_request
             .unwrap_or_else(|| c.max_vectors(mtu, masks.is_some()))
             .clamp(1, c.max_vectors(mtu, masks.is_some()).max(1));
         let mask_len = nv.div_ceil(8);
         let mut values = Vec::with_capacity(n);
         let (mut next, mut answered, requests) = (0usize, 0usize, n.div_ceil(per));
-        let deadline = tb.now() + Duration::from_secs_f64(timeout_ms.max(0.0) / 1e3);
+        let deadline = tb.now() + crate::duration_ms(timeout_ms)?;
         let mut failure = None;
         while answered < requests && tb.now() < deadline {
             while next < n && c.outstanding() < window.max(1) {
                 let end = (next + per).min(n);
                 let m = masks.as_ref().map(|m| &m[next * mask_len..end * mask_len]);
                 let now = tb.now();
-                if !c.send(tb.host(client.id), &bytes[next * nv..end * nv], m, log, now).map_err(rt)? {
+                if !c.send(tb.host(client_id), &bytes[next * nv..end * nv], m, log, now).map_err(rt)? {
                     break;
                 }
                 next = end;
@@ -334,7 +334,7 @@ impl PyService {
             tb.step().map_err(rt)?;
             self.service.serve(tb.host(self.id)).map_err(rt)?;
             let now = tb.now();
-            while let Some(r) = c.poll_reply(tb.host(client.id), now, &mut values).map_err(rt)? {
+            while let Some(r) = c.poll_reply(tb.host(client_id), now, &mut values).map_err(rt)? {
                 answered += 1;
                 if let Err(code) = r.status {
                     let why = Status::from_code(code).map_or("unknown status", |s| s.describe());
@@ -347,7 +347,7 @@ impl PyService {
         }
         let lost = c.counters.lost;
         if let apps::spn_service::Transport::Udp(h) = c.transport() {
-            let _ = tb.host(client.id).udp_close(h);
+            let _ = tb.host(client_id).udp_close(h);
         }
         if let Some(f) = failure {
             return Err(PyRuntimeError::new_err(f));

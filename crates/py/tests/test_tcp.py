@@ -49,7 +49,7 @@ def test_refused_connection_raises():
     net.run(ms=2)
     try:
         c.connected
-    except RuntimeError as e:
+    except ConnectionRefusedError as e:
         assert "refused" in str(e)
     else:
         raise AssertionError("expected refused")

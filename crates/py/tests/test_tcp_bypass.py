@@ -52,7 +52,7 @@ def test_bypass_without_a_handler_is_refused():
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     c, s = establish(net, a, b)
-    with pytest.raises(RuntimeError, match="handler"):
+    with pytest.raises(ValueError, match="handler"):
         s.set_rx_bypass(True)
 
 

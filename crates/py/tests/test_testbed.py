@@ -75,12 +75,12 @@ def test_bad_input_gives_clear_errors(net):
     with pytest.raises(ValueError, match="not a valid IPv4"):
         net.host("10.0.0.300/24")
     a = net.host("10.0.0.1/24")
-    with pytest.raises(ValueError, match="already in use"):
+    with pytest.raises(OSError, match="already in use"):
         a.udp_bind(5)
         a.udp_bind(5)
     with pytest.raises(ValueError, match="not an IPv4 address"):
         a.ping("nowhere")
     with pytest.raises(ValueError, match="probability"):
         net.host("10.0.0.3/24", loss=2.0)
-    with pytest.raises(ValueError, match="exceeds"):
+    with pytest.raises(OSError, match="exceeds"):
         a.udp_bind().send_to(b"x" * 65508, ("10.0.0.2", 9))

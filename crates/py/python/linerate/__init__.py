@@ -1,4 +1,5 @@
-"""linerate from Python: in-process testbeds of linerate hosts on virtual time.
+"""linerate from Python: linerate hosts on an in-process testbed (virtual time), on a TAP
+device in a network namespace, or on a shared-memory link, with sockets shaped like Python's.
 
 >>> import linerate as lr
 >>> net = lr.Testbed()
@@ -7,15 +8,16 @@
 3
 """
 
-from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, collective, counter_names, middlebox, rdma, spn
+from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, __version__, counter_names
+from . import collective, middlebox, rdma, spn
 from . import spn_client  # pure Python: the SPN service client (works without the native module too)
 
 __all__ = [
-    "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective", "rdma",
+    "__version__", "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective", "rdma",
 ]
 
 
-def rx_accounted(counters: dict) -> bool:
+def rx_accounted(counters: "dict[str, int]") -> bool:
     """True if every received frame is either delivered or counted under one drop reason."""
     first_tx_drop = counter_names().index("drop_icmp_rate_limited")
     rx_drops = sum(

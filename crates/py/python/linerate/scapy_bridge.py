@@ -4,21 +4,26 @@ a linerate host and get back what the host sends, as scapy packets.
 The host must be a bench host: ``net.host("10.0.0.2/24", bench=True)``.
 """
 
+import errno
+from typing import Any, List
+
 from scapy.layers.l2 import Ether
 
+from ._linerate import Host, Testbed
 
-def inject(host, pkt) -> None:
+
+def inject(host: Host, pkt: Any) -> None:
     """Put a scapy packet on the wire towards a bench host (it arrives at the next step)."""
     if not host.send_frame(bytes(pkt)):
-        raise RuntimeError("the bench link is full")
+        raise BlockingIOError(errno.EAGAIN, "the bench link is full")
 
 
-def collect(host) -> list:
+def collect(host: Host) -> List[Any]:
     """Everything the host has sent since the last call, as scapy Ether packets."""
     return [Ether(f) for f in host.collect()]
 
 
-def exchange(net, host, pkt, ms: float = 1.0) -> list:
+def exchange(net: Testbed, host: Host, pkt: Any, ms: float = 1.0) -> List[Any]:
     """Inject ``pkt``, run the testbed for ``ms`` milliseconds, return what the host sent."""
     inject(host, pkt)
     net.run(ms=ms)

@@ -1,0 +1,545 @@
+//! `linerate.Host`: a linerate host on a testbed (virtual time), on a TAP device in a network
+//! namespace of its own, or on one end of a shared-memory link (both on wall-clock time).
+
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::rc::Rc;
+use std::time::{Duration, Instant as StdInstant};
+
+use link::shm::ShmLink;
+use link::{Link, LinkConfig};
+use net::{Config, Stack, TcpHandle};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use testbed::netns::Netns;
+use testbed::{HostId, HostStack, TapSetup, Testbed};
+
+use crate::buf::bytes_like;
+use crate::errors::{self, closed, unsupported, val};
+use crate::sockets::{PyRawSocket, PyTcpConn, PyTcpListener, PyUdpSocket};
+use crate::{parse_ip, rdma, rx_bypass, PyTestbed};
+
+/// What a live host runs on (kept alive as long as the host).
+enum Medium {
+    /// A TAP device in namespace `ns` (deleted with it), whose Linux side is `linux_ip`.
+    Tap { ns: Netns, linux_ip: Ipv4Addr },
+    /// One end of the shared-memory link at `path`.
+    Shm { path: String },
+}
+
+/// A host on a real link, polled on the wall clock.
+pub(crate) struct LiveHost {
+    stack: HostStack,
+    medium: Medium,
+    /// Exceptions of RX-bypass callables, re-raised by `Host.run`.
+    handler_errors: rx_bypass::HandlerErrors,
+}
+
+/// How often a live host that found nothing to do sleeps before polling again.
+const IDLE_SLEEP: Duration = Duration::from_micros(50);
+
+impl LiveHost {
+    /// Poll until `done` says so or `limit` has passed; true if `done` said so.
+    fn poll_until(
+        &mut self,
+        py: Python<'_>,
+        limit: Duration,
+        mut done: impl FnMut(&mut HostStack) -> bool,
+    ) -> PyResult<bool> {
+        let end = StdInstant::now() + limit;
+        let mut last_signal_check = StdInstant::now();
+        loop {
+            let moved = self.stack.poll(link::Instant::now()).map_err(errors::net)?;
+            if done(&mut self.stack) {
+                return Ok(true);
+            }
+            let now = StdInstant::now();
+            if now >= end {
+                return Ok(false);
+            }
+            if now.duration_since(last_signal_check) > Duration::from_millis(10) {
+                py.check_signals()?;
+                last_signal_check = now;
+            }
+            if moved == 0 {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+    }
+}
+
+/// A host as sockets see it: one of a testbed, or a live one (None once closed).
+pub(crate) enum HostRef {
+    /// Host `id` of testbed `tb`.
+    Virtual { tb: Py<PyTestbed>, id: HostId },
+    /// A host on a TAP or shared memory, shared by the `Host` and its sockets.
+    Live(Rc<RefCell<Option<LiveHost>>>),
+}
+
+impl HostRef {
+    /// Another reference to the same host.
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> HostRef {
+        match self {
+            HostRef::Virtual { tb, id } => HostRef::Virtual { tb: tb.clone_ref(py), id: *id },
+            HostRef::Live(l) => HostRef::Live(l.clone()),
+        }
+    }
+
+    /// Run `f` on the host's stack.
+    pub(crate) fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut HostStack) -> PyResult<T>) -> PyResult<T> {
+        match self {
+            HostRef::Virtual { tb, id } => {
+                let mut t = tb.try_borrow_mut(py).map_err(errors::rt)?;
+                f(t.tb.host(*id))
+            }
+            HostRef::Live(l) => {
+                let mut l = l.try_borrow_mut().map_err(errors::rt)?;
+                f(&mut l.as_mut().ok_or_else(|| closed("host"))?.stack)
+            }
+        }
+    }
+
+    /// Run `f` on the host's testbed; live hosts have none (`OSError(EOPNOTSUPP)`, `what`).
+    fn with_testbed<T>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        f: impl FnOnce(&mut PyTestbed, HostId) -> PyResult<T>,
+    ) -> PyResult<T> {
+        match self {
+            HostRef::Virtual { tb, id } => f(&mut *tb.try_borrow_mut(py).map_err(errors::rt)?, *id),
+            HostRef::Live(_) => Err(unsupported(&format!("{what} needs a testbed host"))),
+        }
+    }
+
+    /// Run the network until `done` holds for the host's stack or `limit` has passed: virtual
+    /// time on a testbed, wall-clock time on a live host.
+    fn run_until(
+        &self,
+        py: Python<'_>,
+        limit: Duration,
+        mut done: impl FnMut(&mut HostStack) -> bool,
+    ) -> PyResult<bool> {
+        match self {
+            HostRef::Virtual { tb, id } => {
+                let mut t = tb.try_borrow_mut(py).map_err(errors::rt)?;
+                let mut hit = false;
+                t.tb.run_until(limit, |tb| {
+                    hit = done(tb.host(*id));
+                    hit
+                })
+                .map_err(errors::testbed)?;
+                Ok(hit)
+            }
+            HostRef::Live(l) => {
+                let mut l = l.try_borrow_mut().map_err(errors::rt)?;
+                l.as_mut().ok_or_else(|| closed("host"))?.poll_until(py, limit, done)
+            }
+        }
+    }
+
+    /// Move frames once: a testbed step (collecting a bench host's output), or one poll.
+    fn step(&self, py: Python<'_>) -> PyResult<()> {
+        match self {
+            HostRef::Virtual { tb, id } => {
+                let mut t = tb.try_borrow_mut(py).map_err(errors::rt)?;
+                t.tb.step().map_err(errors::testbed)?;
+                if t.tb.is_bench(*id) {
+                    t.tb.bench_collect(*id).map_err(errors::testbed)?;
+                }
+                Ok(())
+            }
+            HostRef::Live(_) => self.with(py, |s| s.poll(link::Instant::now()).map(drop).map_err(errors::net)),
+        }
+    }
+
+    /// Address and medium, for `repr`.
+    pub(crate) fn describe(&self, py: Python<'_>) -> String {
+        let medium = match self {
+            HostRef::Virtual { .. } => "testbed".to_string(),
+            HostRef::Live(l) => match l.try_borrow().ok().as_deref() {
+                Some(Some(LiveHost { medium: Medium::Tap { ns, .. }, .. })) => {
+                    format!("TAP in namespace {}", ns.name())
+                }
+                Some(Some(LiveHost { medium: Medium::Shm { path }, .. })) => format!("shared memory {path}"),
+                Some(None) => return "closed".to_string(),
+                None => "live".to_string(),
+            },
+        };
+        match self.with(py, |s| Ok(s.ip())) {
+            Ok(ip) => format!("{ip} on {medium}"),
+            Err(_) => medium,
+        }
+    }
+}
+
+/// A linerate host: on a `Testbed` (virtual time), on a TAP device (`Host.on_tap`), or on a
+/// shared-memory link (`Host.on_shm`). Its sockets behave like Python's non-blocking ones.
+#[pyclass(name = "Host", module = "linerate", unsendable)]
+pub(crate) struct PyHost {
+    pub(crate) host: HostRef,
+    /// "testbed", "tap" or "shm".
+    pub(crate) kind: &'static str,
+}
+
+impl PyHost {
+    fn live(stack: HostStack, medium: Medium) -> PyHost {
+        let kind = match medium {
+            Medium::Tap { .. } => "tap",
+            Medium::Shm { .. } => "shm",
+        };
+        let live = LiveHost { stack, medium, handler_errors: Default::default() };
+        PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))), kind }
+    }
+
+    /// The testbed and id of a testbed host; `OSError(EOPNOTSUPP)` for live hosts.
+    pub(crate) fn testbed_parts(&self, py: Python<'_>) -> PyResult<(Py<PyTestbed>, HostId)> {
+        match &self.host {
+            HostRef::Virtual { tb, id } => Ok((tb.clone_ref(py), *id)),
+            HostRef::Live(_) => Err(unsupported("this needs a testbed host")),
+        }
+    }
+
+    /// The live host, or an error naming what needs one.
+    fn with_live<T>(&self, f: impl FnOnce(&mut LiveHost) -> PyResult<T>) -> PyResult<T> {
+        match &self.host {
+            HostRef::Live(l) => f(l.try_borrow_mut().map_err(errors::rt)?.as_mut().ok_or_else(|| closed("host"))?),
+            HostRef::Virtual { .. } => Err(unsupported("only hosts on a TAP or shared memory have this")),
+        }
+    }
+}
+
+/// A host configuration from "a.b.c.d/len", an MTU and an optional gateway, validated.
+fn host_config(cidr: &str, mtu: usize, gateway: Option<&str>) -> PyResult<Config> {
+    if !(LinkConfig::MIN_MTU..=9000).contains(&mtu) {
+        return Err(val(format!("mtu {mtu} is outside {}..=9000", LinkConfig::MIN_MTU)));
+    }
+    let mut cfg = Config::parse_host(cidr).map_err(errors::net)?.mtu(mtu);
+    cfg.gateway = gateway.map(parse_ip).transpose()?;
+    cfg.validate().map_err(errors::net)?;
+    Ok(cfg)
+}
+
+#[pymethods]
+impl PyHost {
+    /// A host on a TAP device in a new network namespace `<prefix>-<pid>-<n>` (needs root):
+    /// the Linux side of the TAP is `linux_cidr`, the linerate host `cidr`. `close()` (or
+    /// leaving a `with` block) deletes the namespace and the TAP. Poll it with `run`.
+    #[staticmethod]
+    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, gateway = None, prefix = "lr-py"))]
+    fn on_tap(cidr: &str, linux_cidr: &str, mtu: usize, gateway: Option<&str>, prefix: &str) -> PyResult<PyHost> {
+        let cfg = host_config(cidr, mtu, gateway)?;
+        let linux = linux_cidr.split('/').next().unwrap_or("");
+        parse_ip(linux)?;
+        if !linux_cidr.contains('/') {
+            return Err(val(format!("linux_cidr '{linux_cidr}' needs a prefix length (a.b.c.d/len)")));
+        }
+        let ok_prefix = !prefix.is_empty()
+            && prefix.len() <= 24
+            && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok_prefix {
+            return Err(val(format!("namespace prefix {prefix:?} must be 1..=24 characters of [A-Za-z0-9_-]")));
+        }
+        let TapSetup { ns, stack, linux_ip } =
+            TapSetup::create(prefix, linux_cidr, cfg, None).map_err(errors::testbed)?;
+        Ok(PyHost::live(stack, Medium::Tap { ns, linux_ip }))
+    }
+
+    /// A host on the shared-memory link `name` (`/dev/shm/linerate-<name>`): `create=True`
+    /// makes the link (side A, removed when this host closes), `create=False` opens it
+    /// (side B), waiting up to `timeout` seconds for it to appear. Poll it with `run`.
+    #[staticmethod]
+    #[pyo3(signature = (name, cidr, create, mtu = 1500, timeout = 10.0))]
+    fn on_shm(name: &str, cidr: &str, create: bool, mtu: usize, timeout: f64) -> PyResult<PyHost> {
+        if !(0.0..=3600.0).contains(&timeout) {
+            return Err(val(format!("timeout {timeout} is outside 0..=3600 seconds")));
+        }
+        let link = if create {
+            let cfg = host_config(cidr, mtu, None)?;
+            ShmLink::create(name, LinkConfig { mtu: cfg.mtu, ..Default::default() }).map_err(errors::link)?
+        } else {
+            ShmLink::open(name, Duration::from_secs_f64(timeout)).map_err(errors::link)?
+        };
+        // The opener takes the MTU the creator chose.
+        let link_mtu = link.max_frame().saturating_sub(18);
+        let cfg = host_config(cidr, link_mtu, None)?;
+        let path = link.path().to_string();
+        let stack = Stack::new(cfg, Box::new(link) as Box<dyn Link>).map_err(errors::net)?;
+        Ok(PyHost::live(stack, Medium::Shm { path }))
+    }
+
+    /// The host's IPv4 address.
+    #[getter]
+    fn ip(&self, py: Python<'_>) -> PyResult<String> {
+        self.host.with(py, |s| Ok(s.ip().to_string()))
+    }
+
+    /// The host's MAC address.
+    #[getter]
+    fn mac(&self, py: Python<'_>) -> PyResult<String> {
+        self.host.with(py, |s| Ok(s.mac().to_string()))
+    }
+
+    /// Where the host runs: "testbed", "tap" or "shm".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The network namespace of a TAP host (None for other hosts).
+    #[getter]
+    fn netns(&self) -> Option<String> {
+        self.with_live(|l| match &l.medium {
+            Medium::Tap { ns, .. } => Ok(Some(ns.name().to_string())),
+            Medium::Shm { .. } => Ok(None),
+        })
+        .unwrap_or(None)
+    }
+
+    /// The address of the Linux side of a TAP host (None for other hosts).
+    #[getter]
+    fn linux_ip(&self) -> Option<String> {
+        self.with_live(|l| match &l.medium {
+            Medium::Tap { linux_ip, .. } => Ok(Some(linux_ip.to_string())),
+            Medium::Shm { .. } => Ok(None),
+        })
+        .unwrap_or(None)
+    }
+
+    /// Run the network for `ms` milliseconds: the whole testbed (virtual time) for a testbed
+    /// host, this host polled on the wall clock for a live one.
+    #[pyo3(signature = (ms = 1.0))]
+    fn run(&self, py: Python<'_>, ms: f64) -> PyResult<()> {
+        let d = crate::duration_ms(ms)?;
+        match &self.host {
+            HostRef::Virtual { tb, .. } => tb.try_borrow_mut(py).map_err(errors::rt)?.advance(d),
+            HostRef::Live(_) => {
+                self.host.run_until(py, d, |_| false)?;
+                self.with_live(|l| rx_bypass::take_error(&l.handler_errors))
+            }
+        }
+    }
+
+    /// Close a live host: its sockets stop working, its namespace and TAP (or its
+    /// shared-memory link) go away. Idempotent; a testbed host lives as long as its testbed.
+    fn close(&self) -> PyResult<()> {
+        if let HostRef::Live(l) = &self.host {
+            let gone = l.try_borrow_mut().map_err(errors::rt)?.take();
+            drop(gone);
+        }
+        Ok(())
+    }
+
+    /// `with Host.on_tap(...) as h:` closes the host at the end of the block.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Close the host (see `close`).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.close()
+    }
+
+    /// What it is and its state, for `repr()`.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<linerate.Host {}>", self.host.describe(py))
+    }
+
+    /// Bind a UDP socket (port 0: ephemeral).
+    #[pyo3(signature = (port = 0))]
+    fn udp_bind(&self, py: Python<'_>, port: u16) -> PyResult<PyUdpSocket> {
+        let h = self.host.with(py, |s| s.udp_bind(port).map_err(errors::net))?;
+        Ok(PyUdpSocket::new(self.host.clone_ref(py), h))
+    }
+
+    /// Install the RX-bypass handler of this host: `callback(slot, data)` receives the
+    /// in-order payload of every connection switched to bypass (`TcpConn.set_rx_bypass`),
+    /// straight from the frame, while the network runs. It must not call into linerate; its
+    /// exceptions are re-raised by `Testbed.run`/`step` (`Host.run` for live hosts).
+    fn set_rx_handler(&self, py: Python<'_>, callback: PyObject) -> PyResult<()> {
+        if !callback.bind(py).is_callable() {
+            return Err(pyo3::exceptions::PyTypeError::new_err("the RX handler must be callable"));
+        }
+        let errors = match &self.host {
+            HostRef::Virtual { tb, .. } => tb.try_borrow(py).map_err(errors::rt)?.handler_errors.clone(),
+            HostRef::Live(_) => self.with_live(|l| Ok(l.handler_errors.clone()))?,
+        };
+        self.host.with(py, |s| {
+            s.tcp_set_rx_handler(rx_bypass::handler(callback, errors));
+            Ok(())
+        })
+    }
+
+    /// A new watcher of TCP connection activity; returns its number for `take_activity`.
+    fn tcp_watch(&self, py: Python<'_>) -> PyResult<usize> {
+        self.host.with(py, |s| s.tcp_watch().map(|w| w.index()).map_err(errors::net))
+    }
+
+    /// The slots (`TcpConn.slot`) of the connections with activity since watcher `watch`
+    /// last looked: a segment was processed for them, or they ended.
+    fn take_activity(&self, py: Python<'_>, watch: usize) -> PyResult<Vec<u32>> {
+        self.host.with(py, |s| {
+            let mut out = Vec::new();
+            let w = net::TcpWatch::from_index(watch).ok_or_else(|| val(format!("no watcher {watch}")))?;
+            s.tcp_take_activity(w, &mut out);
+            Ok(out.into_iter().map(TcpHandle::slot).collect())
+        })
+    }
+
+    /// Listen for TCP connections on `port`.
+    #[pyo3(signature = (port, backlog = 128))]
+    fn tcp_listen(&self, py: Python<'_>, port: u16, backlog: usize) -> PyResult<PyTcpListener> {
+        if backlog == 0 || backlog > 65535 {
+            return Err(val(format!("backlog {backlog} is outside 1..=65535")));
+        }
+        let l = self.host.with(py, |s| s.tcp_listen(port, backlog).map_err(errors::net))?;
+        Ok(PyTcpListener::new(self.host.clone_ref(py), l))
+    }
+
+    /// Open a TCP connection to `(ip, port)`; the handshake completes as the network runs
+    /// (see `TcpConn.connected`, which raises ConnectionRefusedError if the peer resets).
+    fn tcp_connect(&self, py: Python<'_>, addr: (String, u16)) -> PyResult<PyTcpConn> {
+        let dst = SocketAddrV4::new(parse_ip(&addr.0)?, addr.1);
+        let h = self.host.with(py, |s| s.tcp_connect(dst).map_err(errors::net))?;
+        Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst)))
+    }
+
+    /// An RDMA node on this testbed host, over UDP `port` (reliable connectionless writes,
+    /// seed 001); the testbed polls it as it runs.
+    #[pyo3(signature = (port = ::rdma::DEFAULT_UDP_PORT))]
+    fn rdma(&self, py: Python<'_>, port: u16) -> PyResult<rdma::PyRdmaNode> {
+        let HostRef::Virtual { tb, .. } = &self.host else {
+            return Err(unsupported("Host.rdma needs a testbed host (use linerate.rdma.ShmNode)"));
+        };
+        let idx = self.host.with_testbed(py, "Host.rdma", |t, id| {
+            let node = ::rdma::RdmaNode::new(t.tb.host(id), ::rdma::RdmaConfig::default().udp(port))
+                .map_err(|e| val(e.to_string()))?;
+            t.rdma.push((id, node));
+            Ok(t.rdma.len() - 1)
+        })?;
+        Ok(rdma::PyRdmaNode { tb: tb.clone_ref(py), idx })
+    }
+
+    /// Bind a raw Ethernet socket to an EtherType.
+    fn raw_bind(&self, py: Python<'_>, ethertype: u16) -> PyResult<PyRawSocket> {
+        let h = self.host.with(py, |s| s.raw_bind(ethertype).map_err(errors::net))?;
+        Ok(PyRawSocket::new(self.host.clone_ref(py), h))
+    }
+
+    /// Ping `dst` `count` times (running the network); returns the round-trip times in µs
+    /// (virtual time on a testbed) of the replies that came back within `timeout_ms` each.
+    #[pyo3(signature = (dst, count = 1, size = 56, timeout_ms = 1000.0))]
+    fn ping(&self, py: Python<'_>, dst: &str, count: u16, size: usize, timeout_ms: f64) -> PyResult<Vec<f64>> {
+        let dst = parse_ip(dst)?;
+        if size > 65000 {
+            return Err(val(format!("ping size {size} exceeds 65000 bytes")));
+        }
+        let limit = crate::duration_ms(timeout_ms)?;
+        let mut rtts = Vec::new();
+        for seq in 0..count {
+            self.host.with(py, |s| s.ping(dst, seq, size).map_err(errors::net))?;
+            let mut got = None;
+            self.host.run_until(py, limit, |s| {
+                while let Some(r) = s.ping_reply() {
+                    if r.seq == seq {
+                        got = Some(r.rtt);
+                    }
+                }
+                got.is_some()
+            })?;
+            if let Some(rtt) = got {
+                rtts.push(rtt.as_nanos() as f64 / 1e3);
+            }
+        }
+        Ok(rtts)
+    }
+
+    /// All counters as a dict name -> value.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let values: Vec<(&'static str, u64)> = self.host.with(py, |s| Ok(s.counters().iter().collect()))?;
+        for (k, v) in values {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// The ARP cache as a dict ip -> mac.
+    fn arp_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (ip, mac) in self.host.with(py, |s| Ok(s.arp_entries()))? {
+            d.set_item(ip.to_string(), mac.to_string())?;
+        }
+        Ok(d)
+    }
+
+    /// Feed one frame (any bytes-like object) straight into the host's receive path.
+    fn inject(&self, py: Python<'_>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+        let frame = bytes_like(frame)?;
+        self.host.with(py, |s| s.inject(&frame).map_err(errors::net))
+    }
+
+    /// Feed many frames: `data` holds them back to back, `lengths` gives each one's size.
+    fn inject_many(&self, py: Python<'_>, data: &Bound<'_, PyAny>, lengths: Vec<usize>) -> PyResult<()> {
+        let data = bytes_like(data)?;
+        if lengths.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(data.len()) {
+            return Err(val("the lengths do not add up to the size of data"));
+        }
+        let mut off = 0;
+        for (i, n) in lengths.into_iter().enumerate() {
+            self.host.with(py, |s| s.inject(&data[off..off + n]).map_err(errors::net))?;
+            off += n;
+            if i % 256 == 255 {
+                self.host.step(py)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Feed `count` byte mutations (flips, random bytes, truncation, extension) of the
+    /// `seeds` frames into the receive path, deterministically from `seed`.
+    #[pyo3(signature = (seeds, count, seed = 1))]
+    fn inject_mutations(&self, py: Python<'_>, seeds: Vec<Vec<u8>>, count: usize, seed: u64) -> PyResult<()> {
+        if seeds.is_empty() {
+            return Err(val("at least one seed frame is needed"));
+        }
+        let mut rng = seed | 1;
+        let mut frame = Vec::with_capacity(16384);
+        for i in 0..count {
+            testbed::mutate::mutate(&seeds[i % seeds.len()], &mut rng, &mut frame);
+            self.host.with(py, |s| s.inject(&frame).map_err(errors::net))?;
+            if i % 256 == 255 {
+                self.host.step(py)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Put a frame on the wire towards a bench host (it is received at the next step).
+    fn send_frame(&self, py: Python<'_>, frame: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let frame = bytes_like(frame)?;
+        self.host.with_testbed(py, "Host.send_frame", |t, id| {
+            require_bench(&t.tb, id)?;
+            t.tb.bench_inject(id, &frame).map_err(errors::testbed)
+        })
+    }
+
+    /// Every frame a bench host has sent since the last call.
+    fn collect<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let frames = self.host.with_testbed(py, "Host.collect", |t, id| {
+            require_bench(&t.tb, id)?;
+            t.tb.bench_collect(id).map_err(errors::testbed)
+        })?;
+        Ok(frames.iter().map(|f| PyBytes::new(py, f)).collect())
+    }
+}
+
+/// `ValueError` unless host `id` was added with `bench=True`.
+fn require_bench(tb: &Testbed, id: HostId) -> PyResult<()> {
+    if tb.is_bench(id) {
+        Ok(())
+    } else {
+        Err(val("not a bench host (add it with Testbed.host(..., bench=True))"))
+    }
+}

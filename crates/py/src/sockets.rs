@@ -1,0 +1,439 @@
+//! The sockets of a host (`UdpSocket`, `RawSocket`, `TcpListener`, `TcpConn`), shaped like
+//! Python's non-blocking sockets: bytes-like data, `OSError` subclasses with errno, context
+//! managers, idempotent `close()`, and a `repr` with addresses and state.
+
+use std::net::SocketAddrV4;
+
+use net::{RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use crate::buf::{bytes_like, WritableBuffer};
+use crate::errors::{self, closed, val, would_block};
+use crate::host::HostRef;
+use crate::parse_ip;
+
+/// A datagram and its sender as Python sees them: `(data, (ip, port))`.
+type Datagram<'py> = (Bound<'py, PyBytes>, (String, u16));
+
+/// Largest UDP datagram and raw frame handed to Python.
+const MAX_DATAGRAM: usize = 65536;
+
+/// A host and whether the socket on it was closed: what every socket class shares.
+pub(crate) struct SocketCore {
+    host: HostRef,
+    closed: bool,
+    what: &'static str,
+}
+
+impl SocketCore {
+    fn new(host: HostRef, what: &'static str) -> Self {
+        SocketCore { host, closed: false, what }
+    }
+
+    /// Run `f` on the host's stack; `OSError(EBADF)` once the socket is closed.
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(&mut testbed::HostStack) -> PyResult<T>) -> PyResult<T> {
+        if self.closed {
+            return Err(closed(self.what));
+        }
+        self.host.with(py, f)
+    }
+
+    /// Close once with `f`; later calls do nothing. A handle the stack already released
+    /// (a reset connection) is not an error.
+    fn close(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut testbed::HostStack) -> Result<(), net::NetError>,
+    ) -> PyResult<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        match self.host.with(py, |s| Ok(f(s))) {
+            Ok(Ok(())) | Ok(Err(net::NetError::BadHandle)) => Ok(()),
+            // A live host closed first took its sockets with it.
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOSError>(py) => Ok(()),
+            Ok(Err(e)) => Err(errors::net(e)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn state(&self) -> &'static str {
+        if self.closed {
+            "closed"
+        } else {
+            "open"
+        }
+    }
+}
+
+/// `(ip, port)` as a socket address.
+fn sockaddr(addr: &(String, u16)) -> PyResult<SocketAddrV4> {
+    Ok(SocketAddrV4::new(parse_ip(&addr.0)?, addr.1))
+}
+
+/// A UDP socket of a host.
+#[pyclass(name = "UdpSocket", module = "linerate", unsendable)]
+pub(crate) struct PyUdpSocket {
+    core: SocketCore,
+    h: UdpHandle,
+}
+
+impl PyUdpSocket {
+    pub(crate) fn new(host: HostRef, h: UdpHandle) -> Self {
+        PyUdpSocket { core: SocketCore::new(host, "UDP socket"), h }
+    }
+}
+
+#[pymethods]
+impl PyUdpSocket {
+    /// The local port.
+    #[getter]
+    fn port(&self, py: Python<'_>) -> PyResult<u16> {
+        self.core.with(py, |s| s.udp_port(self.h).map_err(errors::net))
+    }
+
+    /// ICMP errors received about datagrams this socket sent.
+    #[getter]
+    fn icmp_errors(&self, py: Python<'_>) -> PyResult<u64> {
+        self.core.with(py, |s| s.udp_icmp_errors(self.h).map_err(errors::net))
+    }
+
+    /// Send a datagram (any bytes-like object) to `(ip, port)`; False if the link is full
+    /// (retry after running the network). Too large: `OSError(EMSGSIZE)`.
+    fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, u16)) -> PyResult<bool> {
+        let data = bytes_like(data)?;
+        let dst = sockaddr(&addr)?;
+        self.core.with(py, |s| s.udp_send_to(self.h, dst, &data).map_err(errors::net))
+    }
+
+    /// The next datagram as `(data, (ip, port))`, or None if none is waiting.
+    fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<Datagram<'py>>> {
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        Ok(got.map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))))
+    }
+
+    /// Like `socket.recvfrom_into`: the next datagram into `buffer` (a bytearray or writable
+    /// memoryview; longer datagrams are cut), as `(nbytes, (ip, port))`; BlockingIOError if
+    /// none is waiting.
+    fn recv_from_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<(usize, (String, u16))> {
+        let out = WritableBuffer::get(buffer)?;
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        let (n, from) = got.ok_or_else(|| would_block("no datagram is waiting"))?;
+        let n = n.min(out.len());
+        out.fill(&buf[..n])?;
+        Ok((n, (from.ip().to_string(), from.port())))
+    }
+
+    /// Close the socket (idempotent); later use raises `OSError(EBADF)`.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let h = self.h;
+        self.core.close(py, |s| s.udp_close(h))
+    }
+
+    /// `with host.udp_bind() as s:` closes the socket at the end of the block.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Close the socket (see `close`).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    /// What it is and its state, for `repr()`.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let port = self.port(py).map(|p| p.to_string()).unwrap_or_else(|_| "?".into());
+        format!("<linerate.UdpSocket {}:{port} {}>", self.core.host.describe(py), self.core.state())
+    }
+}
+
+/// A raw Ethernet socket of a host, bound to one EtherType.
+#[pyclass(name = "RawSocket", module = "linerate", unsendable)]
+pub(crate) struct PyRawSocket {
+    core: SocketCore,
+    h: RawHandle,
+}
+
+impl PyRawSocket {
+    pub(crate) fn new(host: HostRef, h: RawHandle) -> Self {
+        PyRawSocket { core: SocketCore::new(host, "raw socket"), h }
+    }
+}
+
+#[pymethods]
+impl PyRawSocket {
+    /// Send `payload` (any bytes-like object) in one frame to MAC `dst` ("aa:bb:cc:dd:ee:ff");
+    /// False if the link is full.
+    fn send(&self, py: Python<'_>, dst: &str, payload: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let mac: wire::MacAddr = dst.parse().map_err(|_| val(format!("'{dst}' is not a MAC address")))?;
+        let payload = bytes_like(payload)?;
+        self.core.with(py, |s| s.raw_send(self.h, mac, &payload).map_err(errors::net))
+    }
+
+    /// The next frame's payload and sender MAC, or None.
+    fn recv<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, String)>> {
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let got = self.core.with(py, |s| s.raw_recv(self.h, &mut buf).map_err(errors::net))?;
+        Ok(got.map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), from.to_string())))
+    }
+
+    /// Close the socket (idempotent); later use raises `OSError(EBADF)`.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let h = self.h;
+        self.core.close(py, |s| s.raw_close(h))
+    }
+
+    /// `with host.raw_bind(t) as s:` closes the socket at the end of the block.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Close the socket (see `close`).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    /// What it is and its state, for `repr()`.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<linerate.RawSocket {} {}>", self.core.host.describe(py), self.core.state())
+    }
+}
+
+/// A listening TCP port of a host.
+#[pyclass(name = "TcpListener", module = "linerate", unsendable)]
+pub(crate) struct PyTcpListener {
+    core: SocketCore,
+    l: TcpListener,
+}
+
+impl PyTcpListener {
+    pub(crate) fn new(host: HostRef, l: TcpListener) -> Self {
+        PyTcpListener { core: SocketCore::new(host, "listener"), l }
+    }
+}
+
+#[pymethods]
+impl PyTcpListener {
+    /// The next established connection, or None if none is waiting.
+    fn accept(&self, py: Python<'_>) -> PyResult<Option<PyTcpConn>> {
+        let h = self.core.with(py, |s| Ok(s.tcp_accept(self.l)))?;
+        Ok(h.map(|h| PyTcpConn::new(self.core.host.clone_ref(py), h, None)))
+    }
+
+    /// The port.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.l.port()
+    }
+
+    /// Stop listening (idempotent); accepted connections stay open.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let l = self.l;
+        self.core.close(py, |s| s.tcp_unlisten(l))
+    }
+
+    /// `with host.tcp_listen(p) as l:` stops listening at the end of the block.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Stop listening (see `close`).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    /// What it is and its state, for `repr()`.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = if self.core.closed { "closed" } else { "listening" };
+        format!("<linerate.TcpListener {}:{} {state}>", self.core.host.describe(py), self.l.port())
+    }
+}
+
+/// A TCP connection of a host.
+#[pyclass(name = "TcpConn", module = "linerate", unsendable)]
+pub(crate) struct PyTcpConn {
+    core: SocketCore,
+    h: TcpHandle,
+    /// The address connected to (None for accepted connections).
+    peer: Option<SocketAddrV4>,
+}
+
+impl PyTcpConn {
+    pub(crate) fn new(host: HostRef, h: TcpHandle, peer: Option<SocketAddrV4>) -> Self {
+        PyTcpConn { core: SocketCore::new(host, "connection"), h, peer }
+    }
+
+    /// Receive up to `max` bytes.
+    fn recv_bytes(&self, py: Python<'_>, max: usize) -> PyResult<(Recv, Vec<u8>)> {
+        let mut buf = vec![0u8; max];
+        let r = self.core.with(py, |s| s.tcp_recv(self.h, &mut buf).map_err(errors::net))?;
+        buf.truncate(match r {
+            Recv::Data(n) => n,
+            Recv::Eof | Recv::WouldBlock => 0,
+        });
+        Ok((r, buf))
+    }
+}
+
+#[pymethods]
+impl PyTcpConn {
+    /// True once established; raises how the connection failed (ConnectionRefusedError,
+    /// ConnectionResetError, TimeoutError, ConnectionAbortedError).
+    #[getter]
+    fn connected(&self, py: Python<'_>) -> PyResult<bool> {
+        self.core.with(py, |s| match s.tcp_connect_result(self.h).map_err(errors::net)? {
+            None => Ok(false),
+            Some(Ok(())) => Ok(true),
+            Some(Err(e)) => Err(errors::tcp(&e)),
+        })
+    }
+
+    /// The connection state, e.g. "Established" ("Closed" once closed here).
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<String> {
+        if self.core.closed {
+            return Ok("Closed".into());
+        }
+        self.core.with(py, |s| Ok(format!("{:?}", s.tcp_state(self.h).map_err(errors::net)?)))
+    }
+
+    /// The remote `(ip, port)` of a connection this host opened (None for accepted ones).
+    #[getter]
+    fn peer(&self) -> Option<(String, u16)> {
+        self.peer.map(|a| (a.ip().to_string(), a.port()))
+    }
+
+    /// The connection's session slot (what RX-bypass handlers and activity report).
+    #[getter]
+    fn slot(&self) -> u32 {
+        self.h.slot()
+    }
+
+    /// Switch RX bypass on (in-order payload goes to the host's handler, see
+    /// `Host.set_rx_handler`; data already buffered goes first) or off.
+    fn set_rx_bypass(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.core.with(py, |s| s.tcp_set_rx_bypass(self.h, on).map_err(errors::net))
+    }
+
+    /// Queue as much of `data` (any bytes-like object) as fits; returns the number of bytes
+    /// taken (0 when the send buffer is full: back-pressure). After our shutdown:
+    /// BrokenPipeError; after a reset: ConnectionResetError.
+    fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let data = bytes_like(data)?;
+        self.core.with(py, |s| s.tcp_send(self.h, &data).map_err(errors::send))
+    }
+
+    /// Hand over the whole buffer (any bytes-like object); the stack segments and sends it as
+    /// the windows allow.
+    fn send_all(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let data = bytes_like(data)?.into_owned();
+        self.core.with(py, |s| s.tcp_send_transfer(self.h, data).map_err(errors::send))
+    }
+
+    /// Up to `max` received bytes; b"" at end of stream; None if nothing is ready yet.
+    /// A reset connection raises ConnectionResetError.
+    #[pyo3(signature = (max = 65536))]
+    fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        if max == 0 || max > 1 << 30 {
+            return Err(val(format!("max {max} is outside 1..=2**30")));
+        }
+        Ok(match self.recv_bytes(py, max)? {
+            (Recv::WouldBlock, _) => None,
+            (_, data) => Some(PyBytes::new(py, &data)),
+        })
+    }
+
+    /// Like `socket.recv_into`: received bytes into `buffer` (bytearray, writable memoryview),
+    /// at most `nbytes` (0: the buffer's size); returns the count, 0 at end of stream;
+    /// BlockingIOError if nothing is ready yet.
+    #[pyo3(signature = (buffer, nbytes = 0))]
+    fn recv_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, nbytes: usize) -> PyResult<usize> {
+        let out = WritableBuffer::get(buffer)?;
+        if nbytes > out.len() {
+            return Err(val(format!("nbytes {nbytes} is larger than the buffer ({})", out.len())));
+        }
+        let max = if nbytes == 0 { out.len() } else { nbytes };
+        if max == 0 {
+            return Ok(0);
+        }
+        match self.recv_bytes(py, max)? {
+            (Recv::WouldBlock, _) => Err(would_block("no data is ready")),
+            (_, data) => {
+                out.fill(&data)?;
+                Ok(data.len())
+            }
+        }
+    }
+
+    /// Close our direction (FIN after queued data); receiving continues.
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        self.core.with(py, |s| s.tcp_shutdown(self.h).map_err(errors::net))
+    }
+
+    /// Close and release the connection (idempotent): queued data and a FIN still go out.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let h = self.h;
+        self.core.close(py, |s| s.tcp_close(h))
+    }
+
+    /// Abort with a reset.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        self.core.with(py, |s| s.tcp_abort(self.h).map_err(errors::net))
+    }
+
+    /// `with host.tcp_connect(addr) as c:` closes the connection at the end of the block.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Close the connection (see `close`).
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        self.close(py)
+    }
+
+    /// What it is and its state, for `repr()`.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = self.state(py).unwrap_or_else(|_| "?".into());
+        let peer = self.peer.map(|p| format!(" -> {p}")).unwrap_or_default();
+        format!("<linerate.TcpConn {} slot {}{peer} {state}>", self.core.host.describe(py), self.h.slot())
+    }
+
+    /// Per-connection statistics as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.core.with(py, |s| s.tcp_stats(self.h).map_err(errors::net))?;
+        let d = PyDict::new(py);
+        d.set_item("state", format!("{:?}", st.state))?;
+        d.set_item("cwnd", st.cwnd)?;
+        d.set_item("ssthresh", st.ssthresh)?;
+        d.set_item("srtt_us", st.srtt.map(|d| d.as_secs_f64() * 1e6))?;
+        d.set_item("rttvar_us", st.rttvar.as_secs_f64() * 1e6)?;
+        d.set_item("rto_ms", st.rto.as_secs_f64() * 1e3)?;
+        d.set_item("retransmits", st.retransmits)?;
+        d.set_item("timeouts", st.timeouts)?;
+        d.set_item("fast_recoveries", st.fast_recoveries)?;
+        d.set_item("bytes_acked", st.bytes_acked)?;
+        d.set_item("bytes_received", st.bytes_received)?;
+        d.set_item("mss", st.mss)?;
+        d.set_item("sack", st.sack)?;
+        d.set_item("timestamps", st.timestamps)?;
+        d.set_item("wscale", st.wscale)?;
+        d.set_item("cc", format!("{:?}", st.cc))?;
+        d.set_item("rack_lost", st.rack_lost)?;
+        d.set_item("tlp_probes", st.tlp_probes)?;
+        d.set_item("dsacks_received", st.dsacks_received)?;
+        d.set_item("dsacks_sent", st.dsacks_sent)?;
+        d.set_item("recoveries_undone", st.recoveries_undone)?;
+        d.set_item("spurious_rtos", st.spurious_rtos)?;
+        d.set_item("tx_buffer", st.tx_buffer)?;
+        d.set_item("rx_buffer", st.rx_buffer)?;
+        Ok(d)
+    }
+}

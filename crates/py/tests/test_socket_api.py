@@ -1,0 +1,168 @@
+"""Sockets behave like Python's non-blocking sockets: standard exceptions with errno, context
+managers, idempotent close, bytes-like input, and a repr with addresses and state."""
+
+import array
+import errno
+
+import pytest
+
+import linerate as lr
+
+
+def pair():
+    net = lr.Testbed()
+    return net, net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
+
+
+def establish(net, a, b, port=5001):
+    lst = b.tcp_listen(port)
+    c = a.tcp_connect(("10.0.0.2", port))
+    for _ in range(1000):
+        net.run(ms=0.05)
+        s = lst.accept()
+        if s is not None and c.connected:
+            return lst, c, s
+    raise AssertionError("no connection")
+
+
+def test_refused_connection_is_connection_refused_error():
+    net, a, _ = pair()
+    c = a.tcp_connect(("10.0.0.2", 9))
+    net.run(ms=2)
+    with pytest.raises(ConnectionRefusedError) as e:
+        c.connected
+    assert e.value.errno == errno.ECONNREFUSED
+
+
+def test_reset_is_connection_reset_error_on_the_peer():
+    net, a, b = pair()
+    _, c, s = establish(net, a, b)
+    c.abort()
+    net.run(ms=1)
+    with pytest.raises(ConnectionResetError) as e:
+        s.recv()
+    assert e.value.errno == errno.ECONNRESET
+
+
+def test_unanswered_syn_times_out_with_timeout_error():
+    net = lr.Testbed()
+    a = net.host("10.0.0.1/24")
+    net.host("10.0.0.2/24", loss=1.0)
+    c = a.tcp_connect(("10.0.0.2", 80))
+    for _ in range(600):
+        net.run(ms=1000)
+        try:
+            if c.connected:
+                raise AssertionError("connected through a link that loses everything")
+        except TimeoutError as e:
+            assert e.errno == errno.ETIMEDOUT
+            return
+    raise AssertionError("the connection never timed out")
+
+
+def test_would_block_and_broken_pipe_and_closed():
+    net, a, b = pair()
+    _, c, s = establish(net, a, b)
+    buf = bytearray(16)
+    with pytest.raises(BlockingIOError) as e:
+        s.recv_into(buf)
+    assert e.value.errno == errno.EAGAIN
+    c.shutdown()
+    with pytest.raises(BrokenPipeError) as e:
+        c.send(b"after shutdown")
+    assert e.value.errno == errno.EPIPE
+    c.close()
+    with pytest.raises(OSError) as e:
+        c.send(b"x")
+    assert e.value.errno == errno.EBADF
+
+
+def test_address_in_use_and_message_too_long_are_os_errors():
+    net, a, _ = pair()
+    a.udp_bind(7)
+    with pytest.raises(OSError) as e:
+        a.udp_bind(7)
+    assert e.value.errno == errno.EADDRINUSE
+    with pytest.raises(OSError) as e:
+        a.udp_bind().send_to(b"x" * 65508, ("10.0.0.2", 9))
+    assert e.value.errno == errno.EMSGSIZE
+    with pytest.raises(ValueError):
+        a.udp_bind().send_to(b"x", ("not an ip", 9))
+    u = a.udp_bind()
+    with pytest.raises(BlockingIOError):
+        u.recv_from_into(bytearray(8))
+
+
+def test_context_managers_close_and_close_is_idempotent():
+    net, a, b = pair()
+    with b.udp_bind(7) as srv, a.udp_bind() as cli:
+        assert cli.send_to(b"hi", ("10.0.0.2", 7))
+        net.run(ms=1)
+        assert srv.recv_from()[0] == b"hi"
+    with pytest.raises(OSError) as e:
+        srv.recv_from()
+    assert e.value.errno == errno.EBADF
+    srv.close()  # a second close does nothing
+    b.udp_bind(7).close()  # the port was released by the with block
+    with b.tcp_listen(80) as lst:
+        pass
+    lst.close()
+    b.tcp_listen(80)  # released
+    lst2, c, s = establish(net, a, b, port=81)
+    with c:
+        pass
+    c.close()
+    assert c.state == "Closed"
+    net.run(ms=5)
+    assert s.recv() == b""
+    s.close()
+    s.close()
+    with a.raw_bind(0x88B5) as r:
+        pass
+    r.close()
+
+
+def test_bytes_like_input_is_accepted():
+    net, a, b = pair()
+    srv, cli = b.udp_bind(7), a.udp_bind()
+    payloads = [b"bytes", bytearray(b"bytearray"), memoryview(b"memoryview"), array.array("B", b"array")]
+    for p in payloads:
+        assert cli.send_to(p, ("10.0.0.2", 7))
+    net.run(ms=1)
+    got = []
+    while (r := srv.recv_from()) is not None:
+        got.append(r[0])
+    assert got == [bytes(p) for p in payloads]
+    # A wider array goes as its raw bytes, like socket.send does.
+    assert cli.send_to(array.array("H", [1, 2]), ("10.0.0.2", 7))
+    net.run(ms=1)
+    out = bytearray(3)
+    n, (ip, _) = srv.recv_from_into(out)
+    assert (n, ip, bytes(out)) == (3, "10.0.0.1", bytes(array.array("H", [1, 2]))[:3])
+    with pytest.raises(TypeError, match="bytes-like"):
+        cli.send_to("a str is not bytes", ("10.0.0.2", 7))
+    with pytest.raises(TypeError, match="writable"):
+        srv.recv_from_into(b"read-only")
+    _, c, s = establish(net, a, b)
+    assert c.send(memoryview(b"0123456789")[2:6]) == 4
+    c.send_all(bytearray(b"!"))
+    net.run(ms=1)
+    view = memoryview(bytearray(10))
+    assert s.recv_into(view[1:], 3) == 3
+    assert bytes(view[:4]) == b"\x00234"
+    assert s.recv() == b"5!"
+
+
+def test_repr_shows_addresses_and_state():
+    net, a, b = pair()
+    lst, c, s = establish(net, a, b, port=5001)
+    assert repr(a) == "<linerate.Host 10.0.0.1 on testbed>"
+    assert repr(lst) == "<linerate.TcpListener 10.0.0.2 on testbed:5001 listening>"
+    assert "10.0.0.1 on testbed" in repr(c) and "-> 10.0.0.2:5001 Established" in repr(c)
+    assert c.peer == ("10.0.0.2", 5001)
+    u = a.udp_bind(53)
+    assert repr(u) == "<linerate.UdpSocket 10.0.0.1 on testbed:53 open>"
+    u.close()
+    assert repr(u).endswith(" closed>")
+    lst.close()
+    assert repr(lst).endswith(" closed>")
