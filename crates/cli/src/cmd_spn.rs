@@ -5,7 +5,7 @@
 mod bench;
 
 use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, stop_requested, Idler};
 use apps::spn_service::{SpnService, SpnServiceConfig, SPN_ETHERTYPE};
 use link::shm::ShmLink;
@@ -165,24 +165,28 @@ fn run_compile(a: CompileArgs) -> Result<ExitCode, String> {
     let compiled = CompiledSpn::new(model).map_err(msg)?;
     let cs = compiled.stats();
     let mut t = Table::new(&format!("{}: valid SPN, compiled", a.model.display()), &["property", "value"]);
-    let mut row = |k: &str, v: String| t.row(vec![k.into(), v]);
-    row("inputs", st.vars.to_string());
-    row("nodes (sums / products / leaves)", format!("{} ({} / {} / {})", st.nodes, st.sums, st.products, st.leaves));
-    row("edges, depth", format!("{}, {}", st.edges, st.depth));
-    row(
-        "8-bit program: operations / operands / slots",
-        format!("{} / {} / {}", cs.code_ops, cs.code_args, cs.code_slots),
-    );
-    row(
-        "tables (single-variable sub-graphs)",
-        format!("{} ({} KiB), {} class maps", cs.tables, cs.table_bytes / 1024, cs.class_maps),
-    );
-    row("f64 program: operations / slots", format!("{} / {}", cs.value_ops, cs.value_slots));
-    let arithmetic = if compiled.log_space_only() {
+    let mut row = |k: &str, v: Cell| t.row(vec![Cell::from(k), v]);
+    let n = |v: usize| Cell::count(v as f64);
+    row("inputs", n(st.vars));
+    row("nodes", n(st.nodes));
+    row("sum nodes", n(st.sums));
+    row("product nodes", n(st.products));
+    row("leaves", n(st.leaves));
+    row("edges", n(st.edges));
+    row("depth", n(st.depth));
+    row("8-bit program operations", n(cs.code_ops));
+    row("8-bit program operands", n(cs.code_args));
+    row("8-bit program slots", n(cs.code_slots));
+    row("tables (single-variable sub-graphs)", n(cs.tables));
+    row("table bytes", Cell::bytes(cs.table_bytes as u64));
+    row("class maps", n(cs.class_maps));
+    row("f64 program operations", n(cs.value_ops));
+    row("f64 program slots", n(cs.value_slots));
+    let arithmetic = Cell::Text(if compiled.log_space_only() {
         "log space (the linear bound overflows)".to_string()
     } else {
         format!("linear f64; below {:.3e} (ll {:.1}) recomputed in log space", cs.guard, cs.guard.ln())
-    };
+    });
     row("arithmetic", arithmetic);
     t.print(a.json);
     Ok(ExitCode::SUCCESS)
@@ -291,9 +295,10 @@ pub struct ServeArgs {
     /// Busy-poll instead of sleeping on the link when idle.
     #[arg(long)]
     busy: bool,
-    /// Stop after this many seconds even if the link stays open.
-    #[arg(long, default_value_t = 3600.0)]
-    limit_secs: f64,
+    /// Stop after this long even if the link stays open (a duration: 10m, 1h; a bare number
+    /// is seconds).
+    #[arg(long = "limit", alias = "limit-secs", default_value = "1h", value_parser = crate::duration::parse_duration)]
+    limit_secs: Duration,
     /// CPU to pin the polling thread to.
     #[arg(long)]
     cpu: Option<usize>,
