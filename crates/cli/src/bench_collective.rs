@@ -333,9 +333,10 @@ mod tests {
         let f = parse_rows("# comment\nROW 64 allreduce 6.50\nROW 64 bcast x\nnoise\nROW 512 bcast 2.00\n");
         assert_eq!(f.len(), 2);
         assert_eq!(f.get(&(64, "allreduce".to_string())), Some(&6.5));
-        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50");
-        assert_eq!(ratio(Some(3.0), None), "-");
-        assert_eq!(cell(None), "-");
+        assert_eq!(ratio(Some(3.0), Some(2.0)), Cell::ratio(1.5));
+        assert_eq!(ratio(Some(3.0), None), Cell::blank());
+        assert_eq!(us_cell(None), Cell::blank());
+        assert_eq!(us_cell(Some(2.5)), Cell::secs(2.5e-6));
         let c = parse_counters("COUNTER msgs_sent 12\nCOUNTER bad x\nROW 1 connect 3.0\n");
         assert_eq!(c, vec![("msgs_sent".to_string(), 12)]);
     }

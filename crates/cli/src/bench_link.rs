@@ -39,7 +39,7 @@ const GOAL_LARGE_OF_MEMCPY: f64 = 0.5;
 pub struct LinkArgs {
     /// How long to send per link kind and frame size (a duration: 1s, 500ms; a bare number
     /// is seconds).
-    #[arg(long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// Frame sizes in bytes (Ethernet header included, FCS excluded), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,1514,9014")]
@@ -60,7 +60,7 @@ pub struct SinkArgs {
     #[arg(long)]
     shm: String,
     /// How long the parent sends; the sink gives up after this plus a grace period.
-    #[arg(long = "duration", alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// CPU to pin the sink to.
     #[arg(long)]

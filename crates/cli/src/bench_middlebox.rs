@@ -35,7 +35,7 @@ const COPIES: f64 = 3.0;
 pub struct MiddleboxBenchArgs {
     /// How long the traffic of each measurement lasts (a duration: 1s, 500ms; a bare number
     /// is seconds; 50ms..=60s).
-    #[arg(long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// Frame sizes in bytes (Ethernet header included), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,256,1500,9000")]

@@ -57,7 +57,7 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct TcpArgs {
     /// How long each goodput measurement sends (and at most the connection cycles last): a
     /// duration (2s, 500ms; a bare number is seconds).
-    #[arg(long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// Single-connection goodput: the median of this many runs (each with fresh processes
     /// or sockets), for both stacks.
@@ -79,7 +79,7 @@ pub struct TcpArgs {
     grid_rows: String,
     /// How long one grid transfer may take before it counts as failed (a duration; a bare
     /// number is seconds).
-    #[arg(long = "grid-limit", alias = "grid-limit-secs", default_value = "10m", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "grid-limit", alias = "grid-limit-secs", default_value = "10m", value_parser = crate::duration::parse_duration)]
     grid_limit: Duration,
 }
 
@@ -102,7 +102,7 @@ pub struct PeerArgs {
     #[arg(long)]
     buffer: Option<usize>,
     /// How long until the peer gives up even if the link stays open (a duration).
-    #[arg(long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
     limit_secs: Duration,
     /// CPU to pin the peer to.
     #[arg(long)]

@@ -50,7 +50,7 @@ const REPLY_TIMEOUT: Duration = Duration::from_millis(100);
 pub struct UdpArgs {
     /// How long each goodput measurement sends (a duration: 2s, 500ms; a bare number is
     /// seconds).
-    #[arg(long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// Print JSON (and no progress bar).
     #[arg(long)]
@@ -64,7 +64,7 @@ pub struct PeerArgs {
     #[arg(long)]
     shm: String,
     /// How long until the peer gives up even if the link stays open (a duration).
-    #[arg(long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
     limit_secs: Duration,
     /// CPU to pin the peer to.
     #[arg(long)]

@@ -73,6 +73,7 @@ pub fn cleanup() -> Report {
         if r.removed.iter().any(|n| n == name) || !netns_exists(name) {
             return;
         }
+        tracing::info!(namespace = name, "removing the namespace of a dead linerate run");
         match delete(name) {
             Ok(()) => r.removed.push(name.to_string()),
             Err(e) => r.failed.push(e),
@@ -93,6 +94,8 @@ pub fn cleanup() -> Report {
         if let Some(pid) = owner_pid(name) {
             if !alive(pid, None) {
                 remove(name, &mut r);
+            } else {
+                tracing::debug!(namespace = %name, pid, "kept: its process runs");
             }
         }
     }

@@ -50,7 +50,7 @@ pub struct IdsArgs {
     matched: Option<PathBuf>,
     /// How long a reorder gap may stay open before it is skipped (a duration: 200ms, 1s; a
     /// bare number is seconds).
-    #[arg(long, default_value = "200ms", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long, default_value = "200ms", value_parser = crate::duration::parse_duration)]
     reorder_timeout: Duration,
     /// Instead of inspecting: write a test trace with attacks planted from the rules to this
     /// pcap (and the expected "sid flow" lines to PATH.expected), then exit.

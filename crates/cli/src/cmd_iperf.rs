@@ -43,13 +43,13 @@ pub struct IperfArgs {
     /// Client: how long to send (default 10s). Server: stop after this long (default: when
     /// the client's side of the link closes, or on Ctrl-C). A duration: 5s, 500ms, 2m; a
     /// bare number is seconds.
-    #[arg(short = 't', long, alias = "time", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", short = 't', long, alias = "time", value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Parallel connections (client).
     #[arg(short = 'P', long, default_value_t = 1)]
     parallel: usize,
     /// Time between progress lines (a duration: 1s, 500ms; a bare number is seconds).
-    #[arg(short = 'i', long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", short = 'i', long, default_value = "1s", value_parser = parse_duration)]
     interval: Duration,
     /// Connections the stack can hold (default: 4096, or --parallel plus 64 on a client).
     #[arg(long)]
@@ -59,7 +59,7 @@ pub struct IperfArgs {
     buffer: Option<usize>,
     /// How long the client waits for the link and keeps retrying a refused connection (a
     /// duration; a bare number is seconds).
-    #[arg(long, alias = "wait", default_value = "10s", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", long, alias = "wait", default_value = "10s", value_parser = parse_duration)]
     timeout: Duration,
     /// Pin this process to a CPU.
     #[arg(long)]

@@ -35,7 +35,8 @@ pub struct IoArgs {
     /// Replay a pcap input at its recorded pace (default: as fast as possible).
     #[arg(long)]
     pub paced: bool,
-    /// IP MTU of shm/packet/tap links.
+    /// IP MTU of shm/packet/tap links. 9000, not the 1500 of the other commands: a
+    /// bump-in-the-wire must pass the jumbo frames either side may send.
     #[arg(long, default_value_t = 9000)]
     pub mtu: usize,
 }
@@ -54,7 +55,7 @@ pub struct RunArgs {
     pub slots: usize,
     /// Stop after this long (a duration: 5s, 500ms, 2m; a bare number is seconds; default:
     /// when a pcap input is consumed, else on Ctrl-C).
-    #[arg(short = 't', long, value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", short = 't', long, value_parser = crate::duration::parse_duration)]
     pub duration: Option<Duration>,
     /// Name of the instance for `linerate middlebox stats` (default: COMMAND-PID).
     #[arg(long)]

@@ -20,13 +20,13 @@ pub struct PingArgs {
     #[arg(short = 'c', long, default_value_t = 10)]
     count: u16,
     /// Time between requests (a duration: 10ms, 1s; a bare number is seconds, as for Linux ping).
-    #[arg(short = 'i', long, default_value = "10ms", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", short = 'i', long, default_value = "10ms", value_parser = parse_duration)]
     interval: Duration,
     /// ICMP payload bytes (at least 8).
     #[arg(short = 's', long, default_value_t = 56)]
     size: usize,
     /// How long to wait for the last reply (a duration; a bare number is seconds).
-    #[arg(short = 'W', long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", short = 'W', long, default_value = "1s", value_parser = parse_duration)]
     timeout: Duration,
     /// Print JSON: one row per reply (rtt in seconds), the summary apart.
     #[arg(long)]

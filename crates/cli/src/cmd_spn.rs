@@ -297,7 +297,7 @@ pub struct ServeArgs {
     busy: bool,
     /// Stop after this long even if the link stays open (a duration: 10m, 1h; a bare number
     /// is seconds).
-    #[arg(long = "limit", alias = "limit-secs", default_value = "1h", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "1h", value_parser = crate::duration::parse_duration)]
     limit_secs: Duration,
     /// CPU to pin the polling thread to.
     #[arg(long)]

@@ -4,14 +4,9 @@ use crate::output::{Cell, Table};
 use crate::statsfile::{read_all, run_dir};
 use std::process::ExitCode;
 
-/// Options of `linerate stats`.
+/// Options of `linerate stats`. Instances are listed from the per-user run directory
+/// (`$XDG_RUNTIME_DIR/linerate`, else `/tmp/linerate-UID`; `LINERATE_RUN_DIR` overrides).
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  \
-    linerate stats                 # every running instance and its non-zero counters\n  \
-    linerate stats tap-lr-tap-42-0 # one instance\n  \
-    linerate stats --json | jq '.tables[0].rows[] | select(.counter==\"rx_frames\")'\n\n\
-    Instances are listed from the per-user run directory ($XDG_RUNTIME_DIR/linerate, else \
-    /tmp/linerate-UID; LINERATE_RUN_DIR overrides); entries of processes that died are dropped.")]
 pub struct StatsArgs {
     /// Show only the instance with this name.
     name: Option<String>,

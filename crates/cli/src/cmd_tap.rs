@@ -55,7 +55,7 @@ pub struct TapArgs {
     send_file: Option<PathBuf>,
     /// How long --tcp-send keeps retrying a refused connection (a duration: 5s, 500ms, 2m; a
     /// bare number is seconds).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", long, default_value = "10s", value_parser = parse_duration)]
     send_retry: Duration,
     /// Record everything the linerate host sends and receives in this capture file, with
     /// wall-clock timestamps (`-` for standard output; the report then goes to stderr).
@@ -76,7 +76,7 @@ pub struct TapArgs {
     /// Stop after this long (a duration: 5s, 500ms, 2m; a bare number is seconds; default:
     /// run until Ctrl-C, or until --run finishes, or until --tcp-send finishes when there is
     /// no --run).
-    #[arg(short = 't', long, value_parser = parse_duration)]
+    #[arg(value_name = "DURATION", short = 't', long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Run this shell command inside the namespace while the host serves, then exit with its
     /// status (a --tcp-send still closing then gets a few more seconds to finish). Its
@@ -135,6 +135,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     let mut setup =
         TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, pcap, a.impair).map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
+    tracing::info!(namespace = %ns, host = %host_ip, mtu = a.mtu, "TAP host up");
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
     let mut echo = match a.echo_port {
         0 => None,

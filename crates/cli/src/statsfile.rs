@@ -94,6 +94,7 @@ impl StatsPublisher {
             last: None,
         };
         p.publish::<&str>(&[])?;
+        tracing::info!(path = %p.path.display(), command, "publishing counters for linerate stats");
         Ok(p)
     }
 
@@ -184,6 +185,7 @@ impl Entry {
 
 /// Every entry in the run directory, live or dead, sorted by name.
 pub fn entries() -> Vec<Entry> {
+    tracing::debug!(dir = %run_dir().display(), "reading the run directory");
     let Ok(dir) = std::fs::read_dir(run_dir()) else { return Vec::new() };
     let mut out = Vec::new();
     for entry in dir.flatten() {
@@ -207,7 +209,10 @@ pub fn read_all() -> Vec<Entry> {
         if e.alive() {
             live.push(e);
         } else if !e.namespaces.iter().any(|n| crate::cleanup::netns_exists(n)) {
+            tracing::info!(name = %e.name, pid = e.pid, "dropping the entry of a process that is gone");
             let _ = std::fs::remove_file(&e.path);
+        } else {
+            tracing::info!(name = %e.name, pid = e.pid, namespaces = ?e.namespaces, "dead run left namespaces: linerate tap --cleanup removes them");
         }
     }
     live

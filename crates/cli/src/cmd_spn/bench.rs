@@ -35,7 +35,7 @@ pub struct BenchArgs {
     #[arg(long)]
     inputs: Option<PathBuf>,
     /// How long each measurement lasts (a duration: 2s, 500ms; a bare number is seconds).
-    #[arg(long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
     secs: Duration,
     /// Threads of the multi-core figure (default: every CPU this process may use).
     #[arg(long)]
