@@ -163,6 +163,8 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
     let link = ShmLink::create(&a.shm, LinkConfig::default().mtu(a.mtu)).map_err(msg)?;
     let mut stack = Stack::new(cfg, link).map_err(msg)?;
     let mut sink = TcpSink::listen(&mut stack, a.port, sessions).map_err(msg)?.with_report();
+    let mut publisher =
+        StatsPublisher::new(&format!("iperf-s-{}", a.shm), "iperf -s").map_err(|e| format!("stats file: {e}"))?;
     let host = stack.ip();
     eprintln!(
         "iperf server {host}:{} on shared-memory link {:?} (MTU {}); run: linerate iperf -c {host} --shm {}",
@@ -170,8 +172,6 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
     );
     let start = now();
     let deadline = a.duration.map(|d| start + d);
-    let mut publisher =
-        StatsPublisher::new(&format!("iperf-s-{}", a.shm), "iperf -s").map_err(|e| format!("stats file: {e}"))?;
     let mut idler = Idler::new();
     let mut progress: Option<Progress> = None;
     let mut tests =

@@ -340,6 +340,8 @@ fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
         _ => SpnService::bind_udp(&mut stack, a.port, Arc::clone(&model), scfg),
     }
     .map_err(msg)?;
+    let mut stats = crate::statsfile::StatsPublisher::new(&format!("spn-serve-{}", std::process::id()), "spn serve")
+        .map_err(|e| format!("stats file: {e}"))?;
     println!("{READY}");
     let _ = std::io::stdout().flush();
     let start = Instant::now();
@@ -358,6 +360,7 @@ fn run_serve(a: ServeArgs) -> Result<ExitCode, String> {
             Ok(work) if !a.busy => idler.after_poll(stack.link(), work > 0),
             Ok(_) => {}
         }
+        stats.publish_every(|| service.counters().fields().to_vec());
     };
     let wall = (Instant::now() - start).as_nanos().max(1) as f64;
     let c = service.counters();

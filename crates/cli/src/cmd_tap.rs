@@ -85,8 +85,8 @@ pub struct TapArgs {
     run: Option<String>,
     /// Remove the namespaces (and their TAP devices) of linerate runs that were killed, and
     /// their stale entries in the run directory, then exit. Only namespaces named by linerate
-    /// (`lr-…-PID-N`) whose owning process is gone are removed.
-    #[arg(long, exclusive = true)]
+    /// (`lr-…-PID-N`) whose owning process is gone are removed. Only --json combines with it.
+    #[arg(long, conflicts_with_all = ["run", "tcp_send", "duration", "pcap", "impair", "linux_impair"])]
     cleanup: bool,
     /// Prefix of the namespace's name.
     #[arg(long, default_value = "lr-tap")]

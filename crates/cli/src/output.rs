@@ -158,7 +158,8 @@ impl Cell {
     fn value(&self) -> Value {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
-            Cell::Num(v, Unit::Count) if v.fract() == 0.0 && v.abs() < 9.0e15 => json!(*v as i64),
+            // Whole counts and byte counts are JSON integers.
+            Cell::Num(v, Unit::Count | Unit::Bytes) if v.fract() == 0.0 && v.abs() < 9.0e15 => json!(*v as i64),
             Cell::Num(v, _) => serde_json::Number::from_f64(*v).map(Value::Number).unwrap_or(Value::Null),
             Cell::Missing(_) => Value::Null,
         }
