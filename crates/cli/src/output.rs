@@ -385,6 +385,13 @@ pub fn fmt_si(v: f64, unit: &str) -> String {
     format!("{:.2} {p}{unit}", v / d)
 }
 
+/// Format a duration given in nanoseconds in µs with two decimals. Kept for text-only
+/// output; tables take [`Cell::nanos`], which JSON carries as seconds.
+#[allow(dead_code)]
+pub fn fmt_us(nanos: f64) -> String {
+    format!("{:.2} µs", nanos / 1e3)
+}
+
 /// Format seconds with the prefix that suits: ns, µs (two decimals), ms or s.
 pub fn fmt_seconds(v: f64) -> String {
     let a = v.abs();

@@ -25,8 +25,10 @@ pub fn run_dir() -> PathBuf {
     }
 }
 
-/// Create the run directory (mode 0700) if needed and check that it is ours and private: a
-/// directory of another user (say one planted in /tmp) is refused, not written into.
+/// Create the run directory (mode 0700) if needed and check that it is ours: a directory of
+/// another user (say one planted in /tmp) is refused, not written into, and so is a default
+/// directory that others can read. (A directory named by `LINERATE_RUN_DIR` is the user's
+/// choice: its mode is left as it is.)
 pub fn ensure_run_dir() -> std::io::Result<PathBuf> {
     let dir = run_dir();
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
@@ -39,8 +41,12 @@ pub fn ensure_run_dir() -> std::io::Result<PathBuf> {
             dir.display()
         )));
     }
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 && std::env::var_os("LINERATE_RUN_DIR").is_none() {
+        return Err(std::io::Error::other(format!(
+            "{} is open to other users (mode {mode:o}); make it private with chmod 700 or remove it",
+            dir.display()
+        )));
     }
     Ok(dir)
 }

@@ -510,7 +510,7 @@ fn the_run_directory_is_per_user_and_private() {
     std::fs::set_permissions(&scratch.0, std::fs::Permissions::from_mode(0o755)).unwrap();
     let xdg_s = xdg.to_str().unwrap();
     let quick = ["iperf", "-s", "--shm", &shm_name("xdg"), "--duration", "200ms"];
-    assert!(as_nobody(&quick, &[("XDG_RUNTIME_DIR", xdg_s)]).status().unwrap().success());
+    assert!(as_nobody(&quick, &[("XDG_RUNTIME_DIR", xdg_s)]).output().unwrap().status.success());
     let made = std::fs::metadata(xdg.join("linerate")).expect("$XDG_RUNTIME_DIR/linerate is made");
     assert_eq!((made.uid(), made.permissions().mode() & 0o777), (uid, 0o700));
     let planted = scratch.path("planted");
@@ -525,4 +525,16 @@ fn the_run_directory_is_per_user_and_private() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && err.contains("not a directory owned by uid"), "{err}");
     assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    // Ours but open to others: refused too (and left as it is).
+    let open = scratch.path("open");
+    std::fs::create_dir_all(open.join("linerate")).unwrap();
+    std::os::unix::fs::chown(open.join("linerate"), Some(uid), None).unwrap();
+    std::fs::set_permissions(open.join("linerate"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let quick = ["iperf", "-s", "--shm", &shm_name("open"), "--duration", "200ms"];
+    let refused = as_nobody(&quick, &[("XDG_RUNTIME_DIR", open.to_str().unwrap())]).output().unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("open to other users"), "{err}");
+    let mode = std::fs::metadata(open.join("linerate")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "linerate does not change a directory's mode");
 }
