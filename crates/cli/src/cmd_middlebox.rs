@@ -277,7 +277,8 @@ pub enum MiddleboxCommand {
 pub struct StatsArgs {
     /// Show only the instance with this name.
     name: Option<String>,
-    /// Refresh this many times, once a second (0: once).
+    /// Refresh this many times, once a second (0: once); with --json, one JSON document per
+    /// line per refresh.
     #[arg(long, default_value_t = 0)]
     watch: u32,
     /// Print JSON.
@@ -347,7 +348,13 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
             }
             tables.push(t);
         }
-        crate::output::print_all(&tables.iter().collect::<Vec<_>>(), a.json);
+        let tables: Vec<&Table> = tables.iter().collect();
+        if a.json && a.watch > 0 {
+            // Watching: one compact document per refresh (JSON Lines).
+            println!("{}", crate::output::tables_json(&tables));
+        } else {
+            crate::output::print_all(&tables, a.json);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

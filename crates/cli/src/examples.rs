@@ -25,7 +25,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["rdma"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json"),
     (&["rdma", "bench"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json | jq '.tables[1].rows'"),
     (&["collective"], "linerate collective launch -n 4 ./my-rank-program --flag"),
-    (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 python3 examples/allreduce.py"),
+    (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 sh -c 'echo rank $LINERATE_RANK of $LINERATE_WORLD_SIZE'"),
     (&["kmeans"], "linerate kmeans --ranks 2\n  linerate kmeans --ranks 4 --data covtype.npy -k 7 --iters 20"),
     (&["bench"], "linerate bench link --duration 500ms\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, linux, unit}'"),
     (&["bench", "link"], "linerate bench link --duration 500ms --sizes 64,1514 --kinds mem,shm\n  linerate bench link --json | jq '.tables[1].rows'"),

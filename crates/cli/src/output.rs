@@ -7,7 +7,8 @@
 //! # The JSON convention
 //!
 //! With `--json` a command prints exactly one JSON document on standard output and nothing
-//! else (progress, logs and the output of child commands go to standard error):
+//! else (progress, logs and the output of child commands go to standard error; a command
+//! that refreshes, `middlebox stats --watch N`, prints one compact document per line):
 //!
 //! ```text
 //! {"tables": [
