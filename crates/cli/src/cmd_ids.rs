@@ -163,7 +163,7 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
         sink = sink.with_eve(eve)?;
     }
     let name = a.run.name.clone().unwrap_or_else(|| format!("ids-{}", std::process::id()));
-    let o = run(rt, input.total, a.run.duration, &name, |hp| sink.record(&hp, &set))?;
+    let o = run(rt, input.total, a.run.duration, ("ids", &name), |hp| sink.record(&hp, &set))?;
     sink.finish()?;
     let title =
         format!("linerate ids: {} rules from {}, {units} units, {} policy", set.len(), path.display(), o.stats.policy);

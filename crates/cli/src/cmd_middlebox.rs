@@ -156,17 +156,17 @@ pub struct RunOutcome {
     pub elapsed: Duration,
 }
 
-/// Run `rt` on threads, hand host packets to `on_host`, publish counters as `name`, and stop
-/// when a pcap input of `total` frames is processed, after `duration`, or on Ctrl-C.
+/// Run `rt` on threads, hand host packets to `on_host`, publish counters as instance `name`
+/// of `command` ("firewall", "ids"), and stop when a pcap input of `total` frames is
+/// processed, after `duration`, or on Ctrl-C.
 pub fn run(
     rt: Runtime,
     total: Option<u64>,
     duration: Option<Duration>,
-    name: &str,
+    (command, name): (&str, &str),
     mut on_host: impl FnMut(HostPacket) -> Result<(), String>,
 ) -> Result<RunOutcome, String> {
     install_stop_handler();
-    let command = name.split('-').next().unwrap_or("middlebox");
     let mut publisher = StatsPublisher::new(name, command).map_err(|e| format!("stats file: {e}"))?;
     let running = rt.start().map_err(|e| e.to_string())?;
     let c = running.control();

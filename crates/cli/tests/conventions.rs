@@ -274,6 +274,25 @@ fn the_other_commands_print_typed_json() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("received"), "progress lines go to stderr");
 
     json_of(&["tap", "--cleanup", "--json"], &env);
+
+    // A live firewall: `stats` and `middlebox stats` list it with numbers; --watch gives one
+    // document per line.
+    let name = format!("cli-fw-{}", std::process::id());
+    let input = format!("shm-new:{}", shm_name("fw"));
+    let fw =
+        spawn(&["firewall", "--blacklist", BLACKLIST, "--input", &input, "--duration", "20s", "--name", &name], &env);
+    let listed = wait_for(10, || stats(&env).into_iter().find(|s| s.0 == name && s.1 == "firewall"));
+    assert!(listed.is_some(), "stats lists the firewall");
+    let mb = json_of(&["middlebox", "stats", &name, "--json"], &env);
+    let unit = rows(&mb, 0).iter().find(|r| r["element"] == "unit0").expect("a unit0 row");
+    assert!(unit["rx_frames"].is_u64(), "{mb}");
+    let watch = run_env(&["middlebox", "stats", &name, "--json", "--watch", "1"], &env);
+    let lines: Vec<&[u8]> = watch.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "one document per refresh");
+    for l in lines {
+        check_typed(&serde_json::from_slice(l).expect("each line is a JSON document"), "middlebox stats --watch");
+    }
+    signal(&fw, libc::SIGTERM);
 }
 
 #[test]
