@@ -240,6 +240,8 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
     let cfg = tcp_stack_config(&ip, mtu, a.sessions.unwrap_or((a.parallel + 64).max(4096)), a.buffer)?;
     let mut stack = Stack::new(cfg, link).map_err(msg)?;
     let mut client = IperfClient::new(server, a.parallel, time, wait);
+    let name = format!("iperf-c-{}-{}", a.shm, std::process::id());
+    let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
     eprintln!(
         "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}",
         stack.ip(),
@@ -255,6 +257,7 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
         let received = poll_burst(&mut stack, polls_for(a.parallel)).map_err(msg)?;
         let worked = received + client.step(&mut stack).map_err(msg)? > 0;
         idler.after_poll(stack.link(), worked);
+        publisher.publish_every(|| vec![("acked_bytes", client.acked())]);
         if let Some(s) = client.started_at() {
             progress.get_or_insert_with(|| Progress::new(s, interval, a.json)).tick(t, client.acked(), "acked");
         }

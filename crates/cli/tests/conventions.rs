@@ -403,6 +403,10 @@ fn stats_sees_iperf_server_and_spn_serve_and_drops_dead_instances() {
     // spn serve opens a link another process made: a second server's.
     let _spn_link = spawn(&["iperf", "-s", "--shm", &spn_shm, "--duration", "60s"], &env);
     let serve = spawn(&["spn", "serve", "--vars", "4", "--shm", &spn_shm, "--limit", "60s"], &env);
+    // The client is listed while it sends.
+    let client = spawn(&["iperf", "-c", "10.0.0.1", "--shm", &shm, "-t", "3s"], &env);
+    let cpid = client.0.id() as u64;
+    assert!(wait_for(10, || stats(&env).into_iter().find(|s| s.1 == "iperf -c" && s.2 == cpid)).is_some());
     let spn_pid = serve.0.id() as u64;
     let listed = wait_for(10, || stats(&env).into_iter().find(|s| s.1 == "spn serve" && s.2 == spn_pid));
     let (spn_name, _, _) = listed.expect("stats lists spn serve");
