@@ -82,7 +82,8 @@ fn rows(v: &Value, i: usize) -> &Vec<Value> {
     v["tables"][i]["rows"].as_array().expect("rows")
 }
 
-/// A child process killed (SIGKILL) and reaped on drop.
+/// A child process stopped and reaped on drop: SIGTERM (so it removes its shared memory and
+/// namespace), then SIGKILL if it has not ended within two seconds.
 struct Proc(Child);
 
 impl Proc {
@@ -103,6 +104,13 @@ impl Proc {
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            signal(self, libc::SIGTERM);
+            let end = Instant::now() + Duration::from_secs(2);
+            while matches!(self.0.try_wait(), Ok(None)) && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -510,7 +518,9 @@ fn the_run_directory_is_per_user_and_private() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let shm = shm_name("nobody");
     let as_nobody = |args: &[&str], env: &[(&str, &str)]| as_nobody_uid(uid, args, env);
-    let server = Proc(as_nobody(&["iperf", "-s", "--shm", &shm, "--duration", "30s"], &[]).spawn().unwrap());
+    let server = Proc(
+        as_nobody(&["iperf", "-s", "--shm", &shm, "--duration", "30s"], &[]).stdout(Stdio::null()).spawn().unwrap(),
+    );
     let dir = format!("/tmp/linerate-{uid}");
     let entry = Path::new(&dir).join(format!("iperf-s-{shm}.json"));
     assert!(wait_for(10, || entry.exists().then_some(())).is_some(), "nobody's entry is in {dir}");
