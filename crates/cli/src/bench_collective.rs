@@ -10,7 +10,7 @@
 //! (`connect()` one after the other: each returns once its handshake is done). The
 //! collective layer's counters of rank 0 follow the tables.
 
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
@@ -196,18 +196,21 @@ fn openmpi(bin: &Path, n: usize, btl: &str) -> Result<Figures, String> {
     Ok(parse_rows(&String::from_utf8_lossy(&out.stdout)))
 }
 
-fn cell(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.1}"))
+/// A time given in microseconds, or a blank.
+fn us_cell(v: Option<f64>) -> Cell {
+    v.map_or(Cell::blank(), |x| Cell::secs(x / 1e6))
 }
 
-fn cell2(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.2}"))
+/// A rate in bit/s, or a blank.
+fn bps_cell(v: Option<f64>) -> Cell {
+    v.map_or(Cell::blank(), Cell::bps)
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+/// a / b, or a blank.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Cell {
     match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "-".into(),
+        (Some(a), Some(b)) if b > 0.0 => Cell::ratio(a / b),
+        _ => Cell::blank(),
     }
 }
 
@@ -233,24 +236,32 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
         };
         for op in ["allreduce", "bcast"] {
             let title = format!(
-                "{op} on {n} ranks, median us (operation + barrier); ratio = linerate / OpenMPI{}",
+                "{op} on {n} ranks, median time (operation + barrier); ratio = linerate / OpenMPI{}",
                 if why.is_empty() { String::new() } else { format!(" [OpenMPI: {why}]") }
             );
             let mut t = Table::new(
                 &title,
-                &["bytes", "linerate", "OpenMPI shm", "OpenMPI tcp", "/ shm", "/ tcp", "barrier (lr)"],
+                &[
+                    "bytes",
+                    "linerate",
+                    "OpenMPI shm",
+                    "OpenMPI tcp",
+                    "ratio vs shm",
+                    "ratio vs tcp",
+                    "barrier (linerate)",
+                ],
             );
             for b in collective::bench::fig6_sizes() {
                 let k = (b, op.to_string());
                 let (l, s, c) = (us.get(&k).copied(), shm.get(&k).copied(), tcp.get(&k).copied());
                 t.row(vec![
-                    b.to_string(),
-                    cell(l),
-                    cell(s),
-                    cell(c),
+                    Cell::bytes(b as u64),
+                    us_cell(l),
+                    us_cell(s),
+                    us_cell(c),
                     ratio(l, s),
                     ratio(l, c),
-                    cell(us.get(&(b, "barrier".to_string())).copied()),
+                    us_cell(us.get(&(b, "barrier".to_string())).copied()),
                 ]);
             }
             tables.push(t);
@@ -258,22 +269,31 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
         if n >= 2 {
             let mut t = Table::new(
                 &format!(
-                    "send/recv rank 0 -> 1 ({n} ranks), goodput Gbit/s (until a 4-byte reply); ratio = linerate / peer; \
+                    "send/recv rank 0 -> 1 ({n} ranks), goodput (until a 4-byte reply); ratio = linerate / peer; \
                      linerate TCP = one plain connection of the same stacks"
                 ),
-                &["bytes", "linerate", "linerate TCP", "OpenMPI shm", "OpenMPI tcp", "/ lr TCP", "/ shm", "/ tcp"],
+                &[
+                    "bytes",
+                    "linerate",
+                    "linerate TCP",
+                    "OpenMPI shm",
+                    "OpenMPI tcp",
+                    "ratio vs linerate TCP",
+                    "ratio vs shm",
+                    "ratio vs tcp",
+                ],
             );
             for b in collective::bench::fig5_sizes() {
                 let get = |f: &Figures, op: &str| f.get(&(b, op.to_string())).copied();
-                let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e3));
+                let gbps = |us: Option<f64>| us.filter(|&u| u > 0.0).map(|u| b as f64 * 8.0 / (u * 1e-6));
                 let (l, lt) = (gbps(get(&us, "sendrecv")), gbps(get(&us, "tcp")));
                 let (s, c) = (gbps(get(&shm, "sendrecv")), gbps(get(&tcp, "sendrecv")));
                 t.row(vec![
-                    b.to_string(),
-                    cell2(l),
-                    cell2(lt),
-                    cell2(s),
-                    cell2(c),
+                    Cell::bytes(b as u64),
+                    bps_cell(l),
+                    bps_cell(lt),
+                    bps_cell(s),
+                    bps_cell(c),
                     ratio(l, lt),
                     ratio(l, s),
                     ratio(l, c),
@@ -282,20 +302,20 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
             tables.push(t);
             let mut t = Table::new(
                 &format!(
-                    "connection set-up, rank 0 -> 1 ({n} ranks), median us until all are established; ratio = linerate / Linux"
+                    "connection set-up, rank 0 -> 1 ({n} ranks), median time until all are established; ratio = linerate / Linux"
                 ),
                 &["connections", "linerate (pipelined)", "Linux loopback (sequential)", "ratio"],
             );
             for k in collective::bench::fig5a_counts() {
                 let l = us.get(&(k, "connect".to_string())).copied();
                 let lx = linux_connect_us(k, CONNECT_REPS).ok();
-                t.row(vec![k.to_string(), cell(l), cell(lx), ratio(l, lx)]);
+                t.row(vec![Cell::count(k as f64), us_cell(l), us_cell(lx), ratio(l, lx)]);
             }
             tables.push(t);
         }
         let mut t = Table::new(&format!("collective layer counters of rank 0 ({n} ranks)"), &["counter", "value"]);
         for (k, v) in counters {
-            t.row(vec![k, v.to_string()]);
+            t.row(vec![Cell::from(k), Cell::count_u64(v)]);
         }
         tables.push(t);
     }
@@ -313,9 +333,10 @@ mod tests {
         let f = parse_rows("# comment\nROW 64 allreduce 6.50\nROW 64 bcast x\nnoise\nROW 512 bcast 2.00\n");
         assert_eq!(f.len(), 2);
         assert_eq!(f.get(&(64, "allreduce".to_string())), Some(&6.5));
-        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50");
-        assert_eq!(ratio(Some(3.0), None), "-");
-        assert_eq!(cell(None), "-");
+        assert_eq!(ratio(Some(3.0), Some(2.0)), Cell::ratio(1.5));
+        assert_eq!(ratio(Some(3.0), None), Cell::blank());
+        assert_eq!(us_cell(None), Cell::blank());
+        assert_eq!(us_cell(Some(2.5)), Cell::secs(2.5e-6));
         let c = parse_counters("COUNTER msgs_sent 12\nCOUNTER bad x\nROW 1 connect 3.0\n");
         assert_eq!(c, vec![("msgs_sent".to_string(), 12)]);
     }

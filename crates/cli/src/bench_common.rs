@@ -1,7 +1,7 @@
 //! What the benchmark commands share: the child-process guard, the receiver's tally, CPU
 //! pinning and accounting, the progress bar and table printing.
 
-use crate::output::Table;
+use crate::output::{Cell, Table, Unit};
 use crate::runloop::stop_requested;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use link::Instant;
@@ -55,12 +55,13 @@ impl Tally {
     }
 }
 
-/// Check a number of seconds given on the command line: positive and at most an hour.
-pub(crate) fn check_secs(secs: f64) -> Result<Duration, String> {
-    if !(secs > 0.0 && secs <= 3600.0) {
-        return Err(format!("{secs} seconds is outside (0, 3600]"));
+/// Check a measuring time given on the command line: at most an hour (the parser already
+/// refused zero and negative ones).
+pub(crate) fn check_secs(d: Duration) -> Result<Duration, String> {
+    if d.is_zero() || d > Duration::from_secs(3600) {
+        return Err(format!("{d:?} is outside (0, 1h]"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// An error as text (the commands report errors as strings).
@@ -197,13 +198,7 @@ pub(crate) fn peer_or_reason<F>(peer: &Option<Result<F, String>>, skipped: Optio
 
 /// Print tables as text separated by blank lines, or as one JSON array.
 pub(crate) fn print_tables(tables: &[Table], json: bool) {
-    if json {
-        let all: Vec<_> = tables.iter().map(Table::to_json).collect();
-        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
-    } else {
-        let text: Vec<String> = tables.iter().map(Table::render).collect();
-        print!("{}", text.join("\n"));
-    }
+    crate::output::print_all(&tables.iter().collect::<Vec<_>>(), json);
 }
 
 /// Round trips before measuring.
@@ -242,13 +237,13 @@ pub(crate) fn rtt_samples(mut exchange: impl FnMut(u64) -> Result<Option<u64>, S
 }
 
 /// One comparison row: metric, our figure, the peer's figure (or why there is none) and
-/// their ratio (ours / the peer's).
-pub(crate) fn ratio_row(t: &mut Table, metric: &str, ours: f64, peer: Result<f64, &str>, fmt: impl Fn(f64) -> String) {
+/// their ratio (ours / the peer's), the figures in `unit`.
+pub(crate) fn ratio_row(t: &mut Table, metric: &str, ours: f64, peer: Result<f64, &str>, unit: Unit) {
     let (k, ratio) = match peer {
-        Ok(k) => (fmt(k), format!("{:.2}", ours / k)),
-        Err(why) => (why.to_string(), "-".into()),
+        Ok(k) => (Cell::Num(k, unit), Cell::ratio(ours / k)),
+        Err(why) => (Cell::Missing(why.to_string()), Cell::Missing("-".into())),
     };
-    t.row(vec![metric.into(), fmt(ours), k, ratio]);
+    t.row(vec![Cell::from(metric), Cell::Num(ours, unit), k, ratio]);
 }
 
 /// How long a blocking kernel socket waits before checking whether to stop.

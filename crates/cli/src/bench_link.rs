@@ -4,7 +4,7 @@
 //! a shared-memory link.
 
 use crate::bench_common::*;
-use crate::output::{fmt_si, Table};
+use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use indicatif::ProgressBar;
 use link::packet::{self, PacketLink};
@@ -37,9 +37,10 @@ const GOAL_LARGE_OF_MEMCPY: f64 = 0.5;
 /// Options of `linerate bench link`.
 #[derive(clap::Args)]
 pub struct LinkArgs {
-    /// Seconds of sending per link kind and frame size.
-    #[arg(long, default_value_t = 1.0)]
-    secs: f64,
+    /// How long to send per link kind and frame size (a duration: 1s, 500ms; a bare number
+    /// is seconds).
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    secs: Duration,
     /// Frame sizes in bytes (Ethernet header included, FCS excluded), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,1514,9014")]
     sizes: Vec<usize>,
@@ -58,9 +59,9 @@ pub struct SinkArgs {
     /// Name of the shared-memory link to open (side B).
     #[arg(long)]
     shm: String,
-    /// Seconds the parent sends; the sink gives up after this plus a grace period.
-    #[arg(long, default_value_t = 1.0)]
-    secs: f64,
+    /// How long the parent sends; the sink gives up after this plus a grace period.
+    #[arg(value_name = "DURATION", long = "duration", alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    secs: Duration,
     /// CPU to pin the sink to.
     #[arg(long)]
     cpu: Option<usize>,
@@ -96,7 +97,7 @@ pub fn run(a: LinkArgs) -> Result<ExitCode, String> {
     bench_cpus();
     let steps = a.sizes.len() * (a.kinds.len() + 1) + 1;
     let pb = progress(steps as u64, a.json);
-    let copy_secs = (a.secs / 4.0).clamp(0.05, 0.25);
+    let copy_secs = (a.secs.as_secs_f64() / 4.0).clamp(0.05, 0.25);
     let memcpy: Vec<f64> =
         a.sizes.iter().map(|&s| step(&pb, &format!("memcpy {s} B"), || memcpy_rate(s, copy_secs))).collect();
     let block = step(&pb, "memcpy 1 MiB", || memcpy_rate(MEMCPY_BLOCK, copy_secs));
@@ -266,7 +267,7 @@ fn bench_mem(size: usize, secs: Duration) -> Result<Measured, String> {
 fn bench_shm(size: usize, secs: Duration) -> Result<Measured, String> {
     let name = unique_name("bench-link");
     let mut link = ShmLink::create(&name, LinkConfig::default().mtu(MTU)).map_err(msg)?;
-    let mut peer = PeerProcess::spawn(&["link-sink", "--shm", &name, "--secs", &secs.as_secs_f64().to_string()])?;
+    let mut peer = PeerProcess::spawn(&["link-sink", "--shm", &name, "--duration", &secs.as_secs_f64().to_string()])?;
     peer.expect_ready()?;
     pin_side(0);
     let (sent, producer_cpu) = produce(&mut link, size, secs).map_err(msg)?;
@@ -349,12 +350,14 @@ fn memcpy_rate(size: usize, secs: f64) -> f64 {
 
 /// The memcpy table: GB/s per frame size and for 1 MiB blocks.
 fn memcpy_table(sizes: &[usize], rates: &[f64], block: f64) -> Table {
-    let mut t =
-        Table::new("memcpy in this run (one thread; frame sizes within a ~1 MiB working set)", &["copy size", "GB/s"]);
+    let mut t = Table::new(
+        "memcpy in this run (one thread; frame sizes within a ~1 MiB working set)",
+        &["copy size", "memcpy"],
+    );
     for (s, r) in sizes.iter().zip(rates) {
-        t.row(vec![format!("{s} B"), format!("{:.1}", r / 1e9)]);
+        t.row(vec![Cell::bytes(*s as u64), Cell::Num(*r, Unit::BytesPerSec)]);
     }
-    t.row(vec!["1 MiB".into(), format!("{:.1}", block / 1e9)]);
+    t.row(vec![Cell::bytes(1 << 20), Cell::Num(block, Unit::BytesPerSec)]);
     t
 }
 
@@ -365,12 +368,12 @@ fn link_table(rows: &[(&str, usize, Outcome)], sizes: &[usize], memcpy: &[f64]) 
          consumer reads frames in place); both spin, pinned to two CPUs; frames/s and Gbit/s \
          counted at the consumer; CPU got: share of the run each side was on its CPU (below \
          ~90%, other work on the machine held the figures down)",
-        &["link", "frame", "frames/s", "Gbit/s", "of memcpy", "delivered", "CPU got (tx/rx)", "goal"],
+        &["link", "frame", "frame rate", "throughput", "of memcpy", "delivered", "CPU got tx", "CPU got rx", "goal"],
     );
     for (kind, size, outcome) in rows {
-        let mut cells = vec![kind.to_string(), format!("{size} B")];
+        let mut cells = vec![Cell::from(*kind), Cell::bytes(*size as u64)];
         match outcome {
-            Outcome::Skipped(why) | Outcome::Failed(why) => cells.push(why.clone()),
+            Outcome::Skipped(why) | Outcome::Failed(why) => cells.push(Cell::Missing(why.clone())),
             Outcome::Done(m) => {
                 let copy = sizes.iter().position(|s| s == size).map_or(f64::NAN, |i| memcpy[i]);
                 cells.extend(rate_cells(kind, *size, m, copy));
@@ -382,7 +385,7 @@ fn link_table(rows: &[(&str, usize, Outcome)], sizes: &[usize], memcpy: &[f64]) 
 }
 
 /// frames/s, Gbit/s, share of memcpy, delivered share, CPU shares and goal verdict of one measurement.
-fn rate_cells(kind: &str, size: usize, m: &Measured, memcpy: f64) -> Vec<String> {
+fn rate_cells(kind: &str, size: usize, m: &Measured, memcpy: f64) -> Vec<Cell> {
     let (fps, bps) = (m.got.per_sec(m.got.frames as f64), m.got.per_sec(m.got.bytes as f64));
     let of_memcpy = bps / memcpy;
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
@@ -392,11 +395,12 @@ fn rate_cells(kind: &str, size: usize, m: &Measured, memcpy: f64) -> Vec<String>
         _ => String::new(),
     };
     vec![
-        fmt_si(fps, "frames/s"),
-        format!("{:.2}", bps * 8.0 / 1e9),
-        format!("{:.1}%", of_memcpy * 100.0),
-        format!("{:.1}%", 100.0 * m.got.frames as f64 / m.sent.max(1) as f64),
-        format!("{:.0}%/{:.0}%", m.producer_cpu * 100.0, m.got.cpu_share * 100.0),
-        goal,
+        Cell::Num(fps, Unit::FramesPerSec),
+        Cell::bps(bps * 8.0),
+        Cell::Num(of_memcpy, Unit::Percent),
+        Cell::Num(m.got.frames as f64 / m.sent.max(1) as f64, Unit::Percent),
+        Cell::Num(m.producer_cpu, Unit::Percent),
+        Cell::Num(m.got.cpu_share, Unit::Percent),
+        Cell::Text(goal),
     ]
 }

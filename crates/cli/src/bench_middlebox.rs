@@ -7,7 +7,7 @@
 //! the generator and the sink) and one thread per unit, all busy-polling.
 
 use crate::bench_common::{print_tables, progress, step};
-use crate::output::Table;
+use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use accel::prefix::PrefixSet;
 use apps::firewall::Firewall;
@@ -33,9 +33,10 @@ const COPIES: f64 = 3.0;
 /// Options of `linerate bench middlebox`.
 #[derive(clap::Args)]
 pub struct MiddleboxBenchArgs {
-    /// Seconds of traffic per measurement.
-    #[arg(long, default_value_t = 1.0)]
-    secs: f64,
+    /// How long the traffic of each measurement lasts (a duration: 1s, 500ms; a bare number
+    /// is seconds; 50ms..=60s).
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    secs: Duration,
     /// Frame sizes in bytes (Ethernet header included), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,256,1500,9000")]
     sizes: Vec<usize>,
@@ -201,27 +202,30 @@ fn slot_for(size: usize) -> usize {
     (size + 256).clamp(2048, middlebox::slots::MAX_SLOT_SIZE)
 }
 
-/// A result row: rate, share of the memcpy limit, per unit.
-fn rate_row(what: &str, size: String, units: String, r: Result<Rate, String>, memcpy: Option<f64>) -> Vec<String> {
+/// A result row: rate, share of the memcpy limit, per unit (`units` is the unit count, or
+/// None where the row has no fixed count).
+fn rate_row(what: &str, size: Cell, units: Option<usize>, r: Result<Rate, String>, memcpy: Option<f64>) -> Vec<Cell> {
+    let units_cell = units.map_or(Cell::blank(), |u| Cell::count(u as f64));
     match r {
         Ok(r) => {
-            let of = memcpy.map_or("-".into(), |m| format!("{:.1}%", 100.0 * r.bytes * COPIES / m));
-            let per = units.parse::<f64>().map_or("-".into(), |u| format!("{:.2}", r.frames / 1e6 / u));
-            let per_cpu = if r.cores > 0.0 { format!("{:.2}", r.frames / 1e6 / r.cores) } else { "-".into() };
+            let fps = |v: f64| Cell::Num(v, Unit::FramesPerSec);
+            let of = memcpy.map_or(Cell::blank(), |m| Cell::Num(r.bytes * COPIES / m, Unit::Percent));
+            let per = units.map_or(Cell::blank(), |u| fps(r.frames / u as f64));
+            let per_cpu = if r.cores > 0.0 { fps(r.frames / r.cores) } else { Cell::blank() };
             vec![
-                what.into(),
+                Cell::from(what),
                 size,
-                units,
-                format!("{:.2}", r.frames / 1e6),
-                format!("{:.2}", r.bytes * 8.0 / 1e9),
-                memcpy.map_or("-".into(), |m| format!("{:.1}", m / 1e9)),
+                units_cell,
+                fps(r.frames),
+                Cell::bps(r.bytes * 8.0),
+                memcpy.map_or(Cell::blank(), |m| Cell::Num(m, Unit::BytesPerSec)),
                 of,
                 per,
-                format!("{:.2}", r.cores),
+                Cell::count(r.cores),
                 per_cpu,
             ]
         }
-        Err(e) => vec![what.into(), size, units, format!("failed: {e}")],
+        Err(e) => vec![Cell::from(what), size, units_cell, Cell::Missing(format!("failed: {e}"))],
     }
 }
 
@@ -229,20 +233,21 @@ const RATE_HEADERS: [&str; 10] = [
     "workload",
     "frame",
     "units",
-    "Mpps",
-    "Gbit/s",
-    "memcpy GB/s",
+    "frame rate",
+    "throughput",
+    "memcpy",
     "3 copies of memcpy",
-    "Mpps/unit",
+    "frame rate per unit",
     "CPUs busy",
-    "Mpps per CPU",
+    "frame rate per CPU",
 ];
 
 /// Run `linerate bench middlebox`.
 pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
-    if !(0.05..=60.0).contains(&a.secs) {
-        return Err(format!("--secs {} is outside 0.05..=60", a.secs));
+    if !(0.05..=60.0).contains(&a.secs.as_secs_f64()) {
+        return Err(format!("--duration {:?} is outside 50ms..=60s", a.secs));
     }
+    let secs = a.secs.as_secs_f64();
     if let Some(bad) = a.sizes.iter().find(|&&s| !(64..=9216).contains(&s)) {
         return Err(format!("frame size {bad} is outside 64..=9216"));
     }
@@ -262,9 +267,9 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
     let memcpy: Vec<f64> =
         a.sizes.iter().map(|&s| step(&pb, &format!("memcpy {s} B"), || memcpy_rate(s, 0.2))).collect();
     let mut tables = Vec::new();
-    let mut mt = Table::new("memcpy in this run (one thread, ~1 MiB working set)", &["copy size", "GB/s"]);
+    let mut mt = Table::new("memcpy in this run (one thread, ~1 MiB working set)", &["copy size", "memcpy"]);
     for (s, m) in a.sizes.iter().zip(&memcpy) {
-        mt.row(vec![format!("{s} B"), format!("{:.1}", m / 1e9)]);
+        mt.row(vec![Cell::bytes(*s as u64), Cell::Num(*m, Unit::BytesPerSec)]);
     }
     tables.push(mt);
 
@@ -281,15 +286,14 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
                 let r = step(&pb, &format!("forward {size} B, {u} units"), || {
                     let progs: Vec<Box<dyn Program>> =
                         (0..u).map(|_| Box::new(Forwarder::cross()) as Box<dyn Program>).collect();
-                    measure(forward_trace(size), progs, false, slot_for(size), a.secs)
+                    measure(forward_trace(size), progs, false, slot_for(size), secs)
                 });
-                let threads = format!("{u}");
-                t.row(rate_row("forward (threads)", format!("{size} B"), threads, r, Some(memcpy[i])));
+                t.row(rate_row("forward (threads)", Cell::bytes(size as u64), Some(u), r, Some(memcpy[i])));
             }
             let r = step(&pb, &format!("forward {size} B, step mode"), || {
-                measure_step(forward_trace(size), Box::new(Forwarder::cross()), slot_for(size), a.secs)
+                measure_step(forward_trace(size), Box::new(Forwarder::cross()), slot_for(size), secs)
             });
-            t.row(rate_row("forward (1 thread, step)", format!("{size} B"), "1".into(), r, Some(memcpy[i])));
+            t.row(rate_row("forward (1 thread, step)", Cell::bytes(size as u64), Some(1), r, Some(memcpy[i])));
         }
         tables.push(t);
     }
@@ -298,7 +302,12 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
         let mut t =
             Table::new("firewall (1,050-prefix blacklist, 2% of sources blacklisted, flow hash)", &RATE_HEADERS);
         match PrefixSet::load(&a.blacklist) {
-            Err(e) => t.row(vec!["firewall".into(), "-".into(), "-".into(), format!("not run: {e}")]),
+            Err(e) => t.row(vec![
+                Cell::from("firewall"),
+                Cell::blank(),
+                Cell::blank(),
+                Cell::Missing(format!("not run: {e}")),
+            ]),
             Ok(set) => {
                 let set = Arc::new(set);
                 for (i, &size) in a.sizes.iter().enumerate() {
@@ -309,9 +318,9 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
                         let r = step(&pb, &format!("firewall {size} B, {u} units"), || {
                             let progs: Vec<Box<dyn Program>> =
                                 (0..u).map(|_| Box::new(Firewall::new(set.clone())) as Box<dyn Program>).collect();
-                            measure(firewall_trace(&set, size), progs, true, slot_for(size), a.secs)
+                            measure(firewall_trace(&set, size), progs, true, slot_for(size), secs)
                         });
-                        t.row(rate_row("firewall", format!("{size} B"), u.to_string(), r, Some(memcpy[i])));
+                        t.row(rate_row("firewall", Cell::bytes(size as u64), Some(u), r, Some(memcpy[i])));
                     }
                 }
             }
@@ -325,7 +334,9 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
             &RATE_HEADERS,
         );
         match step(&pb, "IDS rules and trace", || ids::load_rules(&a.rules, false)) {
-            Err(e) => t.row(vec!["ids".into(), "-".into(), "-".into(), format!("not run: {e}")]),
+            Err(e) => {
+                t.row(vec![Cell::from("ids"), Cell::blank(), Cell::blank(), Cell::Missing(format!("not run: {e}"))])
+            }
             Ok((rules, _)) => {
                 let trace = generate(&rules.full, &TraceConfig::default());
                 let avg = trace.frames.iter().map(Vec::len).sum::<usize>() / trace.frames.len().max(1);
@@ -337,14 +348,14 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
                     let r = step(&pb, &format!("ids, {u} units"), || {
                         let progs: Vec<Box<dyn Program>> =
                             (0..u).map(|_| Box::new(IdsUnit::new(rules.clone(), cfg)) as Box<dyn Program>).collect();
-                        measure(trace.frames.clone(), progs, true, 9216 + 256, a.secs)
+                        measure(trace.frames.clone(), progs, true, 9216 + 256, secs)
                     });
-                    t.row(rate_row("ids", format!("avg {avg} B"), u.to_string(), r, None));
+                    t.row(rate_row("ids", Cell::bytes(avg as u64), Some(u), r, None));
                 }
                 let r = step(&pb, "ids, step mode", || {
-                    measure_step(trace.frames.clone(), Box::new(IdsUnit::new(rules.clone(), cfg)), 9216 + 256, a.secs)
+                    measure_step(trace.frames.clone(), Box::new(IdsUnit::new(rules.clone(), cfg)), 9216 + 256, secs)
                 });
-                t.row(rate_row("ids (1 thread, step)", format!("avg {avg} B"), "1".into(), r, None));
+                t.row(rate_row("ids (1 thread, step)", Cell::bytes(avg as u64), Some(1), r, None));
             }
         }
         tables.push(t);
@@ -357,7 +368,7 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
                 "program swap while 64 B frames flow through 2 units (Rosebud: {} ms per RPU)",
                 ROSEBUD_SWAP.as_millis()
             ),
-            &["kind", "swaps", "median", "max", "frames lost", "vs Rosebud"],
+            &["kind", "swaps", "median", "max", "frames lost", "speedup vs Rosebud"],
         );
         match r {
             Ok(rows) => {
@@ -366,16 +377,16 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
                     let med = v[v.len() / 2];
                     let max = v[v.len() - 1];
                     t.row(vec![
-                        kind.into(),
-                        v.len().to_string(),
-                        format!("{:.1} µs", med.as_secs_f64() * 1e6),
-                        format!("{:.1} µs", max.as_secs_f64() * 1e6),
-                        lost.to_string(),
-                        format!("{:.0}x faster", ROSEBUD_SWAP.as_secs_f64() / med.as_secs_f64().max(1e-9)),
+                        Cell::from(kind),
+                        Cell::count(v.len() as f64),
+                        Cell::secs(med.as_secs_f64()),
+                        Cell::secs(max.as_secs_f64()),
+                        Cell::count(lost as f64),
+                        Cell::ratio(ROSEBUD_SWAP.as_secs_f64() / med.as_secs_f64().max(1e-9)),
                     ]);
                 }
             }
-            Err(e) => t.row(vec!["swap".into(), format!("failed: {e}")]),
+            Err(e) => t.row(vec![Cell::from("swap"), Cell::Missing(format!("failed: {e}"))]),
         }
         pb.inc(1);
         tables.push(t);

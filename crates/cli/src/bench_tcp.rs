@@ -19,7 +19,7 @@ use crate::bench_common::{
     ratio_row, READY,
 };
 use crate::cmd_iperf::tcp_stack_config;
-use crate::output::{fmt_si, fmt_us, Table};
+use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, poll_burst, polls_for, stop_requested};
 use apps::{TcpEcho, TcpSink};
 use link::shm::ShmLink;
@@ -55,9 +55,10 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(2);
 /// Options of `linerate bench tcp`.
 #[derive(clap::Args)]
 pub struct TcpArgs {
-    /// Seconds of sending for each goodput measurement (and at most for the connection cycles).
-    #[arg(long, default_value_t = 2.0)]
-    secs: f64,
+    /// How long each goodput measurement sends (and at most the connection cycles last): a
+    /// duration (2s, 500ms; a bare number is seconds).
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
+    secs: Duration,
     /// Single-connection goodput: the median of this many runs (each with fresh processes
     /// or sockets), for both stacks.
     #[arg(long, default_value_t = 3)]
@@ -76,9 +77,10 @@ pub struct TcpArgs {
     /// Only the grid rows whose name contains this text (e.g. "loss").
     #[arg(long, default_value = "")]
     grid_rows: String,
-    /// Seconds one grid transfer may take before it counts as failed.
-    #[arg(long, default_value_t = 600)]
-    grid_limit_secs: u64,
+    /// How long one grid transfer may take before it counts as failed (a duration; a bare
+    /// number is seconds).
+    #[arg(value_name = "DURATION", long = "grid-limit", alias = "grid-limit-secs", default_value = "10m", value_parser = crate::duration::parse_duration)]
+    grid_limit: Duration,
 }
 
 /// Options of the hidden `linerate bench-peer tcp` child: a linerate host on a shared-memory
@@ -99,9 +101,9 @@ pub struct PeerArgs {
     /// Per-connection buffer, bytes (default: the stack's).
     #[arg(long)]
     buffer: Option<usize>,
-    /// Seconds after which the peer gives up even if the link stays open.
-    #[arg(long, default_value_t = 120.0)]
-    limit_secs: f64,
+    /// How long until the peer gives up even if the link stays open (a duration).
+    #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
+    limit_secs: Duration,
     /// CPU to pin the peer to.
     #[arg(long)]
     cpu: Option<usize>,
@@ -141,10 +143,10 @@ struct Figures {
 pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     install_stop_handler();
     if a.impairment_grid {
-        if a.grid_bytes == 0 || a.grid_limit_secs == 0 {
-            return Err("--grid-bytes and --grid-limit-secs must be positive".into());
+        if a.grid_bytes == 0 {
+            return Err("--grid-bytes must be positive".into());
         }
-        let ok = grid::run(a.grid_bytes, &a.grid_rows, Duration::from_secs(a.grid_limit_secs), a.json)?;
+        let ok = grid::run(a.grid_bytes, &a.grid_rows, a.grid_limit, a.json)?;
         return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     let secs = check_secs(a.secs)?;
@@ -239,7 +241,8 @@ fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize) -> Table
          the two sides pinned to two CPUs; goodput = receiver's byte count / (first connection up .. last report)",
         &["metric", "linerate (shm)", "Linux (veth)", "ratio"],
     );
-    let bits = |v: f64| fmt_si(v, "bit/s");
+    let bits = Unit::BitsPerSec;
+    let ns = |v: f64| v / 1e9;
     for (i, mtu) in MTUS.iter().enumerate() {
         let metric = format!("goodput, 1 connection, MTU {mtu} (MSS {}), median of {repeat}", mtu - 40);
         ratio_row(&mut t, &metric, ours.goodput[i], kernel.map(|k| k.goodput[i]), bits);
@@ -257,25 +260,28 @@ fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize) -> Table
     ] {
         for (name, p) in [("median", 50.0), ("p99", 99.0)] {
             let metric = format!("64 B request/response {name}, Linux {mode}");
-            ratio_row(&mut t, &metric, percentile(&ours.rtt, p), rtts.map(|v| percentile(v, p)), fmt_us);
+            ratio_row(&mut t, &metric, ns(percentile(&ours.rtt, p)), rtts.map(|v| ns(percentile(v, p))), Unit::Seconds);
         }
     }
-    let per_sec = |v: f64| format!("{v:.0}/s");
+    let per_sec = Unit::OpsPerSec;
     let metric = "connections/s, one at a time (connect, accept, close), Linux blocking";
     ratio_row(&mut t, metric, ours.cycles.rate, kernel.map(|k| k.cycles.rate), per_sec);
     for (name, p) in [("median", 50.0), ("p99", 99.0)] {
         let metric = format!("connect to established {name}");
-        let k = kernel.map(|k| percentile(&k.cycles.handshake, p));
-        ratio_row(&mut t, &metric, percentile(&ours.cycles.handshake, p), k, fmt_us);
+        let k = kernel.map(|k| ns(percentile(&k.cycles.handshake, p)));
+        ratio_row(&mut t, &metric, ns(percentile(&ours.cycles.handshake, p)), k, Unit::Seconds);
     }
-    let k = kernel.map(|k| percentile(&k.cycles.cycle, 50.0));
-    ratio_row(&mut t, "connect to the server's close, median", percentile(&ours.cycles.cycle, 50.0), k, fmt_us);
+    let k = kernel.map(|k| ns(percentile(&k.cycles.cycle, 50.0)));
+    let ours_cycle = ns(percentile(&ours.cycles.cycle, 50.0));
+    ratio_row(&mut t, "connect to the server's close, median", ours_cycle, k, Unit::Seconds);
     let metric = format!("aggregate goodput, {MANY} connections, {} KiB buffers", MANY_BUFFER / 1024);
     match (&ours.many, kernel.map(|k| &k.many)) {
         (Ok(o), Ok(Ok(k))) => ratio_row(&mut t, &metric, *o, Ok(*k), bits),
         (Ok(o), Ok(Err(e))) => ratio_row(&mut t, &metric, *o, Err(&format!("failed: {e}")), bits),
         (Ok(o), Err(why)) => ratio_row(&mut t, &metric, *o, Err(why), bits),
-        (Err(e), _) => t.row(vec![metric, format!("failed: {e}"), String::new(), "-".into()]),
+        (Err(e), _) => {
+            t.row(vec![Cell::from(metric), Cell::Missing(format!("failed: {e}")), Cell::blank(), Cell::blank()])
+        }
     }
     t
 }

@@ -142,7 +142,7 @@ fn kmeans_rank(
     comm.connect().map_err(|x| e(&x))?;
     let mut km = DistKmeans::new(shape, data, init).map_err(|x| e(&x))?;
     // The collective layer's counters, live in `linerate stats` while the run lasts.
-    let stats = StatsPublisher::new(&format!("kmeans-{}-rank{r}", std::process::id())).map_err(|x| e(&x))?;
+    let stats = StatsPublisher::new(&format!("kmeans-{}-rank{r}", std::process::id()), "kmeans").map_err(|x| e(&x))?;
     let mut published = Instant::now();
     let (mut compute, mut wait) = (Duration::ZERO, Duration::ZERO);
     for i in 0..iters {

@@ -40,7 +40,7 @@ pub fn run_firewall(a: FirewallArgs) -> Result<ExitCode, String> {
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let name = a.run.name.clone().unwrap_or_else(|| format!("firewall-{}", std::process::id()));
-    let o = run(rt, input.total, a.run.duration, &name, |_| Ok(()))?;
+    let o = run(rt, input.total, a.run.duration, ("firewall", &name), |_| Ok(()))?;
     let title = format!(
         "linerate firewall: {} prefixes from {}, {units} units, {} policy",
         set.len(),

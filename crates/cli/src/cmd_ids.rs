@@ -7,6 +7,7 @@
 
 use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
 use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
+use crate::output::Cell;
 use accel::ids::support::partial_rules;
 use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
@@ -47,9 +48,10 @@ pub struct IdsArgs {
     /// ends in .pcapng; `-` for standard output), with their original timestamps.
     #[arg(long)]
     matched: Option<PathBuf>,
-    /// Milliseconds a reorder gap may stay open before it is skipped.
-    #[arg(long, default_value_t = 200)]
-    reorder_timeout_ms: u64,
+    /// How long a reorder gap may stay open before it is skipped (a duration: 200ms, 1s; a
+    /// bare number is seconds).
+    #[arg(value_name = "DURATION", long, default_value = "200ms", value_parser = crate::duration::parse_duration)]
+    reorder_timeout: Duration,
     /// Instead of inspecting: write a test trace with attacks planted from the rules to this
     /// pcap (and the expected "sid flow" lines to PATH.expected), then exit.
     #[arg(long)]
@@ -145,7 +147,7 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     let cfg = IdsConfig {
         slots,
         reorder_total: (a.run.slots / 2).max(1),
-        reorder_timeout: Duration::from_millis(a.reorder_timeout_ms),
+        reorder_timeout: a.reorder_timeout,
         ..IdsConfig::default()
     };
     let mut b = Runtime::builder_with(RuntimeConfig { slots, ..RuntimeConfig::default() })
@@ -161,14 +163,14 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
         sink = sink.with_eve(eve)?;
     }
     let name = a.run.name.clone().unwrap_or_else(|| format!("ids-{}", std::process::id()));
-    let o = run(rt, input.total, a.run.duration, &name, |hp| sink.record(&hp, &set))?;
+    let o = run(rt, input.total, a.run.duration, ("ids", &name), |hp| sink.record(&hp, &set))?;
     sink.finish()?;
     let title =
         format!("linerate ids: {} rules from {}, {units} units, {} policy", set.len(), path.display(), o.stats.policy);
     let mut t = summary(&title, &o);
-    t.row(vec!["host".into(), "alerts".into(), sink.alerts.to_string()]);
-    t.row(vec!["host".into(), "distinct (sid, flow)".into(), sink.pairs().len().to_string()]);
-    t.row(vec!["host".into(), "unverified (reorder overflow)".into(), sink.unverified.to_string()]);
+    t.row(vec![Cell::from("host"), Cell::from("alerts"), Cell::count(sink.alerts as f64)]);
+    t.row(vec![Cell::from("host"), Cell::from("distinct (sid, flow)"), Cell::count(sink.pairs().len() as f64)]);
+    t.row(vec![Cell::from("host"), Cell::from("unverified (reorder overflow)"), Cell::count(sink.unverified as f64)]);
     if stdout_taken {
         t.eprint(a.run.json);
     } else {

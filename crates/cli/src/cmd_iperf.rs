@@ -1,12 +1,14 @@
 //! `linerate iperf`: TCP goodput between two linerate processes over a shared-memory link,
 //! with the small protocol of [`apps::iperf`]. `-s` creates the link and serves a counting
-//! sink; `-c HOST` opens the link and sends for `--time` seconds on `--parallel` connections.
+//! sink; `-c HOST` opens the link and sends for `--duration` on `--parallel` connections.
 //! Both print a progress line per interval and a summary; both busy-poll while there is
 //! traffic.
 
-use crate::bench_common::{check_secs, msg, pin_cpu, GRACE};
-use crate::output::{fmt_si, Table};
+use crate::bench_common::{msg, pin_cpu, GRACE};
+use crate::duration::parse_duration;
+use crate::output::{fmt_si, Cell, Table};
 use crate::runloop::{install_stop_handler, now, poll_burst, polls_for, stop_requested, Idler};
+use crate::statsfile::StatsPublisher;
 use apps::iperf::{IperfClient, DEFAULT_PORT};
 use apps::TcpSink;
 use link::shm::ShmLink;
@@ -38,35 +40,37 @@ pub struct IperfArgs {
     /// IP MTU of the link, set by the server (the client takes the link's); MSS = MTU - 40.
     #[arg(long, default_value_t = 1500)]
     mtu: usize,
-    /// Seconds to send (client).
-    #[arg(short = 't', long, default_value_t = 10.0)]
-    time: f64,
+    /// Client: how long to send (default 10s). Server: stop after this long (default: when
+    /// the client's side of the link closes, or on Ctrl-C). A duration: 5s, 500ms, 2m; a
+    /// bare number is seconds.
+    #[arg(value_name = "DURATION", short = 't', long, alias = "time", value_parser = parse_duration)]
+    duration: Option<Duration>,
     /// Parallel connections (client).
     #[arg(short = 'P', long, default_value_t = 1)]
     parallel: usize,
-    /// Seconds between progress lines.
-    #[arg(short = 'i', long, default_value_t = 1.0)]
-    interval: f64,
+    /// Time between progress lines (a duration: 1s, 500ms; a bare number is seconds).
+    #[arg(value_name = "DURATION", short = 'i', long, default_value = "1s", value_parser = parse_duration)]
+    interval: Duration,
     /// Connections the stack can hold (default: 4096, or --parallel plus 64 on a client).
     #[arg(long)]
     sessions: Option<usize>,
     /// Per-connection send and receive buffer, bytes (default: the stack's, 256 KiB).
     #[arg(long)]
     buffer: Option<usize>,
-    /// Server: stop after this many seconds (default: when the client's side of the link
-    /// closes, or on Ctrl-C).
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Seconds the client waits for the link and keeps retrying a refused connection.
-    #[arg(long, default_value_t = 10.0)]
-    wait: f64,
+    /// How long the client waits for the link and keeps retrying a refused connection (a
+    /// duration; a bare number is seconds).
+    #[arg(value_name = "DURATION", long, alias = "wait", default_value = "10s", value_parser = parse_duration)]
+    timeout: Duration,
     /// Pin this process to a CPU.
     #[arg(long)]
     cpu: Option<usize>,
-    /// Print the summary as JSON.
+    /// Print the summary as JSON (progress lines then go to stderr).
     #[arg(long)]
     json: bool,
 }
+
+/// Default sending time of a client.
+const DEFAULT_TIME: Duration = Duration::from_secs(10);
 
 /// Run `linerate iperf`.
 pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
@@ -74,7 +78,7 @@ pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
     if let Some(cpu) = a.cpu {
         pin_cpu(cpu);
     }
-    let interval = check_secs(a.interval)?;
+    let interval = a.interval;
     match a.client {
         Some(host) => run_client(&a, SocketAddrV4::new(host, a.port), interval),
         None => run_server(&a, interval),
@@ -105,6 +109,7 @@ pub(crate) fn tcp_stack_config(ip: &str, mtu: usize, sessions: usize, buffer: Op
 
 /// Prints a progress line per interval: the bytes a counter advanced by and the rate.
 struct Progress {
+    to_stderr: bool,
     start: Instant,
     every: Duration,
     last_at: Instant,
@@ -112,8 +117,8 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(start: Instant, every: Duration) -> Progress {
-        Progress { start, every, last_at: start, last_bytes: 0 }
+    fn new(start: Instant, every: Duration, to_stderr: bool) -> Progress {
+        Progress { to_stderr, start, every, last_at: start, last_bytes: 0 }
     }
 
     /// Print a line if an interval has passed since the last one.
@@ -123,14 +128,24 @@ impl Progress {
         }
         let span = (t - self.last_at).as_secs_f64();
         let delta = bytes.saturating_sub(self.last_bytes);
-        println!(
+        let line = format!(
             "[{:7.2}-{:7.2} s]  {:>12} {what}  {:>14}",
             (self.last_at - self.start).as_secs_f64(),
             (t - self.start).as_secs_f64(),
             fmt_si(delta as f64, "B"),
             fmt_si(delta as f64 * 8.0 / span, "bit/s")
         );
+        say(self.to_stderr, &line);
         (self.last_at, self.last_bytes) = (t, bytes);
+    }
+}
+
+/// A human line: to stdout, or to stderr when stdout carries JSON.
+fn say(to_stderr: bool, line: &str) {
+    if to_stderr {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
     }
 }
 
@@ -148,16 +163,19 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
     let link = ShmLink::create(&a.shm, LinkConfig::default().mtu(a.mtu)).map_err(msg)?;
     let mut stack = Stack::new(cfg, link).map_err(msg)?;
     let mut sink = TcpSink::listen(&mut stack, a.port, sessions).map_err(msg)?.with_report();
+    let mut publisher =
+        StatsPublisher::new(&format!("iperf-s-{}", a.shm), "iperf -s").map_err(|e| format!("stats file: {e}"))?;
     let host = stack.ip();
     eprintln!(
         "iperf server {host}:{} on shared-memory link {:?} (MTU {}); run: linerate iperf -c {host} --shm {}",
         a.port, a.shm, a.mtu, a.shm
     );
     let start = now();
-    let deadline = a.duration.map(check_secs).transpose()?.map(|d| start + d);
+    let deadline = a.duration.map(|d| start + d);
     let mut idler = Idler::new();
     let mut progress: Option<Progress> = None;
-    let mut tests = Table::new("iperf server: tests received", &["test", "connections", "bytes", "seconds", "goodput"]);
+    let mut tests =
+        Table::new("iperf server: tests received", &["test", "connections", "bytes", "duration", "goodput"]);
     let (mut accepted_before, mut test_no) = (0, 0);
     loop {
         let t = now();
@@ -169,26 +187,33 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
         let worked = received + sink.serve(&mut stack).map_err(msg)? > 0;
         idler.after_poll(stack.link(), worked);
         let c = sink.connections();
+        publisher.publish_every(|| {
+            let mut v = vec![("rx_bytes", sink.bytes), ("connections_open", c.open as u64), ("tests", test_no as u64)];
+            v.push(("connections_accepted", c.accepted));
+            v
+        });
         if c.open > 0 {
-            progress.get_or_insert_with(|| Progress::new(t, interval)).tick(t, sink.bytes, "received");
+            progress.get_or_insert_with(|| Progress::new(t, interval, a.json)).tick(t, sink.bytes, "received");
         } else if c.accepted > accepted_before {
             let secs = match (sink.first, sink.last) {
                 (Some(f), Some(l)) => (l - f).as_secs_f64(),
                 _ => 0.0,
             };
-            let rate = fmt_si(sink.rate() * 8.0, "bit/s");
+            let rate = sink.rate() * 8.0;
             test_no += 1;
-            println!(
-                "test {test_no}: {} bytes from {} connections in {secs:.2} s: {rate}",
+            let line = format!(
+                "test {test_no}: {} bytes from {} connections in {secs:.2} s: {}",
                 sink.bytes,
-                c.accepted - accepted_before
+                c.accepted - accepted_before,
+                fmt_si(rate, "bit/s")
             );
+            say(a.json, &line);
             tests.row(vec![
-                test_no.to_string(),
-                (c.accepted - accepted_before).to_string(),
-                sink.bytes.to_string(),
-                format!("{secs:.3}"),
-                rate,
+                Cell::count(test_no as f64),
+                Cell::count_u64(c.accepted - accepted_before),
+                Cell::bytes(sink.bytes),
+                Cell::secs(secs),
+                Cell::bps(rate),
             ]);
             accepted_before = c.accepted;
             sink.reset_tally();
@@ -204,8 +229,8 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
 
 /// `linerate iperf -c HOST`: open the link, run one test, print the summary.
 fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result<ExitCode, String> {
-    let time = check_secs(a.time)?;
-    let wait = check_secs(a.wait)?;
+    let time = a.duration.unwrap_or(DEFAULT_TIME);
+    let wait = a.timeout;
     if a.parallel == 0 || a.parallel > 60_000 {
         return Err(format!("--parallel {} is outside 1..=60000", a.parallel));
     }
@@ -215,6 +240,8 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
     let cfg = tcp_stack_config(&ip, mtu, a.sessions.unwrap_or((a.parallel + 64).max(4096)), a.buffer)?;
     let mut stack = Stack::new(cfg, link).map_err(msg)?;
     let mut client = IperfClient::new(server, a.parallel, time, wait);
+    let name = format!("iperf-c-{}-{}", a.shm, std::process::id());
+    let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
     eprintln!(
         "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}",
         stack.ip(),
@@ -230,8 +257,9 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
         let received = poll_burst(&mut stack, polls_for(a.parallel)).map_err(msg)?;
         let worked = received + client.step(&mut stack).map_err(msg)? > 0;
         idler.after_poll(stack.link(), worked);
+        publisher.publish_every(|| vec![("acked_bytes", client.acked())]);
         if let Some(s) = client.started_at() {
-            progress.get_or_insert_with(|| Progress::new(s, interval)).tick(t, client.acked(), "acked");
+            progress.get_or_insert_with(|| Progress::new(s, interval, a.json)).tick(t, client.acked(), "acked");
         }
         if stop_requested() {
             return Err("interrupted".into());
@@ -243,15 +271,15 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
     let r = client.result();
     let mut t = Table::new(
         &format!("iperf client -> {server}"),
-        &["connections", "reported", "sent", "received", "seconds", "goodput"],
+        &["connections", "reported", "sent", "received", "duration", "goodput"],
     );
     t.row(vec![
-        r.connections.to_string(),
-        r.reported.to_string(),
-        r.sent.to_string(),
-        r.received.to_string(),
-        format!("{:.3}", r.elapsed.as_secs_f64()),
-        fmt_si(r.bits_per_sec(), "bit/s"),
+        Cell::count(r.connections as f64),
+        Cell::count(r.reported as f64),
+        Cell::bytes(r.sent),
+        Cell::bytes(r.received),
+        Cell::secs(r.elapsed.as_secs_f64()),
+        Cell::bps(r.bits_per_sec()),
     ]);
     t.print(a.json);
     let errors: Vec<String> = client.errors().map(|e| e.to_string()).collect();

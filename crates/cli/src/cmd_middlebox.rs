@@ -2,7 +2,7 @@
 //! and output links, running a middlebox on threads until its input is consumed, the summary
 //! table; and `linerate middlebox stats`, the live counters of running middleboxes.
 
-use crate::output::{fmt_si, Table};
+use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use crate::statsfile::{read_all, run_dir, StatsPublisher};
 use link::capture::Format;
@@ -35,7 +35,8 @@ pub struct IoArgs {
     /// Replay a pcap input at its recorded pace (default: as fast as possible).
     #[arg(long)]
     pub paced: bool,
-    /// IP MTU of shm/packet/tap links.
+    /// IP MTU of shm/packet/tap links. 9000, not the 1500 of the other commands: a
+    /// bump-in-the-wire must pass the jumbo frames either side may send.
     #[arg(long, default_value_t = 9000)]
     pub mtu: usize,
 }
@@ -52,9 +53,10 @@ pub struct RunArgs {
     /// Packet slots per unit.
     #[arg(long, default_value_t = 64)]
     pub slots: usize,
-    /// Stop after this many seconds (default: when a pcap input is consumed, else on Ctrl-C).
-    #[arg(long)]
-    pub duration: Option<f64>,
+    /// Stop after this long (a duration: 5s, 500ms, 2m; a bare number is seconds; default:
+    /// when a pcap input is consumed, else on Ctrl-C).
+    #[arg(value_name = "DURATION", short = 't', long, value_parser = crate::duration::parse_duration)]
+    pub duration: Option<Duration>,
     /// Name of the instance for `linerate middlebox stats` (default: COMMAND-PID).
     #[arg(long)]
     pub name: Option<String>,
@@ -154,22 +156,22 @@ pub struct RunOutcome {
     pub elapsed: Duration,
 }
 
-/// Run `rt` on threads, hand host packets to `on_host`, publish counters as `name`, and stop
-/// when a pcap input of `total` frames is processed, after `duration`, or on Ctrl-C.
+/// Run `rt` on threads, hand host packets to `on_host`, publish counters as instance `name`
+/// of `command` ("firewall", "ids"), and stop when a pcap input of `total` frames is
+/// processed, after `duration`, or on Ctrl-C.
 pub fn run(
     rt: Runtime,
     total: Option<u64>,
-    duration: Option<f64>,
-    name: &str,
+    duration: Option<Duration>,
+    (command, name): (&str, &str),
     mut on_host: impl FnMut(HostPacket) -> Result<(), String>,
 ) -> Result<RunOutcome, String> {
     install_stop_handler();
-    let publisher = StatsPublisher::new(name).map_err(|e| format!("stats file: {e}"))?;
+    let mut publisher = StatsPublisher::new(name, command).map_err(|e| format!("stats file: {e}"))?;
     let running = rt.start().map_err(|e| e.to_string())?;
     let c = running.control();
     let start = Instant::now();
-    let deadline = duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
-    let mut last_publish = start;
+    let deadline = duration.map(|d| start + d);
     let mut flushed = false;
     let mut end = None;
     let mut result = Ok(());
@@ -183,11 +185,7 @@ pub fn run(
             eprintln!("linerate: unit {} trapped: {}", t.meta.unit, t.reason);
         }
         let now = Instant::now();
-        if now - last_publish >= Duration::from_millis(250) {
-            let flat = c.stats().flat();
-            let _ = publisher.publish(&flat.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
-            last_publish = now;
-        }
+        publisher.publish_every(|| c.stats().flat());
         if result.is_err() || stop_requested() || deadline.is_some_and(|d| now >= d) {
             break;
         }
@@ -231,40 +229,39 @@ pub fn summary(title: &str, o: &RunOutcome) -> Table {
     let s = &o.stats;
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let mut t = Table::new(title, &["where", "counter", "value"]);
-    let mut row = |w: &str, c: &str, v: String| t.row(vec![w.into(), c.into(), v]);
+    let mut row = |w: &str, c: &str, v: u64| t.row(vec![Cell::from(w), Cell::from(c), Cell::count_u64(v)]);
     for (i, p) in s.ports.iter().enumerate() {
         let w = format!("port {i} ({})", p.kind);
-        row(&w, "frames in", p.rx_frames.to_string());
-        row(&w, "frames out", p.tx_frames.to_string());
+        row(&w, "frames in", p.rx_frames);
+        row(&w, "frames out", p.tx_frames);
         if p.stalls > 0 {
-            row(&w, "stalls (units full)", p.stalls.to_string());
+            row(&w, "stalls (units full)", p.stalls);
         }
         for (r, n) in p.drops.iter() {
-            row(&w, &format!("dropped: {r}"), n.to_string());
+            row(&w, &format!("dropped: {r}"), n);
         }
     }
     for (i, u) in s.units.iter().enumerate() {
         let w = format!("unit {i} ({})", u.program);
-        row(&w, "frames", u.unit.rx_frames.to_string());
-        row(&w, "to port / to host", format!("{} / {}", u.unit.to_port, u.unit.to_host));
-        row(&w, "max slots used", format!("{} of {}", u.lb.max_occupancy, u.slots));
+        row(&w, "frames", u.unit.rx_frames);
+        row(&w, "to port", u.unit.to_port);
+        row(&w, "to host", u.unit.to_host);
+        row(&w, "max slots used", u.lb.max_occupancy as u64);
+        row(&w, "slots", u.slots as u64);
         for (r, n) in u.unit.drops.iter().chain(u.lb.drops.iter()) {
-            row(&w, &format!("dropped: {r}"), n.to_string());
+            row(&w, &format!("dropped: {r}"), n);
         }
         for (r, n) in &u.program_counters {
-            row(&w, r, n.to_string());
+            row(&w, r, *n);
         }
     }
     let frames: u64 = s.ports.iter().map(|p| p.rx_frames).sum();
     let bytes: u64 = s.ports.iter().map(|p| p.rx_bytes).sum();
-    row("total", "frames processed", frames.to_string());
-    row("total", "host packets", s.host.delivered.to_string());
-    row("total", "time", format!("{:.3} s", secs));
-    row(
-        "total",
-        "rate",
-        format!("{} / {}", fmt_si(frames as f64 / secs, "frame/s"), fmt_si(bytes as f64 * 8.0 / secs, "bit/s")),
-    );
+    t.summary("frames processed", Cell::count_u64(frames));
+    t.summary("host packets", Cell::count_u64(s.host.delivered));
+    t.summary("time", Cell::secs(secs));
+    t.summary("frame rate", Cell::Num(frames as f64 / secs, Unit::FramesPerSec));
+    t.summary("throughput", Cell::bps(bytes as f64 * 8.0 / secs));
     t
 }
 
@@ -280,7 +277,8 @@ pub enum MiddleboxCommand {
 pub struct StatsArgs {
     /// Show only the instance with this name.
     name: Option<String>,
-    /// Refresh this many times, once a second (0: once).
+    /// Refresh this many times, once a second (0: once); with --json, one JSON document per
+    /// line per refresh.
     #[arg(long, default_value_t = 0)]
     watch: u32,
     /// Print JSON.
@@ -306,7 +304,9 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
         }
         let all: Vec<_> = read_all()
             .into_iter()
-            .filter(|(n, _, c)| a.name.as_ref().map_or(c.iter().any(|(k, _)| k.starts_with("unit0.")), |w| w == n))
+            .filter(|e| {
+                a.name.as_ref().map_or(e.counters.iter().any(|(k, _)| k.starts_with("unit0.")), |w| *w == e.name)
+            })
             .collect();
         if all.is_empty() {
             return Err(match &a.name {
@@ -314,7 +314,8 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
                 None => format!("no middlebox is running (looked in {})", run_dir().display()),
             });
         }
-        for (name, pid, counters) in &all {
+        let mut tables = Vec::new();
+        for crate::statsfile::Entry { name, pid, counters, .. } in &all {
             let mut headers = vec!["element"];
             headers.extend(COLUMNS);
             headers.push("drops and app counters");
@@ -328,9 +329,9 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
                 }
             }
             for e in elements {
-                let get = |c: &str| counters.iter().find(|(k, _)| k == &format!("{e}.{c}")).map(|(_, v)| v.to_string());
-                let mut cells = vec![e.to_string()];
-                cells.extend(COLUMNS.iter().map(|c| get(c).unwrap_or_default()));
+                let get = |c: &str| counters.iter().find(|(k, _)| k == &format!("{e}.{c}")).map(|(_, v)| *v);
+                let mut cells = vec![Cell::from(e)];
+                cells.extend(COLUMNS.iter().map(|c| get(c).map_or(Cell::blank(), Cell::count_u64)));
                 let extra: Vec<String> = counters
                     .iter()
                     .filter_map(|(k, v)| {
@@ -342,10 +343,17 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
                         (*v > 0).then(|| format!("{r}={v}"))
                     })
                     .collect();
-                cells.push(extra.join(" "));
+                cells.push(Cell::Text(extra.join(" ")));
                 t.row(cells);
             }
-            t.print(a.json);
+            tables.push(t);
+        }
+        let tables: Vec<&Table> = tables.iter().collect();
+        if a.json && a.watch > 0 {
+            // Watching: one compact document per refresh (JSON Lines).
+            println!("{}", crate::output::tables_json(&tables));
+        } else {
+            crate::output::print_all(&tables, a.json);
         }
     }
     Ok(ExitCode::SUCCESS)

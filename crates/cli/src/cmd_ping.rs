@@ -2,7 +2,8 @@
 //! a namespace of its own (`--via tap`, needs root) or to a second linerate host on an
 //! in-process link (`--via mem`), on real time.
 
-use crate::output::{fmt_us, Table};
+use crate::duration::parse_duration;
+use crate::output::{Cell, Table};
 use crate::runloop::now;
 use link::{mem, Link, LinkConfig};
 use net::{Config, PingReply, Stack};
@@ -18,16 +19,16 @@ pub struct PingArgs {
     /// Number of echo requests.
     #[arg(short = 'c', long, default_value_t = 10)]
     count: u16,
-    /// Milliseconds between requests.
-    #[arg(short = 'i', long, default_value_t = 10)]
-    interval_ms: u64,
+    /// Time between requests (a duration: 10ms, 1s; a bare number is seconds, as for Linux ping).
+    #[arg(value_name = "DURATION", short = 'i', long, default_value = "10ms", value_parser = parse_duration)]
+    interval: Duration,
     /// ICMP payload bytes (at least 8).
     #[arg(short = 's', long, default_value_t = 56)]
     size: usize,
-    /// Milliseconds to wait for the last reply.
-    #[arg(long, default_value_t = 1000)]
-    timeout_ms: u64,
-    /// Print JSON.
+    /// How long to wait for the last reply (a duration; a bare number is seconds).
+    #[arg(value_name = "DURATION", short = 'W', long, default_value = "1s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// Print JSON: one row per reply (rtt in seconds), the summary apart.
     #[arg(long)]
     json: bool,
 }
@@ -49,28 +50,24 @@ pub fn run(a: PingArgs) -> Result<ExitCode, String> {
     let mut t = Table::new(&format!("ping via {}", a.via), &["seq", "from", "bytes", "ttl", "rtt"]);
     for r in &replies {
         t.row(vec![
-            r.seq.to_string(),
-            r.from.to_string(),
-            r.len.to_string(),
-            r.ttl.to_string(),
-            fmt_us(r.rtt.as_nanos() as f64),
+            Cell::count(r.seq),
+            Cell::Text(r.from.to_string()),
+            Cell::bytes(r.len as u64),
+            Cell::count(r.ttl),
+            Cell::secs(r.rtt.as_secs_f64()),
         ]);
     }
-    let mut rtts: Vec<u128> = replies.iter().map(|r| r.rtt.as_nanos()).collect();
-    rtts.sort_unstable();
-    let summary = if rtts.is_empty() {
-        "no reply".to_string()
-    } else {
-        let avg = rtts.iter().sum::<u128>() as f64 / rtts.len() as f64;
-        format!(
-            "min {} / median {} / avg {} / max {}",
-            fmt_us(rtts[0] as f64),
-            fmt_us(rtts[rtts.len() / 2] as f64),
-            fmt_us(avg),
-            fmt_us(*rtts.last().unwrap_or(&0) as f64)
-        )
-    };
-    t.row(vec![format!("{}/{} replies", replies.len(), a.count), String::new(), String::new(), String::new(), summary]);
+    let mut rtts: Vec<f64> = replies.iter().map(|r| r.rtt.as_secs_f64()).collect();
+    rtts.sort_by(f64::total_cmp);
+    t.summary("transmitted", Cell::count(a.count));
+    t.summary("replies", Cell::count(replies.len() as f64));
+    if !rtts.is_empty() {
+        let avg = rtts.iter().sum::<f64>() / rtts.len() as f64;
+        t.summary("rtt min", Cell::secs(rtts[0]));
+        t.summary("rtt median", Cell::secs(rtts[rtts.len() / 2]));
+        t.summary("rtt avg", Cell::secs(avg));
+        t.summary("rtt max", Cell::secs(rtts[rtts.len() - 1]));
+    }
     t.print(a.json);
     Ok(if replies.len() == a.count as usize { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -82,8 +79,8 @@ fn ping_loop<A: Link, B: Link>(
     a: &PingArgs,
 ) -> Result<Vec<PingReply>, String> {
     let start = now();
-    let interval = Duration::from_millis(a.interval_ms);
-    let end_limit = start + interval * a.count as u32 + Duration::from_millis(a.timeout_ms);
+    let interval = a.interval;
+    let end_limit = start + interval * a.count as u32 + a.timeout;
     let mut sent = 0u16;
     let mut replies = Vec::new();
     let mut next_send = start;

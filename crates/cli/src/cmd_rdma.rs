@@ -16,7 +16,7 @@
 //! latency medians do.
 
 use crate::bench_common::{bench_cpus, msg, pin_side, print_tables, progress, step, unique_name};
-use crate::output::{fmt_si, fmt_us, Table};
+use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, stop_requested};
 use link::shm::ShmLink;
 use link::{Instant, LinkConfig};
@@ -470,13 +470,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
                 "registered / unregistered",
             ],
         );
-        lat_t.row(vec![
-            "64 B UDP RTT".into(),
-            format!("{} (same link, same run: the reference)", fmt_us(rtt)),
-            String::new(),
-            String::new(),
-            String::new(),
-        ]);
+        lat_t.summary("64 B UDP round trip on the same link (the reference)", Cell::nanos(rtt));
         for &size in SIZES {
             let data: Arc<[u8]> = (0..size).map(|i| i as u8).collect::<Vec<u8>>().into();
             let reps = if size >= 256 * 1024 { a.reps.div_ceil(10).max(5) } else { a.reps };
@@ -491,7 +485,13 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
                 Ok(())
             })?;
             let (s, u, r) = (median(&mut send), median(&mut unreg), median(&mut reg));
-            lat_t.row(vec![size_label(size), fmt_us(s), fmt_us(u), fmt_us(r), format!("{:.2}", r / u)]);
+            lat_t.row(vec![
+                Cell::bytes(size as u64),
+                Cell::nanos(s),
+                Cell::nanos(u),
+                Cell::nanos(r),
+                Cell::ratio(r / u),
+            ]);
         }
         let rdma = step(&pb, "RDMA goodput", || w.rdma_goodput(a.mib))?;
         let udp = step(&pb, "UDP goodput", || w.udp_goodput(a.mib, &shared))?;
@@ -504,24 +504,20 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
         );
         let gp_row = |name: &str, g: Goodput| {
             vec![
-                name.to_string(),
-                fmt_si(g.median * 8.0, "bit/s"),
-                format!("{:.2}", rdma.median / g.median),
-                fmt_si(g.overall * 8.0, "bit/s"),
-                format!("{:.2}", rdma.overall / g.overall),
+                Cell::from(name),
+                Cell::bps(g.median * 8.0),
+                Cell::ratio(rdma.median / g.median),
+                Cell::bps(g.overall * 8.0),
+                Cell::ratio(rdma.overall / g.overall),
             ]
         };
         gp_t.row(gp_row("RDMA writes", rdma));
         gp_t.row(gp_row("linerate UDP (1472 B datagrams)", udp));
         match tcp {
             Ok(t) => gp_t.row(gp_row("linerate TCP (one connection)", t)),
-            Err(e) => gp_t.row(vec![
-                "linerate TCP (one connection)".into(),
-                format!("failed: {e}"),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ]),
+            Err(e) => {
+                gp_t.row(vec![Cell::from("linerate TCP (one connection)"), Cell::Missing(format!("failed: {e}"))])
+            }
         }
         if std::env::var_os("LINERATE_RDMA_DEBUG").is_some() {
             let nz = |it: Vec<(&'static str, u64)>| it.into_iter().filter(|x| x.1 > 0).collect::<Vec<_>>();
@@ -529,23 +525,16 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
             eprintln!("writer net: {:?}", nz(w.stack.counters().iter().collect()));
         }
         let c = w.gp.counters();
-        gp_t.row(vec![
-            "RDMA retransmissions / data packets".into(),
-            format!("{} / {}", c.get(rdma::Counter::tx_retransmits), c.get(rdma::Counter::tx_data_packets)),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ]);
+        gp_t.summary("RDMA retransmissions", Cell::count_u64(c.get(rdma::Counter::tx_retransmits)));
+        gp_t.summary("RDMA data packets", Cell::count_u64(c.get(rdma::Counter::tx_data_packets)));
         let widths = [64usize, 128, 256, 512, 1024];
-        let mut headers = vec!["entries \\ mask".to_string()];
-        headers.extend(widths.iter().map(|w| format!("{w} ({} KiB at 512 B)", w / 2)));
+        let mut headers = vec!["entries".to_string()];
+        headers.extend(widths.iter().map(|w| format!("mask {w} ({} KiB at 512 B)", w / 2)));
         let hdr: Vec<&str> = headers.iter().map(String::as_str).collect();
         let mut mem_t = Table::new("Registration table memory (the paper's Table 1 grid)", &hdr);
         for entries in [64usize, 128, 256, 512, 1024] {
-            let mut row = vec![entries.to_string()];
-            row.extend(
-                widths.iter().map(|w| format!("{:.1} KiB", RegTable::memory_bytes(entries, *w) as f64 / 1024.0)),
-            );
+            let mut row = vec![Cell::count(entries as f64)];
+            row.extend(widths.iter().map(|w| Cell::bytes(RegTable::memory_bytes(entries, *w) as u64)));
             mem_t.row(row);
         }
         pb.inc(1);
@@ -557,16 +546,6 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     let tables = result?;
     print_tables(&tables, a.json);
     Ok(ExitCode::SUCCESS)
-}
-
-fn size_label(n: usize) -> String {
-    if n >= 1 << 20 {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1024 {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} B")
-    }
 }
 
 // ------------------------------------------------------------------ demo tour rows

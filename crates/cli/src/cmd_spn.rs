@@ -9,7 +9,7 @@ mod query;
 mod serve;
 
 use crate::bench_common::msg;
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, LeafKind, Output, Spn};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -167,24 +167,28 @@ fn run_compile(a: CompileArgs) -> Result<ExitCode, String> {
     let compiled = CompiledSpn::new(model).map_err(msg)?;
     let cs = compiled.stats();
     let mut t = Table::new(&format!("{}: valid SPN, compiled", a.model.display()), &["property", "value"]);
-    let mut row = |k: &str, v: String| t.row(vec![k.into(), v]);
-    row("inputs", st.vars.to_string());
-    row("nodes (sums / products / leaves)", format!("{} ({} / {} / {})", st.nodes, st.sums, st.products, st.leaves));
-    row("edges, depth", format!("{}, {}", st.edges, st.depth));
-    row(
-        "8-bit program: operations / operands / slots",
-        format!("{} / {} / {}", cs.code_ops, cs.code_args, cs.code_slots),
-    );
-    row(
-        "tables (single-variable sub-graphs)",
-        format!("{} ({} KiB), {} class maps", cs.tables, cs.table_bytes / 1024, cs.class_maps),
-    );
-    row("f64 program: operations / slots", format!("{} / {}", cs.value_ops, cs.value_slots));
-    let arithmetic = if compiled.log_space_only() {
+    let mut row = |k: &str, v: Cell| t.row(vec![Cell::from(k), v]);
+    let n = |v: usize| Cell::count(v as f64);
+    row("inputs", n(st.vars));
+    row("nodes", n(st.nodes));
+    row("sum nodes", n(st.sums));
+    row("product nodes", n(st.products));
+    row("leaves", n(st.leaves));
+    row("edges", n(st.edges));
+    row("depth", n(st.depth));
+    row("8-bit program operations", n(cs.code_ops));
+    row("8-bit program operands", n(cs.code_args));
+    row("8-bit program slots", n(cs.code_slots));
+    row("tables (single-variable sub-graphs)", n(cs.tables));
+    row("table bytes", Cell::bytes(cs.table_bytes as u64));
+    row("class maps", n(cs.class_maps));
+    row("f64 program operations", n(cs.value_ops));
+    row("f64 program slots", n(cs.value_slots));
+    let arithmetic = Cell::Text(if compiled.log_space_only() {
         "log space (the linear bound overflows)".to_string()
     } else {
         format!("linear f64; below {:.3e} (ll {:.1}) recomputed in log space", cs.guard, cs.guard.ln())
-    };
+    });
     row("arithmetic", arithmetic);
     t.print(a.json);
     Ok(ExitCode::SUCCESS)

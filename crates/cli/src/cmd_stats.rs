@@ -1,10 +1,11 @@
 //! `linerate stats`: the live counters of running linerate instances.
 
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use crate::statsfile::{read_all, run_dir};
 use std::process::ExitCode;
 
-/// Options of `linerate stats`.
+/// Options of `linerate stats`. Instances are listed from the per-user run directory
+/// (`$XDG_RUNTIME_DIR/linerate`, else `/tmp/linerate-UID`; `LINERATE_RUN_DIR` overrides).
 #[derive(clap::Args)]
 pub struct StatsArgs {
     /// Show only the instance with this name.
@@ -12,26 +13,45 @@ pub struct StatsArgs {
     /// Show zero counters too.
     #[arg(long)]
     all: bool,
-    /// Print JSON.
+    /// Print JSON: one row per counter (instance, command, pid, counter, value).
     #[arg(long)]
     json: bool,
 }
 
 /// Run `linerate stats`.
 pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
-    let instances: Vec<_> = read_all().into_iter().filter(|(n, _, _)| a.name.as_ref().is_none_or(|w| w == n)).collect();
+    let instances: Vec<_> = read_all().into_iter().filter(|e| a.name.as_ref().is_none_or(|w| *w == e.name)).collect();
     if instances.is_empty() {
         return Err(match a.name {
             Some(n) => format!("no running linerate instance is called '{n}' (looked in {})", run_dir().display()),
             None => format!("no linerate instance is running (looked in {})", run_dir().display()),
         });
     }
-    let mut t = Table::new("linerate counters", &["instance", "pid", "counter", "value"]);
-    for (name, pid, counters) in &instances {
-        for (c, v) in counters.iter().filter(|(_, v)| a.all || *v > 0) {
-            t.row(vec![name.clone(), pid.to_string(), c.clone(), v.to_string()]);
+    let mut t = Table::new("linerate counters", &["instance", "command", "pid", "counter", "value"]);
+    for e in &instances {
+        let mut shown = 0;
+        for (c, v) in e.counters.iter().filter(|(_, v)| a.all || *v > 0) {
+            t.row(vec![
+                Cell::from(e.name.as_str()),
+                Cell::from(e.command.as_str()),
+                Cell::count(e.pid),
+                Cell::from(c.as_str()),
+                Cell::count_u64(*v),
+            ]);
+            shown += 1;
+        }
+        if shown == 0 {
+            // Listed even before its first counter moves.
+            t.row(vec![
+                Cell::from(e.name.as_str()),
+                Cell::from(e.command.as_str()),
+                Cell::count(e.pid),
+                Cell::blank(),
+                Cell::blank(),
+            ]);
         }
     }
+    t.summary("instances", Cell::count(instances.len() as f64));
     t.print(a.json);
     Ok(ExitCode::SUCCESS)
 }

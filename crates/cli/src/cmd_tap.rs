@@ -2,7 +2,8 @@
 //! Linux tools (ping, arping, nc, socat, curl, tcpdump) in that namespace talk to it: UDP and
 //! TCP echo, a TCP discard sink, an HTTP responder, and a TCP client that sends a file.
 
-use crate::output::Table;
+use crate::duration::parse_duration;
+use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
 use crate::statsfile::StatsPublisher;
 use apps::tcp_source::{Payload, SourceOptions};
@@ -52,9 +53,10 @@ pub struct TapArgs {
     /// The file --tcp-send sends.
     #[arg(long, requires = "tcp_send", value_name = "FILE")]
     send_file: Option<PathBuf>,
-    /// Seconds --tcp-send keeps retrying a refused connection.
-    #[arg(long, default_value_t = 10.0)]
-    send_retry: f64,
+    /// How long --tcp-send keeps retrying a refused connection (a duration: 5s, 500ms, 2m; a
+    /// bare number is seconds).
+    #[arg(value_name = "DURATION", long, default_value = "10s", value_parser = parse_duration)]
+    send_retry: Duration,
     /// Record everything the linerate host sends and receives in this capture file, with
     /// wall-clock timestamps (`-` for standard output; the report then goes to stderr).
     #[arg(long)]
@@ -71,14 +73,21 @@ pub struct TapArgs {
     /// the mechanism and the counts of dropped, duplicated and delayed packets go to stderr.
     #[arg(long, value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = parse_impairment)]
     linux_impair: Option<Impairment>,
-    /// Stop after this many seconds (default: run until Ctrl-C, or until --run finishes, or
-    /// until --tcp-send finishes when there is no --run).
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Run this shell command inside the namespace while the host serves, then exit with its status
-    /// (a --tcp-send still closing then gets a few more seconds to finish).
+    /// Stop after this long (a duration: 5s, 500ms, 2m; a bare number is seconds; default:
+    /// run until Ctrl-C, or until --run finishes, or until --tcp-send finishes when there is
+    /// no --run).
+    #[arg(value_name = "DURATION", short = 't', long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Run this shell command inside the namespace while the host serves, then exit with its
+    /// status (a --tcp-send still closing then gets a few more seconds to finish). Its
+    /// standard output goes to our stderr with --json (or a capture on standard output).
     #[arg(long)]
     run: Option<String>,
+    /// Remove the namespaces (and their TAP devices) of linerate runs that were killed, and
+    /// their stale entries in the run directory, then exit. Only namespaces named by linerate
+    /// (`lr-…-PID-N`) whose owning process is gone are removed. Only --json combines with it.
+    #[arg(long, conflicts_with_all = ["run", "tcp_send", "duration", "pcap", "impair", "linux_impair"])]
+    cleanup: bool,
     /// Prefix of the namespace's name.
     #[arg(long, default_value = "lr-tap")]
     ns_prefix: String,
@@ -88,9 +97,9 @@ pub struct TapArgs {
 }
 
 /// Where the --run command's output goes: standard output, or stderr when standard output
-/// carries the capture.
-fn child_stdout(pcap_to_stdout: bool) -> Result<Stdio, String> {
-    if !pcap_to_stdout {
+/// carries data (a capture, or JSON).
+fn child_stdout(stdout_is_data: bool) -> Result<Stdio, String> {
+    if !stdout_is_data {
         return Ok(Stdio::inherit());
     }
     use std::os::fd::AsFd;
@@ -104,6 +113,9 @@ const SEND_LINGER: Duration = Duration::from_secs(12);
 
 /// Run `linerate tap`.
 pub fn run(a: TapArgs) -> Result<ExitCode, String> {
+    if a.cleanup {
+        return run_cleanup(a.json);
+    }
     let mut cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
     cfg.gateway = a.gateway;
     cfg.validate().map_err(|e| e.to_string())?;
@@ -123,6 +135,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     let mut setup =
         TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, pcap, a.impair).map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
+    tracing::info!(namespace = %ns, host = %host_ip, mtu = a.mtu, "TAP host up");
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
     let mut echo = match a.echo_port {
         0 => None,
@@ -140,7 +153,9 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         eprintln!("  UDP echo on port {}: ip netns exec {ns} socat - UDP:{host_ip}:{}", a.echo_port, a.echo_port);
     }
     tcp.print_hints(&ns, host_ip);
-    let publisher = StatsPublisher::new(&format!("tap-{ns}")).map_err(|e| format!("stats file: {e}"))?;
+    let mut publisher = StatsPublisher::new(&format!("tap-{ns}"), "tap")
+        .and_then(|p| p.with_namespace(&ns))
+        .map_err(|e| format!("stats file: {e}"))?;
     let mut child: Option<Child> = match &a.run {
         Some(cmd) => Some(
             setup
@@ -148,16 +163,15 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
                 .command("sh")
                 .args(["-c", cmd])
                 .stdin(Stdio::null())
-                .stdout(child_stdout(pcap_to_stdout)?)
+                .stdout(child_stdout(pcap_to_stdout || a.json)?)
                 .spawn()
                 .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
         ),
         None => None,
     };
     let start = now();
-    let deadline = a.duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = a.duration.map(|d| start + d);
     let mut idler = Idler::new();
-    let mut last_publish = start;
     let mut last_child_check = start;
     let mut run_ended = None;
     let mut exit = ExitCode::SUCCESS;
@@ -170,10 +184,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         worked |= tcp.serve(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         setup.stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(setup.stack.link(), worked);
-        if t - last_publish >= Duration::from_millis(250) {
-            let _ = publisher.publish(&setup.stack.counters().iter().collect::<Vec<_>>());
-            last_publish = t;
-        }
+        publisher.publish_every(|| setup.stack.counters().iter().collect());
         if stop_requested() || deadline.is_some_and(|d| t >= d) {
             break;
         }
@@ -210,17 +221,18 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         let _ = c.wait();
     }
     let mut t = Table::new(&format!("linerate host {host_ip}: counters"), &["counter", "value"]);
+    let mut row = |name: &str, v: u64| t.row(vec![Cell::from(name), Cell::count_u64(v)]);
     for (name, v) in setup.stack.counters().iter().filter(|(_, v)| *v > 0) {
-        t.row(vec![name.to_string(), v.to_string()]);
+        row(name, v);
     }
     if let Some(e) = &echo {
-        t.row(vec!["echo_datagrams".into(), e.echoed.to_string()]);
-        t.row(vec!["echo_bytes".into(), e.bytes.to_string()]);
+        row("echo_datagrams", e.echoed);
+        row("echo_bytes", e.bytes);
     }
     for (name, v) in tcp.figures() {
-        t.row(vec![name, v.to_string()]);
+        row(&name, v);
     }
-    t.row(vec!["tcp_sessions_at_exit".into(), setup.stack.tcp_sessions().to_string()]);
+    t.summary("tcp_sessions_at_exit", Cell::count(setup.stack.tcp_sessions() as f64));
     if let Some(g) = &linux_impair {
         report_linux_impairment(g, &mut t);
     }
@@ -241,6 +253,23 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
+/// `linerate tap --cleanup`: remove what killed runs left behind and say what.
+fn run_cleanup(json: bool) -> Result<ExitCode, String> {
+    let r = crate::cleanup::cleanup();
+    let mut t = Table::new("linerate tap --cleanup", &["namespace"]);
+    for ns in &r.removed {
+        t.row(vec![Cell::from(ns.as_str())]);
+    }
+    t.summary("namespaces removed", Cell::count(r.removed.len() as f64));
+    t.summary("stale entries removed", Cell::count(r.entries as f64));
+    t.summary("failures", Cell::count(r.failed.len() as f64));
+    t.print(json);
+    for f in &r.failed {
+        eprintln!("linerate: {f}");
+    }
+    Ok(if r.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 /// Apply `--linux-impair` to Linux's side of the TAP (in the namespace) and say how.
 fn impair_linux_side(setup: &TapSetup, imp: Option<&Impairment>) -> Result<Option<LinuxImpair>, String> {
     let Some(imp) = imp else { return Ok(None) };
@@ -258,7 +287,7 @@ fn report_linux_impairment(g: &LinuxImpair, t: &mut Table) {
             eprintln!("linux impairment ({}) on {}: {c}", g.mechanism(), g.device());
             for (name, v) in [("dropped", c.dropped), ("duplicated", c.duplicated), ("delayed", c.delayed)] {
                 if let Some(v) = v {
-                    t.row(vec![format!("linux_impair_{name}"), v.to_string()]);
+                    t.row(vec![Cell::Text(format!("linux_impair_{name}")), Cell::count_u64(v)]);
                 }
             }
         }
@@ -289,7 +318,7 @@ impl TcpServices {
         let send = match (a.tcp_send, &a.send_file) {
             (Some(to), Some(path)) => {
                 let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-                let retry_for = crate::bench_common::check_secs(a.send_retry)?;
+                let retry_for = a.send_retry;
                 let opts = SourceOptions { retry_for, reply_limit: 0, ..SourceOptions::default() };
                 Some(TcpSource::new(to, Payload::Reader(Box::new(file)), opts))
             }

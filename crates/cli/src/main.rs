@@ -6,6 +6,7 @@ mod bench_link;
 mod bench_middlebox;
 mod bench_tcp;
 mod bench_udp;
+mod cleanup;
 mod cmd_collective;
 mod cmd_demo;
 mod cmd_firewall;
@@ -19,17 +20,23 @@ mod cmd_rdma;
 mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
+mod duration;
+mod examples;
+mod logging;
 mod output;
 mod runloop;
 mod statsfile;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// linerate: a userspace network stack and platform for network-attached compute.
 #[derive(Parser)]
 #[command(name = "linerate", version, about)]
 struct Cli {
+    /// Log more to stderr: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,6 +77,11 @@ enum Command {
     /// Benchmarks, reported as ratios against peers measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Internal: the peer process of a benchmark.
     #[command(hide = true, subcommand)]
     BenchPeer(PeerCommand),
@@ -101,9 +113,23 @@ enum PeerCommand {
     Collective(bench_collective::CollectivePeerArgs),
 }
 
+/// The command line definition with the examples attached.
+fn command() -> clap::Command {
+    examples::attach(Cli::command())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    logging::init(cli.verbose);
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), args = ?std::env::args().skip(1).collect::<Vec<_>>(), "starting");
     let result = match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "linerate", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Demo(a) => cmd_demo::run(a),
         Command::Tap(a) => cmd_tap::run(a),
         Command::Ping(a) => cmd_ping::run(a),
@@ -130,8 +156,18 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            tracing::debug!(error = %e, "failed");
             eprintln!("linerate: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap checks names, shorts and defaults only in debug builds: check them here.
+        super::command().debug_assert();
     }
 }

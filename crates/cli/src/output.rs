@@ -1,31 +1,261 @@
-//! Results as aligned text tables or JSON.
+//! Results as aligned text tables or typed JSON.
+//!
+//! Every command's results are [`Table`]s of typed [`Cell`]s: a number carries its [`Unit`]
+//! and is rendered with a readable prefix for people (`49.64 µs`, `9.41 Gbit/s`) and as the
+//! raw number in base units for programs.
+//!
+//! # The JSON convention
+//!
+//! With `--json` a command prints exactly one JSON document on standard output and nothing
+//! else (progress, logs and the output of child commands go to standard error; a command
+//! that refreshes, `middlebox stats --watch N`, prints one compact document per line):
+//!
+//! ```text
+//! {"tables": [
+//!   {"title": "...",
+//!    "units": {"rtt": "s", "bytes": "B"},
+//!    "rows": [{"seq": 0, "rtt": 4.964e-5, "bytes": 64}, ...],
+//!    "summary": {"replies": 10, "rtt_median": 4.9e-5}}
+//! ]}
+//! ```
+//!
+//! * Keys are `snake_case`, derived from the column's header without its parenthesised
+//!   part (`"linerate (shm)"` → `linerate`, `"Linux (veth)"` → `linux`), so a figure has
+//!   the same key in every command.
+//! * Numbers are JSON numbers in base units: seconds (`s`), bits per second (`bit/s`),
+//!   frames per second (`frame/s`), operations per second (`op/s`), bytes (`B`), bytes
+//!   per second (`B/s`), plain counts (`count`) and dimensionless ratios (`ratio`, where a
+//!   percentage shown as `97.5%` is `0.975`).
+//! * `units` maps a key to its unit when all its numbers share one (row keys and summary
+//!   keys alike). Where a column's unit changes from row to row (a comparison table with one
+//!   metric per row), each row says its unit in its own `"unit"` key.
+//! * A figure that could not be measured is `null`, with the reason in `<key>_note`
+//!   (`"linux": null, "linux_note": "skipped: needs root"`).
+//! * Summary lines (totals, medians, verdicts) are in `summary`, never among the rows.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
-/// A table of string cells with a title and column headers.
+/// The unit of a number in a [`Cell`]; numbers are kept in the base unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Seconds (shown as ns, µs, ms or s).
+    Seconds,
+    /// Bits per second (shown with an SI prefix).
+    BitsPerSec,
+    /// Frames per second (shown with an SI prefix).
+    FramesPerSec,
+    /// Operations (requests, connections, inferences) per second.
+    OpsPerSec,
+    /// Bytes (shown exactly below 10 kB, else with an SI prefix).
+    Bytes,
+    /// Bytes per second (shown with an SI prefix).
+    BytesPerSec,
+    /// A plain count (shown as an integer).
+    Count,
+    /// A dimensionless ratio (shown with two decimals).
+    Ratio,
+    /// A fraction shown as a percentage (0.975 is shown as `97.5%`).
+    Percent,
+}
+
+impl Unit {
+    /// The unit's name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::BitsPerSec => "bit/s",
+            Unit::FramesPerSec => "frame/s",
+            Unit::OpsPerSec => "op/s",
+            Unit::Bytes => "B",
+            Unit::BytesPerSec => "B/s",
+            Unit::Count => "count",
+            Unit::Ratio | Unit::Percent => "ratio",
+        }
+    }
+
+    /// `v` (in the base unit) for people.
+    pub fn render(self, v: f64) -> String {
+        if !v.is_finite() {
+            return "-".into();
+        }
+        match self {
+            Unit::Seconds => fmt_seconds(v),
+            Unit::BitsPerSec => fmt_si(v, "bit/s"),
+            Unit::FramesPerSec => fmt_si(v, "frame/s"),
+            Unit::OpsPerSec => fmt_si(v, "/s"),
+            Unit::BytesPerSec => fmt_si(v, "B/s"),
+            Unit::Bytes if v.abs() < 1e4 => format!("{v:.0} B"),
+            Unit::Bytes => fmt_si(v, "B"),
+            Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Unit::Count => format!("{v:.2}"),
+            Unit::Ratio => format!("{v:.2}"),
+            Unit::Percent => format!("{:.1}%", v * 100.0),
+        }
+    }
+}
+
+/// One cell of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// Text (names, addresses, verdicts).
+    Text(String),
+    /// A number in the base unit of its unit.
+    Num(f64, Unit),
+    /// No figure, with the reason (empty if there is nothing to say).
+    Missing(String),
+}
+
+impl Cell {
+    /// A number of seconds.
+    pub fn secs(v: f64) -> Cell {
+        Cell::Num(v, Unit::Seconds)
+    }
+
+    /// A duration given in nanoseconds.
+    pub fn nanos(v: f64) -> Cell {
+        Cell::Num(v / 1e9, Unit::Seconds)
+    }
+
+    /// Bits per second.
+    pub fn bps(v: f64) -> Cell {
+        Cell::Num(v, Unit::BitsPerSec)
+    }
+
+    /// A count.
+    pub fn count(v: impl Into<f64>) -> Cell {
+        Cell::Num(v.into(), Unit::Count)
+    }
+
+    /// A count held in a u64 (exact up to 2^53).
+    pub fn count_u64(v: u64) -> Cell {
+        Cell::Num(v as f64, Unit::Count)
+    }
+
+    /// Bytes.
+    pub fn bytes(v: u64) -> Cell {
+        Cell::Num(v as f64, Unit::Bytes)
+    }
+
+    /// A dimensionless ratio.
+    pub fn ratio(v: f64) -> Cell {
+        Cell::Num(v, Unit::Ratio)
+    }
+
+    /// A blank cell.
+    pub fn blank() -> Cell {
+        Cell::Missing(String::new())
+    }
+
+    /// The cell for people.
+    pub fn render(&self) -> String {
+        match self {
+            Cell::Text(s) | Cell::Missing(s) => s.clone(),
+            Cell::Num(v, u) => u.render(*v),
+        }
+    }
+
+    /// The cell's JSON value (a number in base units, a string, or null).
+    fn value(&self) -> Value {
+        match self {
+            Cell::Text(s) => Value::String(s.clone()),
+            // Whole counts and byte counts are JSON integers.
+            Cell::Num(v, Unit::Count | Unit::Bytes) if v.fract() == 0.0 && v.abs() < 9.0e15 => json!(*v as i64),
+            Cell::Num(v, _) => serde_json::Number::from_f64(*v).map(Value::Number).unwrap_or(Value::Null),
+            Cell::Missing(_) => Value::Null,
+        }
+    }
+
+    fn unit(&self) -> Option<Unit> {
+        match self {
+            Cell::Num(_, u) => Some(*u),
+            _ => None,
+        }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::Text(s)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::Text(s.into())
+    }
+}
+
+impl<E: Into<String>> From<Result<Cell, E>> for Cell {
+    fn from(r: Result<Cell, E>) -> Cell {
+        r.unwrap_or_else(|e| Cell::Missing(e.into()))
+    }
+}
+
+/// The JSON key for a header: snake_case, without a parenthesised part.
+pub fn key_of(header: &str) -> String {
+    let mut base = String::new();
+    let mut depth = 0;
+    for c in header.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ if depth == 0 => base.push(c),
+            _ => {}
+        }
+    }
+    let mut key = String::new();
+    for c in base.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            key.push(c.to_ascii_lowercase());
+        } else if !key.ends_with('_') && !key.is_empty() {
+            key.push('_');
+        }
+    }
+    let key = key.trim_end_matches('_').to_string();
+    if key.is_empty() {
+        "value".into()
+    } else {
+        key
+    }
+}
+
+/// A table of typed cells with a title, column headers and summary lines.
 pub struct Table {
     title: String,
     headers: Vec<String>,
-    rows: Vec<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
+    summary: Vec<(String, String, Cell)>,
 }
 
 impl Table {
     /// An empty table.
     pub fn new(title: &str, headers: &[&str]) -> Self {
-        Table { title: title.into(), headers: headers.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+        Table {
+            title: title.into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+            summary: Vec::new(),
+        }
     }
 
     /// Append a row (cells beyond the header count are ignored, missing ones are blank).
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+    pub fn row<C: Into<Cell>>(&mut self, cells: Vec<C>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    /// The table as aligned text.
+    /// Add a summary line: `label` for people, its key is [`key_of`]`(label)`.
+    pub fn summary(&mut self, label: &str, cell: impl Into<Cell>) {
+        self.summary.push((label.into(), key_of(label), cell.into()));
+    }
+
+    /// The table as aligned text, summary lines below.
     pub fn render(&self) -> String {
         let n = self.headers.len();
+        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().take(n).map(Cell::render).collect()).collect();
         let mut width: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().take(n).enumerate() {
+        for r in &rows {
+            for (i, c) in r.iter().enumerate() {
                 width[i] = width[i].max(c.chars().count());
             }
         }
@@ -43,52 +273,112 @@ impl Table {
         let mut out = format!("{}\n", self.title);
         out += &line(&self.headers);
         out += &(width.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ") + "\n");
-        for r in &self.rows {
+        for r in &rows {
             out += &line(r);
+        }
+        for (label, _, cell) in &self.summary {
+            out += &format!("{label}: {}\n", cell.render());
         }
         out
     }
 
-    /// The table as JSON: `{"title":..., "rows":[{header: cell, ...}, ...]}`.
+    /// The table as JSON (see the module documentation for the shape).
     pub fn to_json(&self) -> Value {
+        let keys: Vec<String> = self.headers.iter().map(|h| key_of(h)).collect();
+        // A column's unit when all its numbers share one.
+        let mut units: BTreeMap<String, Option<Unit>> = BTreeMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            let mut col = self.rows.iter().filter_map(|r| r.get(i).and_then(Cell::unit));
+            if let Some(first) = col.next() {
+                let same = col.all(|u| u == first);
+                units.insert(k.clone(), same.then_some(first));
+            }
+        }
         let rows: Vec<Value> = self
             .rows
             .iter()
             .map(|r| {
-                let obj: serde_json::Map<String, Value> =
-                    self.headers.iter().zip(r.iter()).map(|(h, c)| (h.clone(), Value::String(c.clone()))).collect();
+                let mut obj = Map::new();
+                let mut row_unit: Option<Unit> = None;
+                for (k, c) in keys.iter().zip(r.iter()) {
+                    obj.insert(k.clone(), c.value());
+                    if let Cell::Missing(why) = c {
+                        if !why.is_empty() {
+                            obj.insert(format!("{k}_note"), Value::String(why.clone()));
+                        }
+                    }
+                    if let (Some(None), Some(u)) = (units.get(k), c.unit()) {
+                        row_unit.get_or_insert(u);
+                    }
+                }
+                if let Some(u) = row_unit {
+                    obj.insert("unit".into(), Value::String(u.name().into()));
+                }
                 Value::Object(obj)
             })
             .collect();
-        json!({ "title": self.title, "rows": rows })
-    }
-
-    /// As [`Table::print`], to stderr (when standard output carries data, e.g. a capture).
-    pub fn eprint(&self, json: bool) {
-        if json {
-            eprintln!("{}", serde_json::to_string_pretty(&self.to_json()).unwrap_or_default());
-        } else {
-            eprint!("{}", self.render());
+        let mut summary = Map::new();
+        for (_, k, c) in &self.summary {
+            summary.insert(k.clone(), c.value());
+            if let Cell::Missing(why) = c {
+                if !why.is_empty() {
+                    summary.insert(format!("{k}_note"), Value::String(why.clone()));
+                }
+            }
+            if let Some(u) = c.unit() {
+                units.insert(k.clone(), Some(u));
+            }
         }
+        let units: Map<String, Value> =
+            units.into_iter().filter_map(|(k, u)| u.map(|u| (k, Value::String(u.name().into())))).collect();
+        json!({ "title": self.title, "units": units, "rows": rows, "summary": summary })
     }
+}
 
-    /// Print as text, or as JSON when `json` is set.
+/// Tables as one JSON document, `{"tables": [...]}`.
+pub fn tables_json(tables: &[&Table]) -> Value {
+    json!({ "tables": tables.iter().map(|t| t.to_json()).collect::<Vec<_>>() })
+}
+
+/// Print tables to stdout: as text separated by blank lines, or as one JSON document.
+pub fn print_all(tables: &[&Table], json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&tables_json(tables)).unwrap_or_default());
+    } else {
+        let text: Vec<String> = tables.iter().map(|t| t.render()).collect();
+        print!("{}", text.join("\n"));
+    }
+}
+
+/// As [`print_all`], to stderr (when standard output carries data, e.g. a capture).
+pub fn eprint_all(tables: &[&Table], json: bool) {
+    if json {
+        eprintln!("{}", serde_json::to_string_pretty(&tables_json(tables)).unwrap_or_default());
+    } else {
+        let text: Vec<String> = tables.iter().map(|t| t.render()).collect();
+        eprint!("{}", text.join("\n"));
+    }
+}
+
+impl Table {
+    /// Print this table alone (see [`print_all`]).
     pub fn print(&self, json: bool) {
-        if json {
-            println!("{}", serde_json::to_string_pretty(&self.to_json()).unwrap_or_default());
-        } else {
-            print!("{}", self.render());
-        }
+        print_all(&[self], json);
+    }
+
+    /// Print this table alone to stderr (see [`eprint_all`]).
+    pub fn eprint(&self, json: bool) {
+        eprint_all(&[self], json);
     }
 }
 
 /// Format a rate with an SI prefix, e.g. `fmt_si(2.5e9, "bit/s")` -> "2.50 Gbit/s".
 pub fn fmt_si(v: f64, unit: &str) -> String {
-    let (d, p) = if v >= 1e9 {
+    let (d, p) = if v.abs() >= 1e9 {
         (1e9, "G")
-    } else if v >= 1e6 {
+    } else if v.abs() >= 1e6 {
         (1e6, "M")
-    } else if v >= 1e3 {
+    } else if v.abs() >= 1e3 {
         (1e3, "k")
     } else {
         (1.0, "")
@@ -96,9 +386,27 @@ pub fn fmt_si(v: f64, unit: &str) -> String {
     format!("{:.2} {p}{unit}", v / d)
 }
 
-/// Format a duration given in nanoseconds in µs with two decimals.
+/// Format a duration given in nanoseconds in µs with two decimals. Kept for text-only
+/// output; tables take [`Cell::nanos`], which JSON carries as seconds.
+#[allow(dead_code)]
 pub fn fmt_us(nanos: f64) -> String {
     format!("{:.2} µs", nanos / 1e3)
+}
+
+/// Format seconds with the prefix that suits: ns, µs (two decimals), ms or s.
+pub fn fmt_seconds(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0 s".into()
+    } else if a < 1e-6 {
+        format!("{:.0} ns", v * 1e9)
+    } else if a < 1e-3 {
+        format!("{:.2} µs", v * 1e6)
+    } else if a < 1.0 {
+        format!("{:.2} ms", v * 1e3)
+    } else {
+        format!("{v:.2} s")
+    }
 }
 
 #[cfg(test)]
@@ -106,11 +414,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_aligned_columns() {
-        let mut t = Table::new("T", &["a", "bbb"]);
-        t.row(vec!["xxxx".into(), "y".into()]);
-        assert_eq!(t.render(), "T\na     bbb\n----  ---\nxxxx  y\n");
-        assert_eq!(t.to_json()["rows"][0]["bbb"], "y");
+    fn renders_aligned_columns_and_typed_json() {
+        let mut t = Table::new("T", &["a", "bbb (x)"]);
+        t.row(vec![Cell::from("xxxx"), Cell::secs(49.64e-6)]);
+        t.summary("replies", Cell::count(1.0));
+        assert_eq!(t.render(), "T\na     bbb (x)\n----  --------\nxxxx  49.64 µs\nreplies: 1\n");
+        let j = t.to_json();
+        assert_eq!(j["rows"][0]["bbb"], json!(49.64e-6));
+        assert_eq!(j["units"]["bbb"], "s");
+        assert_eq!(j["summary"]["replies"], 1);
         assert_eq!(fmt_si(2.5e9, "bit/s"), "2.50 Gbit/s");
+    }
+
+    #[test]
+    fn mixed_units_go_to_the_row_and_missing_figures_to_null_with_a_note() {
+        let mut t = Table::new("T", &["metric", "ours", "Linux (veth)", "ratio"]);
+        t.row(vec![Cell::from("goodput"), Cell::bps(1e9), Cell::bps(5e8), Cell::ratio(2.0)]);
+        t.row(vec![Cell::from("rtt"), Cell::secs(1e-5), Cell::Missing("skipped: no root".into()), Cell::blank()]);
+        let j = t.to_json();
+        assert_eq!(j["rows"][0]["unit"], "bit/s");
+        assert_eq!(j["rows"][1]["unit"], "s");
+        assert_eq!(j["rows"][1]["linux"], Value::Null);
+        assert_eq!(j["rows"][1]["linux_note"], "skipped: no root");
+        assert_eq!(j["units"]["ratio"], "ratio");
+        assert_eq!(key_of("copy size"), "copy_size");
+        assert_eq!(key_of("GB/s"), "gb_s");
     }
 }

@@ -19,19 +19,15 @@ fn venv_python() -> Result<String, String> {
     }
 }
 
-/// The final counters `linerate tap --json` printed, by name.
+/// The final counters `linerate tap --json` printed, by name (stdout holds the JSON alone:
+/// the --run command's output goes to stderr).
 fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
     let text = String::from_utf8_lossy(stdout);
-    let start = text.find('{').expect("JSON counters on stdout");
-    let v: serde_json::Value = serde_json::from_str(text[start..].trim()).expect("valid JSON");
+    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("stdout is one JSON document");
     let mut out = std::collections::HashMap::new();
-    for row in v["rows"].as_array().expect("rows") {
+    for row in v["tables"][0]["rows"].as_array().expect("rows") {
         let name = row["counter"].as_str().unwrap_or_default().to_string();
-        let value = match &row["value"] {
-            serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
-            serde_json::Value::String(s) => s.parse().unwrap_or(0),
-            _ => 0,
-        };
+        let value = row["value"].as_u64().unwrap_or_else(|| panic!("a counter is a number: {row}"));
         out.insert(name, value);
     }
     out
@@ -47,7 +43,7 @@ fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
         "for s in 1473 8000 65000; do ping -c 5 -i 0.05 -W 2 -s $s {HOST} | grep 'packets transmitted' || exit 1; done"
     );
     let out = tap_run(&script, &["--json"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "ping failed: {text}");
     assert_eq!(text.matches("5 packets transmitted, 5 received").count(), 3, "{text}");
     let c = counters(&out.stdout);
@@ -118,9 +114,9 @@ sendp(frames, iface="lrtap0", verbose=False)
     .unwrap();
     let script = format!("ping -c 2 -W 1 {HOST} >/dev/null && {py} {send} && ping -c 3 -i 0.1 -W 1 {HOST}");
     let out = tap_run(&script, &["--json"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the host stopped answering: {text}");
-    assert!(text.contains("3 packets transmitted, 3 received"), "{text}");
+    assert!(text.contains("3 packets transmitted, 3 received"), "ping's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
     assert_eq!(c.get("drop_ipv4_no_route"), Some(&2), "{c:?}");
     assert_eq!(c.get("drop_ipv4_martian_src"), Some(&4), "{c:?}");
@@ -261,9 +257,9 @@ print("ok %d" % ok)
     )
     .unwrap();
     let out = tap_run(&format!("{py} {client}"), &["--json"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "a connection failed: {text}");
-    assert!(text.contains("ok 20000"), "{text}");
+    assert!(text.contains("ok 20000"), "the client's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
     assert_eq!(c.get("drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
     let _ = LINUX;

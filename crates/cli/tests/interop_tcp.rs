@@ -237,16 +237,15 @@ fn the_impairment_grid_benchmark_runs_both_senders_and_checks_the_bytes() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the grid failed:\n{stdout}\n{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).expect("the JSON parses");
-    let rows = v["rows"].as_array().expect("a table of rows");
+    let rows = v["tables"][0]["rows"].as_array().expect("a table of rows");
     // "1% loss" matches two rows: loss alone, and loss with reordering and duplication.
     assert_eq!(rows.len(), 2, "{stdout}");
     for row in rows {
-        for side in ["linerate sends", "Linux sends"] {
-            let secs: f64 = row[side].as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{side}: {row}"));
+        for side in ["linerate_sends", "linux_sends"] {
+            let secs = row[side].as_f64().unwrap_or_else(|| panic!("{side} is a number of seconds: {row}"));
             assert!(secs > 0.0 && secs < 60.0, "{side}: {row}");
         }
-        let retx = row["retransmits (linerate / Linux)"].as_str().unwrap_or_default();
-        let ours: u64 = retx.split(" / ").next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let ours = row["linerate_retransmits"].as_u64().unwrap_or(0);
         assert!(ours > 0, "1% loss on linerate's egress made it retransmit: {row}");
     }
     let ns = std::process::Command::new("ip").args(["netns", "list"]).output().expect("ip runs");

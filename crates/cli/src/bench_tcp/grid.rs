@@ -15,7 +15,7 @@
 //! the rest (ours: `reorder_hold` with no base delay; netem: "reorder (1 - p) delay D").
 
 use crate::bench_common::msg;
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use crate::runloop::{now, stop_requested, Idler};
 use apps::{pattern, HttpServer};
 use link::impair::Impairment;
@@ -76,7 +76,7 @@ pub fn run(bytes: u64, only: &str, limit: Duration, json: bool) -> Result<bool, 
     let file = PatternFile::create(bytes).map_err(|e| format!("cannot write the pattern file: {e}"))?;
     let mut t = Table::new(
         &format!(
-            "TCP sender under impairment on its egress, {} per transfer (seconds; ratio < 1: linerate faster)",
+            "TCP sender under impairment on its egress, {} per transfer (time to send; ratio < 1: linerate faster)",
             crate::output::fmt_si(bytes as f64, "B")
         ),
         &[
@@ -84,8 +84,10 @@ pub fn run(bytes: u64, only: &str, limit: Duration, json: bool) -> Result<bool, 
             "linerate sends",
             "Linux sends",
             "ratio",
-            "retransmits (linerate / Linux)",
-            "timeouts (linerate / Linux)",
+            "linerate retransmits",
+            "Linux retransmits",
+            "linerate timeouts",
+            "Linux timeouts",
         ],
     );
     let mut all_ok = true;
@@ -97,19 +99,27 @@ pub fn run(bytes: u64, only: &str, limit: Duration, json: bool) -> Result<bool, 
         let ours = linerate_sends(row, bytes, &file.path, limit);
         let linux = linux_sends(row, bytes, &file.path, limit);
         let cell = |r: &Result<Transfer, String>| match r {
-            Ok(x) => format!("{:.2}", x.secs),
-            Err(e) => format!("failed: {e}"),
+            Ok(x) => Cell::secs(x.secs),
+            Err(e) => Cell::Missing(format!("failed: {e}")),
         };
         let ratio = match (&ours, &linux) {
-            (Ok(o), Ok(l)) => format!("{:.2}", o.secs / l.secs),
-            _ => "-".into(),
+            (Ok(o), Ok(l)) => Cell::ratio(o.secs / l.secs),
+            _ => Cell::blank(),
         };
         let count = |r: &Result<Transfer, String>, f: fn(&Transfer) -> Option<u64>| {
-            r.as_ref().ok().and_then(f).map_or("-".into(), |n| n.to_string())
+            r.as_ref().ok().and_then(f).map_or(Cell::blank(), Cell::count_u64)
         };
-        let pair = |f: fn(&Transfer) -> Option<u64>| format!("{} / {}", count(&ours, f), count(&linux, f));
         all_ok &= ours.is_ok() && linux.is_ok();
-        t.row(vec![row.name.into(), cell(&ours), cell(&linux), ratio, pair(|x| x.retransmits), pair(|x| x.timeouts)]);
+        t.row(vec![
+            Cell::from(row.name),
+            cell(&ours),
+            cell(&linux),
+            ratio,
+            count(&ours, |x| x.retransmits),
+            count(&linux, |x| x.retransmits),
+            count(&ours, |x| x.timeouts),
+            count(&linux, |x| x.timeouts),
+        ]);
     }
     t.print(json);
     Ok(all_ok)

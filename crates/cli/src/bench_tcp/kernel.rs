@@ -146,7 +146,7 @@ fn cycles(a: &Netns, b: &Netns, secs: Duration) -> Result<Cycles, String> {
 fn sink_peer(b: &Netns, buffer: Option<usize>, secs: Duration) -> Result<PeerProcess, String> {
     let limit = (secs + GRACE * 6).as_secs_f64().to_string();
     let buffer = buffer.map(|n| n.to_string());
-    let mut args = vec!["tcp", "--kernel-netns", b.name(), "--limit-secs", &limit];
+    let mut args = vec!["tcp", "--kernel-netns", b.name(), "--limit", &limit];
     if let Some(n) = &buffer {
         args.extend(["--buffer", n]);
     }

@@ -49,7 +49,7 @@ impl Pair {
         let name = unique_name("bench-tcp");
         let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
-        let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit-secs", &limit_arg];
+        let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit", &limit_arg];
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
             args.extend(["--buffer", b]);

@@ -10,6 +10,7 @@ mod serve;
 use crate::runloop::install_stop_handler;
 use apps::iperf3::{Params, Protocol, DEFAULT_PORT};
 use net::Config;
+use std::time::Duration;
 use std::net::Ipv4Addr;
 use std::process::{Child, ExitCode, Stdio};
 use testbed::TapSetup;
@@ -47,15 +48,16 @@ pub struct Iperf3Args {
     /// Server: serve one test, then exit (its status says whether the test succeeded).
     #[arg(short = '1', long)]
     one_off: bool,
-    /// Server: stop after this many seconds (default: Ctrl-C, --run's end or --one-off).
-    #[arg(long)]
-    duration: Option<f64>,
+    /// Server: stop after this long (a duration: 30s, 5m; a bare number is seconds; default:
+    /// Ctrl-C, --run's end or --one-off).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_duration)]
+    duration: Option<Duration>,
     /// Client: UDP instead of TCP.
     #[arg(short = 'u', long)]
     udp: bool,
-    /// Client: seconds to send.
-    #[arg(short = 't', long, default_value_t = 10)]
-    time: u64,
+    /// Client: how long to send, in whole seconds as iperf3 carries it (10, 10s, 1m).
+    #[arg(short = 't', long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse_duration)]
+    time: Duration,
     /// Client: bytes to send instead of a time (suffix K, M or G: powers of 1024).
     #[arg(short = 'n', long, value_parser = parse_bytes)]
     bytes: Option<u64>,
@@ -75,9 +77,10 @@ pub struct Iperf3Args {
     /// Client: bytes per write (TCP, default 128K) or per datagram (UDP, default MTU - 52).
     #[arg(short = 'l', long, value_parser = parse_bytes)]
     length: Option<u64>,
-    /// Client: seconds to keep retrying while the server refuses the connection.
-    #[arg(long, default_value_t = 10.0)]
-    wait: f64,
+    /// Client: how long to keep retrying while the server refuses the connection (a
+    /// duration: 10s; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse_duration)]
+    wait: Duration,
     /// Print the results as JSON (numbers in bytes, bits/s and seconds).
     #[arg(short = 'J', long)]
     json: bool,
@@ -114,10 +117,13 @@ fn test_params(a: &Iperf3Args) -> Result<Params, String> {
     if !(1..=128).contains(&a.parallel) {
         return Err(format!("-P {} is outside 1..=128", a.parallel));
     }
-    if a.time == 0 && a.bytes.is_none() {
+    if a.time.subsec_nanos() != 0 {
+        return Err(format!("-t {:?}: iperf3 carries the test time in whole seconds", a.time));
+    }
+    if a.time.is_zero() && a.bytes.is_none() {
         return Err("-t 0 needs -n BYTES to end the test".into());
     }
-    p.time = if a.bytes.is_some() { 0 } else { a.time };
+    p.time = if a.bytes.is_some() { 0 } else { a.time.as_secs() };
     p.bytes = a.bytes.unwrap_or(0);
     (p.parallel, p.reverse, p.bidirectional) = (a.parallel, a.reverse, a.bidir);
     if let Some(r) = a.bitrate {

@@ -27,7 +27,7 @@ pub fn run(a: &Iperf3Args, mut setup: TapSetup) -> Result<ExitCode, String> {
     eprintln!("  try: ip netns exec {ns} iperf3 -c {host} -p {}", a.port);
     let mut child: Option<Child> = a.run.as_deref().map(|c| spawn_in(&setup, c)).transpose()?;
     let start = now();
-    let deadline = a.duration.map(|s| start + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = a.duration.map(|d| start + d);
     let (mut idler, mut last_child_check) = (Idler::new(), start);
     let (mut reports, mut run_exit, mut run_ended) = (Vec::new(), None, None);
     loop {

@@ -8,7 +8,7 @@ use super::{parse_inputs, to_u8_inputs, ModelArgs};
 use crate::bench_common::{
     bench_cpus, check_secs, msg, pin_side, print_tables, progress, step, unique_name, GRACE, READY,
 };
-use crate::output::{fmt_si, fmt_us, Table};
+use crate::output::{fmt_si, Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use apps::spn_service::{run_load, LoadConfig, LoadReport, SpnClient, SPN_ETHERTYPE};
 use indicatif::ProgressBar;
@@ -35,9 +35,9 @@ pub struct BenchArgs {
     /// Input vectors (CSV, 8-bit values or "nan"); default: 65,536 sampled from the model.
     #[arg(long)]
     inputs: Option<PathBuf>,
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 2.0)]
-    secs: f64,
+    /// How long each measurement lasts (a duration: 2s, 500ms; a bare number is seconds).
+    #[arg(value_name = "DURATION", long = "duration", short = 't', alias = "secs", default_value = "2s", value_parser = crate::duration::parse_duration)]
+    secs: Duration,
     /// Threads of the multi-core figure (default: every CPU this process may use).
     #[arg(long)]
     threads: Option<usize>,
@@ -98,13 +98,14 @@ pub fn run(a: BenchArgs) -> Result<ExitCode, String> {
             inputs.missing.iter().filter(|m| **m).count(),
             if compiled.log_space_only() { "log space" } else { "linear f64 with log-space fallback" }
         ),
-        &["measurement", "vectors/s", "notes"],
+        &["measurement", "rate (vectors/s)", "notes"],
     );
-    t.row(vec!["evaluator, 1 core".into(), fmt_si(single, "vec/s"), "Evaluator::eval_u8, 64 lanes".into()]);
+    let vps = |v: f64| Cell::Num(v, Unit::OpsPerSec);
+    t.row(vec![Cell::from("evaluator, 1 core"), vps(single), Cell::from("Evaluator::eval_u8, 64 lanes")]);
     t.row(vec![
-        format!("evaluator, {threads} threads"),
-        fmt_si(multi, "vec/s"),
-        format!("{:.2}× one core", multi / single.max(1e-9)),
+        Cell::Text(format!("evaluator, {threads} threads")),
+        vps(multi),
+        Cell::Text(format!("{:.2}× one core", multi / single.max(1e-9))),
     ]);
     let mut tables = vec![];
     if !a.eval_only {
@@ -350,44 +351,34 @@ fn service_rows(
     };
     let goodput = rate * (16.0 / per as f64 + nv as f64) * 8.0;
     t.row(vec![
-        format!("service over {label}, 2 processes"),
-        fmt_si(rate, "vec/s"),
-        format!(
+        Cell::Text(format!("service over {label}, 2 processes")),
+        Cell::Num(rate, Unit::OpsPerSec),
+        Cell::Text(format!(
             "{per} vectors/request, window {}, {} server worker(s); {:.1}% of the 1-core evaluator; request goodput {}",
             a.window,
             a.workers,
             100.0 * rate / single.max(1e-9),
             fmt_si(goodput, "bit/s")
-        ),
+        )),
     ]);
-    let (p50, p99) = (r.latency.percentile_ns(50.0) as f64, r.latency.percentile_ns(99.0) as f64);
-    t.row(vec![
-        format!("  {label} latency per request"),
-        String::new(),
-        format!(
-            "median {}, p99 {}, mean {}, max {}",
-            fmt_us(p50),
-            fmt_us(p99),
-            fmt_us(r.latency.mean_ns()),
-            fmt_us(r.latency.min_max_ns().1 as f64)
-        ),
-    ]);
+    let mut sum = |what: &str, cell: Cell| t.summary(&format!("{transport} {what}"), cell);
+    sum("vectors per request", Cell::count(per as f64));
+    sum("request goodput", Cell::bps(goodput));
+    sum("latency median", Cell::nanos(r.latency.percentile_ns(50.0) as f64));
+    sum("latency p99", Cell::nanos(r.latency.percentile_ns(99.0) as f64));
+    sum("latency mean", Cell::nanos(r.latency.mean_ns()));
+    sum("latency max", Cell::nanos(r.latency.min_max_ns().1 as f64));
     let c = |k: &str| s.counters.get(k).copied().unwrap_or(0);
-    t.row(vec![
-        format!("  {label} accounting"),
-        String::new(),
-        format!(
-            "{} requests sent, {} answered in order, {} lost, {} error records; server: {} requests, {} dropped, {} log-space fallbacks{}",
-            r.requests,
-            r.answered,
-            r.lost,
-            r.errors,
-            c("requests"),
-            c("dropped_short") + c("dropped_bad_magic"),
-            c("fallbacks"),
-            if s.drops.is_empty() { String::new() } else { format!("; stack drops {:?}", s.drops) }
-        ),
-    ]);
+    sum("requests sent", Cell::count_u64(r.requests));
+    sum("requests answered in order", Cell::count_u64(r.answered));
+    sum("requests lost", Cell::count_u64(r.lost));
+    sum("error records", Cell::count_u64(r.errors));
+    sum("server requests", Cell::count_u64(c("requests")));
+    sum("server dropped", Cell::count_u64(c("dropped_short") + c("dropped_bad_magic")));
+    sum("server log-space fallbacks", Cell::count_u64(c("fallbacks")));
+    if !s.drops.is_empty() {
+        sum("stack drops", Cell::Text(format!("{:?}", s.drops)));
+    }
     let bottleneck = if line_limit < eval_target {
         format!(
             "the link: {} Gbit/s carries at most {} for {per}-vector records",
@@ -409,27 +400,23 @@ fn service_rows(
         )
     };
     let ratio = rate / target.max(1e-9);
-    t.row(vec![
-        format!(
-            "  {label} goal: ≥ 90% of min(evaluator, {} Gbit/s limit {})",
-            a.line_rate_gbps,
-            fmt_si(line_limit, "vec/s")
-        ),
-        format!("{:.1}%", 100.0 * ratio),
-        format!("{}; bottleneck: {bottleneck}", if ratio >= GOAL_SHARE { "met" } else { "MISSED" }),
-    ]);
+    sum("line-rate limit (vectors/s)", Cell::Num(line_limit, Unit::OpsPerSec));
+    sum("goal share of min(evaluator, line-rate limit), met at 0.9", Cell::Num(ratio, Unit::Percent));
+    sum("goal", Cell::from(if ratio >= GOAL_SHARE { "met" } else { "MISSED" }));
+    sum("bottleneck", Cell::Text(bottleneck));
 }
 
 /// The latency histogram of one transport as a table.
 fn histogram_table(transport: &str, r: &LoadReport) -> Table {
     let mut t = Table::new(
         &format!("request latency histogram, {transport} ({} requests)", r.latency.count()),
-        &["below", "requests", ""],
+        &["below", "requests", "histogram"],
     );
     let rows = r.latency.rows(12);
     let most = rows.iter().map(|x| x.1).max().unwrap_or(1).max(1);
     for (top, c) in rows {
-        t.row(vec![fmt_us(top as f64), c.to_string(), "#".repeat((40 * c).div_ceil(most) as usize)]);
+        let bar = "#".repeat((40 * c).div_ceil(most) as usize);
+        t.row(vec![Cell::nanos(top as f64), Cell::count_u64(c), Cell::Text(bar)]);
     }
     t
 }

@@ -48,9 +48,10 @@ pub struct QueryArgs {
     /// TCP).
     #[arg(long)]
     vectors: Option<usize>,
-    /// Seconds to wait for an answer before resending it (UDP) or giving up (TCP).
-    #[arg(long, default_value_t = 1.0)]
-    timeout: f64,
+    /// How long to wait for an answer before resending it (UDP) or giving up (TCP) (a
+    /// duration: 1s, 200ms; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    timeout: Duration,
     /// Times a UDP request is resent before giving up.
     #[arg(long, default_value_t = 5)]
     retries: u32,

@@ -71,9 +71,10 @@ pub struct ServeArgs {
     /// Busy-poll instead of sleeping on the link when idle.
     #[arg(long)]
     busy: bool,
-    /// Stop after this many seconds even if the link stays open.
-    #[arg(long, default_value_t = 3600.0)]
-    limit_secs: f64,
+    /// Stop after this long even if the link stays open (a duration: 10m, 1h; a bare number
+    /// is seconds).
+    #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "1h", value_parser = crate::duration::parse_duration)]
+    limit_secs: Duration,
     /// CPU to pin the polling thread to.
     #[arg(long)]
     cpu: Option<usize>,
@@ -214,6 +215,8 @@ fn serve_until_done<L: Link>(
     limit: Duration,
     mut child: Option<Child>,
 ) -> Result<Option<i32>, String> {
+    let mut stats = crate::statsfile::StatsPublisher::new(&format!("spn-serve-{}", std::process::id()), "spn serve")
+        .map_err(|e| format!("stats file: {e}"))?;
     let start = Instant::now();
     let cpu = CpuMeter::start();
     let deadline = start + limit;
@@ -247,6 +250,13 @@ fn serve_until_done<L: Link>(
             Ok(work) if !a.busy => idler.after_poll(stack.link(), work > 0),
             Ok(_) => {}
         }
+        stats.publish_every(|| {
+            let mut all = std::collections::BTreeMap::new();
+            for c in services.iter().map(SpnService::counters) {
+                add_counters(&mut all, &c);
+            }
+            all.into_iter().collect::<Vec<_>>()
+        });
     };
     if let Some(mut c) = child {
         let _ = c.kill();

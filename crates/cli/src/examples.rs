@@ -1,0 +1,105 @@
+//! The examples shown at the end of every command's `--help`, kept in one place and
+//! attached to the command tree at start-up.
+
+use clap::Command;
+
+/// (command path, examples) for every user-facing command.
+const EXAMPLES: &[(&[&str], &str)] = &[
+    (&[], "linerate demo\n  linerate tap --run 'ping -c 3 10.77.0.2'\n  linerate bench udp --duration 1s --json | jq .\n  linerate completions bash > /etc/bash_completion.d/linerate\n  RUST_LOG=debug linerate stats"),
+    (&["demo"], "linerate demo\n  linerate demo --json | jq '.tables[0].rows[]'"),
+    (&["tap"], "linerate tap                                   # until Ctrl-C; try: ip netns exec NS ping 10.77.0.2\n  linerate tap --duration 30s --pcap host.pcapng\n  linerate tap --json --run 'ping -c 3 10.77.0.2'   # ping's output goes to stderr\n  linerate tap --cleanup                         # remove namespaces of killed runs"),
+    (&["ping"], "linerate ping --via mem -c 5 -i 100ms\n  linerate ping -c 3 --json | jq '.tables[0].summary.rtt_median'"),
+    (&["stats"], "linerate stats\n  linerate stats tap-lr-tap-4242-0 --all\n  linerate stats --json | jq '.tables[0].rows[] | select(.counter==\"rx_frames\")'"),
+    (&["iperf"], "linerate iperf -s --shm demo                 # server: creates the link\n  linerate iperf -c 10.0.0.1 --shm demo -t 5s -P 4\n  linerate iperf -c 10.0.0.1 --shm demo -t 2s --json | jq '.tables[0].rows[0].goodput'"),
+    (&["firewall"], "linerate firewall --blacklist data/firewall/drop-prefixes.txt --input in.pcap --output out.pcap\n  linerate firewall --blacklist data/firewall/drop-prefixes.txt --input in.pcap --output - --json > out.pcap"),
+    (&["ids"], "linerate ids --rules data/ids/snort3-community.rules --make-trace t.pcap\n  linerate ids --rules data/ids/snort3-community.rules --input t.pcap --output fwd.pcap --alerts alerts.log\n  linerate ids check data/ids/snort3-community.rules --json"),
+    (&["ids", "check"], "linerate ids check data/ids/snort3-community.rules\n  linerate ids check rules.rules --strict --json | jq .partial"),
+    (&["middlebox"], "linerate middlebox stats\n  linerate middlebox stats fw1 --watch 10"),
+    (&["middlebox", "stats"], "linerate middlebox stats\n  linerate middlebox stats fw1 --watch 10 --json"),
+    (&["spn"], "linerate spn generate --vars 10 -o m.json\n  linerate spn compile m.json\n  linerate spn bench --duration 1s --json"),
+    (&["spn", "generate"], "linerate spn generate --vars 10 -o m.json\n  linerate spn generate --vars 20 --seed 7 -o m.json --samples 1000 --samples-out x.csv"),
+    (&["spn", "compile"], "linerate spn compile m.json\n  linerate spn compile m.json --json"),
+    (&["spn", "eval"], "linerate spn eval m.json x.csv\n  head -3 x.csv | linerate spn eval m.json"),
+    (&["spn", "serve"], "linerate spn serve --shm spn1 --transport udp --limit 10m   # the other side creates the link\n  linerate spn serve --shm spn1 --transport tcp --workers 2"),
+    (&["spn", "bench"], "linerate spn bench --duration 1s\n  linerate spn bench --transports udp --duration 500ms --json | jq '.tables[0].summary'"),
+    (&["rdma"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json"),
+    (&["rdma", "bench"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json | jq '.tables[1].rows'"),
+    (&["collective"], "linerate collective launch -n 4 ./my-rank-program --flag"),
+    (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 sh -c 'echo rank $LINERATE_RANK of $LINERATE_WORLD_SIZE'"),
+    (&["kmeans"], "linerate kmeans --ranks 2\n  linerate kmeans --ranks 4 --data covtype.npy -k 7 --iters 20"),
+    (&["bench"], "linerate bench link --duration 500ms\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, linux, unit}'"),
+    (&["bench", "link"], "linerate bench link --duration 500ms --sizes 64,1514 --kinds mem,shm\n  linerate bench link --json | jq '.tables[1].rows'"),
+    (&["bench", "udp"], "linerate bench udp --duration 1s\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, unit}'"),
+    (&["bench", "tcp"], "linerate bench tcp --duration 1s --repeat 1\n  linerate bench tcp --impairment-grid --grid-rows '1% loss' --grid-limit 60s --json"),
+    (&["bench", "middlebox"], "linerate bench middlebox --duration 200ms --sizes 64 --units 1\n  linerate bench middlebox --skip ids,swap --json"),
+    (&["bench", "collective"], "linerate bench collective --ranks 2\n  linerate bench collective --ranks 2,4 --json"),
+    (&["completions"], "linerate completions bash > ~/.local/share/bash-completion/completions/linerate\n  linerate completions zsh > ~/.zfunc/_linerate\n  linerate completions fish > ~/.config/fish/completions/linerate.fish"),
+];
+
+/// Text after the examples: the conventions every command shares.
+const CONVENTIONS: &str = "Durations take a unit: 5s, 500ms, 2m (a bare number is seconds). --json prints one \
+JSON document on stdout: {\"tables\":[{\"title\",\"units\",\"rows\",\"summary\"}]}, numbers in base units \
+(s, bit/s, frame/s, B, counts). -v/-vv/-vvv or RUST_LOG log to stderr.";
+
+/// Attach the examples to `cmd` and its subcommands.
+pub fn attach(cmd: Command) -> Command {
+    attach_at(cmd, &mut Vec::new())
+}
+
+fn attach_at(mut cmd: Command, path: &mut Vec<String>) -> Command {
+    if let Some((_, text)) = EXAMPLES.iter().find(|(p, _)| p.iter().eq(path.iter())) {
+        let help = if path.is_empty() {
+            format!("Examples:\n  {text}\n\n{CONVENTIONS}")
+        } else {
+            format!("Examples:\n  {text}")
+        };
+        cmd = cmd.after_help(help);
+    }
+    let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for name in names {
+        path.push(name.clone());
+        let p = path.clone();
+        cmd = cmd.mut_subcommand(&name, |s| attach_at(s, &mut p.clone()));
+        path.pop();
+    }
+    cmd
+}
+
+/// The paths of the commands a user sees that have no examples (for the test below).
+#[cfg(test)]
+fn missing(cmd: &Command, path: &mut Vec<String>, out: &mut Vec<String>) {
+    if cmd.is_hide_set() || cmd.get_name() == "help" {
+        return;
+    }
+    if cmd.get_after_help().is_none() {
+        out.push(path.join(" "));
+    }
+    for s in cmd.get_subcommands() {
+        path.push(s.get_name().to_string());
+        missing(s, path, out);
+        path.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_visible_command_has_examples() {
+        let cmd = attach(crate::Cli::command());
+        let mut out = Vec::new();
+        missing(&cmd, &mut Vec::new(), &mut out);
+        assert!(out.is_empty(), "commands without examples: {out:?}");
+        let paths: Vec<String> = EXAMPLES.iter().map(|(p, _)| p.join(" ")).collect();
+        for p in &paths {
+            let mut c = &cmd;
+            for part in p.split_whitespace() {
+                c = c
+                    .find_subcommand(part)
+                    .unwrap_or_else(|| panic!("examples for a command that does not exist: {p}"));
+            }
+        }
+    }
+}
