@@ -190,6 +190,8 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
         publisher.publish_every(|| {
             let mut v = vec![("rx_bytes", sink.bytes), ("connections_open", c.open as u64), ("tests", test_no as u64)];
             v.push(("connections_accepted", c.accepted));
+            // The stack's own counters beside the application's (non-zero ones).
+            v.extend(stack.counters().iter().filter(|(_, n)| *n > 0));
             v
         });
         if c.open > 0 {
@@ -257,7 +259,11 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
         let received = poll_burst(&mut stack, polls_for(a.parallel)).map_err(msg)?;
         let worked = received + client.step(&mut stack).map_err(msg)? > 0;
         idler.after_poll(stack.link(), worked);
-        publisher.publish_every(|| vec![("acked_bytes", client.acked())]);
+        publisher.publish_every(|| {
+            let mut v = vec![("acked_bytes", client.acked())];
+            v.extend(stack.counters().iter().filter(|(_, n)| *n > 0));
+            v
+        });
         if let Some(s) = client.started_at() {
             progress.get_or_insert_with(|| Progress::new(s, interval, a.json)).tick(t, client.acked(), "acked");
         }

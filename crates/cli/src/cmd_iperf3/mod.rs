@@ -10,9 +10,9 @@ mod serve;
 use crate::runloop::install_stop_handler;
 use apps::iperf3::{Params, Protocol, DEFAULT_PORT};
 use net::Config;
-use std::time::Duration;
 use std::net::Ipv4Addr;
 use std::process::{Child, ExitCode, Stdio};
+use std::time::Duration;
 use testbed::TapSetup;
 
 /// Options of `linerate iperf3`.

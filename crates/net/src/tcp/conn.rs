@@ -293,6 +293,11 @@ pub struct RxSar {
     pub tune_rate: f64,
     /// The receiver's RTT estimate, from the timestamps the peer echoes.
     pub rcv_rtt: Option<Duration>,
+    /// The shortest time an offered window took to arrive: never less than an RTT, and far
+    /// finer than the 1 ms timestamp tick.
+    pub window_time: Option<Duration>,
+    /// The window being timed: when it was offered, and the sequence number ending it.
+    pub window_timing: Option<(Instant, Seq)>,
 }
 
 /// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order
