@@ -24,7 +24,7 @@ pub struct LaunchArgs {
     /// Number of ranks.
     #[arg(short = 'n', long = "np", default_value_t = 2)]
     n: usize,
-    /// Name of the fabric (default: lr-<pid>).
+    /// Name of the fabric (default: `lr-PID`).
     #[arg(long)]
     fabric: Option<String>,
     /// The program and its arguments.

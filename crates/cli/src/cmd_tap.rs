@@ -41,7 +41,7 @@ pub struct TapArgs {
     /// TCP port of the echo service (0: none).
     #[arg(long, default_value_t = 7)]
     tcp_echo: u16,
-    /// TCP port of the HTTP responder (0: none): GET /<bytes> or /size/<bytes>.
+    /// TCP port of the HTTP responder (0: none): GET `/BYTES` or `/size/BYTES`.
     #[arg(long, default_value_t = 80)]
     http: u16,
     /// TCP port of the discard sink, which counts bytes (0: none).
