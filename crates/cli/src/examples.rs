@@ -21,6 +21,8 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["spn", "compile"], "linerate spn compile m.json\n  linerate spn compile m.json --json"),
     (&["spn", "eval"], "linerate spn eval m.json x.csv\n  head -3 x.csv | linerate spn eval m.json"),
     (&["spn", "serve"], "linerate spn serve --shm spn1 --transport udp --limit 10m   # the other side creates the link\n  linerate spn serve --shm spn1 --transport tcp --workers 2"),
+    (&["spn", "query"], "linerate spn query --server 10.77.0.2:5005 --input x.csv\n  linerate spn query --server 10.77.0.2:5005 --tcp --input x.npy --json | jq '.values'"),
+    (&["iperf3"], "linerate iperf3 -s --one-off --run 'iperf3 -c 10.77.0.2 -t 2 -J'   # stock iperf3 against linerate\n  linerate iperf3 -c 10.77.0.1 -t 2 -u -b 100M --json --run 'iperf3 -s -1'   # linerate against stock iperf3"),
     (&["spn", "bench"], "linerate spn bench --duration 1s\n  linerate spn bench --transports udp --duration 500ms --json | jq '.tables[0].summary'"),
     (&["rdma"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json"),
     (&["rdma", "bench"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json | jq '.tables[1].rows'"),
