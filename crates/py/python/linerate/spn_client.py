@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import time
+from typing import Iterable, Optional
 
 REQUEST_MAGIC = b"SPNQ"
 RESPONSE_MAGIC = b"SPNR"
@@ -263,16 +264,16 @@ def _tcp_exchange(addr, records, chunks, timeout):
     return answers
 
 
-def read_csv(lines) -> list[list]:
+def read_csv(lines: Iterable[str]) -> list[list[Optional[float]]]:
     """Input vectors from CSV lines (commas or spaces; empty, "nan" or "?" = missing; blank
     lines and '#' comments skipped), as ``linerate spn eval`` reads them."""
-    rows = []
+    rows: list[list[Optional[float]]] = []
     for n, line in enumerate(lines, 1):
         t = line.strip()
         if not t or t.startswith("#"):
             continue
         fields = t.split(",") if "," in t else t.split()
-        row = []
+        row: list[Optional[float]] = []
         for f in fields:
             f = f.strip()
             if f in ("", "?") or f.lower() == "nan":
