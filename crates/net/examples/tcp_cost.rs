@@ -8,12 +8,14 @@
 //! ```text
 //! cargo run --release -p net --example tcp_cost -- cycles 5000
 //! cargo run --release -p net --example tcp_cost -- bulk 250 200 8192
+//! cargo run --release -p net --example tcp_cost -- pingpong 100000
 //! ```
 //!
 //! `cycles N`: N connections one after the other, each connect, accept, close from both
 //! sides (the connection-rate figure of `linerate bench tcp`). `bulk CONNS MB BUFFER`: CONNS
 //! connections with BUFFER-byte buffers carry MB megabytes in all, round-robin (the
-//! many-connection aggregate).
+//! many-connection aggregate). `pingpong N`: one connection carries N 64-byte requests,
+//! each answered by a 64-byte response before the next is sent (the round-trip figure).
 
 use link::{mem, Instant, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
@@ -137,6 +139,42 @@ fn bulk(conns: usize, mb: u64, buffer: usize) {
     report(&a, &b, &format!("{mb} MB over {conns} connections with {buffer}-byte buffers"), clock.0);
 }
 
+fn pingpong(n: usize) {
+    let (mut a, mut b) = pair(16, 65536);
+    let mut clock = Clock(Instant::ZERO);
+    let l = b.tcp_listen(80, 4).unwrap();
+    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let mut server: Option<TcpHandle> = None;
+    until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
+        if server.is_none() {
+            server = b.tcp_accept(l);
+        }
+        server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
+    });
+    let s = server.unwrap();
+    let message = [0x5au8; 64];
+    let mut buf = [0u8; 64];
+    for _ in 0..n {
+        assert_eq!(a.tcp_send(c, &message).unwrap(), 64, "the request did not fit");
+        let mut got = 0;
+        until(&mut clock, &mut a, &mut b, "the request", |_, b| {
+            while let Recv::Data(k) = b.tcp_recv(s, &mut buf).unwrap() {
+                got += k;
+            }
+            got == 64
+        });
+        assert_eq!(b.tcp_send(s, &message).unwrap(), 64, "the response did not fit");
+        got = 0;
+        until(&mut clock, &mut a, &mut b, "the response", |a, _| {
+            while let Recv::Data(k) = a.tcp_recv(c, &mut buf).unwrap() {
+                got += k;
+            }
+            got == 64
+        });
+    }
+    report(&a, &b, &format!("{n} request/response exchanges of 64 B"), clock.0);
+}
+
 fn report(a: &Host, b: &Host, what: &str, end: Instant) {
     let count = |h: &Host, name: &str| h.counters().iter().find(|c| c.0 == name).map_or(0, |c| c.1);
     let (sa, sb) = (count(a, "tcp_tx_segments"), count(b, "tcp_tx_segments"));
@@ -153,11 +191,14 @@ fn main() -> ExitCode {
     let num = |i: usize, default: u64| args.get(i).map_or(Ok(default), |s| s.parse::<u64>()).ok();
     match (args.first().map(String::as_str), num(1, 5000), num(2, 200), num(3, 8192)) {
         (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
+        (Some("pingpong"), Some(n), _, _) if n > 0 => pingpong(n as usize),
         (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
             bulk(c as usize, mb, buf as usize)
         }
         _ => {
-            eprintln!("usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES");
+            eprintln!(
+                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N"
+            );
             return ExitCode::from(2);
         }
     }

@@ -45,7 +45,8 @@ pub(crate) fn set_ipv4(b: &mut [u8], off: usize, a: Ipv4Addr) {
 /// Reads a MAC address at `off`.
 #[inline]
 pub(crate) fn get_mac(b: &[u8], off: usize) -> MacAddr {
-    MacAddr([b[off], b[off + 1], b[off + 2], b[off + 3], b[off + 4], b[off + 5]])
+    let bytes: [u8; 6] = b[off..off + 6].try_into().expect("a slice of six bytes");
+    MacAddr(bytes)
 }
 
 /// Writes a MAC address at `off`.

@@ -2,15 +2,23 @@
 
 use std::time::Duration;
 
-/// RTT estimator and RTO for one connection.
+/// RTT estimator and RTO for one connection. Kept in whole nanoseconds: the update runs
+/// on every timed ACK, and integer arithmetic is a few instructions where `Duration`'s
+/// checked multiply and split division are tens.
 #[derive(Debug, Clone, Copy)]
 pub struct RttEstimator {
-    srtt: Option<Duration>,
-    rttvar: Duration,
+    /// Smoothed RTT in nanoseconds; `None` before the first sample.
+    srtt: Option<u64>,
+    rttvar: u64,
     rto: Duration,
     backoff: u32,
-    min_rto: Duration,
-    max_rto: Duration,
+    min_rto: u64,
+    max_rto: u64,
+}
+
+/// Whole nanoseconds of `d`, saturating at `u64::MAX` (584 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl RttEstimator {
@@ -18,46 +26,47 @@ impl RttEstimator {
     pub fn new(min_rto: Duration, max_rto: Duration) -> Self {
         RttEstimator {
             srtt: None,
-            rttvar: Duration::ZERO,
+            rttvar: 0,
             rto: Duration::from_secs(1).clamp(min_rto, max_rto),
             backoff: 0,
-            min_rto,
-            max_rto,
+            min_rto: nanos(min_rto),
+            max_rto: nanos(max_rto),
         }
     }
 
     /// Feed one RTT measurement (RFC 6298 2.2 and 2.3); clears the backoff.
     pub fn sample(&mut self, rtt: Duration) {
+        let r = nanos(rtt).min(u64::MAX / 8);
         match self.srtt {
             None => {
-                self.srtt = Some(rtt);
-                self.rttvar = rtt / 2;
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
             }
             Some(srtt) => {
-                let delta = srtt.abs_diff(rtt);
+                let delta = srtt.abs_diff(r);
                 self.rttvar = (self.rttvar * 3 + delta) / 4;
-                self.srtt = Some((srtt * 7 + rtt) / 8);
+                self.srtt = Some((srtt * 7 + r) / 8);
             }
         }
         self.backoff = 0;
         self.rto = self.base_rto();
     }
 
-    /// RTO = SRTT + max(G, 4 RTTVAR) (RFC 6298 2.3) with `min_rto` as G, the margin above
-    /// the smoothed RTT (as Linux applies its floor): a relative margin would vanish on a
-    /// steady path, where RTTVAR decays towards zero and delayed ACKs or a queue building up
-    /// would then fire the timer spuriously.
+    /// SRTT + max(G, 4 RTTVAR), clamped (RFC 6298 2.3 with the floor as G).
     fn base_rto(&self) -> Duration {
         match self.srtt {
-            None => Duration::from_secs(1).clamp(self.min_rto, self.max_rto),
-            Some(srtt) => (srtt + (self.rttvar * 4).max(self.min_rto)).min(self.max_rto),
+            None => {
+                Duration::from_secs(1).clamp(Duration::from_nanos(self.min_rto), Duration::from_nanos(self.max_rto))
+            }
+            Some(srtt) => {
+                Duration::from_nanos(srtt.saturating_add((self.rttvar * 4).max(self.min_rto)).min(self.max_rto))
+            }
         }
     }
 
-    /// Double the RTO after a timeout (RFC 6298 5.5), up to the maximum.
     pub fn back_off(&mut self) {
         self.backoff = (self.backoff + 1).min(16);
-        self.rto = (self.rto * 2).min(self.max_rto);
+        self.rto = self.rto.saturating_mul(2).min(Duration::from_nanos(self.max_rto));
     }
 
     /// The current RTO.
@@ -67,12 +76,12 @@ impl RttEstimator {
 
     /// Smoothed RTT, if measured.
     pub fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        self.srtt.map(Duration::from_nanos)
     }
 
     /// RTT variation.
     pub fn rttvar(&self) -> Duration {
-        self.rttvar
+        Duration::from_nanos(self.rttvar)
     }
 }
 

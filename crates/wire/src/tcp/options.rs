@@ -188,6 +188,21 @@ impl TcpOptions {
         Ok(o)
     }
 
+    /// Decodes the options area `data` (the bytes between the fixed header and the payload),
+    /// as [`Self::parse`] over a [`TcpOptionsIter`] does. The layout nearly every segment of
+    /// an established connection carries — none, or NOP NOP timestamps (RFC 7323 Appendix
+    /// A) — is read directly.
+    pub fn from_bytes(data: &[u8]) -> Result<Self, WireError> {
+        match data {
+            [] => Ok(TcpOptions::default()),
+            [1, 1, 8, 10, v0, v1, v2, v3, e0, e1, e2, e3] => Ok(TcpOptions {
+                timestamps: Some((u32::from_be_bytes([*v0, *v1, *v2, *v3]), u32::from_be_bytes([*e0, *e1, *e2, *e3]))),
+                ..TcpOptions::default()
+            }),
+            _ => TcpOptions::parse(TcpOptionsIter::new(data)),
+        }
+    }
+
     /// Bytes used by everything but SACK blocks.
     fn base_len(&self) -> usize {
         let mut n = 0;
@@ -425,5 +440,24 @@ pub(crate) mod tests {
             prop_assert!(n <= data.len() + 1);
             let _ = TcpOptions::parse(TcpOptionsIter::new(&data));
         }
+
+        #[test]
+        fn from_bytes_agrees_with_the_iterator(data in proptest::collection::vec(any::<u8>(), 0..48), o in arb_options()) {
+            prop_assert_eq!(TcpOptions::from_bytes(&data), TcpOptions::parse(TcpOptionsIter::new(&data)));
+            let mut buf = [0u8; 40];
+            let n = o.emit(&mut buf).unwrap();
+            prop_assert_eq!(TcpOptions::from_bytes(&buf[..n]), Ok(expected_after_roundtrip(&o)));
+        }
+    }
+
+    #[test]
+    fn from_bytes_reads_the_timestamp_layout() {
+        let o = TcpOptions::from_bytes(&[1, 1, 8, 10, 0, 0, 0, 1, 0xff, 0, 0, 2]).unwrap();
+        assert_eq!(o, TcpOptions { timestamps: Some((1, 0xff00_0002)), ..Default::default() });
+        assert_eq!(TcpOptions::from_bytes(&[]), Ok(TcpOptions::default()));
+        // The same bytes in another order go the long way and still decode.
+        let o = TcpOptions::from_bytes(&[8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 1]).unwrap();
+        assert_eq!(o.timestamps, Some((1, 2)));
+        assert_eq!(TcpOptions::from_bytes(&[1, 1, 8, 9, 0, 0, 0, 1, 0, 0, 0]), Err(WireError::BadOption));
     }
 }

@@ -92,8 +92,13 @@ impl<T: AsRef<[u8]>> TcpSegment<T> {
 
     /// Iterator over the options area.
     pub fn options(&self) -> TcpOptionsIter<'_> {
+        TcpOptionsIter::new(self.options_bytes())
+    }
+
+    /// The options area: the bytes between the fixed header and the payload.
+    pub fn options_bytes(&self) -> &[u8] {
         let hl = self.header_len();
-        TcpOptionsIter::new(self.buf.as_ref().get(HEADER_LEN..hl).unwrap_or(&[]))
+        self.buf.as_ref().get(HEADER_LEN..hl).unwrap_or(&[])
     }
 
     /// The payload (everything after the header).
@@ -219,7 +224,7 @@ impl TcpRepr {
             flags: seg.flags(),
             window: seg.window(),
             urgent: seg.urgent(),
-            options: TcpOptions::parse(seg.options())?,
+            options: TcpOptions::from_bytes(seg.options_bytes())?,
         })
     }
 }
