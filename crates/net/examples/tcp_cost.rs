@@ -9,6 +9,8 @@
 //! cargo run --release -p net --example tcp_cost -- cycles 5000
 //! cargo run --release -p net --example tcp_cost -- bulk 250 200 8192
 //! cargo run --release -p net --example tcp_cost -- pingpong 100000
+//! cargo run --release -p net --example tcp_cost -- idle 1000000
+//! cargo run --release -p net --example tcp_cost -- rtt 200000
 //! ```
 //!
 //! `cycles N`: N connections one after the other, each connect, accept, close from both
@@ -16,6 +18,10 @@
 //! connections with BUFFER-byte buffers carry MB megabytes in all, round-robin (the
 //! many-connection aggregate). `pingpong N`: one connection carries N 64-byte requests,
 //! each answered by a 64-byte response before the next is sent (the round-trip figure).
+//! `idle N`: N polls of both hosts with one established connection and nothing to do (what
+//! a busy-polling host spends between segments). `rtt N`: not a count but a clock: the two
+//! hosts in two threads on real time, busy-polling, N 64-byte exchanges; prints the median
+//! and 10th percentile round trip (to compare two builds run alternately on one machine).
 
 use link::{mem, Instant, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
@@ -175,6 +181,84 @@ fn pingpong(n: usize) {
     report(&a, &b, &format!("{n} request/response exchanges of 64 B"), clock.0);
 }
 
+fn idle(n: usize) {
+    let (mut a, mut b) = pair(16, 65536);
+    let mut clock = Clock(Instant::ZERO);
+    let l = b.tcp_listen(80, 4).unwrap();
+    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let mut server: Option<TcpHandle> = None;
+    until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
+        if server.is_none() {
+            server = b.tcp_accept(l);
+        }
+        server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
+    });
+    let mut buf = [0u8; 64];
+    for _ in 0..n {
+        clock.round(&mut a, &mut b);
+        assert!(matches!(a.tcp_recv(c, &mut buf).unwrap(), Recv::WouldBlock), "nothing was sent");
+    }
+    report(&a, &b, &format!("{n} idle poll rounds"), clock.0);
+}
+
+fn rtt(n: usize) {
+    let (mut a, mut b) = pair(16, 65536);
+    let l = b.tcp_listen(80, 4).unwrap();
+    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server_stop = stop.clone();
+    let server = std::thread::spawn(move || {
+        let mut conn = None;
+        let mut buf = [0u8; 64];
+        let mut got = 0;
+        while !server_stop.load(std::sync::atomic::Ordering::Relaxed) {
+            b.poll(Instant::now()).unwrap();
+            let Some(s) = conn.or_else(|| b.tcp_accept(l)) else { continue };
+            conn = Some(s);
+            if let Recv::Data(k) = b.tcp_recv(s, &mut buf[got..]).unwrap() {
+                got += k;
+                if got == 64 {
+                    got = 0;
+                    assert_eq!(b.tcp_send(s, &buf).unwrap(), 64);
+                    b.flush().unwrap();
+                }
+            }
+        }
+    });
+    let start = std::time::Instant::now();
+    while a.tcp_connect_result(c).unwrap().is_none() {
+        a.poll(Instant::now()).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5), "no connection");
+    }
+    let message = [0x5au8; 64];
+    let mut buf = [0u8; 64];
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n + 1000 {
+        let t0 = std::time::Instant::now();
+        assert_eq!(a.tcp_send(c, &message).unwrap(), 64);
+        a.flush().unwrap();
+        let mut got = 0;
+        while got < 64 {
+            a.poll(Instant::now()).unwrap();
+            if let Recv::Data(k) = a.tcp_recv(c, &mut buf[got..]).unwrap() {
+                got += k;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(2), "no echo");
+        }
+        if i >= 1000 {
+            samples.push(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+    samples.sort_unstable();
+    println!(
+        "{n} exchanges of 64 B on real time: median {} ns, 10th percentile {} ns",
+        samples[n / 2],
+        samples[n / 10]
+    );
+}
+
 fn report(a: &Host, b: &Host, what: &str, end: Instant) {
     let count = |h: &Host, name: &str| h.counters().iter().find(|c| c.0 == name).map_or(0, |c| c.1);
     let (sa, sb) = (count(a, "tcp_tx_segments"), count(b, "tcp_tx_segments"));
@@ -192,12 +276,14 @@ fn main() -> ExitCode {
     match (args.first().map(String::as_str), num(1, 5000), num(2, 200), num(3, 8192)) {
         (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
         (Some("pingpong"), Some(n), _, _) if n > 0 => pingpong(n as usize),
+        (Some("idle"), Some(n), _, _) if n > 0 => idle(n as usize),
+        (Some("rtt"), Some(n), _, _) if n > 0 => rtt(n as usize),
         (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
             bulk(c as usize, mb, buf as usize)
         }
         _ => {
             eprintln!(
-                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N"
+                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N"
             );
             return ExitCode::from(2);
         }

@@ -121,6 +121,9 @@ impl Resolver {
 
     /// Earliest time something is due.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.in_flight.is_empty() {
+            return None; // the common case, checked without walking the table's groups
+        }
         self.in_flight.values().map(|(_, t)| *t).min()
     }
 

@@ -49,7 +49,7 @@ pub(crate) struct Egress {
     pub now: Instant,
     ip_ident: u16,
     actions: Vec<ResolveAction>,
-    last_sweep: Instant,
+    next_sweep: Instant,
     /// Lowered path MTUs: destination -> (MTU, valid until).
     pmtu: HashMap<Ipv4Addr, (u16, Instant)>,
     /// A whole datagram being cut into fragments.
@@ -68,7 +68,7 @@ impl Egress {
             now: Instant::ZERO,
             ip_ident: u32::from(cfg.ip) as u16,
             actions: Vec::with_capacity(16),
-            last_sweep: Instant::ZERO,
+            next_sweep: Instant::ZERO,
             pmtu: HashMap::new(),
             frag_scratch: Vec::new(),
             cfg,
@@ -476,9 +476,9 @@ impl Egress {
             }
             self.actions = actions;
         }
-        if now - self.last_sweep >= Duration::from_secs(1) {
+        if now >= self.next_sweep {
             self.arp.expire(now);
-            self.last_sweep = now;
+            self.next_sweep = now + Duration::from_secs(1);
         }
         Ok(())
     }

@@ -228,6 +228,9 @@ impl TcpOptions {
 
     /// Length of the options [`Self::emit`] writes, a multiple of 4 and at most 40.
     pub fn emitted_len(&self) -> usize {
+        if self.sack_blocks == [None; 4] {
+            return self.base_len();
+        }
         let blocks = self.emitted_sack_blocks();
         self.base_len() + if blocks > 0 { 4 + 8 * blocks } else { 0 }
     }
@@ -239,6 +242,26 @@ impl TcpOptions {
     /// SACK blocks that do not fit in 40 bytes are left out (like Linux with
     /// timestamps: at most 3).
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        if let TcpOptions {
+            mss: None,
+            window_scale: None,
+            sack_permitted: false,
+            timestamps,
+            sack_blocks: [None, None, None, None],
+        } = *self
+        {
+            // What nearly every segment of an established connection carries, written whole.
+            return match timestamps {
+                None => Ok(0),
+                Some((tsval, tsecr)) => {
+                    let out = buf.get_mut(..12).ok_or(WireError::Truncated)?;
+                    out[..4].copy_from_slice(&[option_kind::NOP, option_kind::NOP, option_kind::TIMESTAMPS, 10]);
+                    out[4..8].copy_from_slice(&tsval.to_be_bytes());
+                    out[8..].copy_from_slice(&tsecr.to_be_bytes());
+                    Ok(12)
+                }
+            };
+        }
         let len = self.emitted_len();
         let out = buf.get_mut(..len).ok_or(WireError::Truncated)?;
         let mut at = 0;
