@@ -19,9 +19,10 @@
 //! many-connection aggregate). `pingpong N`: one connection carries N 64-byte requests,
 //! each answered by a 64-byte response before the next is sent (the round-trip figure).
 //! `idle N`: N polls of both hosts with one established connection and nothing to do (what
-//! a busy-polling host spends between segments). `rtt N`: not a count but a clock: the two
+//! a busy-polling host spends between segments). `rtt N [shm]`: not a count but a clock: the two
 //! hosts in two threads on real time, busy-polling, N 64-byte exchanges; prints the median
-//! and 10th percentile round trip (to compare two builds run alternately on one machine).
+//! and 10th percentile round trip (to compare two builds run alternately on one machine);
+//! default buffers, on the memory link or with `shm` the shared-memory link.
 
 use link::{mem, Instant, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
@@ -201,8 +202,24 @@ fn idle(n: usize) {
     report(&a, &b, &format!("{n} idle poll rounds"), clock.0);
 }
 
-fn rtt(n: usize) {
-    let (mut a, mut b) = pair(16, 65536);
+fn rtt(n: usize, shm: bool) {
+    let cfg = |ip: &str| {
+        let mut c = Config::host(ip);
+        c.tcp.secret = [11, 12];
+        c
+    };
+    if shm {
+        let name = format!("tcp-cost-{}", std::process::id());
+        let la = link::shm::ShmLink::create(&name, LinkConfig::default()).unwrap();
+        let lb = link::shm::ShmLink::open(&name, Duration::from_secs(5)).unwrap();
+        rtt_on(Stack::new(cfg("10.0.0.1/24"), la).unwrap(), Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), n);
+    } else {
+        let (la, lb) = mem::pair(LinkConfig { depth: 4096, ..LinkConfig::default() });
+        rtt_on(Stack::new(cfg("10.0.0.1/24"), la).unwrap(), Stack::new(cfg("10.0.0.2/24"), lb).unwrap(), n);
+    }
+}
+
+fn rtt_on<L: link::Link + Send + 'static>(mut a: Stack<L>, mut b: Stack<L>, n: usize) {
     let l = b.tcp_listen(80, 4).unwrap();
     let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -277,13 +294,13 @@ fn main() -> ExitCode {
         (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
         (Some("pingpong"), Some(n), _, _) if n > 0 => pingpong(n as usize),
         (Some("idle"), Some(n), _, _) if n > 0 => idle(n as usize),
-        (Some("rtt"), Some(n), _, _) if n > 0 => rtt(n as usize),
+        (Some("rtt"), Some(n), _, _) if n > 0 => rtt(n as usize, args.get(2).is_some_and(|a| a == "shm")),
         (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
             bulk(c as usize, mb, buf as usize)
         }
         _ => {
             eprintln!(
-                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N"
+                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N [shm]"
             );
             return ExitCode::from(2);
         }
