@@ -32,12 +32,15 @@ impl TcpEngine {
         if ecr == 0 || ms >= 60_000 {
             return;
         }
-        let sample = Duration::from_millis(u64::from(ms.max(1)));
+        // In whole microseconds: integer arithmetic, where `Duration`'s is tens of
+        // instructions, on a path every data segment takes.
+        let sample = u64::from(ms.max(1)) * 1000;
         let rx = &mut self.rx[sid as usize];
-        rx.rcv_rtt = Some(match rx.rcv_rtt {
+        let smoothed = match rx.rcv_rtt {
             None => sample,
-            Some(old) => (old * 7 + sample) / 8,
-        });
+            Some(old) => (old.as_micros() as u64 * 7 + sample) / 8,
+        };
+        rx.rcv_rtt = Some(Duration::from_micros(smoothed));
     }
 
     /// In-order data arrived: once per receiver RTT, offer at least twice what the peer

@@ -35,6 +35,8 @@ pub struct StateEntry {
 
 /// Longest a peer may delay the ACK of a lone in-order segment (RFC 8985 7.2: WCDelAckT).
 pub const WORST_DELAYED_ACK: Duration = Duration::from_millis(200);
+/// [`WORST_DELAYED_ACK`] in nanoseconds.
+pub const WORST_DELAYED_ACK_NANOS: u64 = WORST_DELAYED_ACK.as_nanos() as u64;
 
 /// Send sequence variables (RFC 9293 3.3.1), congestion and loss-recovery state.
 #[derive(Debug, Clone)]
@@ -241,9 +243,9 @@ impl TxSar {
     /// a retransmission fills a hole and is acknowledged at once, so it needs no allowance.
     pub fn rto(&self) -> Duration {
         let rto = self.rtt.rto();
-        match self.rtt.srtt() {
+        match self.rtt.srtt_nanos() {
             Some(srtt) if self.in_flight() <= self.mss as u32 && self.retries == 0 && self.recover.is_none() => {
-                rto.max(srtt + WORST_DELAYED_ACK)
+                rto.max(Duration::from_nanos(srtt.saturating_add(WORST_DELAYED_ACK_NANOS)))
             }
             _ => rto,
         }

@@ -79,6 +79,11 @@ impl RttEstimator {
         self.srtt.map(Duration::from_nanos)
     }
 
+    /// The smoothed RTT in nanoseconds, for arithmetic on the per-ACK path.
+    pub fn srtt_nanos(&self) -> Option<u64> {
+        self.srtt
+    }
+
     /// RTT variation.
     pub fn rttvar(&self) -> Duration {
         Duration::from_nanos(self.rttvar)

@@ -10,7 +10,7 @@
 //! The probe timeout shares the retransmission timer: while it runs as a PTO, `tlp_armed` is
 //! set; when it fires the probe goes out and the timer becomes the RTO again.
 
-use super::conn::WORST_DELAYED_ACK;
+use super::conn::WORST_DELAYED_ACK_NANOS;
 use super::engine::TcpEngine;
 use super::seq::{dist, ge, le, lt, Seq};
 use super::sink::SegmentSink;
@@ -37,11 +37,12 @@ impl TcpEngine {
         {
             return None;
         }
-        let srtt = tx.rtt.srtt()?;
-        let mut pto = srtt * 2;
+        let srtt = tx.rtt.srtt_nanos()?;
+        let mut pto = srtt.saturating_mul(2);
         if tx.in_flight() <= tx.mss as u32 {
-            pto += WORST_DELAYED_ACK;
+            pto = pto.saturating_add(WORST_DELAYED_ACK_NANOS);
         }
+        let pto = Duration::from_nanos(pto);
         let rto = tx.rto();
         (pto < rto).then_some(pto)
     }
