@@ -151,7 +151,7 @@ impl<L: Link> Stack<L> {
         let sid = self.core.tcp.sid(h)?;
         let ring = &self.core.tcp.bufs[sid as usize].rx;
         // A busy-polling reader mostly finds nothing: answer that without the copy's set-up.
-        let n = if ring.len() == 0 { 0 } else { ring.copy_out(0, buf) };
+        let n = if ring.is_empty() { 0 } else { ring.copy_out(0, buf) };
         if n > 0 {
             self.tcp_recv_consume(h, n)?;
             return Ok(Recv::Data(n));
