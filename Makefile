@@ -46,7 +46,7 @@ py-develop: setup-python
 # fail, and are listed again at the end.
 test-rust:
 	@mkdir -p target; set -o pipefail; \
-	$(CARGO) test --workspace --release --no-fail-fast 2>&1 | tee target/test-rust.log; status=$$?; \
+	$(CARGO) test --workspace --profile ci --no-fail-fast 2>&1 | tee target/test-rust.log; status=$$?; \
 	if grep -q "^NOT RUN:" target/test-rust.log; then \
 	  echo "tests that could not run (they fail; run make test as root with make setup done):"; \
 	  grep -B1 "^NOT RUN:" target/test-rust.log | grep -o "thread '[^']*'" | sed "s/thread /  /" | sort -u; \
