@@ -79,3 +79,5 @@ pub enum CollectiveError {
     #[error("launch environment: {0}")]
     Env(String),
 }
+
+net::from_operation_errors!(CollectiveError; with_link);

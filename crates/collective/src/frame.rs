@@ -172,6 +172,8 @@ pub enum PumpError {
     Net(#[from] NetError),
 }
 
+net::from_operation_errors!(PumpError; with_link);
+
 /// Reassembles messages from one connection's byte stream.
 #[derive(Debug, Default)]
 pub struct Parser {

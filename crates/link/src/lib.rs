@@ -29,6 +29,7 @@ pub const MAX_FRAME: usize = 9216 + 18;
 
 /// Errors a link driver reports.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LinkError {
     /// An operating-system call failed.
     #[error("{op} failed: {source}")]
@@ -115,6 +116,7 @@ pub trait Link: Send {
     /// Append ready frames to `batch`; returns the number appended.
     fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
     /// Send frames from the front of `batch`; returns the number sent and removes them from `batch`.
+    #[must_use = "frames the link did not take stay in the batch: the count says how many went out"]
     fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
     /// The link's counters.
     fn stats(&self) -> LinkStats;

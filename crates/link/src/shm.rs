@@ -371,7 +371,7 @@ mod tests {
         assert_eq!((a.side(), b.side()), (Side::A, Side::B));
         assert_eq!(b.max_frame(), 1518);
         let mut batch = FrameBatch::new(4, 2048);
-        batch.push(b"hello from a");
+        assert!(batch.push(b"hello from a"));
         assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);
         let mut got = FrameBatch::new(4, 2048);
         assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);

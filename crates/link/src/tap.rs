@@ -121,7 +121,9 @@ impl Link for TapLink {
             let len = if direct {
                 let mut res = Ok(None);
                 let max = self.max_frame + 1;
-                batch.push_with(|slot| {
+                // The outcome is in `res` (a frame, nothing, or an oversize one), so whether
+                // the slot was kept says nothing more.
+                let _ = batch.push_with(|slot| {
                     res = Self::read_into(fd, &mut slot[..max]);
                     match &res {
                         Ok(Some(n)) if *n > 0 && *n < max => *n,

@@ -25,7 +25,7 @@ mod arp;
 mod config;
 pub mod counters;
 mod egress;
-mod error;
+pub mod error;
 mod iface;
 pub mod int_hash;
 mod ping;
@@ -39,7 +39,10 @@ mod udp;
 
 pub use config::Config;
 pub use counters::{Counter, Counters};
-pub use error::NetError;
+pub use error::{
+    BadHandle, BindError, BypassError, ConfigError, ConnectError, ControlError, ListenError, NetError, PingError,
+    RawBindError, RawSendError, RecvError, SendError, TooManyWatchers, UdpSendError,
+};
 pub use int_hash::IntMap;
 pub use link::Instant;
 pub use ping::PingReply;

@@ -4,7 +4,7 @@
 
 use link::LinkError;
 use net::tcp::TcpError;
-use net::NetError;
+use net::{NetError, SendError};
 use pyo3::exceptions::{
     PyBlockingIOError, PyBrokenPipeError, PyConnectionAbortedError, PyConnectionRefusedError, PyConnectionResetError,
     PyOSError, PyRuntimeError, PyTimeoutError, PyValueError,
@@ -53,8 +53,9 @@ pub fn tcp(e: &TcpError) -> PyErr {
     }
 }
 
-/// A stack error as the matching Python exception.
-pub fn net(e: NetError) -> PyErr {
+/// A stack error (any operation's, through [`NetError`]) as the matching Python exception.
+pub fn net(e: impl Into<NetError>) -> PyErr {
+    let e: NetError = e.into();
     let msg = e.to_string();
     match e {
         NetError::BadAddress(_) | NetError::BadConfig(_) => PyValueError::new_err(msg),
@@ -67,13 +68,15 @@ pub fn net(e: NetError) -> PyErr {
         NetError::NotConnected => os(libc::ENOTCONN, msg),
         NetError::Tcp(t) => tcp(&t),
         NetError::Link(l) => link(l),
+        // A failure added to the stack later and not mapped here yet: a plain OSError.
+        _ => os(libc::EIO, msg),
     }
 }
 
 /// Writing where the connection no longer takes data: `BrokenPipeError(EPIPE)`, else as [`net`].
-pub fn send(e: NetError) -> PyErr {
+pub fn send(e: SendError) -> PyErr {
     match e {
-        NetError::NotConnected => PyBrokenPipeError::new_err((libc::EPIPE, "the connection no longer takes data")),
+        SendError::NotConnected => PyBrokenPipeError::new_err((libc::EPIPE, "the connection no longer takes data")),
         e => net(e),
     }
 }
@@ -86,6 +89,7 @@ pub fn link(e: LinkError) -> PyErr {
         LinkError::Config(_) => PyValueError::new_err(msg),
         LinkError::Closed => PyBrokenPipeError::new_err((libc::EPIPE, msg)),
         LinkError::Pcap(_) => os(libc::EIO, msg),
+        _ => os(libc::EIO, msg),
     }
 }
 

@@ -41,16 +41,16 @@ impl SocketCore {
 
     /// Close once with `f`; later calls do nothing. A handle the stack already released
     /// (a reset connection) is not an error.
-    fn close(
+    fn close<E: Into<net::NetError>>(
         &mut self,
         py: Python<'_>,
-        f: impl FnOnce(&mut testbed::HostStack) -> Result<(), net::NetError>,
+        f: impl FnOnce(&mut testbed::HostStack) -> Result<(), E>,
     ) -> PyResult<()> {
         if self.closed {
             return Ok(());
         }
         self.closed = true;
-        match self.host.with(py, |s| Ok(f(s))) {
+        match self.host.with(py, |s| Ok(f(s).map_err(Into::into))) {
             Ok(Ok(())) | Ok(Err(net::NetError::BadHandle)) => Ok(()),
             // A live host closed first took its sockets with it.
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOSError>(py) => Ok(()),

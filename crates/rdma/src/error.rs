@@ -25,3 +25,5 @@ pub enum RdmaError {
     #[error(transparent)]
     Net(#[from] net::NetError),
 }
+
+net::from_operation_errors!(RdmaError; with_link);

@@ -26,6 +26,8 @@ pub enum ClientError {
     Desync,
 }
 
+net::from_operation_errors!(ClientError; with_link);
+
 /// An answer matched to its request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {

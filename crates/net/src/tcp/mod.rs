@@ -144,6 +144,7 @@ pub enum TcpError {
 
 /// What `tcp_recv` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a Recv says how many bytes were read, or that the stream ended"]
 pub enum Recv {
     /// This many bytes were copied.
     Data(usize),
