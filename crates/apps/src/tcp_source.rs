@@ -52,6 +52,7 @@ impl Default for SourceOptions {
 
 /// Why a [`TcpSource`] failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SourceError {
     /// No connection could be made.
     #[error("cannot connect to {addr}: {err} (after {attempts} attempts)")]

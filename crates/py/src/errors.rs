@@ -50,6 +50,8 @@ pub fn tcp(e: &TcpError) -> PyErr {
         TcpError::Reset => PyConnectionResetError::new_err((libc::ECONNRESET, msg)),
         TcpError::TimedOut => PyTimeoutError::new_err((libc::ETIMEDOUT, msg)),
         TcpError::Aborted => PyConnectionAbortedError::new_err((libc::ECONNABORTED, msg)),
+        // An ending added to the stack later and not mapped here yet: a plain OSError.
+        _ => os(libc::EIO, msg),
     }
 }
 

@@ -13,6 +13,7 @@ use wire::MacAddr;
 
 /// What went wrong on the client side.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The stack failed.
     #[error(transparent)]

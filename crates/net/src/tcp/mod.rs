@@ -127,6 +127,7 @@ impl TcpListener {
 
 /// Why a connection ended abnormally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TcpError {
     /// The peer answered our SYN with a reset (nothing listens there).
     #[error("connection refused")]
