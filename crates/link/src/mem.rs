@@ -12,6 +12,17 @@ pub struct MemLink {
 
 /// Two links wired back to back: what one sends, the other receives.
 ///
+/// ```
+/// use link::{mem, FrameBatch, Instant, Link, LinkConfig};
+/// let (mut a, mut b) = mem::pair(LinkConfig::default().mtu(9000).depth(256));
+/// assert_eq!(a.max_frame(), 9018);
+/// let mut batch = FrameBatch::new(8, a.max_frame());
+/// assert!(batch.push(b"any bytes: the link does not parse frames"));
+/// assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);
+/// let mut got = FrameBatch::new(8, b.max_frame());
+/// assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);
+/// ```
+///
 /// # Panics
 /// If `config` is invalid (see [`LinkConfig::validate`]); use [`try_pair`] to get the error instead.
 pub fn pair(config: LinkConfig) -> (MemLink, MemLink) {

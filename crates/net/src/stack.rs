@@ -24,7 +24,20 @@ pub struct Stack<L: Link> {
 }
 
 impl<L: Link> Stack<L> {
-    /// A stack with configuration `cfg` on `link`.
+    /// A stack with configuration `cfg` on `link`. Fails if the configuration is unusable or
+    /// needs larger frames than the link carries.
+    ///
+    /// ```
+    /// use link::{mem, LinkConfig};
+    /// use net::{Config, ConfigError, Stack};
+    /// let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// assert_eq!(stack.ip().to_string(), "10.0.0.1");
+    ///
+    /// let (small, _peer) = mem::pair(LinkConfig::default().mtu(1000));
+    /// let jumbo = Config::host("10.0.0.1/24").mtu(9000);
+    /// assert!(matches!(Stack::new(jumbo, small), Err(ConfigError::MtuAboveLink { .. })));
+    /// ```
     pub fn new(cfg: Config, link: L) -> Result<Self, ConfigError> {
         cfg.validate()?;
         if cfg.max_frame() > link.max_frame() + 4 {
@@ -151,6 +164,18 @@ impl<L: Link> Stack<L> {
     }
 
     /// Bind a UDP socket to `port` (0: an ephemeral port).
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{BindError, Config, Stack};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// let dns = stack.udp_bind(53).unwrap();
+    /// assert_eq!(stack.udp_port(dns).unwrap(), 53);
+    /// assert_eq!(stack.udp_bind(53).unwrap_err(), BindError::PortInUse(53));
+    /// let any = stack.udp_bind(0).unwrap();
+    /// assert!(stack.udp_port(any).unwrap() >= 49152);
+    /// ```
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, BindError> {
         self.core.udp.bind(port)
     }
@@ -169,6 +194,21 @@ impl<L: Link> Stack<L> {
     /// after a poll); a datagram waiting for ARP counts as sent.
     /// A datagram larger than the path MTU goes out in fragments, unless the socket is set
     /// to [`Stack::udp_set_dont_fragment`]: then it is refused with `TooLarge`.
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{Config, Stack, UdpSendError};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// let s = stack.udp_bind(0).unwrap();
+    /// let to = "10.0.0.2:9".parse().unwrap();
+    /// if !stack.udp_send_to(s, to, b"hello").unwrap() {
+    ///     // The link is full: poll, then send again (or count the datagram lost).
+    /// }
+    /// stack.udp_set_dont_fragment(s, true).unwrap();
+    /// let err = stack.udp_send_to(s, to, &[0u8; 2000]).unwrap_err();
+    /// assert!(matches!(err, UdpSendError::TooLarge { len: 2000, max: 1472 }));
+    /// ```
     #[must_use = "Ok(false) means the link is full and the datagram was not sent: retry after a poll or count it lost"]
     pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, UdpSendError> {
         self.udp_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))

@@ -14,6 +14,17 @@ use std::net::SocketAddrV4;
 
 impl<L: Link> Stack<L> {
     /// Listen on `port`; up to `backlog` connections may wait (half-open or unaccepted).
+    /// Take established connections with [`Stack::tcp_accept`].
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{Config, ListenError, Stack};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.2/24"), l).unwrap();
+    /// let listener = stack.tcp_listen(80, 16).unwrap();
+    /// assert_eq!(listener.port(), 80);
+    /// assert!(matches!(stack.tcp_listen(80, 16), Err(ListenError::PortInUse(80))));
+    /// ```
     pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, ListenError> {
         self.core.tcp.listen(port, backlog)
     }
@@ -41,8 +52,28 @@ impl<L: Link> Stack<L> {
         Some(tcp.handle(sid))
     }
 
-    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now. Watch
-    /// [`Stack::tcp_connect_result`] for completion.
+    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now (or at the
+    /// first poll). Watch [`Stack::tcp_connect_result`] for completion. A destination with no
+    /// route fails at once with [`ConnectError::NoRoute`].
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, ConnectError, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// let listener = b.tcp_listen(5001, 8).unwrap();
+    /// let conn = a.tcp_connect("10.0.0.2:5001".parse().unwrap()).unwrap();
+    /// for ms in 0..20 {
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    /// }
+    /// assert_eq!(a.tcp_connect_result(conn).unwrap(), Some(Ok(())));
+    /// assert!(b.tcp_accept(listener).is_some());
+    /// // Off our subnet and no gateway configured:
+    /// let far = "192.0.2.1:80".parse().unwrap();
+    /// assert!(matches!(a.tcp_connect(far), Err(ConnectError::NoRoute(_))));
+    /// ```
     pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<TcpHandle, ConnectError> {
         let port = self.core.tcp.ephemeral_port(remote)?;
         self.tcp_connect_from(port, remote)
@@ -104,7 +135,39 @@ impl<L: Link> Stack<L> {
     }
 
     /// Queue as much of `data` as the send buffer takes; returns the bytes accepted (0 when
-    /// the buffer is full: back-pressure).
+    /// the buffer is full: back-pressure). What was not accepted must be offered again after
+    /// a poll (or use [`Stack::tcp_send_transfer`] to hand over a whole buffer).
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, Recv, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// # let l = b.tcp_listen(80, 1).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let mut peer = None;
+    /// # for ms in 0..20 {
+    /// #     a.poll(Instant::from_millis(ms)).unwrap();
+    /// #     b.poll(Instant::from_millis(ms)).unwrap();
+    /// #     peer = peer.or_else(|| b.tcp_accept(l));
+    /// # }
+    /// # let peer = peer.unwrap();
+    /// let data = vec![7u8; 1 << 20];
+    /// let mut sent = 0;
+    /// for ms in 20..2000 {
+    ///     // Only part of a large buffer fits at once.
+    ///     sent += a.tcp_send(conn, &data[sent..]).unwrap();
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    ///     let mut buf = [0u8; 65536];
+    ///     while let Recv::Data(_) = b.tcp_recv(peer, &mut buf).unwrap() {}
+    ///     if sent == data.len() {
+    ///         break;
+    ///     }
+    /// }
+    /// assert_eq!(sent, data.len());
+    /// ```
     #[must_use = "only the returned number of bytes was queued (0 when the send buffer is full): the rest must be sent again later"]
     pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, SendError> {
         let sid = self.core.tcp.sid(h)?;
@@ -155,7 +218,41 @@ impl<L: Link> Stack<L> {
         out.finish_link()
     }
 
-    /// Copy received in-order data into `buf`.
+    /// Copy received in-order data into `buf`: [`Recv::Data`] with the count,
+    /// [`Recv::WouldBlock`] when nothing is ready yet, [`Recv::Eof`] once the peer closed and
+    /// everything was read. A connection that ended abnormally fails with
+    /// [`RecvError::Connection`].
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, Recv, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// # let l = b.tcp_listen(80, 1).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let mut peer = None;
+    /// # for ms in 0..20 {
+    /// #     a.poll(Instant::from_millis(ms)).unwrap();
+    /// #     b.poll(Instant::from_millis(ms)).unwrap();
+    /// #     peer = peer.or_else(|| b.tcp_accept(l));
+    /// # }
+    /// # let peer = peer.unwrap();
+    /// assert_eq!(a.tcp_send(conn, b"ping").unwrap(), 4);
+    /// a.tcp_shutdown(conn).unwrap();
+    /// let mut got = Vec::new();
+    /// for ms in 20..100 {
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    ///     let mut buf = [0u8; 16];
+    ///     match b.tcp_recv(peer, &mut buf).unwrap() {
+    ///         Recv::Data(n) => got.extend_from_slice(&buf[..n]),
+    ///         Recv::WouldBlock => {}
+    ///         Recv::Eof => break,
+    ///     }
+    /// }
+    /// assert_eq!(got, b"ping");
+    /// ```
     #[must_use = "the data copied into the buffer is consumed: the returned length says how much of the buffer holds it"]
     pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, RecvError> {
         let sid = self.core.tcp.sid(h)?;
