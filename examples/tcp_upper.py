@@ -24,16 +24,27 @@ def main() -> int:
     for _ in range(100_000):  # at most 5 s of virtual time
         net.run(ms=0.05)
         # The service: accept, answer complete lines, close once the client closed.
+        # accept, recv and send raise BlockingIOError when they would block, like a
+        # non-blocking socket's.
         if session is None:
-            session = listener.accept()
+            try:
+                session = listener.accept()
+            except BlockingIOError:
+                pass
         if session is not None and not closed:
-            data = session.recv()
+            try:
+                data = session.recv()
+            except BlockingIOError:
+                data = None
             if data:
                 line += data
                 *lines, line = line.split(b"\n")
                 pending += b"".join(l.upper() + b"\n" for l in lines)
             if pending:
-                pending = pending[session.send(pending):]
+                try:
+                    pending = pending[session.send(pending):]
+                except BlockingIOError:
+                    pass  # the send buffer is full: the rest goes at a later round
             if data == b"" and not pending:  # b"": the client closed its side
                 session.close()
                 closed = True
@@ -41,15 +52,20 @@ def main() -> int:
         if not conn.connected:
             continue
         if sent < len(REQUEST):
-            sent += conn.send(REQUEST[sent:])
+            try:
+                sent += conn.send(REQUEST[sent:])
+            except BlockingIOError:
+                pass
             if sent == len(REQUEST):
                 conn.shutdown()
-        data = conn.recv()
+        try:
+            data = conn.recv()
+        except BlockingIOError:
+            continue
         if data == b"":
             conn.close()
             break
-        if data:
-            reply += data
+        reply += data
     sys.stdout.write(reply.decode())
     if reply != REQUEST.upper():
         print(f"the reply was {len(reply)} bytes, expected {len(REQUEST)}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 /// Errors from loading or building an accelerator's tables.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AccelError {
     /// A syntax or semantic error in an input file, naming the file, the 1-based line and the problem.
     #[error("{file}:{line}: {problem}")]

@@ -16,6 +16,7 @@ use link::Link;
 
 /// Errors of the distributed K-Means.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KmeansError {
     /// The compute kernel refused its input.
     #[error(transparent)]

@@ -4,7 +4,7 @@
 
 use crate::step_plan::StepPlan;
 use link::Link;
-use net::{NetError, Stack, TcpHandle, TcpListener};
+use net::{ControlError, NetError, Stack, TcpHandle, TcpListener};
 
 /// What one step of a connection's service did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +153,7 @@ impl<T> ConnSet<T> {
         let outcome = match stack.tcp_error(h) {
             Ok(Some(e)) => Err(NetError::Tcp(e)),
             Ok(None) => step(stack, h, state),
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         let work = match outcome {
             Ok(Step::Open(n)) => return Ok((n, true)),
@@ -183,7 +183,7 @@ impl<T> ConnSet<T> {
 /// Close `h`, ignoring errors that only say the connection is already gone.
 pub fn close_quietly<L: Link>(stack: &mut Stack<L>, h: TcpHandle) -> Result<(), NetError> {
     match stack.tcp_close(h) {
-        Err(e) if is_connection_error(&e) => Ok(()),
-        r => r,
+        Ok(()) | Err(ControlError::BadHandle) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }

@@ -52,6 +52,7 @@ impl Default for SourceOptions {
 
 /// Why a [`TcpSource`] failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SourceError {
     /// No connection could be made.
     #[error("cannot connect to {addr}: {err} (after {attempts} attempts)")]
@@ -206,7 +207,7 @@ impl TcpSource {
                 if let Some(h) = self.handle.take() {
                     // A connection that already ended is only released; a live one is reset.
                     let _ = match stack.tcp_error(h) {
-                        Ok(None) => stack.tcp_abort(h),
+                        Ok(None) => stack.tcp_abort(h).map_err(NetError::from),
                         _ => close_quietly(stack, h),
                     };
                 }
@@ -222,8 +223,8 @@ impl TcpSource {
         self.finished_at = Some(stack.now());
     }
 
-    fn net(&self, err: NetError) -> SourceError {
-        SourceError::Connection { addr: self.remote, err }
+    fn net(&self, err: impl Into<NetError>) -> SourceError {
+        SourceError::Connection { addr: self.remote, err: err.into() }
     }
 
     fn advance<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, SourceError> {
@@ -355,11 +356,15 @@ impl TcpSource {
             };
             // Checking the space first keeps a full connection cheap (the send path looks at
             // more of the session's state).
-            if stack.tcp_send_space(h).map_err(|err| SourceError::Connection { addr: self.remote, err })? == 0 {
+            if stack.tcp_send_space(h).map_err(|err| SourceError::Connection { addr: self.remote, err: err.into() })?
+                == 0
+            {
                 break;
             }
             let want = chunk.len();
-            let n = stack.tcp_send(h, chunk).map_err(|err| SourceError::Connection { addr: self.remote, err })?;
+            let n = stack
+                .tcp_send(h, chunk)
+                .map_err(|err| SourceError::Connection { addr: self.remote, err: err.into() })?;
             if matches!(self.payload, Payload::Reader(_)) {
                 self.off += n;
             }

@@ -222,7 +222,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         let served = poll_burst(&mut stack, polls_for(open)).and_then(|_| {
             sink.serve(&mut stack)?;
             echo.serve(&mut stack)?;
-            stack.flush()
+            Ok(stack.flush()?)
         });
         match served {
             Err(NetError::Link(LinkError::Closed)) => return Ok(ExitCode::SUCCESS),

@@ -277,7 +277,7 @@ impl Services {
             // If the link is full the client asks again.
             stack.udp_send_to(self.control, from, &report)?;
         }
-        stack.flush()
+        Ok(stack.flush()?)
     }
 }
 
@@ -299,7 +299,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         if now >= deadline {
             return Err("bench peer: time limit reached with the link still open".into());
         }
-        match stack.poll(now).and_then(|_| services.serve(&mut stack, now)) {
+        match stack.poll(now).map_err(NetError::from).and_then(|_| services.serve(&mut stack, now)) {
             Err(NetError::Link(LinkError::Closed)) => return Ok(ExitCode::SUCCESS),
             r => r.map_err(msg)?,
         }

@@ -190,7 +190,9 @@ fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<Exi
     let mut batch = FrameBatch::new(1, MAX_FRAME);
     for (i, f) in t.frames.iter().enumerate() {
         batch.clear();
-        batch.push(f);
+        if !batch.push(f) {
+            return Err(format!("trace frame {i} of {} bytes is larger than a frame ({MAX_FRAME})", f.len()));
+        }
         // One frame a microsecond from a fixed date, so a trace is the same file every time.
         let at = Instant::from_nanos(TRACE_START_NANOS + i as u64 * 1_000);
         w.tx_batch(at, &mut batch).map_err(|e| e.to_string())?;

@@ -2,11 +2,10 @@
 //! option and the reason) and every rule that does not load, as a table or JSON; and the rule
 //! variables (`--var NAME=VALUE`, `--vars FILE`) `linerate ids` shares with it.
 
-use crate::output::Table;
+use crate::output::{Cell, Table};
 use accel::ids::support::{partial_rules, PartialRule};
 use accel::ids::{LoadReport, RuleSet, Vars};
 use accel::AccelError;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -51,8 +50,10 @@ pub struct CheckArgs {
     strict: bool,
     #[command(flatten)]
     vars: VarArgs,
-    /// Print JSON: counts, `partial_rules` (line, gid, sid, rev, msg, `unsupported` options
-    /// with reasons) and `skipped_rules` (line, problem).
+    /// Print the listing as JSON (`{"tables": [...]}` like every command): a row per
+    /// unsupported option (line, gid, sid, rev, status "partial" or "unknown keyword",
+    /// option, reason, msg) and per rule that did not load (status "not loaded"); the counts
+    /// (rules, fully_supported, partial, not_loaded) in the summary.
     #[arg(long)]
     json: bool,
 }
@@ -80,6 +81,9 @@ fn skipped(e: &AccelError) -> (usize, String) {
     }
 }
 
+/// The listing as one typed table (the JSON shape every command shares, see
+/// [`crate::output`]): a row per unsupported option of a partial rule and per rule that did
+/// not load, in file order; the counts in the summary.
 fn table(path: &Path, report: &LoadReport, partial: &[PartialRule]) -> Table {
     let title = format!(
         "linerate ids check: {}: {} rules, {} fully supported, {} partial, {} not loaded",
@@ -89,49 +93,53 @@ fn table(path: &Path, report: &LoadReport, partial: &[PartialRule]) -> Table {
         report.partial,
         report.skipped
     );
-    let mut t = Table::new(&title, &["line", "sid", "option", "reason"]);
-    let mut rows: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut t = Table::new(&title, &["line", "gid", "sid", "rev", "status", "option", "reason", "msg"]);
+    let mut rows: Vec<(usize, Vec<Cell>)> = Vec::new();
     for p in partial {
         for g in &p.gaps {
-            let sid = format!("{}:{}:{}", p.gid, p.sid, p.rev);
-            rows.push((p.line, vec![p.line.to_string(), sid, g.option.clone(), g.reason.clone()]));
+            let status = if g.unknown { "unknown keyword" } else { "partial" };
+            rows.push((
+                p.line,
+                vec![
+                    Cell::count_u64(p.line as u64),
+                    Cell::count(p.gid),
+                    Cell::count(p.sid),
+                    Cell::count(p.rev),
+                    status.into(),
+                    g.option.clone().into(),
+                    g.reason.clone().into(),
+                    p.msg.clone().into(),
+                ],
+            ));
         }
     }
     for e in &report.errors {
         let (line, problem) = skipped(e);
-        rows.push((line, vec![line.to_string(), "-".into(), "(not loaded)".into(), problem]));
+        let line_cell = if line > 0 { Cell::count_u64(line as u64) } else { Cell::blank() };
+        rows.push((
+            line,
+            vec![
+                line_cell,
+                Cell::blank(),
+                Cell::blank(),
+                Cell::blank(),
+                "not loaded".into(),
+                Cell::blank(),
+                problem.into(),
+                Cell::blank(),
+            ],
+        ));
     }
     rows.sort_by_key(|r| r.0);
     for (_, r) in rows {
         t.row(r);
     }
+    t.summary("file", path.display().to_string());
+    t.summary("rules", Cell::count_u64(report.total as u64));
+    t.summary("fully supported", Cell::count_u64(report.fully_supported as u64));
+    t.summary("partial", Cell::count_u64(report.partial as u64));
+    t.summary("not loaded", Cell::count_u64(report.skipped as u64));
     t
-}
-
-fn json_report(path: &Path, report: &LoadReport, partial: &[PartialRule]) -> serde_json::Value {
-    json!({
-        "file": path.display().to_string(),
-        "rules": report.total,
-        "fully_supported": report.fully_supported,
-        "partial": report.partial,
-        "skipped": report.skipped,
-        "partial_rules": partial.iter().map(|p| json!({
-            "line": p.line,
-            "gid": p.gid,
-            "sid": p.sid,
-            "rev": p.rev,
-            "msg": p.msg,
-            "unsupported": p.gaps.iter().map(|g| json!({
-                "option": g.option,
-                "reason": g.reason,
-                "unknown_keyword": g.unknown,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "skipped_rules": report.errors.iter().map(|e| {
-            let (line, problem) = skipped(e);
-            json!({ "line": line, "problem": problem })
-        }).collect::<Vec<_>>(),
-    })
 }
 
 /// Run `linerate ids check`.
@@ -139,11 +147,7 @@ pub fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
     let vars = a.vars.build()?;
     let (set, report) = RuleSet::load(&a.rules, &vars).map_err(|e| format!("rules: {e}"))?;
     let partial = partial_rules(&set);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&json_report(&a.rules, &report, &partial)).unwrap_or_default());
-    } else {
-        table(&a.rules, &report, &partial).print(false);
-    }
+    table(&a.rules, &report, &partial).print(a.json);
     require_rules(&a.rules, &report)?;
     if a.strict {
         // The first problem in file order: a rule that does not load, or a partial rule.

@@ -13,7 +13,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["iperf"], "linerate iperf -s --shm demo                 # server: creates the link\n  linerate iperf -c 10.0.0.1 --shm demo -t 5s -P 4\n  linerate iperf -c 10.0.0.1 --shm demo -t 2s --json | jq '.tables[0].rows[0].goodput'"),
     (&["firewall"], "linerate firewall --blacklist data/firewall/drop-prefixes.txt --input in.pcap --output out.pcap\n  linerate firewall --blacklist data/firewall/drop-prefixes.txt --input in.pcap --output - --json > out.pcap"),
     (&["ids"], "linerate ids --rules data/ids/snort3-community.rules --make-trace t.pcap\n  linerate ids --rules data/ids/snort3-community.rules --input t.pcap --output fwd.pcap --alerts alerts.log\n  linerate ids check data/ids/snort3-community.rules --json"),
-    (&["ids", "check"], "linerate ids check data/ids/snort3-community.rules\n  linerate ids check rules.rules --strict --json | jq .partial"),
+    (&["ids", "check"], "linerate ids check data/ids/snort3-community.rules\n  linerate ids check rules.rules --strict --json | jq .tables[0].summary"),
     (&["middlebox"], "linerate middlebox stats\n  linerate middlebox stats fw1 --watch 10"),
     (&["middlebox", "stats"], "linerate middlebox stats\n  linerate middlebox stats fw1 --watch 10 --json"),
     (&["spn"], "linerate spn generate --vars 10 -o m.json\n  linerate spn compile m.json\n  linerate spn bench --duration 1s --json"),

@@ -77,23 +77,29 @@ fn check_lists_every_partial_and_broken_rule_as_a_table_and_as_json() {
     let (ok, out, err) = run(&["ids", "check", &f]);
     assert!(ok, "{err}");
     assert!(out.contains("5 rules, 1 fully supported, 3 partial, 1 not loaded"), "{out}");
-    let row = |sid: &str, opt: &str| out.lines().any(|l| l.contains(sid) && l.contains(opt));
-    assert!(row("1:101:2", "ssl_state"), "{out}");
-    assert!(row("1:102:0", "frobnicate") && out.contains("unknown keyword"), "{out}");
-    assert!(row("1:103:0", "dns") && out.contains("application protocol"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("6 ") && l.contains("(not loaded)") && l.contains("content")), "{out}");
-    assert!(!out.lines().any(|l| l.contains("1:100:")), "the fully supported rule is not listed: {out}");
+    let row = |sid: &str, opt: &str| out.lines().any(|l| l.split_whitespace().any(|w| w == sid) && l.contains(opt));
+    assert!(row("101", "ssl_state"), "{out}");
+    assert!(row("102", "frobnicate") && out.contains("unknown keyword"), "{out}");
+    assert!(row("103", "dns") && out.contains("application protocol"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("6 ") && l.contains("not loaded") && l.contains("content")), "{out}");
+    assert!(
+        !out.lines().any(|l| l.split_whitespace().any(|w| w == "100")),
+        "the fully supported rule is not listed: {out}"
+    );
 
+    // JSON: the typed-table shape every command prints, counts in the summary.
     let (ok, json, err) = run(&["ids", "check", &f, "--json"]);
     assert!(ok, "{err}");
-    assert_eq!(jq("[.rules, .fully_supported, .partial, .skipped]", &json), "[5,1,3,1]");
-    assert_eq!(jq("[.partial_rules[].sid]", &json), "[101,102,103]");
-    assert_eq!(jq(".partial_rules[] | select(.sid == 102) | .line", &json), "4");
-    assert_eq!(
-        jq(".partial_rules[] | select(.sid == 102) | .unsupported[] | select(.unknown_keyword) | .option", &json),
-        "\"frobnicate\""
-    );
-    assert_eq!(jq(".skipped_rules[0].line", &json), "6");
+    assert_eq!(jq(".tables | length", &json), "1");
+    let s = ".tables[0].summary";
+    assert_eq!(jq(&format!("[{s}.rules, {s}.fully_supported, {s}.partial, {s}.not_loaded]"), &json), "[5,1,3,1]");
+    assert_eq!(jq(&format!("{s}.file"), &json), format!("\"{f}\""));
+    assert_eq!(jq(".tables[0].units.sid", &json), "\"count\"");
+    let rows = ".tables[0].rows[]";
+    assert_eq!(jq(&format!("[{rows} | select(.status != \"not loaded\") | .sid] | unique"), &json), "[101,102,103]");
+    assert_eq!(jq(&format!("{rows} | select(.sid == 102) | .line"), &json), "4");
+    assert_eq!(jq(&format!("{rows} | select(.status == \"unknown keyword\") | .option"), &json), "\"frobnicate\"");
+    assert_eq!(jq(&format!("[{rows} | select(.status == \"not loaded\") | .line, .sid]"), &json), "[6,null]");
     // --strict fails after the listing, naming the first problem by file and line.
     let (ok, _, err) = run(&["ids", "check", &f, "--strict"]);
     assert!(!ok);

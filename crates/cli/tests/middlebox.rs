@@ -85,7 +85,7 @@ fn firewall_filters_a_pcap_and_a_bad_blacklist_is_named() {
         let mut b = link::FrameBatch::new(2, 2048);
         for src in [[1, 10, 16, 5], [8, 8, 8, 8]] {
             let e = middlebox::frames::Endpoints { src: src.into(), dst: [10, 0, 0, 1].into(), sport: 1, dport: 2 };
-            b.push(&middlebox::frames::udp(&e, b"hi").unwrap());
+            assert!(b.push(&middlebox::frames::udp(&e, b"hi").unwrap()));
         }
         use link::Link;
         w.tx_batch(link::Instant::ZERO, &mut b).unwrap();

@@ -13,6 +13,7 @@ use half::{bf16, f16};
 
 /// The element types a communicator reduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DType {
     /// IEEE binary16.
     F16,
@@ -41,6 +42,7 @@ impl DType {
 
 /// Reduction operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ReduceOp {
     /// Addition.
     Sum,

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 /// How all-reduce is carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AllreduceAlgo {
     /// Chosen from the size and the rank count (see [`Config::small_allreduce`]).
     Auto,
@@ -30,6 +31,7 @@ pub enum AllreduceAlgo {
 
 /// How broadcast and reduce are carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TreeAlgo {
     /// The root talks to every rank directly (EasyNet's one-to-all and all-to-one).
     Flat,

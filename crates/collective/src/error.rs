@@ -4,6 +4,7 @@ use std::time::Duration;
 
 /// What can go wrong in a communicator or one of its operations.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CollectiveError {
     /// The network stack refused a call (a link failure, a full session table, ...).
     #[error(transparent)]
@@ -79,3 +80,5 @@ pub enum CollectiveError {
     #[error("launch environment: {0}")]
     Env(String),
 }
+
+net::from_operation_errors!(CollectiveError; with_link);

@@ -264,18 +264,18 @@ mod tests {
         let now = Instant::ZERO;
         // Rank 1 broadcasts: everyone else gets it and learns m1.
         let mut b = FrameBatch::new(4, 1600);
-        b.push(&frame([0xff; 6], m1, 1));
+        assert!(b.push(&frame([0xff; 6], m1, 1)));
         assert_eq!(f1.tx_batch(now, &mut b).unwrap(), 1);
         assert_eq!(rx_all(&mut f0), vec![frame([0xff; 6], m1, 1)]);
         assert_eq!(rx_all(&mut f2), vec![frame([0xff; 6], m1, 1)]);
         // Rank 0 answers m1 by unicast: only rank 1 sees it.
-        b.push(&frame(m1, m0, 2));
+        assert!(b.push(&frame(m1, m0, 2)));
         f0.tx_batch(now, &mut b).unwrap();
         assert_eq!(rx_all(&mut f1), vec![frame(m1, m0, 2)]);
         assert!(rx_all(&mut f2).is_empty());
         assert_eq!(f0.counters().flooded, 0);
         // Rank 2 sends to m0 before it learned m0: flooded, rank 1 sees the stray copy.
-        b.push(&frame(m0, m2, 3));
+        assert!(b.push(&frame(m0, m2, 3)));
         f2.tx_batch(now, &mut b).unwrap();
         assert_eq!(f2.counters().flooded, 1);
         assert_eq!(rx_all(&mut f0).len(), 1);
@@ -283,7 +283,7 @@ mod tests {
         // Rank 1 exits: rank 0 keeps working, frames to it are counted as dropped.
         drop(f1);
         assert!(rx_all(&mut f0).is_empty());
-        b.push(&frame(m1, m0, 4));
+        assert!(b.push(&frame(m1, m0, 4)));
         assert_eq!(f0.tx_batch(now, &mut b).unwrap(), 1);
         assert_eq!(f0.counters().dropped, 1);
     }

@@ -60,6 +60,7 @@ pub struct Msg {
 
 /// Malformed input on a connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The header does not start with the magic number and version.
     #[error("bad magic or version in a message header")]
@@ -163,6 +164,7 @@ pub enum PumpEnd {
 
 /// Failure while reading a connection.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PumpError {
     /// The bytes broke the framing.
     #[error(transparent)]
@@ -171,6 +173,8 @@ pub enum PumpError {
     #[error(transparent)]
     Net(#[from] NetError),
 }
+
+net::from_operation_errors!(PumpError; with_link);
 
 /// Reassembles messages from one connection's byte stream.
 #[derive(Debug, Default)]

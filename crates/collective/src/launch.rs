@@ -25,6 +25,7 @@ pub const DEFAULT_ROOT_PORT: u16 = 7470;
 
 /// Which launcher described the rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Launcher {
     /// `LINERATE_*` variables.
     Explicit,

@@ -10,7 +10,7 @@
 //!   within [`Config::timeout`] with an error naming the ranks that did not arrive.
 //! - [`schedule`]: every algorithm as a per-rank list of steps, which fixes the order of
 //!   floating-point reductions (identical bits on every run).
-//! - [`frame`]: the message header on the TCP stream; [`dtype`]: element types and
+//! - `frame` (internal): the message header on the TCP stream; [`dtype`]: element types and
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
 //!   joins the processes of one machine into one L2 segment.
@@ -21,7 +21,7 @@ pub mod dtype;
 pub mod endpoint;
 pub mod error;
 pub mod fabric;
-pub mod frame;
+pub(crate) mod frame;
 pub mod launch;
 pub mod schedule;
 pub mod stream;

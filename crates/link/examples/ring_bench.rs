@@ -18,10 +18,12 @@ fn producer(mut link: MemLink, size: usize, stop: Arc<AtomicBool>) -> u64 {
     let mut sent = 0u64;
     while !stop.load(Ordering::Relaxed) {
         while !batch.is_full() {
-            batch.push_with(|s| {
+            if !batch.push_with(|s| {
                 s[..8].copy_from_slice(&sent.to_le_bytes());
                 size
-            });
+            }) {
+                break;
+            }
         }
         match link.tx_batch(Instant::ZERO, &mut batch) {
             Ok(0) => std::hint::spin_loop(),
@@ -78,7 +80,9 @@ fn memcpy_rate(size: usize, secs: f64) -> (f64, f64) {
         for _ in 0..64 {
             dst.clear();
             for f in src.iter() {
-                dst.push(f);
+                // Cannot fail: `dst` has as many slots, as large, as `src` has frames.
+                let copied = dst.push(f);
+                debug_assert!(copied);
             }
             frames += BATCH as u64;
         }

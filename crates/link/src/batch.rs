@@ -72,6 +72,7 @@ impl FrameBatch {
 
     /// Copy `frame` into the next free slot. Returns false (and copies nothing) when the batch
     /// is full or the frame is larger than a slot.
+    #[must_use = "false means the frame was not added (batch full or frame too large): it is lost unless retried"]
     pub fn push(&mut self, frame: &[u8]) -> bool {
         self.push_with(|slot| {
             if frame.len() > slot.len() {
@@ -84,6 +85,7 @@ impl FrameBatch {
 
     /// Build a frame in place: `build` gets the whole free slot and returns the frame length
     /// (0 to abandon). Returns false if the batch was full or `build` abandoned the slot.
+    #[must_use = "false means no frame was added (batch full or build abandoned it): it is lost unless retried"]
     pub fn push_with(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> bool {
         if self.is_full() {
             return false;
@@ -103,6 +105,7 @@ impl FrameBatch {
 
     /// Copy `frame` into the next free slot with its capture time `stamp` (nanoseconds since
     /// the Unix epoch; 0 means unknown). Returns false as [`FrameBatch::push`] does.
+    #[must_use = "false means the frame was not added (batch full or frame too large): it is lost unless retried"]
     pub fn push_stamped(&mut self, frame: &[u8], stamp: u64) -> bool {
         if !self.push(frame) {
             return false;

@@ -259,7 +259,9 @@ impl<L: Link> Impaired<L> {
                     break;
                 };
                 let start = h.slot as usize * self.slot_size;
-                self.out.push(&self.data[start..start + h.len as usize]);
+                // Cannot fail: the batch is not full and a held frame fits a slot of it.
+                let pushed = self.out.push(&self.data[start..start + h.len as usize]);
+                debug_assert!(pushed, "a due frame did not fit the out batch");
                 self.free.push(h.slot);
                 match self.max_released {
                     Some(m) if h.seq < m => self.counters.reordered += 1,
@@ -347,10 +349,10 @@ mod tests {
         let mut got = Vec::new();
         let mut t = 0u64;
         for i in 0..n {
-            tx.push_with(|s| {
+            assert!(tx.push_with(|s| {
                 s[..4].copy_from_slice(&i.to_le_bytes());
                 size
-            });
+            }));
             a.tx_batch(Instant::from_micros(t), &mut tx).unwrap();
             t += gap_us;
         }
@@ -391,7 +393,7 @@ mod tests {
         let (a, mut b) = mem::pair(LinkConfig::default());
         let mut a = Impaired::new(a, Impairment { delay: Duration::from_millis(1), ..Default::default() }).unwrap();
         let mut batch = FrameBatch::new(4, 1518);
-        batch.push(&[1; 60]);
+        assert!(batch.push(&[1; 60]));
         assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);
         let mut rx = FrameBatch::new(4, 1518);
         a.rx_batch(Instant::from_micros(999), &mut rx).unwrap();
@@ -410,7 +412,7 @@ mod tests {
         let mut a = Impaired::new(a, cfg).unwrap();
         let mut batch = FrameBatch::new(8, 1518);
         for i in 0..6u8 {
-            batch.push(&[i; 1000]);
+            assert!(batch.push(&[i; 1000]));
         }
         assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 6);
         assert_eq!(a.stats().impair_rate_dropped, 2);

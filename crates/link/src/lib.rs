@@ -5,6 +5,29 @@
 //! ([`shm`]), a Linux TAP device ([`tap`]), AF_PACKET on an interface ([`packet`]), a pcap
 //! writer any link can be wrapped with and a replay ([`pcap`]; pcap and pcapng files are read
 //! and written by [`capture`]), and an impairment wrapper ([`impair`]).
+//!
+//! # Frames through an in-process pair
+//!
+//! ```
+//! use link::{mem, FrameBatch, Instant, Link, LinkConfig};
+//!
+//! let (mut a, mut b) = mem::pair(LinkConfig::default().depth(64));
+//! let mut tx = FrameBatch::new(32, a.max_frame());
+//! for i in 0..3u8 {
+//!     // false would mean the batch is full (or the frame too large): the frame is not in it.
+//!     assert!(tx.push(&[i; 60]));
+//! }
+//! // tx_batch takes frames from the front of the batch; those it refuses stay for a retry.
+//! let sent = a.tx_batch(Instant::ZERO, &mut tx)?;
+//! assert_eq!(sent, 3);
+//! assert!(tx.is_empty());
+//!
+//! let mut rx = FrameBatch::new(32, b.max_frame());
+//! assert_eq!(b.rx_batch(Instant::ZERO, &mut rx)?, 3);
+//! assert_eq!(rx.get(2), &[2u8; 60][..]);
+//! assert_eq!(a.stats().tx_frames, 3);
+//! # Ok::<(), link::LinkError>(())
+//! ```
 
 pub mod batch;
 pub mod capture;
@@ -29,6 +52,7 @@ pub const MAX_FRAME: usize = 9216 + 18;
 
 /// Errors a link driver reports.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LinkError {
     /// An operating-system call failed.
     #[error("{op} failed: {source}")]
@@ -115,6 +139,7 @@ pub trait Link: Send {
     /// Append ready frames to `batch`; returns the number appended.
     fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
     /// Send frames from the front of `batch`; returns the number sent and removes them from `batch`.
+    #[must_use = "frames the link did not take stay in the batch: the count says how many went out"]
     fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError>;
     /// The link's counters.
     fn stats(&self) -> LinkStats;

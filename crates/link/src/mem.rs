@@ -12,6 +12,17 @@ pub struct MemLink {
 
 /// Two links wired back to back: what one sends, the other receives.
 ///
+/// ```
+/// use link::{mem, FrameBatch, Instant, Link, LinkConfig};
+/// let (mut a, mut b) = mem::pair(LinkConfig::default().mtu(9000).depth(256));
+/// assert_eq!(a.max_frame(), 9018);
+/// let mut batch = FrameBatch::new(8, a.max_frame());
+/// assert!(batch.push(b"any bytes: the link does not parse frames"));
+/// assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);
+/// let mut got = FrameBatch::new(8, b.max_frame());
+/// assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);
+/// ```
+///
 /// # Panics
 /// If `config` is invalid (see [`LinkConfig::validate`]); use [`try_pair`] to get the error instead.
 pub fn pair(config: LinkConfig) -> (MemLink, MemLink) {
@@ -102,9 +113,9 @@ mod tests {
         let (mut a, mut b) = pair(LinkConfig::default());
         let now = Instant::ZERO;
         let mut batch = FrameBatch::new(8, 2048);
-        batch.push(&[0xaa; 60]);
-        batch.push(&[0xbb; 1518]);
-        batch.push(&[0xcc; 1519]);
+        assert!(batch.push(&[0xaa; 60]));
+        assert!(batch.push(&[0xbb; 1518]));
+        assert!(batch.push(&[0xcc; 1519]));
         assert_eq!(a.tx_batch(now, &mut batch).unwrap(), 2);
         assert!(batch.is_empty());
         let mut got = FrameBatch::new(8, 2048);
@@ -114,7 +125,7 @@ mod tests {
         let s = a.stats();
         assert_eq!((s.tx_frames, s.tx_bytes, s.dropped_oversize), (2, 60 + 1518, 1));
         assert_eq!(b.stats().rx_frames, 2);
-        batch.push(b"back");
+        assert!(batch.push(b"back"));
         b.tx_batch(now, &mut batch).unwrap();
         let mut seen = Vec::new();
         assert_eq!(a.rx_with(8, |f| seen.extend_from_slice(f)).unwrap(), 1);
@@ -129,7 +140,7 @@ mod tests {
         let now = Instant::ZERO;
         let mut batch = FrameBatch::new(4, 64);
         for i in 0..3u8 {
-            batch.push(&[i; 20]);
+            assert!(batch.push(&[i; 20]));
         }
         assert_eq!(a.tx_batch(now, &mut batch).unwrap(), 2);
         assert_eq!(batch.len(), 1);

@@ -157,7 +157,9 @@ impl<L: Link> Link for PcapWriter<L> {
         for i in 0..batch.len() {
             let f = batch.get(i);
             if f.len() <= max {
-                self.shadow.push_stamped(f, batch.stamp(i).unwrap_or(0));
+                // Cannot fail: the shadow holds as many frames as the batch, in slots of `max`.
+                let copied = self.shadow.push_stamped(f, batch.stamp(i).unwrap_or(0));
+                debug_assert!(copied, "the shadow batch is sized for the whole batch");
             }
         }
         let n = self.inner.tx_batch(now, batch)?;
@@ -307,10 +309,10 @@ mod tests {
         let mut w = PcapWriter::new(a, &path).unwrap();
         let mut batch = FrameBatch::new(8, 2048);
         for i in 0..6u8 {
-            batch.push(&[i; 60]);
+            assert!(batch.push(&[i; 60]));
         }
-        batch.push(&[9; 1600]); // oversize: dropped by the mem link, not recorded
-                                // Depth 4: four go out; two and the oversize one stay.
+        assert!(batch.push(&[9; 1600])); // oversize: dropped by the mem link, not recorded
+                                         // Depth 4: four go out; two and the oversize one stay.
         assert_eq!(w.tx_batch(Instant::from_micros(10), &mut batch).unwrap(), 4);
         assert_eq!(batch.len(), 3);
         let mut got = FrameBatch::new(8, 2048);
@@ -319,7 +321,7 @@ mod tests {
         assert!(batch.is_empty());
         assert_eq!(w.stats().dropped_oversize, 1);
         got.clear();
-        got.push(b"reply frame");
+        assert!(got.push(b"reply frame"));
         b.tx_batch(Instant::ZERO, &mut got).unwrap();
         let mut rx = FrameBatch::new(8, 2048);
         assert_eq!(w.rx_batch(Instant::from_micros(30), &mut rx).unwrap(), 1);

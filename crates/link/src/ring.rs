@@ -385,6 +385,7 @@ impl RingProducer {
 
     /// Copy one frame in and publish it; false when the ring is full or the frame too large
     /// (the latter is counted as an oversize drop).
+    #[must_use = "false means the frame was not published (ring full or frame too large): it is lost unless retried"]
     pub fn push(&mut self, frame: &[u8]) -> bool {
         if frame.len() > self.ring.max_frame {
             self.stats.dropped_oversize += 1;
@@ -593,8 +594,8 @@ mod tests {
     fn push_pop_single_thread() {
         let (mut p, mut c) = ring(8, 100);
         let mut b = FrameBatch::new(4, 128);
-        b.push(b"one");
-        b.push(b"two");
+        assert!(b.push(b"one"));
+        assert!(b.push(b"two"));
         assert_eq!(p.push_batch(&mut b), (2, 0));
         assert!(b.is_empty());
         let mut r = FrameBatch::new(4, 128);
@@ -614,7 +615,7 @@ mod tests {
         let mut next_out = 0u32;
         for _ in 0..100 {
             while !b.is_full() {
-                b.push(&next_in.to_le_bytes());
+                assert!(b.push(&next_in.to_le_bytes()));
                 next_in += 1;
             }
             p.push_batch(&mut b);
@@ -633,7 +634,7 @@ mod tests {
         let (mut p, mut c) = ring(4, 64);
         let mut b = FrameBatch::new(6, 64);
         for i in 0..6u8 {
-            b.push(&[i; 10]);
+            assert!(b.push(&[i; 10]));
         }
         assert_eq!(p.push_batch(&mut b), (4, 0));
         assert_eq!(b.len(), 2);
@@ -648,9 +649,9 @@ mod tests {
     fn oversize_dropped_and_counted() {
         let (mut p, mut c) = ring(4, 64);
         let mut b = FrameBatch::new(3, 256);
-        b.push(&[1; 64]);
-        b.push(&[2; 65]);
-        b.push(&[3; 10]);
+        assert!(b.push(&[1; 64]));
+        assert!(b.push(&[2; 65]));
+        assert!(b.push(&[3; 10]));
         assert_eq!(p.push_batch(&mut b), (2, 1));
         assert!(b.is_empty());
         assert!(!p.push(&[0; 65]));
@@ -698,11 +699,11 @@ mod tests {
                     return Err(format!("producer timed out at {seq}"));
                 }
                 while seq < N && !b.is_full() {
-                    b.push_with(|s| {
+                    assert!(b.push_with(|s| {
                         s[..8].copy_from_slice(&seq.to_le_bytes());
                         s[8..20].fill(seq as u8);
                         20
-                    });
+                    }));
                     seq += 1;
                 }
                 if p.push_batch(&mut b).0 == 0 {

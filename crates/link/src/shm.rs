@@ -137,7 +137,24 @@ fn unlink(name: &CString) {
 }
 
 impl ShmLink {
-    /// Create `/dev/shm/linerate-<name>` and become side A. Fails if the name exists.
+    /// Create `/dev/shm/linerate-<name>` and become side A. Fails if the name exists. The
+    /// other process (or thread) attaches with [`ShmLink::open`].
+    ///
+    /// ```
+    /// use link::shm::ShmLink;
+    /// use link::{FrameBatch, Instant, Link, LinkConfig};
+    /// use std::time::Duration;
+    ///
+    /// let name = format!("doc-{}", std::process::id());
+    /// let mut a = ShmLink::create(&name, LinkConfig::default())?;
+    /// let mut b = ShmLink::open(&name, Duration::from_secs(1))?;
+    /// let mut batch = FrameBatch::new(4, a.max_frame());
+    /// assert!(batch.push(&[0xab; 64]));
+    /// assert_eq!(a.tx_batch(Instant::ZERO, &mut batch)?, 1);
+    /// let mut got = FrameBatch::new(4, b.max_frame());
+    /// assert_eq!(b.rx_batch(Instant::ZERO, &mut got)?, 1);
+    /// # Ok::<(), link::LinkError>(())
+    /// ```
     pub fn create(name: &str, config: LinkConfig) -> Result<ShmLink, LinkError> {
         config.validate()?;
         let cname = shm_name(name)?;
@@ -371,7 +388,7 @@ mod tests {
         assert_eq!((a.side(), b.side()), (Side::A, Side::B));
         assert_eq!(b.max_frame(), 1518);
         let mut batch = FrameBatch::new(4, 2048);
-        batch.push(b"hello from a");
+        assert!(batch.push(b"hello from a"));
         assert_eq!(a.tx_batch(Instant::ZERO, &mut batch).unwrap(), 1);
         let mut got = FrameBatch::new(4, 2048);
         assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);

@@ -31,7 +31,7 @@ fn transfer(a: &mut PacketLink, b: &mut PacketLink, n: u32) -> Vec<Vec<u8>> {
     let mut next = 0u32;
     poll_until(Duration::from_secs(10), || {
         while next < n && !tx.is_full() {
-            tx.push(&frame(next));
+            assert!(tx.push(&frame(next)));
             next += 1;
         }
         a.tx_batch(Instant::now(), &mut tx).unwrap();
@@ -71,7 +71,7 @@ fn veth_pair_carries_frames_both_ways() {
     assert_eq!(back[49], frame(49));
     // Oversize frames are dropped and counted, not sent.
     let mut tx = FrameBatch::new(2, 4096);
-    tx.push(&[0u8; 1519]);
+    assert!(tx.push(&[0u8; 1519]));
     assert_eq!(a.tx_batch(Instant::now(), &mut tx).unwrap(), 0);
     assert!(tx.is_empty());
     assert_eq!(a.stats().dropped_oversize, 1);

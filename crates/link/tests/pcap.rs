@@ -34,7 +34,7 @@ fn capture_round_trips_and_tshark_reads_it() {
     let mut expect = Vec::new();
     for round in 0..50u32 {
         for k in 0..16 {
-            tx.push(&frame(round * 16 + k));
+            assert!(tx.push(&frame(round * 16 + k)));
         }
         let now = Instant::from_micros(round as u64 * 100);
         while !tx.is_empty() {
@@ -45,7 +45,7 @@ fn capture_round_trips_and_tshark_reads_it() {
         expect.extend((0..16).map(|k| frame(round * 16 + k)));
         // And one frame the other way, captured on receive.
         let mut back = FrameBatch::new(1, 1518);
-        back.push(&frame(100_000 + round));
+        assert!(back.push(&frame(100_000 + round)));
         b.tx_batch(now, &mut back).unwrap();
         rx.clear();
         assert_eq!(w.rx_batch(now, &mut rx).unwrap(), 1);
@@ -89,7 +89,7 @@ fn write_stamped(path: &std::path::Path, n: u32) -> Vec<(u64, Vec<u8>)> {
     for i in 0..n {
         let stamp = 1_780_000_000_000_000_000 + u64::from(i) * 1_000_000 + u64::from(i) * 7;
         let mut b = FrameBatch::new(1, 1518);
-        b.push_stamped(&frame(i), stamp);
+        assert!(b.push_stamped(&frame(i), stamp));
         w.tx_batch(Instant::ZERO, &mut b).unwrap();
         expect.push((stamp, frame(i)));
     }

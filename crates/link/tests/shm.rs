@@ -42,7 +42,7 @@ fn send_all(link: &mut ShmLink) -> Result<(), String> {
             return Err(format!("sender timed out at {seq}"));
         }
         while seq < N && !b.is_full() {
-            b.push_with(|s| fill(seq, s));
+            assert!(b.push_with(|s| fill(seq, s)));
             seq += 1;
         }
         if link.tx_batch(Instant::ZERO, &mut b).map_err(|e| e.to_string())? == 0 {
@@ -89,13 +89,13 @@ fn two_threads_move_100k_frames() {
     assert_eq!(a.kind(), "shm");
     // The peer goes away: B drains what is left, then sees Closed both ways.
     let mut batch = FrameBatch::new(4, 1518);
-    batch.push(b"last words");
+    assert!(batch.push(b"last words"));
     a.tx_batch(Instant::ZERO, &mut batch).unwrap();
     drop(a);
     let mut got = FrameBatch::new(4, 1518);
     assert_eq!(b.rx_batch(Instant::ZERO, &mut got).unwrap(), 1);
     assert!(matches!(b.rx_batch(Instant::ZERO, &mut got), Err(LinkError::Closed)));
-    batch.push(b"anyone?");
+    assert!(batch.push(b"anyone?"));
     assert!(matches!(b.tx_batch(Instant::ZERO, &mut batch), Err(LinkError::Closed)));
 }
 
@@ -108,7 +108,7 @@ fn child_process_side() {
     let mut b = ShmLink::open(&name, Duration::from_secs(10)).unwrap();
     receive_all(&mut b).unwrap();
     let mut ack = FrameBatch::new(1, 64);
-    ack.push(b"ack from child");
+    assert!(ack.push(b"ack from child"));
     assert_eq!(b.tx_batch(Instant::ZERO, &mut ack).unwrap(), 1);
 }
 

@@ -65,7 +65,7 @@ fn tap_sees_kernel_arp_and_answers_it() {
     assert!(found, "no ARP request for 10.211.0.2 arrived on the TAP within 5 s");
 
     let mut tx = FrameBatch::new(1, 2048);
-    tx.push(&arp_reply(kernel_mac.unwrap()));
+    assert!(tx.push(&arp_reply(kernel_mac.unwrap())));
     assert_eq!(tap.tx_batch(Instant::now(), &mut tx).unwrap(), 1);
     let echoed = poll_until(Duration::from_secs(5), || {
         rx.clear();

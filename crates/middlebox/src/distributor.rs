@@ -543,7 +543,9 @@ impl Distributor {
         self.msg_buf.clear();
         self.msg_buf.extend(self.msg_pending.drain(..k));
         for up in &mut self.lb.units {
-            up.inbox.push_slice(&self.msg_buf);
+            // Takes all `k`: every inbox had at least `room >= k` free slots.
+            let n = up.inbox.push_slice(&self.msg_buf);
+            debug_assert_eq!(n, k, "an inbox took fewer control messages than it had room for");
         }
         self.host.broadcasts += k as u64;
         k

@@ -48,6 +48,7 @@ pub use stats::{PortStats, Reasons, RuntimeStats, UnitState, UnitStats};
 
 /// Errors of the middlebox runtime.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MiddleboxError {
     /// A configuration value is out of range.
     #[error("middlebox configuration: {0}")]

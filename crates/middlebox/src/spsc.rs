@@ -73,6 +73,7 @@ impl<T: Copy + Send> Producer<T> {
 
     /// Append as many items from the front of `items` as fit and publish them at once;
     /// returns how many were appended.
+    #[must_use = "items past the returned count were not appended (queue full) and must be retried or counted as dropped"]
     pub fn push_slice(&mut self, items: &[T]) -> usize {
         if items.is_empty() {
             return 0;
@@ -97,6 +98,7 @@ impl<T: Copy + Send> Producer<T> {
     }
 
     /// Append one item; false when the queue is full.
+    #[must_use = "false means the queue was full and the item was not appended"]
     pub fn push(&mut self, item: T) -> bool {
         self.push_slice(std::slice::from_ref(&item)) == 1
     }

@@ -1,6 +1,6 @@
 //! Configuration of a stack: a plain struct with defaults and builder methods.
 
-use crate::NetError;
+use crate::error::ConfigError;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 use wire::MacAddr;
@@ -61,8 +61,8 @@ impl Config {
     }
 
     /// A host with address and prefix from `"a.b.c.d/len"` (or `"a.b.c.d"`, meaning /24).
-    pub fn parse_host(cidr: &str) -> Result<Config, NetError> {
-        let bad = || NetError::BadAddress(cidr.to_string());
+    pub fn parse_host(cidr: &str) -> Result<Config, ConfigError> {
+        let bad = || ConfigError::BadAddress(cidr.to_string());
         let (ip, prefix_len) = match cidr.split_once('/') {
             Some((ip, len)) => (ip, len.parse::<u8>().map_err(|_| bad())?),
             None => (cidr, 24),
@@ -160,15 +160,15 @@ impl Config {
     }
 
     /// Check the configuration for values the stack cannot work with.
-    pub fn validate(&self) -> Result<(), NetError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(68..=9216).contains(&self.mtu) {
-            return Err(NetError::BadConfig(format!("mtu {} is outside 68..=9216", self.mtu)));
+            return Err(ConfigError::MtuOutOfRange(self.mtu));
         }
         if self.arp_cache_size == 0 || self.socket_rx_queue == 0 {
-            return Err(NetError::BadConfig("queue and cache sizes must be at least 1".into()));
+            return Err(ConfigError::ZeroSize);
         }
         if !self.mac.is_unicast() {
-            return Err(NetError::BadConfig(format!("MAC {} is not a unicast address", self.mac)));
+            return Err(ConfigError::MacNotUnicast(self.mac));
         }
         Ok(())
     }

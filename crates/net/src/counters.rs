@@ -12,6 +12,7 @@ macro_rules! define_counters {
         #[allow(non_camel_case_types)]
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[repr(usize)]
+        #[non_exhaustive]
         pub enum Counter {
             $($(#[doc = $doc])* $name),*
         }

@@ -3,8 +3,10 @@
 
 use crate::arp::{ArpCache, ResolveAction, Resolver};
 use crate::counters::{Counter, Counters};
+use crate::error::{RawSendError, TxError};
 use crate::queue::PacketQueue;
-use crate::{Config, NetError};
+use crate::Config;
+use link::LinkError;
 use link::{FrameBatch, Instant, Link};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -77,7 +79,7 @@ impl Egress {
 
     /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
     /// flush (back-pressure reaches senders as a full batch, see `emit_frame`).
-    pub fn flush<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+    pub fn flush<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
         if self.tx.is_empty() {
             return Ok(());
         }
@@ -94,7 +96,7 @@ impl Egress {
         &mut self,
         link: &mut L,
         build: impl FnOnce(&mut [u8]) -> usize,
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, LinkError> {
         if self.tx.is_full() {
             self.flush(link)?;
             if self.tx.is_full() {
@@ -108,14 +110,14 @@ impl Egress {
     }
 
     /// The MAC address to send to for IPv4 destination `dst`, or the next hop to resolve.
-    pub fn next_hop(&self, dst: Ipv4Addr) -> Result<Result<MacAddr, Ipv4Addr>, NetError> {
+    pub fn next_hop(&self, dst: Ipv4Addr) -> Result<Result<MacAddr, Ipv4Addr>, TxError> {
         if self.cfg.is_broadcast(dst) {
             return Ok(Ok(MacAddr::BROADCAST));
         }
         if dst.is_multicast() || dst.is_unspecified() || dst == self.cfg.ip {
-            return Err(NetError::NoRoute(dst));
+            return Err(TxError::NoRoute(dst));
         }
-        let hop = if self.cfg.on_link(dst) { dst } else { self.cfg.gateway.ok_or(NetError::NoRoute(dst))? };
+        let hop = if self.cfg.on_link(dst) { dst } else { self.cfg.gateway.ok_or(TxError::NoRoute(dst))? };
         Ok(self.arp.lookup(hop, self.now).ok_or(hop))
     }
 
@@ -158,7 +160,7 @@ impl Egress {
         proto: u8,
         l4_len: usize,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         self.send_ip_with(link, dst, proto, l4_len, true, fill_l4)
     }
 
@@ -172,13 +174,13 @@ impl Egress {
         l4_len: usize,
         may_fragment: bool,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         let mtu = self.path_mtu(dst);
         let max = mtu - Ipv4Repr::HEADER_LEN;
         if l4_len > max {
             if !may_fragment {
                 self.counters.bump(Counter::drop_tx_too_big);
-                return Err(NetError::TooLarge { len: l4_len, max });
+                return Err(TxError::TooLarge { len: l4_len, max });
             }
             return self.send_fragmented(link, dst, proto, l4_len, mtu, fill_l4);
         }
@@ -218,9 +220,9 @@ impl Egress {
         link: &mut L,
         hop: Result<MacAddr, Ipv4Addr>,
         build: impl FnOnce(&mut [u8], MacAddr) -> usize,
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         match hop {
-            Ok(mac) => self.emit_frame(link, |buf| build(buf, mac)),
+            Ok(mac) => Ok(self.emit_frame(link, |buf| build(buf, mac))?),
             Err(hop) => {
                 let reserve = self.cfg.max_frame();
                 let queued =
@@ -245,10 +247,10 @@ impl Egress {
         l4_len: usize,
         mtu: usize,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         let max_total = 65535 - Ipv4Repr::HEADER_LEN;
         if l4_len > max_total {
-            return Err(NetError::TooLarge { len: l4_len, max: max_total });
+            return Err(TxError::TooLarge { len: l4_len, max: max_total });
         }
         let hop = self.next_hop(dst)?;
         let per = (mtu - Ipv4Repr::HEADER_LEN) & !7;
@@ -322,7 +324,7 @@ impl Egress {
         may_fragment: bool,
         checksum: bool,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
         let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
@@ -337,7 +339,7 @@ impl Egress {
     }
 
     /// Send an ICMP message.
-    pub fn send_icmp<L: Link>(&mut self, link: &mut L, dst: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, NetError> {
+    pub fn send_icmp<L: Link>(&mut self, link: &mut L, dst: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, TxError> {
         self.send_ip(link, dst, protocol::ICMP, repr.buffer_len(), |buf, _, _| {
             let _ = repr.emit(buf);
         })
@@ -352,7 +354,7 @@ impl Egress {
         dst: Ipv4Addr,
         repr: &IcmpRepr<'_>,
         options: &[u8],
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         let l4_len = repr.buffer_len();
         if options.is_empty() || Ipv4Repr::HEADER_LEN + options.len() + l4_len > self.path_mtu(dst) {
             return self.send_icmp(link, dst, repr);
@@ -379,9 +381,9 @@ impl Egress {
         dst: MacAddr,
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, RawSendError> {
         if payload_len > self.cfg.mtu {
-            return Err(NetError::TooLarge { len: payload_len, max: self.cfg.mtu });
+            return Err(RawSendError::TooLarge { len: payload_len, max: self.cfg.mtu });
         }
         let src = self.cfg.mac;
         let sent = self.emit_frame(link, |buf| {
@@ -396,7 +398,7 @@ impl Egress {
         Ok(sent)
     }
 
-    pub fn send_arp<L: Link>(&mut self, link: &mut L, dst_mac: MacAddr, arp: ArpRepr) -> Result<bool, NetError> {
+    pub fn send_arp<L: Link>(&mut self, link: &mut L, dst_mac: MacAddr, arp: ArpRepr) -> Result<bool, LinkError> {
         let src = self.cfg.mac;
         self.emit_frame(link, |buf| {
             let eth = EthernetRepr { src, dst: dst_mac, ethertype: ethertype::ARP, vlan: None };
@@ -409,7 +411,7 @@ impl Egress {
     }
 
     /// Broadcast an ARP request for `ip`.
-    pub fn send_arp_request<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), NetError> {
+    pub fn send_arp_request<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), LinkError> {
         let arp = ArpRepr {
             op: ArpOp::Request,
             sender_mac: self.cfg.mac,
@@ -424,12 +426,12 @@ impl Egress {
     }
 
     /// Announce our own address (gratuitous ARP request: sender and target are our IP).
-    pub fn send_gratuitous_arp<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+    pub fn send_gratuitous_arp<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
         self.send_arp_request(link, self.cfg.ip)
     }
 
     /// Send the frames that were waiting for `ip`, now that its MAC is known.
-    pub fn release_pending<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr, mac: MacAddr) -> Result<(), NetError> {
+    pub fn release_pending<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr, mac: MacAddr) -> Result<(), LinkError> {
         self.resolver.done(ip);
         if self.pending.is_empty() {
             return Ok(());
@@ -459,7 +461,7 @@ impl Egress {
     }
 
     /// Timers: ARP retries and give-ups, cache sweeps.
-    pub fn on_timers<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+    pub fn on_timers<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
         let now = self.now;
         if self.resolver.next_deadline().is_some_and(|t| t <= now) {
             let mut actions = std::mem::take(&mut self.actions);

@@ -3,13 +3,14 @@
 
 use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
+use crate::error::TxError;
 use crate::ping::PingClient;
 use crate::raw::RawTable;
 use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
 use crate::tcp::sink::LinkSink;
 use crate::udp::{SocketAddrV4Meta, UdpTable};
-use crate::{Config, NetError};
+use crate::Config;
 use link::{Instant, Link};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
@@ -102,12 +103,12 @@ impl Core {
             Err(e) => {
                 if !dropped {
                     let reason = match e {
-                        NetError::NoRoute(_) => Counter::drop_ipv4_no_route,
+                        TxError::NoRoute(_) => Counter::drop_ipv4_no_route,
                         _ => Counter::drop_rx_reply_failed,
                     };
                     let _ = self.drop(reason);
                 }
-                if let NetError::Link(e) = e {
+                if let TxError::Link(e) = e {
                     return Err(e);
                 }
             }
@@ -115,8 +116,9 @@ impl Core {
         Ok(())
     }
 
-    /// Reassembly timers: give up late datagrams (ICMP time exceeded to their sources).
-    pub fn on_reasm_timers<L: Link>(&mut self, link: &mut L) -> Result<(), NetError> {
+    /// Reassembly timers: give up late datagrams (ICMP time exceeded to their sources). Only a
+    /// link failure is returned: a time-exceeded message that cannot be routed is not sent.
+    pub fn on_reasm_timers<L: Link>(&mut self, link: &mut L) -> Result<(), link::LinkError> {
         if self.reasm.datagrams() == 0 {
             return Ok(());
         }
@@ -127,7 +129,10 @@ impl Core {
         for e in expired.drain(..) {
             if result.is_ok() && self.replies_routable(e.src) {
                 let repr = IcmpRepr { message: IcmpMessage::TimeExceeded { code: 1 }, data: &e.quote };
-                result = self.send_icmp_error_repr(link, e.src, &repr).map(|_| ());
+                result = match self.send_icmp_error_repr(link, e.src, &repr) {
+                    Err(TxError::Link(e)) => Err(e),
+                    _ => Ok(()),
+                };
             }
         }
         self.expired = expired;
@@ -139,7 +144,7 @@ impl Core {
         self.eg.cfg.on_link(src) || self.eg.cfg.gateway.is_some()
     }
 
-    fn dispatch_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), NetError> {
+    fn dispatch_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), TxError> {
         let eth = match EthernetFrame::new_checked(frame) {
             Ok(e) => e,
             Err(_) => return self.drop(Counter::drop_eth_truncated),
@@ -174,13 +179,13 @@ impl Core {
 
     /// Count a received frame as dropped for `reason` (exactly one reason per frame).
     #[inline]
-    fn drop(&mut self, reason: Counter) -> Result<(), NetError> {
+    fn drop(&mut self, reason: Counter) -> Result<(), TxError> {
         self.eg.counters.bump(reason);
         self.rx_drops += 1;
         Ok(())
     }
 
-    fn handle_arp<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), NetError> {
+    fn handle_arp<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
         let arp = match ArpRepr::parse(payload) {
             Ok(a) => a,
             Err(e) => return self.drop(arp_drop_reason(e)),
@@ -220,7 +225,7 @@ impl Core {
         Ok(())
     }
 
-    fn handle_ipv4<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), NetError> {
+    fn handle_ipv4<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
         let ip = match Ipv4Packet::new_checked(payload) {
             Ok(p) => p,
             Err(e) => return self.drop(ipv4_drop_reason(e)),
@@ -273,7 +278,7 @@ impl Core {
         link: &mut L,
         ip: &Ipv4Packet<&[u8]>,
         broadcast: bool,
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TxError> {
         let (src, dst) = (ip.src(), ip.dst());
         let payload = &ip.as_bytes()[..usize::from(ip.total_len())];
         let l4 = ip.payload();
@@ -310,7 +315,7 @@ impl Core {
         ttl: u8,
         ip_options: &[u8],
         l4: &[u8],
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TxError> {
         let icmp = match IcmpRepr::parse(l4) {
             Ok(i) => i,
             Err(wire::WireError::BadChecksum) => return self.drop(Counter::drop_icmp_bad_checksum),
@@ -353,7 +358,7 @@ impl Core {
 
     /// ICMP "fragmentation needed" about a packet of ours (RFC 1191): lower the path MTU
     /// towards its destination; a TCP connection it names shrinks its MSS and resends.
-    fn on_frag_needed<L: Link>(&mut self, link: &mut L, next_hop_mtu: u16, quoted: &[u8]) -> Result<(), NetError> {
+    fn on_frag_needed<L: Link>(&mut self, link: &mut L, next_hop_mtu: u16, quoted: &[u8]) -> Result<(), TxError> {
         let Some((ip, l4)) = quoted_ipv4(quoted) else { return Ok(()) };
         if ip.src() != self.eg.cfg.ip {
             return Ok(());
@@ -404,7 +409,7 @@ impl Core {
         broadcast: bool,
         ip_packet: &[u8],
         l4: &[u8],
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TxError> {
         let udp = match UdpPacket::new_checked(l4) {
             Ok(u) => u,
             Err(_) => return self.drop(Counter::drop_udp_truncated),
@@ -439,7 +444,7 @@ impl Core {
         to: Ipv4Addr,
         code: u8,
         offending: &[u8],
-    ) -> Result<(), NetError> {
+    ) -> Result<(), TxError> {
         let quote = &offending[..offending.len().min(ICMP_ERROR_MAX_QUOTE)];
         let repr = IcmpRepr { message: IcmpMessage::DestUnreachable { code, next_hop_mtu: 0 }, data: quote };
         if self.send_icmp_error_repr(link, to, &repr)? {
@@ -454,7 +459,7 @@ impl Core {
         link: &mut L,
         to: Ipv4Addr,
         repr: &IcmpRepr<'_>,
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, TxError> {
         if !self.icmp_limit.allow(self.eg.now) {
             self.eg.counters.bump(Counter::drop_icmp_rate_limited);
             return Ok(false);

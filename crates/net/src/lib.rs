@@ -1,5 +1,59 @@
-//! The host network stack of linerate: Ethernet demultiplexing, ARP, IPv4, ICMP, UDP and raw
-//! Ethernet sockets, driven by `poll(now)` over any [`link::Link`].
+//! The host network stack of linerate: Ethernet demultiplexing, ARP, IPv4 (with reassembly and
+//! fragmentation), ICMP, UDP, raw Ethernet sockets and TCP, driven by `poll(now)` over any
+//! [`link::Link`].
+//!
+//! A [`Stack`] is single-threaded and does nothing between calls: the application calls
+//! [`Stack::poll`] with the current time (real or virtual), and the socket calls
+//! (`udp_*`, `tcp_*`, `raw_*`, [`Stack::ping`]) never block. Each call fails with its own
+//! error type listing only what that call can meet (see [`error`]); all of them convert into
+//! [`NetError`], so `?` works in code that returns `NetError`. Results that report
+//! back-pressure (a full link, a full send buffer) are `#[must_use]`.
+//!
+//! # A TCP exchange between two stacks
+//!
+//! Two stacks on the two ends of an in-process link ([`link::mem::pair`]), on virtual time:
+//!
+//! ```
+//! use link::{mem, Instant, LinkConfig};
+//! use net::{Config, Recv, Stack};
+//!
+//! let (la, lb) = mem::pair(LinkConfig::default());
+//! let mut client = Stack::new(Config::host("10.0.0.1/24"), la)?;
+//! let mut server = Stack::new(Config::host("10.0.0.2/24"), lb)?;
+//!
+//! let listener = server.tcp_listen(80, 8)?;
+//! let conn = client.tcp_connect("10.0.0.2:80".parse().unwrap())?;
+//!
+//! let (mut accepted, mut sent, mut got) = (None, 0, Vec::new());
+//! let request = b"GET / HTTP/1.0\r\n\r\n";
+//! for ms in 0..100 {
+//!     let now = Instant::from_millis(ms);
+//!     client.poll(now)?;
+//!     server.poll(now)?;
+//!     if client.tcp_connect_result(conn)? == Some(Ok(())) && sent < request.len() {
+//!         // tcp_send takes what fits in the send buffer: send the rest later.
+//!         sent += client.tcp_send(conn, &request[sent..])?;
+//!     }
+//!     if accepted.is_none() {
+//!         accepted = server.tcp_accept(listener);
+//!     }
+//!     if let Some(h) = accepted {
+//!         let mut buf = [0u8; 256];
+//!         match server.tcp_recv(h, &mut buf)? {
+//!             Recv::Data(n) => got.extend_from_slice(&buf[..n]),
+//!             Recv::WouldBlock | Recv::Eof => {}
+//!         }
+//!     }
+//!     if got.len() == request.len() {
+//!         break;
+//!     }
+//! }
+//! assert_eq!(got, request);
+//! client.tcp_close(conn)?;
+//! # Ok::<(), net::NetError>(())
+//! ```
+//!
+//! # A UDP datagram
 //!
 //! ```
 //! use link::{mem, Instant, LinkConfig};
@@ -9,7 +63,8 @@
 //! let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
 //! let sock = b.udp_bind(7).unwrap();
 //! let tx = a.udp_bind(0).unwrap();
-//! a.udp_send_to(tx, "10.0.0.2:7".parse().unwrap(), b"hello").unwrap();
+//! // Ok(false) would mean the link is full: the datagram was not sent.
+//! assert!(a.udp_send_to(tx, "10.0.0.2:7".parse().unwrap(), b"hello").unwrap());
 //! let mut buf = [0u8; 64];
 //! let mut got = None;
 //! for ms in 0..10 {
@@ -20,12 +75,14 @@
 //! }
 //! assert_eq!(&buf[..got.unwrap().0], b"hello");
 //! ```
+//!
+//! For many hosts, impairments and switches on virtual time, see the `testbed` crate.
 
 mod arp;
 mod config;
 pub mod counters;
 mod egress;
-mod error;
+pub mod error;
 mod iface;
 pub mod int_hash;
 mod ping;
@@ -39,7 +96,10 @@ mod udp;
 
 pub use config::Config;
 pub use counters::{Counter, Counters};
-pub use error::NetError;
+pub use error::{
+    BadHandle, BindError, BypassError, ConfigError, ConnectError, ControlError, ListenError, NetError, PingError,
+    RawBindError, RawSendError, RecvError, SendError, TooManyWatchers, UdpSendError,
+};
 pub use int_hash::IntMap;
 pub use link::Instant;
 pub use ping::PingReply;

@@ -1,8 +1,8 @@
 //! Raw Ethernet sockets: the application sends and receives whole payloads on an EtherType of
 //! its choice (seed 000 offers plain Ethernet beside UDP and TCP).
 
+use crate::error::{BadHandle, RawBindError};
 use crate::queue::PacketQueue;
-use crate::NetError;
 use std::collections::HashMap;
 use wire::ethernet::ethertype;
 use wire::MacAddr;
@@ -26,17 +26,20 @@ impl RawTable {
 
     /// Bind `ethertype`; the stack's own types (IPv4, ARP, VLAN) and values below 0x0600
     /// (which are 802.3 lengths, not types) cannot be bound.
-    pub fn bind(&mut self, et: u16) -> Result<RawHandle, NetError> {
+    pub fn bind(&mut self, et: u16) -> Result<RawHandle, RawBindError> {
         let reserved = [ethertype::IPV4, ethertype::ARP, ethertype::VLAN, ethertype::QINQ];
-        if et < 0x0600 || reserved.contains(&et) || self.by_type.contains_key(&et) {
-            return Err(NetError::EtherTypeInUse(et));
+        if et < 0x0600 || reserved.contains(&et) {
+            return Err(RawBindError::Reserved(et));
+        }
+        if self.by_type.contains_key(&et) {
+            return Err(RawBindError::InUse(et));
         }
         self.by_type.insert(et, PacketQueue::new(self.queue_len, self.max_payload));
         Ok(RawHandle(et))
     }
 
-    pub fn close(&mut self, h: RawHandle) -> Result<(), NetError> {
-        self.by_type.remove(&h.0).map(|_| ()).ok_or(NetError::BadHandle)
+    pub fn close(&mut self, h: RawHandle) -> Result<(), BadHandle> {
+        self.by_type.remove(&h.0).map(|_| ()).ok_or(BadHandle)
     }
 
     pub fn queue_mut(&mut self, et: u16) -> Option<&mut PacketQueue<MacAddr>> {

@@ -1,12 +1,13 @@
 //! `Stack`: one host's network stack over one link, advanced by `poll(now)`.
 
+use crate::error::{BadHandle, BindError, ConfigError, PingError, RawBindError, RawSendError, TxError, UdpSendError};
 use crate::iface::Core;
 use crate::ping::{PingClient, PingReply, STAMP_LEN};
 use crate::raw::RawHandle;
 use crate::tcp::sink::LinkSink;
 use crate::udp::UdpHandle;
-use crate::{Config, Counters, NetError};
-use link::{FrameBatch, Instant, Link};
+use crate::{Config, Counters};
+use link::{FrameBatch, Instant, Link, LinkError};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wire::{IcmpMessage, IcmpRepr, MacAddr};
 
@@ -23,16 +24,28 @@ pub struct Stack<L: Link> {
 }
 
 impl<L: Link> Stack<L> {
-    /// A stack with configuration `cfg` on `link`.
-    pub fn new(cfg: Config, link: L) -> Result<Self, NetError> {
+    /// A stack with configuration `cfg` on `link`. Fails if the configuration is unusable or
+    /// needs larger frames than the link carries.
+    ///
+    /// ```
+    /// use link::{mem, LinkConfig};
+    /// use net::{Config, ConfigError, Stack};
+    /// let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// assert_eq!(stack.ip().to_string(), "10.0.0.1");
+    ///
+    /// let (small, _peer) = mem::pair(LinkConfig::default().mtu(1000));
+    /// let jumbo = Config::host("10.0.0.1/24").mtu(9000);
+    /// assert!(matches!(Stack::new(jumbo, small), Err(ConfigError::MtuAboveLink { .. })));
+    /// ```
+    pub fn new(cfg: Config, link: L) -> Result<Self, ConfigError> {
         cfg.validate()?;
         if cfg.max_frame() > link.max_frame() + 4 {
-            return Err(NetError::BadConfig(format!(
-                "mtu {} needs frames of {} bytes but the link carries at most {}",
-                cfg.mtu,
-                cfg.max_frame() - 4,
-                link.max_frame()
-            )));
+            return Err(ConfigError::MtuAboveLink {
+                mtu: cfg.mtu,
+                frame: cfg.max_frame() - 4,
+                link_max: link.max_frame(),
+            });
         }
         let rx = FrameBatch::new(cfg.batch, link.max_frame().max(cfg.max_frame()));
         Ok(Stack { link, rx, core: Core::new(cfg), started: false })
@@ -75,7 +88,7 @@ impl<L: Link> Stack<L> {
 
     /// One round: receive and process one batch, run due timers, flush transmissions.
     /// Returns the number of frames received.
-    pub fn poll(&mut self, now: Instant) -> Result<usize, NetError> {
+    pub fn poll(&mut self, now: Instant) -> Result<usize, LinkError> {
         self.core.eg.now = now;
         if !self.started {
             self.started = true;
@@ -93,7 +106,7 @@ impl<L: Link> Stack<L> {
             }
         }
         if let Some(e) = link_failed {
-            return Err(e.into());
+            return Err(e);
         }
         self.core.eg.on_timers(&mut self.link)?;
         self.core.on_reasm_timers(&mut self.link)?;
@@ -101,20 +114,20 @@ impl<L: Link> Stack<L> {
 
         self.core.tcp.on_timers(&mut out, now);
 
-        out.finish()?;
+        out.finish_link()?;
         self.core.eg.flush(&mut self.link)?;
         Ok(n)
     }
 
     /// Process one frame as if it had been received from the link (test benches, replays).
-    pub fn inject(&mut self, frame: &[u8]) -> Result<(), NetError> {
+    pub fn inject(&mut self, frame: &[u8]) -> Result<(), LinkError> {
         self.core.handle_frame(&mut self.link, frame)?;
         let now = self.core.eg.now;
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
 
         self.core.tcp.flush_dirty(&mut out, now);
 
-        out.finish()
+        out.finish_link()
     }
 
     /// IPv4 reassembly in progress: (datagrams, bytes charged against the limits).
@@ -136,7 +149,7 @@ impl<L: Link> Stack<L> {
     }
 
     /// Send what is queued now instead of at the end of the next poll.
-    pub fn flush(&mut self) -> Result<(), NetError> {
+    pub fn flush(&mut self) -> Result<(), LinkError> {
         self.core.eg.flush(&mut self.link)
     }
 
@@ -151,17 +164,29 @@ impl<L: Link> Stack<L> {
     }
 
     /// Bind a UDP socket to `port` (0: an ephemeral port).
-    pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, NetError> {
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{BindError, Config, Stack};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// let dns = stack.udp_bind(53).unwrap();
+    /// assert_eq!(stack.udp_port(dns).unwrap(), 53);
+    /// assert_eq!(stack.udp_bind(53).unwrap_err(), BindError::PortInUse(53));
+    /// let any = stack.udp_bind(0).unwrap();
+    /// assert!(stack.udp_port(any).unwrap() >= 49152);
+    /// ```
+    pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, BindError> {
         self.core.udp.bind(port)
     }
 
     /// The local port of a UDP socket.
-    pub fn udp_port(&self, h: UdpHandle) -> Result<u16, NetError> {
+    pub fn udp_port(&self, h: UdpHandle) -> Result<u16, BadHandle> {
         Ok(self.core.udp.get(h)?.port)
     }
 
     /// Close a UDP socket; its queued datagrams are discarded.
-    pub fn udp_close(&mut self, h: UdpHandle) -> Result<(), NetError> {
+    pub fn udp_close(&mut self, h: UdpHandle) -> Result<(), BadHandle> {
         self.core.udp.close(h)
     }
 
@@ -169,7 +194,23 @@ impl<L: Link> Stack<L> {
     /// after a poll); a datagram waiting for ARP counts as sent.
     /// A datagram larger than the path MTU goes out in fragments, unless the socket is set
     /// to [`Stack::udp_set_dont_fragment`]: then it is refused with `TooLarge`.
-    pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, NetError> {
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{Config, Stack, UdpSendError};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    /// let s = stack.udp_bind(0).unwrap();
+    /// let to = "10.0.0.2:9".parse().unwrap();
+    /// if !stack.udp_send_to(s, to, b"hello").unwrap() {
+    ///     // The link is full: poll, then send again (or count the datagram lost).
+    /// }
+    /// stack.udp_set_dont_fragment(s, true).unwrap();
+    /// let err = stack.udp_send_to(s, to, &[0u8; 2000]).unwrap_err();
+    /// assert!(matches!(err, UdpSendError::TooLarge { len: 2000, max: 1472 }));
+    /// ```
+    #[must_use = "Ok(false) means the link is full and the datagram was not sent: retry after a poll or count it lost"]
+    pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, UdpSendError> {
         self.udp_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))
     }
 
@@ -178,27 +219,29 @@ impl<L: Link> Stack<L> {
     /// `len` bytes and is called at most once: not when the datagram is refused (`Ok(false)`
     /// or an error), nor when it is dropped (counted) because the queue of datagrams waiting
     /// for ARP is full. The UDP checksum is computed after it returns.
+    #[must_use = "Ok(false) means the link is full and the datagram was not sent: retry after a poll or count it lost"]
     pub fn udp_send_with(
         &mut self,
         h: UdpHandle,
         dst: SocketAddrV4,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, UdpSendError> {
         let s = self.core.udp.get(h)?;
         let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);
         match self.core.eg.send_udp_with(&mut self.link, port, dst, len, may_fragment, checksum, fill) {
-            Err(NetError::TooLarge { len, max }) => {
+            Err(TxError::TooLarge { len, max }) => {
                 let header = wire::UdpRepr::HEADER_LEN;
-                Err(NetError::TooLarge { len: len - header, max: max.saturating_sub(header) })
+                Err(UdpSendError::TooLarge { len: len - header, max: max.saturating_sub(header) })
             }
-            other => other,
+            Ok(sent) => Ok(sent),
+            Err(e) => Err(e.into()),
         }
     }
 
     /// Never fragment this socket's datagrams (Linux's IP_PMTUDISC_DO): one larger than the
     /// path MTU is refused with `TooLarge` naming the largest payload that fits.
-    pub fn udp_set_dont_fragment(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
+    pub fn udp_set_dont_fragment(&mut self, h: UdpHandle, on: bool) -> Result<(), BadHandle> {
         self.core.udp.get_mut(h)?.dont_fragment = on;
         Ok(())
     }
@@ -207,14 +250,15 @@ impl<L: Link> Stack<L> {
     /// "no checksum" (RFC 768; Linux's SO_NO_CHECK), which saves a pass over the payload
     /// for protocols that check its integrity themselves. Receiving is unchanged: a zero
     /// checksum is accepted, any other is verified.
-    pub fn udp_set_checksum(&mut self, h: UdpHandle, on: bool) -> Result<(), NetError> {
+    pub fn udp_set_checksum(&mut self, h: UdpHandle, on: bool) -> Result<(), BadHandle> {
         self.core.udp.get_mut(h)?.no_checksum = !on;
         Ok(())
     }
 
     /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its
     /// full length and sender.
-    pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, NetError> {
+    #[must_use = "the datagram is taken off the queue: its length and sender are only reported here"]
+    pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, BadHandle> {
         Ok(self.core.udp.get_mut(h)?.queue.pop_into(buf).map(|(m, n)| (n, m.0)))
     }
 
@@ -225,34 +269,35 @@ impl<L: Link> Stack<L> {
         &mut self,
         h: UdpHandle,
         f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
-    ) -> Result<Option<R>, NetError> {
+    ) -> Result<Option<R>, BadHandle> {
         Ok(self.core.udp.get_mut(h)?.queue.pop_with(|m, data| f(m.0, data)))
     }
 
     /// Datagrams waiting on a socket.
-    pub fn udp_queued(&self, h: UdpHandle) -> Result<usize, NetError> {
+    pub fn udp_queued(&self, h: UdpHandle) -> Result<usize, BadHandle> {
         Ok(self.core.udp.get(h)?.queue.len())
     }
 
     /// ICMP errors (port/host unreachable) received about datagrams this socket sent.
-    pub fn udp_icmp_errors(&self, h: UdpHandle) -> Result<u64, NetError> {
+    pub fn udp_icmp_errors(&self, h: UdpHandle) -> Result<u64, BadHandle> {
         Ok(self.core.udp.get(h)?.icmp_errors)
     }
 
     /// Send an ICMP echo request with `payload_len` bytes (at least 8: the send time).
-    pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, payload_len: usize) -> Result<bool, NetError> {
+    #[must_use = "Ok(false) means the link is full and the echo request was not sent"]
+    pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, payload_len: usize) -> Result<bool, PingError> {
         let len = payload_len.max(STAMP_LEN);
         let ident = self.core.ping.ident;
         let now = self.core.eg.now;
         // Above the MTU the request goes out in fragments, as `ping -s` does.
         let max = 65535 - 28;
         if len > max {
-            return Err(NetError::TooLarge { len, max });
+            return Err(PingError::TooLarge { len, max });
         }
         let mut data = vec![0u8; len];
         PingClient::fill_payload(&mut data[..len], now);
         let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
-        self.core.eg.send_icmp(&mut self.link, dst, &repr)
+        Ok(self.core.eg.send_icmp(&mut self.link, dst, &repr)?)
     }
 
     /// The next answered ping, if any.
@@ -261,38 +306,41 @@ impl<L: Link> Stack<L> {
     }
 
     /// Bind a raw Ethernet socket to `ethertype` (not IPv4/ARP/VLAN, at least 0x0600).
-    pub fn raw_bind(&mut self, ethertype: u16) -> Result<RawHandle, NetError> {
+    pub fn raw_bind(&mut self, ethertype: u16) -> Result<RawHandle, RawBindError> {
         self.core.raw.bind(ethertype)
     }
 
     /// Close a raw socket.
-    pub fn raw_close(&mut self, h: RawHandle) -> Result<(), NetError> {
+    pub fn raw_close(&mut self, h: RawHandle) -> Result<(), BadHandle> {
         self.core.raw.close(h)
     }
 
     /// Send `payload` in one Ethernet frame of the socket's EtherType to `dst`.
-    pub fn raw_send(&mut self, h: RawHandle, dst: MacAddr, payload: &[u8]) -> Result<bool, NetError> {
+    #[must_use = "Ok(false) means the link is full and the frame was not sent: retry after a poll or count it lost"]
+    pub fn raw_send(&mut self, h: RawHandle, dst: MacAddr, payload: &[u8]) -> Result<bool, RawSendError> {
         self.raw_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))
     }
 
     /// [`Stack::raw_send`] of a `len`-byte payload that `fill` writes in place into the
     /// frame; `fill` gets exactly `len` bytes and is not called when the frame is refused.
+    #[must_use = "Ok(false) means the link is full and the frame was not sent: retry after a poll or count it lost"]
     pub fn raw_send_with(
         &mut self,
         h: RawHandle,
         dst: MacAddr,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<bool, NetError> {
+    ) -> Result<bool, RawSendError> {
         if !self.core.raw.is_bound(h.0) {
-            return Err(NetError::BadHandle);
+            return Err(RawSendError::BadHandle);
         }
         self.core.eg.send_raw_with(&mut self.link, h.0, dst, len, fill)
     }
 
     /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.
-    pub fn raw_recv(&mut self, h: RawHandle, buf: &mut [u8]) -> Result<Option<(usize, MacAddr)>, NetError> {
-        let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
+    #[must_use = "the frame is taken off the queue: its length and sender are only reported here"]
+    pub fn raw_recv(&mut self, h: RawHandle, buf: &mut [u8]) -> Result<Option<(usize, MacAddr)>, BadHandle> {
+        let q = self.core.raw.queue_mut(h.0).ok_or(BadHandle)?;
         Ok(q.pop_into(buf).map(|(mac, n)| (n, mac)))
     }
 
@@ -302,8 +350,8 @@ impl<L: Link> Stack<L> {
         &mut self,
         h: RawHandle,
         f: impl FnOnce(MacAddr, &[u8]) -> R,
-    ) -> Result<Option<R>, NetError> {
-        let q = self.core.raw.queue_mut(h.0).ok_or(NetError::BadHandle)?;
+    ) -> Result<Option<R>, BadHandle> {
+        let q = self.core.raw.queue_mut(h.0).ok_or(BadHandle)?;
         Ok(q.pop_with(f))
     }
 }

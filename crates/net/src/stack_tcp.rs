@@ -2,34 +2,49 @@
 //! with a completion result, send with back-pressure and a transfer-based send, receive by
 //! copy or zero-copy borrow, shutdown, close, abort, and per-connection statistics.
 
+use crate::error::{
+    BadHandle, BypassError, ConnectError, ControlError, ListenError, RecvError, SendError, TooManyWatchers,
+};
 use crate::tcp::sink::LinkSink;
 use crate::tcp::timer::TimerKind;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
-use crate::{NetError, Stack};
-use link::Link;
+use crate::Stack;
+use link::{Link, LinkError};
 use std::net::SocketAddrV4;
 
 impl<L: Link> Stack<L> {
     /// Listen on `port`; up to `backlog` connections may wait (half-open or unaccepted).
-    pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, NetError> {
+    /// Take established connections with [`Stack::tcp_accept`].
+    ///
+    /// ```
+    /// # use link::{mem, LinkConfig};
+    /// # use net::{Config, ListenError, Stack};
+    /// # let (l, _peer) = mem::pair(LinkConfig::default());
+    /// let mut stack = Stack::new(Config::host("10.0.0.2/24"), l).unwrap();
+    /// let listener = stack.tcp_listen(80, 16).unwrap();
+    /// assert_eq!(listener.port(), 80);
+    /// assert!(matches!(stack.tcp_listen(80, 16), Err(ListenError::PortInUse(80))));
+    /// ```
+    pub fn tcp_listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, ListenError> {
         self.core.tcp.listen(port, backlog)
     }
 
     /// Stop listening; connections not yet accepted are reset.
-    pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), NetError> {
+    pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), ControlError> {
         let orphans = self.core.tcp.unlisten(l)?;
         for sid in orphans {
             let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
 
             self.core.tcp.send_abort_reset(&mut out, sid);
 
-            out.finish()?;
+            out.finish_link()?;
             self.core.tcp.abort(sid);
         }
         Ok(())
     }
 
     /// The next established connection waiting on `l`.
+    #[must_use = "an accepted connection that is dropped stays open until the peer gives up: close it"]
     pub fn tcp_accept(&mut self, l: TcpListener) -> Option<TcpHandle> {
         let tcp = &mut self.core.tcp;
         let sid = tcp.listeners.get_mut(&l.0)?.ready.pop_front()?;
@@ -37,17 +52,41 @@ impl<L: Link> Stack<L> {
         Some(tcp.handle(sid))
     }
 
-    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now. Watch
-    /// [`Stack::tcp_connect_result`] for completion.
-    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<TcpHandle, NetError> {
+    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now (or at the
+    /// first poll). Watch [`Stack::tcp_connect_result`] for completion. A destination with no
+    /// route fails at once with [`ConnectError::NoRoute`].
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, ConnectError, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// let listener = b.tcp_listen(5001, 8).unwrap();
+    /// let conn = a.tcp_connect("10.0.0.2:5001".parse().unwrap()).unwrap();
+    /// for ms in 0..20 {
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    /// }
+    /// assert_eq!(a.tcp_connect_result(conn).unwrap(), Some(Ok(())));
+    /// assert!(b.tcp_accept(listener).is_some());
+    /// // Off our subnet and no gateway configured:
+    /// let far = "192.0.2.1:80".parse().unwrap();
+    /// assert!(matches!(a.tcp_connect(far), Err(ConnectError::NoRoute(_))));
+    /// ```
+    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<TcpHandle, ConnectError> {
         let port = self.core.tcp.ephemeral_port(remote)?;
         self.tcp_connect_from(port, remote)
     }
 
     /// Open a connection to `remote` from local port `local_port`.
-    pub fn tcp_connect_from(&mut self, local_port: u16, remote: SocketAddrV4) -> Result<TcpHandle, NetError> {
-        if remote.ip().is_broadcast() || remote.ip().is_multicast() || remote.port() == 0 {
-            return Err(NetError::NoRoute(*remote.ip()));
+    pub fn tcp_connect_from(&mut self, local_port: u16, remote: SocketAddrV4) -> Result<TcpHandle, ConnectError> {
+        let ip = *remote.ip();
+        // Refused before a session exists: a SYN that cannot be routed would only retransmit
+        // into nothing until the connection timed out.
+        let unroutable = self.core.eg.cfg.is_broadcast(ip) || self.core.eg.next_hop(ip).is_err();
+        if ip.is_broadcast() || ip.is_multicast() || remote.port() == 0 || unroutable {
+            return Err(ConnectError::NoRoute(ip));
         }
         let now = self.core.eg.now;
         let sid = self.core.tcp.connect(remote, local_port, now)?;
@@ -58,13 +97,13 @@ impl<L: Link> Stack<L> {
 
             self.core.tcp.flush_dirty(&mut out, now);
 
-            out.finish()?;
+            out.finish_link()?;
         }
         Ok(self.core.tcp.handle(sid))
     }
 
     /// `None` while connecting; then `Ok(())` once established or `Err` if it failed.
-    pub fn tcp_connect_result(&self, h: TcpHandle) -> Result<Option<Result<(), TcpError>>, NetError> {
+    pub fn tcp_connect_result(&self, h: TcpHandle) -> Result<Option<Result<(), TcpError>>, BadHandle> {
         let sid = self.core.tcp.sid(h)?;
         let s = &self.core.tcp.state[sid as usize];
         Ok(match (s.state, s.error) {
@@ -75,29 +114,62 @@ impl<L: Link> Stack<L> {
     }
 
     /// The connection's state.
-    pub fn tcp_state(&self, h: TcpHandle) -> Result<TcpState, NetError> {
+    pub fn tcp_state(&self, h: TcpHandle) -> Result<TcpState, BadHandle> {
         Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].state)
     }
 
     /// Why the connection ended, if it ended abnormally.
-    pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, NetError> {
+    pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, BadHandle> {
         Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].error)
     }
 
-    fn sendable(&self, sid: u32) -> Result<(), NetError> {
+    fn sendable(&self, sid: u32) -> Result<(), SendError> {
         let s = &self.core.tcp.state[sid as usize];
         if let Some(e) = s.error {
-            return Err(NetError::Tcp(e));
+            return Err(SendError::Connection(e));
         }
         if !s.state.can_send() || self.core.tcp.tx[sid as usize].fin_queued {
-            return Err(NetError::NotConnected);
+            return Err(SendError::NotConnected);
         }
         Ok(())
     }
 
     /// Queue as much of `data` as the send buffer takes; returns the bytes accepted (0 when
-    /// the buffer is full: back-pressure).
-    pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, NetError> {
+    /// the buffer is full: back-pressure). What was not accepted must be offered again after
+    /// a poll (or use [`Stack::tcp_send_transfer`] to hand over a whole buffer).
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, Recv, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// # let l = b.tcp_listen(80, 1).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let mut peer = None;
+    /// # for ms in 0..20 {
+    /// #     a.poll(Instant::from_millis(ms)).unwrap();
+    /// #     b.poll(Instant::from_millis(ms)).unwrap();
+    /// #     peer = peer.or_else(|| b.tcp_accept(l));
+    /// # }
+    /// # let peer = peer.unwrap();
+    /// let data = vec![7u8; 1 << 20];
+    /// let mut sent = 0;
+    /// for ms in 20..2000 {
+    ///     // Only part of a large buffer fits at once.
+    ///     sent += a.tcp_send(conn, &data[sent..]).unwrap();
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    ///     let mut buf = [0u8; 65536];
+    ///     while let Recv::Data(_) = b.tcp_recv(peer, &mut buf).unwrap() {}
+    ///     if sent == data.len() {
+    ///         break;
+    ///     }
+    /// }
+    /// assert_eq!(sent, data.len());
+    /// ```
+    #[must_use = "only the returned number of bytes was queued (0 when the send buffer is full): the rest must be sent again later"]
+    pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, SendError> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
         let b = &mut self.core.tcp.bufs[sid as usize];
@@ -116,7 +188,7 @@ impl<L: Link> Stack<L> {
 
     /// Hand over a whole buffer (the transfer-based API of seeds 000/003): the stack segments
     /// it to MSS and sends it as the windows allow; nothing more to do for the caller.
-    pub fn tcp_send_transfer(&mut self, h: TcpHandle, data: Vec<u8>) -> Result<(), NetError> {
+    pub fn tcp_send_transfer(&mut self, h: TcpHandle, data: Vec<u8>) -> Result<(), SendError> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
         if !data.is_empty() {
@@ -127,27 +199,62 @@ impl<L: Link> Stack<L> {
     }
 
     /// Bytes queued for sending and not yet acknowledged (send ring plus transfers).
-    pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, NetError> {
+    pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, BadHandle> {
         let b = &self.core.tcp.bufs[self.core.tcp.sid(h)? as usize];
         Ok(b.tx.len() + b.transfer_backlog())
     }
 
     /// Free space in the send buffer.
-    pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, NetError> {
+    pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, BadHandle> {
         Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].tx.free())
     }
 
-    fn kick(&mut self, sid: u32) -> Result<(), NetError> {
+    fn kick(&mut self, sid: u32) -> Result<(), LinkError> {
         let now = self.core.eg.now;
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
 
         self.core.tcp.output(&mut out, sid, now);
 
-        out.finish()
+        out.finish_link()
     }
 
-    /// Copy received in-order data into `buf`.
-    pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, NetError> {
+    /// Copy received in-order data into `buf`: [`Recv::Data`] with the count,
+    /// [`Recv::WouldBlock`] when nothing is ready yet, [`Recv::Eof`] once the peer closed and
+    /// everything was read. A connection that ended abnormally fails with
+    /// [`RecvError::Connection`].
+    ///
+    /// ```
+    /// # use link::{mem, Instant, LinkConfig};
+    /// # use net::{Config, Recv, Stack};
+    /// # let (la, lb) = mem::pair(LinkConfig::default());
+    /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
+    /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    /// # let l = b.tcp_listen(80, 1).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let mut peer = None;
+    /// # for ms in 0..20 {
+    /// #     a.poll(Instant::from_millis(ms)).unwrap();
+    /// #     b.poll(Instant::from_millis(ms)).unwrap();
+    /// #     peer = peer.or_else(|| b.tcp_accept(l));
+    /// # }
+    /// # let peer = peer.unwrap();
+    /// assert_eq!(a.tcp_send(conn, b"ping").unwrap(), 4);
+    /// a.tcp_shutdown(conn).unwrap();
+    /// let mut got = Vec::new();
+    /// for ms in 20..100 {
+    ///     a.poll(Instant::from_millis(ms)).unwrap();
+    ///     b.poll(Instant::from_millis(ms)).unwrap();
+    ///     let mut buf = [0u8; 16];
+    ///     match b.tcp_recv(peer, &mut buf).unwrap() {
+    ///         Recv::Data(n) => got.extend_from_slice(&buf[..n]),
+    ///         Recv::WouldBlock => {}
+    ///         Recv::Eof => break,
+    ///     }
+    /// }
+    /// assert_eq!(got, b"ping");
+    /// ```
+    #[must_use = "the data copied into the buffer is consumed: the returned length says how much of the buffer holds it"]
+    pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, RecvError> {
         let sid = self.core.tcp.sid(h)?;
         let ring = &self.core.tcp.bufs[sid as usize].rx;
         // A busy-polling reader mostly finds nothing: answer that without the copy's set-up.
@@ -159,13 +266,13 @@ impl<L: Link> Stack<L> {
         self.recv_idle(sid)
     }
 
-    fn recv_idle(&self, sid: u32) -> Result<Recv, NetError> {
+    fn recv_idle(&self, sid: u32) -> Result<Recv, RecvError> {
         let s = &self.core.tcp.state[sid as usize];
         if self.core.tcp.rx[sid as usize].fin_received {
             return Ok(Recv::Eof);
         }
         match s.error {
-            Some(e) => Err(NetError::Tcp(e)),
+            Some(e) => Err(RecvError::Connection(e)),
             None if s.state == TcpState::Closed => Ok(Recv::Eof),
             None => Ok(Recv::WouldBlock),
         }
@@ -173,7 +280,7 @@ impl<L: Link> Stack<L> {
 
     /// Borrow the next contiguous run of received in-order data without copying; release it
     /// with [`Stack::tcp_recv_consume`].
-    pub fn tcp_recv_borrow(&self, h: TcpHandle) -> Result<&[u8], NetError> {
+    pub fn tcp_recv_borrow(&self, h: TcpHandle) -> Result<&[u8], BadHandle> {
         Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.contiguous())
     }
 
@@ -187,12 +294,12 @@ impl<L: Link> Stack<L> {
 
     /// Switch connection `h` to RX bypass (`on`) or back to the receive buffer. Switching on
     /// first hands whatever is already buffered to the handler, so the order is kept.
-    /// Fails with [`NetError::BadConfig`] if no handler is installed.
-    pub fn tcp_set_rx_bypass(&mut self, h: TcpHandle, on: bool) -> Result<(), NetError> {
+    /// Fails with [`BypassError::NoHandler`] if no handler is installed.
+    pub fn tcp_set_rx_bypass(&mut self, h: TcpHandle, on: bool) -> Result<(), BypassError> {
         let sid = self.core.tcp.sid(h)?;
         let tcp = &mut self.core.tcp;
         if on && !tcp.bypass.is_set() {
-            return Err(NetError::BadConfig("RX bypass needs a handler (tcp_set_rx_handler)".into()));
+            return Err(BypassError::NoHandler);
         }
         tcp.rx[sid as usize].bypass = on;
         if on {
@@ -212,10 +319,10 @@ impl<L: Link> Stack<L> {
     /// Each watcher sees every
     /// connection where something happened (see [`Stack::tcp_take_activity`]) independently of
     /// the others, so several services on one stack can each have one.
-    pub fn tcp_watch(&mut self) -> Result<TcpWatch, NetError> {
+    pub fn tcp_watch(&mut self) -> Result<TcpWatch, TooManyWatchers> {
         let sessions = self.core.tcp.state.len();
         let w = self.core.tcp.activity.add(sessions);
-        w.map(TcpWatch).ok_or_else(|| NetError::BadConfig("too many activity watchers on one stack".into()))
+        w.map(TcpWatch).ok_or(TooManyWatchers)
     }
 
     /// Append to `out` the connections with activity since watcher `w` last looked: a
@@ -230,19 +337,19 @@ impl<L: Link> Stack<L> {
     }
 
     /// Bytes of in-order data ready to read.
-    pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, NetError> {
+    pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, BadHandle> {
         Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.len())
     }
 
     /// True once the peer's FIN arrived and every byte before it was read.
-    pub fn tcp_at_eof(&self, h: TcpHandle) -> Result<bool, NetError> {
+    pub fn tcp_at_eof(&self, h: TcpHandle) -> Result<bool, RecvError> {
         let sid = self.core.tcp.sid(h)?;
         Ok(self.core.tcp.bufs[sid as usize].rx.is_empty() && self.recv_idle(sid)? == Recv::Eof)
     }
 
     /// Release `n` bytes of received data; sends a window update at once if the window opened
     /// noticeably (a delayed ACK never holds back a window update).
-    pub fn tcp_recv_consume(&mut self, h: TcpHandle, n: usize) -> Result<(), NetError> {
+    pub fn tcp_recv_consume(&mut self, h: TcpHandle, n: usize) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let tcp = &mut self.core.tcp;
         tcp.bufs[sid as usize].rx.consume(n);
@@ -259,7 +366,7 @@ impl<L: Link> Stack<L> {
     }
 
     /// Close our direction: a FIN follows the queued data. Receiving continues.
-    pub fn tcp_shutdown(&mut self, h: TcpHandle) -> Result<(), NetError> {
+    pub fn tcp_shutdown(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let now = self.core.eg.now;
         let tcp = &mut self.core.tcp;
@@ -276,12 +383,12 @@ impl<L: Link> Stack<L> {
         tcp.tx[sid as usize].fin_queued = true;
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
         tcp.output(&mut out, sid, now);
-        out.finish()
+        Ok(out.finish_link()?)
     }
 
     /// Close the connection and give up the handle: queued data and a FIN still go out, and
     /// the stack finishes the close (TIME-WAIT included) on its own.
-    pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), NetError> {
+    pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let now = self.core.eg.now;
         if self.core.tcp.state[sid as usize].state == TcpState::Closed {
@@ -303,19 +410,19 @@ impl<L: Link> Stack<L> {
     }
 
     /// Abort: send RST and drop everything.
-    pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), NetError> {
+    pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
 
         self.core.tcp.send_abort_reset(&mut out, sid);
 
-        out.finish()?;
+        out.finish_link()?;
         self.core.tcp.abort(sid);
         Ok(())
     }
 
     /// Statistics of a connection.
-    pub fn tcp_stats(&self, h: TcpHandle) -> Result<TcpConnStats, NetError> {
+    pub fn tcp_stats(&self, h: TcpHandle) -> Result<TcpConnStats, BadHandle> {
         let tcp = &self.core.tcp;
         let sid = tcp.sid(h)? as usize;
         let (tx, rx) = (&tcp.tx[sid], &tcp.rx[sid]);
@@ -355,7 +462,7 @@ impl<L: Link> Stack<L> {
     }
 
     /// Choose the congestion control of a connection.
-    pub fn tcp_set_cc(&mut self, h: TcpHandle, algo: crate::tcp::CcAlgorithm) -> Result<(), NetError> {
+    pub fn tcp_set_cc(&mut self, h: TcpHandle, algo: crate::tcp::CcAlgorithm) -> Result<(), BadHandle> {
         let sid = self.core.tcp.sid(h)?;
         self.core.tcp.tx[sid as usize].cc.set_algorithm(algo);
         Ok(())

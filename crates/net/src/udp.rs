@@ -1,7 +1,7 @@
 //! The UDP socket table: bound ports, ephemeral allocation and per-socket receive queues.
 
+use crate::error::{BadHandle, BindError};
 use crate::queue::PacketQueue;
-use crate::NetError;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A bound UDP socket of a stack.
@@ -56,10 +56,10 @@ impl UdpTable {
     }
 
     /// Bind `port` (0: pick a free ephemeral port).
-    pub fn bind(&mut self, port: u16) -> Result<UdpHandle, NetError> {
+    pub fn bind(&mut self, port: u16) -> Result<UdpHandle, BindError> {
         let port = if port == 0 { self.free_ephemeral()? } else { port };
         if self.by_port[port as usize] != 0 {
-            return Err(NetError::PortInUse(port));
+            return Err(BindError::PortInUse(port));
         }
         let socket = UdpSocket {
             port,
@@ -82,7 +82,7 @@ impl UdpTable {
         Ok(UdpHandle(idx as u32))
     }
 
-    fn free_ephemeral(&mut self) -> Result<u16, NetError> {
+    fn free_ephemeral(&mut self) -> Result<u16, BindError> {
         let span = 65536 - self.first_ephemeral as u32;
         for _ in 0..span {
             let p = self.next_ephemeral;
@@ -91,21 +91,21 @@ impl UdpTable {
                 return Ok(p);
             }
         }
-        Err(NetError::NoFreePort)
+        Err(BindError::NoFreePort)
     }
 
-    pub fn close(&mut self, h: UdpHandle) -> Result<(), NetError> {
-        let s = self.sockets.get_mut(h.0 as usize).and_then(Option::take).ok_or(NetError::BadHandle)?;
+    pub fn close(&mut self, h: UdpHandle) -> Result<(), BadHandle> {
+        let s = self.sockets.get_mut(h.0 as usize).and_then(Option::take).ok_or(BadHandle)?;
         self.by_port[s.port as usize] = 0;
         Ok(())
     }
 
-    pub fn get(&self, h: UdpHandle) -> Result<&UdpSocket, NetError> {
-        self.sockets.get(h.0 as usize).and_then(Option::as_ref).ok_or(NetError::BadHandle)
+    pub fn get(&self, h: UdpHandle) -> Result<&UdpSocket, BadHandle> {
+        self.sockets.get(h.0 as usize).and_then(Option::as_ref).ok_or(BadHandle)
     }
 
-    pub fn get_mut(&mut self, h: UdpHandle) -> Result<&mut UdpSocket, NetError> {
-        self.sockets.get_mut(h.0 as usize).and_then(Option::as_mut).ok_or(NetError::BadHandle)
+    pub fn get_mut(&mut self, h: UdpHandle) -> Result<&mut UdpSocket, BadHandle> {
+        self.sockets.get_mut(h.0 as usize).and_then(Option::as_mut).ok_or(BadHandle)
     }
 
     /// The socket bound to `port`, if any.
@@ -126,17 +126,17 @@ mod tests {
     fn bind_close_and_ephemeral() {
         let mut t = UdpTable::new(65534, 4, 400, 100);
         let a = t.bind(5000).unwrap();
-        assert!(matches!(t.bind(5000), Err(NetError::PortInUse(5000))));
+        assert!(matches!(t.bind(5000), Err(BindError::PortInUse(5000))));
         let e1 = t.bind(0).unwrap();
         let e2 = t.bind(0).unwrap();
         assert_eq!((t.get(e1).unwrap().port, t.get(e2).unwrap().port), (65534, 65535));
-        assert!(matches!(t.bind(0), Err(NetError::NoFreePort)));
+        assert!(matches!(t.bind(0), Err(BindError::NoFreePort)));
         t.close(e1).unwrap();
         let again = t.bind(0).unwrap();
         assert_eq!(t.get(again).unwrap().port, 65534);
         assert!(t.by_port_mut(5000).is_some());
         t.close(a).unwrap();
         assert!(t.by_port_mut(5000).is_none());
-        assert!(matches!(t.close(a), Err(NetError::BadHandle)));
+        assert!(matches!(t.close(a), Err(BadHandle)));
     }
 }

@@ -209,7 +209,7 @@ fn udp_datagrams_up_to_65507_bytes_cross_in_fragments() {
     // Don't-fragment: refused above the path MTU, with the largest payload that fits.
     a.udp_set_dont_fragment(ta, true).unwrap();
     match a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &[0; 1473]) {
-        Err(net::NetError::TooLarge { len: 1473, max: 1472 }) => {}
+        Err(net::UdpSendError::TooLarge { len: 1473, max: 1472 }) => {}
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &[0; 1472]).unwrap());

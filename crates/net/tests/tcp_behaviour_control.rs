@@ -4,7 +4,7 @@
 
 mod tcp_behaviour_util;
 
-use net::{Counter, NetError, Recv, TcpError, TcpState};
+use net::{Counter, Recv, RecvError, SendError, TcpError, TcpState};
 use std::net::SocketAddrV4;
 use tcp_behaviour_util::*;
 use wire::TcpOptions;
@@ -109,8 +109,11 @@ fn exact_rst_resets_established_close_wait_fin_wait_1_and_fin_wait_2() {
         assert_eq!(b.send(c.p(RST, rcv_nxt, 0)), vec![], "{state:?}: no answer to a reset");
         assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Closed, "{state:?}");
         assert_eq!(b.host.tcp_error(c.h).unwrap(), Some(TcpError::Reset), "{state:?}");
-        assert!(matches!(b.host.tcp_recv(c.h, &mut [0u8; 4]), Err(NetError::Tcp(TcpError::Reset)) | Ok(Recv::Eof)));
-        assert!(matches!(b.host.tcp_send(c.h, b"x"), Err(NetError::Tcp(TcpError::Reset))), "{state:?}");
+        assert!(matches!(
+            b.host.tcp_recv(c.h, &mut [0u8; 4]),
+            Err(RecvError::Connection(TcpError::Reset)) | Ok(Recv::Eof)
+        ));
+        assert!(matches!(b.host.tcp_send(c.h, b"x"), Err(SendError::Connection(TcpError::Reset))), "{state:?}");
         assert_eq!(b.next_output(secs(100)), None, "{state:?}: no retransmissions after a reset");
         b.host.tcp_close(c.h).unwrap();
         assert_eq!(b.host.tcp_sessions(), 0);

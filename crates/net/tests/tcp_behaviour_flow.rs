@@ -3,7 +3,7 @@
 
 mod tcp_behaviour_util;
 
-use net::{Config, Counter, NetError, Recv, TcpState};
+use net::{Config, Counter, Recv, SendError, TcpState};
 use tcp_behaviour_util::*;
 use wire::TcpOptions;
 
@@ -372,7 +372,7 @@ fn half_close_the_peer_keeps_sending_until_it_closes_too() {
     assert_eq!(req, b"request");
     assert!(r.run_until(secs(1), |r| r.a.tcp_state(c).unwrap() == TcpState::FinWait2));
     assert_eq!(r.b.tcp_state(s).unwrap(), TcpState::CloseWait);
-    assert!(matches!(r.a.tcp_send(c, b"more"), Err(NetError::NotConnected)));
+    assert!(matches!(r.a.tcp_send(c, b"more"), Err(SendError::NotConnected)));
     // b keeps sending a large response; a receives all of it while half-closed.
     let data = pattern(500_000);
     let (mut sent, mut got) = (0, vec![]);

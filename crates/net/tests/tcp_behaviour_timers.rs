@@ -4,7 +4,7 @@
 
 mod tcp_behaviour_util;
 
-use net::{Counter, NetError, TcpError, TcpState};
+use net::{Counter, RecvError, SendError, TcpError, TcpState};
 use std::net::SocketAddrV4;
 use tcp_behaviour_util::*;
 use wire::TcpOptions;
@@ -79,8 +79,8 @@ fn rto_is_srtt_plus_four_rttvar_after_a_sample_and_data_backs_off_until_max_retr
     assert_eq!(b.advance(ms(1)), vec![], "no reset is sent when giving up");
     assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Closed);
     assert_eq!(b.host.tcp_error(c.h).unwrap(), Some(TcpError::TimedOut));
-    assert!(matches!(b.host.tcp_send(c.h, b"x"), Err(NetError::Tcp(TcpError::TimedOut))));
-    assert!(matches!(b.host.tcp_recv(c.h, &mut [0u8; 8]), Err(NetError::Tcp(TcpError::TimedOut))));
+    assert!(matches!(b.host.tcp_send(c.h, b"x"), Err(SendError::Connection(TcpError::TimedOut))));
+    assert!(matches!(b.host.tcp_recv(c.h, &mut [0u8; 8]), Err(RecvError::Connection(TcpError::TimedOut))));
     assert_eq!((b.counter(Counter::tcp_rto_fired), b.counter(Counter::tcp_timeouts_fatal)), (3, 1));
 }
 

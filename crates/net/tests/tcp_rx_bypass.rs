@@ -4,7 +4,7 @@
 
 use link::impair::{Impaired, Impairment};
 use link::{mem, Instant, Link, LinkConfig};
-use net::{Config, NetError, Recv, Stack, TcpHandle};
+use net::{BypassError, Config, Recv, Stack, TcpHandle};
 use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,7 +116,7 @@ fn data_buffered_before_the_switch_comes_first_and_switching_back_buffers_again(
     let (la, lb) = mem::pair(LinkConfig::default());
     let mut now = Instant::ZERO + Duration::from_secs(1);
     let (mut a, mut b, c, s) = connected(la, lb, &mut now);
-    assert!(matches!(b.tcp_set_rx_bypass(s, true), Err(NetError::BadConfig(_))), "no handler yet");
+    assert!(matches!(b.tcp_set_rx_bypass(s, true), Err(BypassError::NoHandler)), "no handler yet");
     let step = |a: &mut Stack<mem::MemLink>, b: &mut Stack<mem::MemLink>, now: &mut Instant| {
         for _ in 0..200 {
             *now = *now + Duration::from_micros(10);

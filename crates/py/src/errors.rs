@@ -4,7 +4,7 @@
 
 use link::LinkError;
 use net::tcp::TcpError;
-use net::NetError;
+use net::{NetError, SendError};
 use pyo3::exceptions::{
     PyBlockingIOError, PyBrokenPipeError, PyConnectionAbortedError, PyConnectionRefusedError, PyConnectionResetError,
     PyOSError, PyRuntimeError, PyTimeoutError, PyValueError,
@@ -50,11 +50,14 @@ pub fn tcp(e: &TcpError) -> PyErr {
         TcpError::Reset => PyConnectionResetError::new_err((libc::ECONNRESET, msg)),
         TcpError::TimedOut => PyTimeoutError::new_err((libc::ETIMEDOUT, msg)),
         TcpError::Aborted => PyConnectionAbortedError::new_err((libc::ECONNABORTED, msg)),
+        // An ending added to the stack later and not mapped here yet: a plain OSError.
+        _ => os(libc::EIO, msg),
     }
 }
 
-/// A stack error as the matching Python exception.
-pub fn net(e: NetError) -> PyErr {
+/// A stack error (any operation's, through [`NetError`]) as the matching Python exception.
+pub fn net(e: impl Into<NetError>) -> PyErr {
+    let e: NetError = e.into();
     let msg = e.to_string();
     match e {
         NetError::BadAddress(_) | NetError::BadConfig(_) => PyValueError::new_err(msg),
@@ -67,13 +70,15 @@ pub fn net(e: NetError) -> PyErr {
         NetError::NotConnected => os(libc::ENOTCONN, msg),
         NetError::Tcp(t) => tcp(&t),
         NetError::Link(l) => link(l),
+        // A failure added to the stack later and not mapped here yet: a plain OSError.
+        _ => os(libc::EIO, msg),
     }
 }
 
 /// Writing where the connection no longer takes data: `BrokenPipeError(EPIPE)`, else as [`net`].
-pub fn send(e: NetError) -> PyErr {
+pub fn send(e: SendError) -> PyErr {
     match e {
-        NetError::NotConnected => PyBrokenPipeError::new_err((libc::EPIPE, "the connection no longer takes data")),
+        SendError::NotConnected => PyBrokenPipeError::new_err((libc::EPIPE, "the connection no longer takes data")),
         e => net(e),
     }
 }
@@ -86,6 +91,7 @@ pub fn link(e: LinkError) -> PyErr {
         LinkError::Config(_) => PyValueError::new_err(msg),
         LinkError::Closed => PyBrokenPipeError::new_err((libc::EPIPE, msg)),
         LinkError::Pcap(_) => os(libc::EIO, msg),
+        _ => os(libc::EIO, msg),
     }
 }
 

@@ -83,12 +83,15 @@ pub(crate) fn completion<'py>(py: Python<'py>, c: &Completion) -> PyResult<Bound
         CompletionKind::Send => "send",
         CompletionKind::RecvRegistered => "recv_registered",
         CompletionKind::RecvNotified => "recv_notified",
+        // A kind added to rdma later and not named here yet.
+        _ => "other",
     };
     let status = match c.status {
         Status::Ok => "ok".to_string(),
         Status::Nacked(r) => format!("nacked:{r}"),
         Status::TimedOut => "timed_out".into(),
         Status::SendFailed => "send_failed".into(),
+        other => format!("{other:?}").to_lowercase(),
     };
     d.set_item("kind", kind)?;
     d.set_item("status", status)?;

@@ -41,16 +41,16 @@ impl SocketCore {
 
     /// Close once with `f`; later calls do nothing. A handle the stack already released
     /// (a reset connection) is not an error.
-    fn close(
+    fn close<E: Into<net::NetError>>(
         &mut self,
         py: Python<'_>,
-        f: impl FnOnce(&mut testbed::HostStack) -> Result<(), net::NetError>,
+        f: impl FnOnce(&mut testbed::HostStack) -> Result<(), E>,
     ) -> PyResult<()> {
         if self.closed {
             return Ok(());
         }
         self.closed = true;
-        match self.host.with(py, |s| Ok(f(s))) {
+        match self.host.with(py, |s| Ok(f(s).map_err(Into::into))) {
             Ok(Ok(())) | Ok(Err(net::NetError::BadHandle)) => Ok(()),
             // A live host closed first took its sockets with it.
             Err(e) if e.is_instance_of::<pyo3::exceptions::PyOSError>(py) => Ok(()),
@@ -220,10 +220,12 @@ impl PyTcpListener {
 
 #[pymethods]
 impl PyTcpListener {
-    /// The next established connection, or None if none is waiting.
-    fn accept(&self, py: Python<'_>) -> PyResult<Option<PyTcpConn>> {
+    /// The next established connection; BlockingIOError (EAGAIN) if none is waiting yet, as
+    /// `socket.accept` on a non-blocking socket.
+    fn accept(&self, py: Python<'_>) -> PyResult<PyTcpConn> {
         let h = self.core.with(py, |s| Ok(s.tcp_accept(self.l)))?;
-        Ok(h.map(|h| PyTcpConn::new(self.core.host.clone_ref(py), h, None)))
+        let h = h.ok_or_else(|| would_block("no connection is waiting"))?;
+        Ok(PyTcpConn::new(self.core.host.clone_ref(py), h, None))
     }
 
     /// The port.
@@ -323,11 +325,16 @@ impl PyTcpConn {
     }
 
     /// Queue as much of `data` (any bytes-like object) as fits; returns the number of bytes
-    /// taken (0 when the send buffer is full: back-pressure). After our shutdown:
+    /// taken, at least 1 for non-empty data. When the send buffer is full: BlockingIOError
+    /// (EAGAIN), as `socket.send` on a non-blocking socket. After our shutdown:
     /// BrokenPipeError; after a reset: ConnectionResetError.
     fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let data = bytes_like(data)?;
-        self.core.with(py, |s| s.tcp_send(self.h, &data).map_err(errors::send))
+        let n = self.core.with(py, |s| s.tcp_send(self.h, &data).map_err(errors::send))?;
+        if n == 0 && !data.is_empty() {
+            return Err(would_block("the send buffer is full"));
+        }
+        Ok(n)
     }
 
     /// Hand over the whole buffer (any bytes-like object); the stack segments and sends it as
@@ -337,17 +344,18 @@ impl PyTcpConn {
         self.core.with(py, |s| s.tcp_send_transfer(self.h, data).map_err(errors::send))
     }
 
-    /// Up to `max` received bytes; b"" at end of stream; None if nothing is ready yet.
-    /// A reset connection raises ConnectionResetError.
+    /// Up to `max` received bytes; b"" at end of stream; BlockingIOError (EAGAIN) if nothing
+    /// is ready yet, as `socket.recv` on a non-blocking socket. A reset connection raises
+    /// ConnectionResetError.
     #[pyo3(signature = (max = 65536))]
-    fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyBytes>> {
         if max == 0 || max > 1 << 30 {
             return Err(val(format!("max {max} is outside 1..=2**30")));
         }
-        Ok(match self.recv_bytes(py, max)? {
-            (Recv::WouldBlock, _) => None,
-            (_, data) => Some(PyBytes::new(py, &data)),
-        })
+        match self.recv_bytes(py, max)? {
+            (Recv::WouldBlock, _) => Err(would_block("no data is ready")),
+            (_, data) => Ok(PyBytes::new(py, &data)),
+        }
     }
 
     /// Like `socket.recv_into`: received bytes into `buffer` (bytearray, writable memoryview),

@@ -49,9 +49,15 @@ def serve_echo(h, lst, udp, client, limit_s=30.0):
     while time.monotonic() < deadline and client.poll() is None:
         h.run(ms=2)
         if conn is None:
-            conn = lst.accept()
+            try:
+                conn = lst.accept()
+            except BlockingIOError:
+                pass
         elif conn.state != "Closed":
-            data = conn.recv()
+            try:
+                data = conn.recv()
+            except BlockingIOError:
+                data = None
             if data:
                 conn.send_all(data)
             elif data == b"":
@@ -126,9 +132,15 @@ with lr.Host.on_shm(name, "10.88.0.2/24", create=False, timeout=10) as b, b.tcp_
     while time.monotonic() < deadline and (done is None or time.monotonic() < done):
         b.run(ms=2)
         if conn is None:
-            conn = lst.accept()
+            try:
+                conn = lst.accept()
+            except BlockingIOError:
+                pass
         elif done is None:
-            data = conn.recv()
+            try:
+                data = conn.recv()
+            except BlockingIOError:
+                data = None
             if data:
                 conn.send_all(data.upper())
             elif data == b"":
@@ -164,11 +176,13 @@ def test_two_processes_talk_over_a_shared_memory_link():
                 c.shutdown()
                 while time.monotonic() < deadline:
                     a.run(ms=1)
-                    chunk = c.recv()
+                    try:
+                        chunk = c.recv()
+                    except BlockingIOError:
+                        continue
                     if chunk == b"":
                         break
-                    if chunk:
-                        got += chunk
+                    got += chunk
             assert bytes(got) == data.upper()
             out, err = peer.communicate(timeout=20)
             assert peer.returncode == 0 and out.strip() == "served", err

@@ -17,9 +17,14 @@ def pair():
 def establish(net, a, b, port=5001):
     lst = b.tcp_listen(port)
     c = a.tcp_connect(("10.0.0.2", port))
+    s = None
     for _ in range(1000):
         net.run(ms=0.05)
-        s = lst.accept()
+        if s is None:
+            try:
+                s = lst.accept()
+            except BlockingIOError:
+                pass
         if s is not None and c.connected:
             return lst, c, s
     raise AssertionError("no connection")
@@ -75,6 +80,49 @@ def test_would_block_and_broken_pipe_and_closed():
     with pytest.raises(OSError) as e:
         c.send(b"x")
     assert e.value.errno == errno.EBADF
+
+
+def test_accept_recv_and_send_raise_blocking_io_error_when_they_would_block():
+    """accept, recv and send behave as a non-blocking socket's: BlockingIOError (EAGAIN)
+    instead of None or 0 when nothing can be done yet."""
+    net, a, b = pair()
+    lst = b.tcp_listen(5002)
+    with pytest.raises(BlockingIOError) as e:
+        lst.accept()
+    assert e.value.errno == errno.EAGAIN
+    c = a.tcp_connect(("10.0.0.2", 5002))
+    s = None
+    for _ in range(1000):
+        net.run(ms=0.05)
+        try:
+            s = lst.accept()
+            break
+        except BlockingIOError:
+            pass
+    assert s is not None
+    with pytest.raises(BlockingIOError) as e:
+        s.recv()
+    assert e.value.errno == errno.EAGAIN
+    # Without running the network the send buffer fills: every accepted count is positive,
+    # then send raises instead of returning 0.
+    queued, chunk = 0, b"x" * 65536
+    with pytest.raises(BlockingIOError) as e:
+        for _ in range(10_000):
+            n = c.send(chunk)
+            assert n > 0
+            queued += n
+    assert e.value.errno == errno.EAGAIN and queued > 0
+    assert c.send(b"") == 0, "an empty send is not a would-block"
+    got = 0
+    for _ in range(10_000):
+        net.run(ms=0.05)
+        try:
+            got += len(s.recv())
+        except BlockingIOError:
+            pass
+        if got == queued:
+            break
+    assert got == queued
 
 
 def test_address_in_use_and_message_too_long_are_os_errors():

@@ -2,6 +2,7 @@
 
 /// What can go wrong when using an [`RdmaNode`](crate::RdmaNode).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RdmaError {
     /// The configuration is unusable.
     #[error("bad RDMA configuration: {0}")]
@@ -25,3 +26,5 @@ pub enum RdmaError {
     #[error(transparent)]
     Net(#[from] net::NetError),
 }
+
+net::from_operation_errors!(RdmaError; with_link);

@@ -45,11 +45,6 @@ impl Escape {
         self.used == 0
     }
 
-    /// Capacity in packets.
-    pub fn capacity(&self) -> usize {
-        self.meta.len()
-    }
-
     /// Park `packet` of (peer, op) for region `key` until `deadline`; false when full or the
     /// packet is larger than a slot.
     pub fn park(&mut self, peer: Peer, op_id: u64, key: u32, packet: &[u8], deadline: Instant) -> bool {

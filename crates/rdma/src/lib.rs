@@ -116,15 +116,15 @@
 pub mod config;
 pub mod counters;
 pub mod error;
-pub mod escape;
+pub(crate) mod escape;
 pub mod node;
 pub mod notify;
 pub mod peer;
-pub mod receiver;
-pub mod recent;
+pub(crate) mod receiver;
+pub(crate) mod recent;
 pub mod region;
 pub mod regtable;
-pub mod sender;
+pub(crate) mod sender;
 pub mod wire;
 
 pub use config::RdmaConfig;

@@ -69,8 +69,8 @@ impl<L: Link> Emit for StackEmit<'_, L> {
             let _ = repr.emit(buf, payload);
         };
         let r = match (self.sock, peer) {
-            (Sock::Udp(h), Peer::Udp(a)) => self.stack.udp_send_with(h, a, n, fill),
-            (Sock::Eth(h), Peer::Eth(m)) => self.stack.raw_send_with(h, m, n, fill),
+            (Sock::Udp(h), Peer::Udp(a)) => self.stack.udp_send_with(h, a, n, fill).map_err(NetError::from),
+            (Sock::Eth(h), Peer::Eth(m)) => self.stack.raw_send_with(h, m, n, fill).map_err(NetError::from),
             _ => return TxOutcome::Failed,
         };
         match r {

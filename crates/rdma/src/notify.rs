@@ -18,6 +18,7 @@ pub const SEGMENT_BITS: u32 = 20;
 
 /// How an operation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Status {
     /// Every byte was placed.
     Ok,
@@ -31,6 +32,7 @@ pub enum Status {
 
 /// What a completion reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CompletionKind {
     /// Sender side: a posted write has been acknowledged in full (or failed).
     Send,

@@ -48,6 +48,7 @@ impl fmt::Display for Peer {
 
 /// How a node's packets travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Transport {
     /// In UDP datagrams to and from this local port.
     Udp {

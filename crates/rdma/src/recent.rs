@@ -62,12 +62,8 @@ impl Recent {
         }
     }
 
-    /// Ops remembered.
-    pub fn len(&self) -> usize {
-        self.set.len()
-    }
-
     /// True when nothing is remembered.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }

@@ -28,6 +28,7 @@ pub enum Mark {
 
 /// Why an op could not be registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// No free entry.
     Full,

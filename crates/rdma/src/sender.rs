@@ -260,6 +260,7 @@ impl Sender {
     }
 
     /// Ops in the op table.
+    #[cfg(test)]
     pub fn ops_in_flight(&self) -> usize {
         self.ops.len() - self.op_free.len()
     }
@@ -773,11 +774,6 @@ impl Sender {
     /// Earliest retransmission timer.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.timers.peek().map(|Reverse((t, _, _))| *t)
-    }
-
-    /// True if new packets wait only for the window or the transport (poll again soon).
-    pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty() || !self.cmdq.is_empty() || !self.blocked.is_empty()
     }
 }
 

@@ -43,6 +43,7 @@ mod off {
 
 /// Why a buffer is not a valid RDMA packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RdmaWireError {
     /// Shorter than the header or than header + payload length.
     #[error("packet truncated")]

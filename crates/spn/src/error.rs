@@ -2,6 +2,7 @@
 
 /// What can go wrong when loading, validating, compiling or evaluating an SPN.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpnError {
     /// A file could not be read or written.
     #[error("{path}: {source}")]

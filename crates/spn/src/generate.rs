@@ -11,6 +11,7 @@ use crate::{Leaf, Node, Spn, SpnError};
 
 /// The kind of leaves a generated model has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LeafKind {
     /// Histograms over 8-bit values (the NIPS benchmarks' leaves).
     Histogram,

@@ -26,3 +26,5 @@ pub enum TestbedError {
     #[error(transparent)]
     Link(#[from] link::LinkError),
 }
+
+net::from_operation_errors!(TestbedError);

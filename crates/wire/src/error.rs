@@ -2,6 +2,7 @@
 
 /// Why a buffer could not be parsed or a header could not be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WireError {
     /// The buffer is shorter than the header or the length it announces.
     #[error("buffer too short")]

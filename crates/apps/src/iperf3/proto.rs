@@ -131,6 +131,7 @@ pub fn frame_json(v: &Value) -> Vec<u8> {
 
 /// The transport of a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Protocol {
     /// TCP streams.
     Tcp,

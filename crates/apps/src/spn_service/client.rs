@@ -13,6 +13,7 @@ use wire::MacAddr;
 
 /// What went wrong on the client side.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The stack failed.
     #[error(transparent)]
@@ -25,6 +26,8 @@ pub enum ClientError {
     #[error("the response stream is out of step (a record without the response magic)")]
     Desync,
 }
+
+net::from_operation_errors!(ClientError; with_link);
 
 /// An answer matched to its request.
 #[derive(Debug, Clone, PartialEq)]

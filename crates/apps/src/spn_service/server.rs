@@ -241,7 +241,7 @@ impl SpnService {
                 (Transport::Udp(h), Peer::Udp(to)) => stack.udp_send_to(h, to, &job.resp)?,
                 (Transport::Raw(h), Peer::Raw(to)) => stack.raw_send(h, to, &job.resp)?,
                 (Transport::TcpListen(_), Peer::Tcp(c)) => {
-                    match stack.tcp_send_transfer(c, std::mem::take(&mut job.resp)) {
+                    match stack.tcp_send_transfer(c, std::mem::take(&mut job.resp)).map_err(NetError::from) {
                         Ok(()) => true,
                         Err(e) if is_connection_error(&e) => {
                             // The connection is gone: nobody to answer (ConnSet counts it failed).

@@ -237,12 +237,12 @@ fn serve_until_done<L: Link>(
                 break Ok(());
             }
         }
-        let r = stack.poll(now).and_then(|n| {
+        let r = stack.poll(now).map_err(NetError::from).and_then(|n| {
             let mut work = n;
             for s in services.iter_mut() {
                 work += s.serve(stack)?;
             }
-            stack.flush().map(|_| work)
+            Ok(stack.flush().map(|_| work)?)
         });
         match r {
             Err(NetError::Link(LinkError::Closed)) => break Ok(()),

@@ -4,6 +4,7 @@ use std::path::Path;
 
 /// A capture file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// Classic libpcap format (written with nanosecond timestamps).
     Pcap,

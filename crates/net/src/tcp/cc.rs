@@ -11,6 +11,7 @@ use std::time::Duration;
 
 /// Which algorithm a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CcAlgorithm {
     /// Slow start and additive increase, halving on loss.
     #[default]

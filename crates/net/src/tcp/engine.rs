@@ -10,8 +10,8 @@ use super::sink::SegmentSink;
 use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
+use crate::error::{BadHandle, ConnectError, ListenError};
 use crate::int_hash::IntMap;
-use crate::NetError;
 use link::Instant;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -155,10 +155,10 @@ impl TcpEngine {
     }
 
     /// The session id of a live handle.
-    pub fn sid(&self, h: TcpHandle) -> Result<u32, NetError> {
+    pub fn sid(&self, h: TcpHandle) -> Result<u32, BadHandle> {
         match self.state.get(h.id as usize) {
             Some(s) if s.in_use && s.gen == h.gen && !s.released => Ok(h.id),
-            _ => Err(NetError::BadHandle),
+            _ => Err(BadHandle),
         }
     }
 
@@ -183,17 +183,20 @@ impl TcpEngine {
     }
 
     /// Start listening on `port`.
-    pub fn listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, NetError> {
-        if port == 0 || self.listeners.contains_key(&port) {
-            return Err(NetError::PortInUse(port));
+    pub fn listen(&mut self, port: u16, backlog: usize) -> Result<TcpListener, ListenError> {
+        if port == 0 {
+            return Err(ListenError::PortZero);
+        }
+        if self.listeners.contains_key(&port) {
+            return Err(ListenError::PortInUse(port));
         }
         self.listeners.insert(port, Listener { backlog: backlog.max(1), ready: VecDeque::new(), half_open: 0 });
         Ok(TcpListener(port))
     }
 
     /// Stop listening; connections not yet accepted are reset by the caller.
-    pub fn unlisten(&mut self, l: TcpListener) -> Result<Vec<u32>, NetError> {
-        let lst = self.listeners.remove(&l.0).ok_or(NetError::BadHandle)?;
+    pub fn unlisten(&mut self, l: TcpListener) -> Result<Vec<u32>, BadHandle> {
+        let lst = self.listeners.remove(&l.0).ok_or(BadHandle)?;
         let mut orphans: Vec<u32> = lst.ready.into_iter().collect();
         for (sid, s) in self.state.iter().enumerate() {
             if s.in_use && s.listener == Some(l.0) && s.state == TcpState::SynReceived {
@@ -300,7 +303,7 @@ impl TcpEngine {
     }
 
     /// A free local port towards `remote` (the tuple must be unused).
-    pub fn ephemeral_port(&mut self, remote: SocketAddrV4) -> Result<u16, NetError> {
+    pub fn ephemeral_port(&mut self, remote: SocketAddrV4) -> Result<u16, ConnectError> {
         let span = 65536 - self.first_ephemeral as u32;
         for _ in 0..span {
             let p = self.next_ephemeral;
@@ -310,16 +313,16 @@ impl TcpEngine {
                 return Ok(p);
             }
         }
-        Err(NetError::NoFreePort)
+        Err(ConnectError::NoFreePort)
     }
 
     /// Active open towards `remote` from `local_port`: allocate and queue the SYN.
-    pub fn connect(&mut self, remote: SocketAddrV4, local_port: u16, now: Instant) -> Result<u32, NetError> {
+    pub fn connect(&mut self, remote: SocketAddrV4, local_port: u16, now: Instant) -> Result<u32, ConnectError> {
         let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
         if self.lookup.get(&t).is_some() {
-            return Err(NetError::PortInUse(local_port));
+            return Err(ConnectError::PortInUse(local_port));
         }
-        let sid = self.alloc(t, TcpState::SynSent, now).map_err(|_| NetError::TableFull)?;
+        let sid = self.alloc(t, TcpState::SynSent, now).map_err(|_| ConnectError::TableFull)?;
         self.mark_dirty(sid);
         Ok(sid)
     }

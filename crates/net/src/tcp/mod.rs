@@ -127,6 +127,7 @@ impl TcpListener {
 
 /// Why a connection ended abnormally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TcpError {
     /// The peer answered our SYN with a reset (nothing listens there).
     #[error("connection refused")]
@@ -144,6 +145,7 @@ pub enum TcpError {
 
 /// What `tcp_recv` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a Recv says how many bytes were read, or that the stream ended"]
 pub enum Recv {
     /// This many bytes were copied.
     Data(usize),

@@ -9,7 +9,8 @@
 
 use crate::counters::Counters;
 use crate::egress::Egress;
-use crate::NetError;
+use crate::error::TxError;
+use link::LinkError;
 use link::{Instant, Link};
 use std::net::Ipv4Addr;
 use wire::ipv4::protocol;
@@ -35,7 +36,7 @@ pub(crate) trait SegmentSink {
 pub(crate) struct LinkSink<'a, L: Link> {
     eg: &'a mut Egress,
     link: &'a mut L,
-    error: Option<NetError>,
+    error: Option<TxError>,
 }
 
 impl<'a, L: Link> LinkSink<'a, L> {
@@ -44,13 +45,23 @@ impl<'a, L: Link> LinkSink<'a, L> {
         LinkSink { eg, link, error: None }
     }
 
-    /// The first transmit error met while the engine ran, if any.
-    pub fn finish(self) -> Result<(), NetError> {
+    /// The first transmit error met while the engine ran, if any (a link failure first).
+    pub fn finish(self) -> Result<(), TxError> {
         self.error.map_or(Ok(()), Err)
     }
 
-    fn keep(&mut self, e: NetError) {
-        if self.error.is_none() {
+    /// [`Self::finish`] for the application's calls and timers: only a link failure is an
+    /// error. A segment that could not be routed is lost like one dropped on the path (the
+    /// connection's retransmissions and timeout deal with it); connects check the route first.
+    pub fn finish_link(self) -> Result<(), LinkError> {
+        match self.error {
+            Some(TxError::Link(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn keep(&mut self, e: TxError) {
+        if self.error.is_none() || (matches!(e, TxError::Link(_)) && !matches!(self.error, Some(TxError::Link(_)))) {
             self.error = Some(e);
         }
     }
@@ -72,7 +83,7 @@ impl<L: Link> SegmentSink for LinkSink<'_, L> {
     fn has_room(&mut self) -> bool {
         if self.eg.tx.is_full() {
             if let Err(e) = self.eg.flush(self.link) {
-                self.keep(e);
+                self.keep(e.into());
             }
         }
         !self.eg.tx.is_full()
