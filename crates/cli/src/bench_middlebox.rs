@@ -58,6 +58,10 @@ pub struct MiddleboxBenchArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// IDS without software reordering (out-of-order segments are not held): for the cost
+    /// of reordering (Rosebud Fig. 9).
+    #[arg(long, hide = true)]
+    no_reorder: bool,
 }
 
 /// One measured rate.
@@ -244,6 +248,17 @@ const RATE_HEADERS: [&str; 10] = [
 
 /// Run `linerate bench middlebox`.
 pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
+    let tables = measure_all(&a)?;
+    print_tables(&tables, a.json);
+    if stop_requested() {
+        return Err("interrupted".into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table of `linerate bench middlebox` (memcpy, forwarding, firewall, IDS, swaps, less
+/// the parts skipped), with a progress bar on stderr unless `--json`.
+pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> {
     if !(0.05..=60.0).contains(&a.secs.as_secs_f64()) {
         return Err(format!("--duration {:?} is outside 50ms..=60s", a.secs));
     }
@@ -340,7 +355,10 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
             Ok((rules, _)) => {
                 let trace = generate(&rules.full, &TraceConfig::default());
                 let avg = trace.frames.iter().map(Vec::len).sum::<usize>() / trace.frames.len().max(1);
-                let cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+                let mut cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+                if a.no_reorder {
+                    (cfg.reorder_per_flow, cfg.reorder_total) = (0, 0);
+                }
                 for &u in &a.units {
                     if stop_requested() {
                         break;
@@ -392,11 +410,7 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
         tables.push(t);
     }
     pb.finish_and_clear();
-    print_tables(&tables, a.json);
-    if stop_requested() {
-        return Err("interrupted".into());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(tables)
 }
 
 /// A row of the swap table: what was timed, the durations, frames lost.
