@@ -94,12 +94,14 @@ pub fn xy(t: &Table, xcol: &str, ycol: &str, xs: f64, ys: f64) -> Result<Vec<(f6
         .collect())
 }
 
-/// Whether the Python of the project's venv (or `python3`) can import `module`; the
-/// interpreter that can, or why none can.
+/// Whether the Python named by `LINERATE_PYTHON`, the project's venv or `python3` can import
+/// `module`; the first interpreter that can, or why none can.
 pub fn python_with(module: &str) -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    let mut candidates: Vec<PathBuf> = std::env::var_os("LINERATE_PYTHON").map(PathBuf::from).into_iter().collect();
+    candidates.extend([venv, PathBuf::from("python3")]);
     let mut tried = Vec::new();
-    for py in [root, PathBuf::from("python3")] {
+    for py in candidates {
         let ok = std::process::Command::new(&py)
             .args(["-c", &format!("import {module}")])
             .stdout(std::process::Stdio::null())

@@ -6,9 +6,22 @@ use super::figure::{Axis, Figure, Kind, Series};
 use super::{args, column, table, Ctx};
 use crate::output::Table;
 
-/// Run `bench middlebox` with `argv`.
+/// The repository's data file `rel` (under `data/`): from the working directory if it is
+/// there, else from the source tree this binary was built from.
+fn data(rel: &str) -> String {
+    let here = std::path::Path::new("data").join(rel);
+    if here.exists() {
+        return here.display().to_string();
+    }
+    format!("{}/../../data/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run `bench middlebox` with `argv` (and the repository's rules and blacklist).
 fn bench(argv: &[&str]) -> Result<Vec<Table>, String> {
-    args::<crate::bench_middlebox::MiddleboxBenchArgs>(argv).and_then(|a| crate::bench_middlebox::measure_all(&a))
+    let (rules, blacklist) = (data("ids/snort3-community.rules"), data("firewall/drop-prefixes.txt"));
+    let mut all = argv.to_vec();
+    all.extend(["--rules", &rules, "--blacklist", &blacklist]);
+    args::<crate::bench_middlebox::MiddleboxBenchArgs>(&all).and_then(|a| crate::bench_middlebox::measure_all(&a))
 }
 
 /// Rows of `t` whose workload starts with `what` and unit count is `units`: (frame, column).
@@ -132,6 +145,13 @@ fn fig8(tables: &[Table], rate: bool) -> Result<Figure, String> {
     let r = ids_rows(t, rate)?;
     let avg = r.first().map_or(0.0, |p| p.1);
     let pts: Vec<(f64, f64)> = r.iter().map(|p| (p.0, p.2)).collect();
+    if pts.is_empty() {
+        let why = t.rows().iter().flat_map(|r| r.iter()).find_map(|c| match c {
+            crate::output::Cell::Missing(w) if !w.is_empty() => Some(w.clone()),
+            _ => None,
+        });
+        return Err(format!("the IDS was not measured: {}", why.unwrap_or_else(|| "no rows".into())));
+    }
     f.add(Series::new(
         &format!("linerate IDS, software reordering, trace of {avg:.0} B frames on average"),
         Kind::Linerate,

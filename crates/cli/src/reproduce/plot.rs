@@ -91,7 +91,7 @@ fn two_digits(v: f64) -> f64 {
     (v / p).round() * p
 }
 
-/// The (low, high) of the values, padded by 5% (and at least a little).
+/// The (low, high) of the values, padded by 6% (and at least a little).
 fn padded(vals: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     let (mut lo, mut hi) = vals.filter(|v| v.is_finite()).fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     if lo > hi {
@@ -102,6 +102,12 @@ fn padded(vals: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     }
     let pad = ((hi - lo) * 0.06).max(hi.abs() * 0.02).max(1e-9);
     (if from_zero && lo == 0.0 { 0.0 } else { lo - pad }, hi + pad)
+}
+
+/// [`padded`] with room for the legend above the highest value.
+fn with_headroom(vals: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
+    let (lo, hi) = padded(vals, from_zero);
+    (lo, hi + (hi - lo) * 0.3)
 }
 
 /// Draw `fig` to the PNG file `path`.
@@ -117,7 +123,7 @@ pub fn draw(fig: &Figure, path: &Path) -> Result<(), String> {
         let sd = p.sd.unwrap_or(0.0);
         [tx(p.y, yl), tx((p.y + sd).max(p.y), yl)]
     });
-    let (y0, y1) = padded(ys, !yl);
+    let (y0, y1) = with_headroom(ys, !yl);
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e("fill", &x))?;
     let title = format!("{} {}: {}", fig.paper, fig.name, fig.title);
