@@ -462,3 +462,57 @@ fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
         ("drain, swap, enable (Rosebud's way)", drained, lost),
     ])
 }
+
+/// Latency (ns, sorted) of `count` frames of `size` bytes sent one at a time into port 0 of a
+/// running middlebox with `units` forwarding units (busy-polling threads), each timed until it
+/// leaves port 1 (both ports are in-memory links driven by the calling thread).
+pub(crate) fn forward_latency(size: usize, units: usize, count: usize) -> Result<Vec<u64>, String> {
+    use link::Link as _;
+    let link_cfg = link::LinkConfig::default().mtu(9000);
+    let (mut inject, port0) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;
+    let (port1, mut out) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;
+    let cfg = RuntimeConfig {
+        slots: SlotSpec::new(64, slot_for(size)),
+        idle: IdlePolicy::busy(),
+        ..RuntimeConfig::default()
+    };
+    let mut b = Runtime::builder_with(cfg).port(port0).port(port1).policy(RoundRobin::new());
+    for _ in 0..units.max(1) {
+        b = b.unit_boxed(Box::new(Forwarder::cross()));
+    }
+    let running = b.build().map_err(|e| e.to_string())?.start().map_err(|e| e.to_string())?;
+    let frame = udp_frame(size, 0);
+    let (mut tx, mut rx) = (link::FrameBatch::new(1, frame.len() + 64), link::FrameBatch::new(64, 9216 + 64));
+    let warmup = count / 10 + 10;
+    let mut v = Vec::with_capacity(count);
+    let result = (|| -> Result<(), String> {
+        for i in 0..count + warmup {
+            tx.clear();
+            tx.push(&frame);
+            let t0 = Instant::now();
+            while !tx.is_empty() {
+                inject.tx_batch(link::Instant::now(), &mut tx).map_err(|e| e.to_string())?;
+                if t0.elapsed() > Duration::from_secs(1) || stop_requested() {
+                    return Err("the middlebox did not take the frame within 1 s".into());
+                }
+            }
+            loop {
+                rx.clear();
+                if out.rx_batch(link::Instant::now(), &mut rx).map_err(|e| e.to_string())? > 0 {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(1) || stop_requested() {
+                    return Err(format!("frame {i} did not come out within 1 s"));
+                }
+            }
+            if i >= warmup {
+                v.push(t0.elapsed().as_nanos() as u64);
+            }
+        }
+        Ok(())
+    })();
+    running.stop().map_err(|e| e.to_string())?;
+    result?;
+    v.sort_unstable();
+    Ok(v)
+}

@@ -27,6 +27,7 @@ const FIGURES: &[(&str, &str, &str)] = &[
     ("003-fig7a", "003", "Fig. 7a"),
     ("003-fig7b", "003", "Fig. 7b"),
     ("004-fig7", "004", "Fig. 7"),
+    ("004-fig7c", "004", "Fig. 7c"),
     ("004-fig8a", "004", "Fig. 8a"),
     ("004-fig8b", "004", "Fig. 8b"),
     ("004-fig9", "004", "Fig. 9"),
@@ -34,6 +35,9 @@ const FIGURES: &[(&str, &str, &str)] = &[
 
 /// Figures whose linerate goodput must rise from the smallest to the largest payload.
 const RISING: &[&str] = &["000-fig3-4", "002-fig4", "003-fig5b"];
+
+/// A figure's CSV rows grouped by (series, kind), as (x if numeric, y).
+type SeriesMap = BTreeMap<(String, String), Vec<(Option<f64>, f64)>>;
 
 const COLUMNS: &str = "figure,series,kind,x,x_unit,y,y_unit,stddev,source";
 
@@ -74,11 +78,11 @@ fn colours_in_plot_area(path: &Path) -> usize {
 }
 
 /// Check one figure's CSV; returns its rows grouped by (series, kind) as (x, y) numbers.
-fn check_csv(path: &Path, id: &str) -> BTreeMap<(String, String), Vec<(Option<f64>, f64)>> {
+fn check_csv(path: &Path, id: &str) -> SeriesMap {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(COLUMNS), "{}: columns", path.display());
-    let mut series: BTreeMap<(String, String), Vec<(Option<f64>, f64)>> = BTreeMap::new();
+    let mut series = SeriesMap::new();
     for line in lines {
         let f = fields(line);
         assert_eq!(f.len(), 9, "{}: {line}", path.display());

@@ -516,6 +516,9 @@ impl Epoll {
     }
 }
 
+/// Goodput runs (bit/s) of each MTU, and of each connection count (a run may fail).
+pub(crate) type Sweep = (Vec<Vec<f64>>, Vec<Vec<Result<f64, String>>>);
+
 /// Linux TCP between two namespaces over veth: goodput (bit/s) of one connection at each IP
 /// MTU of `mtus`, then of each connection count of `conns` (MTU 1500, `buffer` bytes of
 /// socket buffer each when given), `reps` runs each; `say` is told each step.
@@ -526,7 +529,7 @@ pub(crate) fn goodput_sweep(
     reps: usize,
     secs: Duration,
     say: &dyn Fn(&str),
-) -> Result<(Vec<Vec<f64>>, Vec<Vec<Result<f64, String>>>), String> {
+) -> Result<Sweep, String> {
     let a = Netns::create("lr-repro-ta").map_err(msg)?;
     let b = Netns::create("lr-repro-tb").map_err(msg)?;
     veth_pair(&a, VETH[0], &cidr(CLIENT_IP), &b, VETH[1], &cidr(SERVER_IP), MTUS[0]).map_err(msg)?;

@@ -72,7 +72,7 @@ fn short(v: f64) -> String {
         format!("{:.3}M", v / 1e6)
     } else if a >= 1e4 {
         format!("{:.3}k", v / 1e3)
-    } else if a >= 100.0 {
+    } else if a >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else if a >= 1.0 {
         format!("{v:.2}")
@@ -250,6 +250,7 @@ mod tests {
         assert_eq!(short(65536.0), "65.536k");
         assert_eq!(short(1e9), "1G");
         assert_eq!(short(2.5), "2.50");
+        assert_eq!(short(10.0), "10");
         assert_eq!(short(0.0), "0");
         assert_eq!(short(two_digits(31_623.0)), "32k");
         assert_eq!(short(two_digits(316.2)), "320");
