@@ -30,6 +30,7 @@ const FIGURES: &[(&str, &str, &str)] = &[
     ("004-fig7c", "004", "Fig. 7c"),
     ("004-fig8a", "004", "Fig. 8a"),
     ("004-fig8b", "004", "Fig. 8b"),
+    ("004-fig8c", "004", "Fig. 8c"),
     ("004-fig9", "004", "Fig. 9"),
 ];
 
