@@ -463,10 +463,11 @@ fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
     ])
 }
 
-/// Latency (ns, sorted) of `count` frames of `size` bytes sent one at a time into port 0 of a
-/// running middlebox with `units` forwarding units (busy-polling threads), each timed until it
-/// leaves port 1 (both ports are in-memory links driven by the calling thread).
-pub(crate) fn forward_latency(size: usize, units: usize, count: usize) -> Result<Vec<u64>, String> {
+/// Latency (ns, sorted) of up to `count` frames of `size` bytes sent one at a time into port 0
+/// of a running middlebox with `units` forwarding units (busy-polling threads), each timed until
+/// it leaves port 1 (both ports are in-memory links driven by the calling thread); stops early
+/// after `budget` (on a busy machine a frame can wait a scheduler tick).
+pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: Duration) -> Result<Vec<u64>, String> {
     use link::Link as _;
     let link_cfg = link::LinkConfig::default().mtu(9000);
     let (mut inject, port0) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;
@@ -485,8 +486,12 @@ pub(crate) fn forward_latency(size: usize, units: usize, count: usize) -> Result
     let (mut tx, mut rx) = (link::FrameBatch::new(1, frame.len() + 64), link::FrameBatch::new(64, 9216 + 64));
     let warmup = count / 10 + 10;
     let mut v = Vec::with_capacity(count);
+    let started = Instant::now();
     let result = (|| -> Result<(), String> {
         for i in 0..count + warmup {
+            if i > warmup + 100 && started.elapsed() > budget {
+                break;
+            }
             tx.clear();
             tx.push(&frame);
             let t0 = Instant::now();
