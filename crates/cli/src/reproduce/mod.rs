@@ -150,7 +150,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode, String> {
                 }
             }
             // Keep report.md current, so an interrupted run still leaves one.
-            let text = report::render(&figures, &failures, a.quick, ctx.started.elapsed().as_secs_f64());
+            let text = report::render(&figures, &failures, &a.paper, a.quick, ctx.started.elapsed().as_secs_f64());
             std::fs::write(a.out.join("report.md"), text).map_err(|e| format!("cannot write report.md: {e}"))?;
         }
         if crate::runloop::stop_requested() {

@@ -58,17 +58,19 @@ pub fn paper_title(paper: &str) -> &'static str {
     }
 }
 
-/// The whole report: header, then the figures grouped by paper, then failures.
-pub fn render(figures: &[Figure], failures: &[(String, String)], quick: bool, elapsed_s: f64) -> String {
+/// The whole report of `linerate reproduce <paper>` (`paper` is a number or `all`): header,
+/// then the figures grouped by paper, then failures.
+pub fn render(figures: &[Figure], failures: &[(String, String)], paper: &str, quick: bool, elapsed_s: f64) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# linerate reproduce: the seed papers' evaluations re-run on linerate\n");
     let _ = writeln!(out, "- Date: {}", now_utc());
     let _ = writeln!(out, "- Machine: {}", machine());
     let _ = writeln!(
         out,
-        "- Run: `linerate reproduce{}` ({}), {:.0} s in all",
+        "- Run: `linerate reproduce {paper}{}` ({}; Hyperscan peer {}), {:.0} s in all",
         if quick { " --quick" } else { "" },
         if quick { "small sizes and short runs" } else { "the default sizes" },
+        if cfg!(feature = "hyperscan") { "built in" } else { "not built in" },
         elapsed_s
     );
     let _ = writeln!(
@@ -132,11 +134,11 @@ mod tests {
     fn sections_name_the_figure_and_its_files() {
         let mut f = Figure::new("001", "001-fig7", "Fig. 7", "latency", Axis::lin("a", ""), Axis::lin("b", ""));
         f.miss("SPFlow", "not installed");
-        let r = render(&[f], &[("004 Fig. 9".into(), "boom".into())], true, 12.0);
+        let r = render(&[f], &[("004 Fig. 9".into(), "boom".into())], "001", true, 12.0);
         assert!(r.contains("### 001 Fig. 7: latency"), "{r}");
         assert!(r.contains("(001-fig7.png)") && r.contains("(001-fig7.csv)"));
         assert!(r.contains("- SPFlow: not installed"));
         assert!(r.contains("- 004 Fig. 9: boom"));
-        assert!(r.contains("Machine: "));
+        assert!(r.contains("Machine: ") && r.contains("`linerate reproduce 001 --quick`"), "{r}");
     }
 }
