@@ -13,7 +13,8 @@ pub fn machine() -> String {
         .and_then(|l| l.split(':').nth(1))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown CPU".into());
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Count the machine's CPUs, not the calling thread's affinity (benchmarks pin it to one).
+    let cpus = read("/proc/cpuinfo").lines().filter(|l| l.starts_with("processor")).count().max(1);
     let mem_kib: u64 = read("/proc/meminfo")
         .lines()
         .find(|l| l.starts_with("MemTotal:"))
@@ -22,7 +23,7 @@ pub fn machine() -> String {
         .unwrap_or(0);
     let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
     let host = read("/proc/sys/kernel/hostname").trim().to_string();
-    format!("{host}: {cpu}, {cpus} CPUs usable, {:.1} GiB memory, Linux {kernel}", mem_kib as f64 / (1024.0 * 1024.0))
+    format!("{host}: {cpu}, {cpus} CPUs, {:.1} GiB memory, Linux {kernel}", mem_kib as f64 / (1024.0 * 1024.0))
 }
 
 /// Today's date and time in UTC, `YYYY-MM-DD HH:MM UTC`.
