@@ -216,14 +216,23 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Cell {
 
 /// Runs `linerate bench collective`.
 pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
-    if a.ranks.iter().any(|&n| n == 0 || n > 64) {
+    let tables = measure(&a.ranks)?;
+    crate::bench_common::print_tables(&tables, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table of `linerate bench collective` for the rank counts `ranks`: per count,
+/// all-reduce and broadcast latency, send/recv goodput and connection set-up (each beside
+/// OpenMPI or Linux where they run), and the collective layer's counters.
+pub(crate) fn measure(ranks: &[usize]) -> Result<Vec<Table>, String> {
+    if ranks.iter().any(|&n| n == 0 || n > 64) {
         return Err("--ranks must be between 1 and 64".into());
     }
     let dir = std::env::temp_dir().join(format!("lr-bench-coll-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let peer = build_peer(&dir);
     let mut tables = Vec::new();
-    for &n in &a.ranks {
+    for &n in ranks {
         let (us, counters) = ours(n)?;
         let (shm, tcp, why) = match &peer {
             Ok(bin) => {
@@ -320,8 +329,7 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
         tables.push(t);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    crate::bench_common::print_tables(&tables, a.json);
-    Ok(ExitCode::SUCCESS)
+    Ok(tables)
 }
 
 #[cfg(test)]

@@ -196,8 +196,10 @@ pub(crate) fn peer_or_reason<F>(peer: &Option<Result<F, String>>, skipped: Optio
     }
 }
 
-/// Print tables as text separated by blank lines, or as one JSON array.
+/// Print tables as text separated by blank lines, or as one JSON array (and write the
+/// `--csv`/`--plot` files a `bench` command was asked for).
 pub(crate) fn print_tables(tables: &[Table], json: bool) {
+    crate::reproduce::export::write_requested(tables);
     crate::output::print_all(&tables.iter().collect::<Vec<_>>(), json);
 }
 

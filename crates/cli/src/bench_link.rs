@@ -263,6 +263,13 @@ fn bench_mem(size: usize, secs: Duration) -> Result<Measured, String> {
     run_threads(&mut a, rx_in_place(&mut b), size, secs)
 }
 
+/// Raw Ethernet frames of `size` bytes over the shared-memory cable to a counting child
+/// process for `secs`: (frames/s, bytes/s) the child received.
+pub(crate) fn shm_frame_rate(size: usize, secs: Duration) -> Result<(f64, f64), String> {
+    let m = bench_shm(size, secs)?;
+    Ok((m.got.per_sec(m.got.frames as f64), m.got.per_sec(m.got.bytes as f64)))
+}
+
 /// The shared-memory cable: we send, a child process (`bench-peer link-sink`) counts.
 fn bench_shm(size: usize, secs: Duration) -> Result<Measured, String> {
     let name = unique_name("bench-link");

@@ -58,6 +58,10 @@ pub struct MiddleboxBenchArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// IDS without software reordering (out-of-order segments are not held): for the cost
+    /// of reordering (Rosebud Fig. 9).
+    #[arg(long, hide = true)]
+    no_reorder: bool,
 }
 
 /// One measured rate.
@@ -244,6 +248,17 @@ const RATE_HEADERS: [&str; 10] = [
 
 /// Run `linerate bench middlebox`.
 pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
+    let tables = measure_all(&a)?;
+    print_tables(&tables, a.json);
+    if stop_requested() {
+        return Err("interrupted".into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table of `linerate bench middlebox` (memcpy, forwarding, firewall, IDS, swaps, less
+/// the parts skipped), with a progress bar on stderr unless `--json`.
+pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> {
     if !(0.05..=60.0).contains(&a.secs.as_secs_f64()) {
         return Err(format!("--duration {:?} is outside 50ms..=60s", a.secs));
     }
@@ -340,7 +355,10 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
             Ok((rules, _)) => {
                 let trace = generate(&rules.full, &TraceConfig::default());
                 let avg = trace.frames.iter().map(Vec::len).sum::<usize>() / trace.frames.len().max(1);
-                let cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+                let mut cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+                if a.no_reorder {
+                    (cfg.reorder_per_flow, cfg.reorder_total) = (0, 0);
+                }
                 for &u in &a.units {
                     if stop_requested() {
                         break;
@@ -392,11 +410,7 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
         tables.push(t);
     }
     pb.finish_and_clear();
-    print_tables(&tables, a.json);
-    if stop_requested() {
-        return Err("interrupted".into());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(tables)
 }
 
 /// A row of the swap table: what was timed, the durations, frames lost.
@@ -447,4 +461,63 @@ fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
         ("in place: request to done", hot_latency, lost),
         ("drain, swap, enable (Rosebud's way)", drained, lost),
     ])
+}
+
+/// Latency (ns, sorted) of up to `count` frames of `size` bytes sent one at a time into port 0
+/// of a running middlebox with `units` forwarding units (busy-polling threads), each timed until
+/// it leaves port 1 (both ports are in-memory links driven by the calling thread); stops early
+/// after `budget` (on a busy machine a frame can wait a scheduler tick).
+pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: Duration) -> Result<Vec<u64>, String> {
+    use link::Link as _;
+    let link_cfg = link::LinkConfig::default().mtu(9000);
+    let (mut inject, port0) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;
+    let (port1, mut out) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;
+    let cfg = RuntimeConfig {
+        slots: SlotSpec::new(64, slot_for(size)),
+        idle: IdlePolicy::busy(),
+        ..RuntimeConfig::default()
+    };
+    let mut b = Runtime::builder_with(cfg).port(port0).port(port1).policy(RoundRobin::new());
+    for _ in 0..units.max(1) {
+        b = b.unit_boxed(Box::new(Forwarder::cross()));
+    }
+    let running = b.build().map_err(|e| e.to_string())?.start().map_err(|e| e.to_string())?;
+    let frame = udp_frame(size, 0);
+    let (mut tx, mut rx) = (link::FrameBatch::new(1, frame.len() + 64), link::FrameBatch::new(64, 9216 + 64));
+    let warmup = count / 10 + 10;
+    let mut v = Vec::with_capacity(count);
+    let started = Instant::now();
+    let result = (|| -> Result<(), String> {
+        for i in 0..count + warmup {
+            if i > warmup + 100 && started.elapsed() > budget {
+                break;
+            }
+            tx.clear();
+            tx.push(&frame);
+            let t0 = Instant::now();
+            while !tx.is_empty() {
+                inject.tx_batch(link::Instant::now(), &mut tx).map_err(|e| e.to_string())?;
+                if t0.elapsed() > Duration::from_secs(1) || stop_requested() {
+                    return Err("the middlebox did not take the frame within 1 s".into());
+                }
+            }
+            loop {
+                rx.clear();
+                if out.rx_batch(link::Instant::now(), &mut rx).map_err(|e| e.to_string())? > 0 {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(1) || stop_requested() {
+                    return Err(format!("frame {i} did not come out within 1 s"));
+                }
+            }
+            if i >= warmup {
+                v.push(t0.elapsed().as_nanos() as u64);
+            }
+        }
+        Ok(())
+    })();
+    running.stop().map_err(|e| e.to_string())?;
+    result?;
+    v.sort_unstable();
+    Ok(v)
 }

@@ -11,8 +11,8 @@
 //! connection cycle is connect, close our direction, read the server's report and its close.
 
 mod grid;
-mod kernel;
-mod ours;
+pub(crate) mod kernel;
+pub(crate) mod ours;
 
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, peer_or_reason, percentile, pin_cpu, print_tables, progress,

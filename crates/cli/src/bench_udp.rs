@@ -69,6 +69,9 @@ pub struct PeerArgs {
     /// CPU to pin the peer to.
     #[arg(long)]
     cpu: Option<usize>,
+    /// IP MTU of the link (and the peer's stack).
+    #[arg(long, default_value_t = MTU)]
+    mtu: usize,
 }
 
 /// What one side of the comparison measured.
@@ -125,6 +128,8 @@ struct Client {
     sock: UdpHandle,
     /// Receive buffer.
     buf: Vec<u8>,
+    /// The child (killed on drop; our stack closes the link first).
+    _peer: PeerProcess,
 }
 
 /// The child's address, port `port`.
@@ -139,24 +144,46 @@ fn cidr(ip: Ipv4Addr) -> String {
 
 /// Start the child on a fresh shared-memory link and measure round trip and goodput against it.
 fn bench_linerate(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
-    let name = unique_name("bench-udp");
-    let link = ShmLink::create(&name, LinkConfig::default().mtu(MTU)).map_err(msg)?;
-    let limit = (secs + GRACE * 6).as_secs_f64().to_string();
-    let mut peer = PeerProcess::spawn(&["udp", "--shm", &name, "--limit", &limit])?;
-    peer.expect_ready()?;
-    pin_side(0);
-    let mut stack = Stack::new(Config::host(&cidr(OUR_IP)).mtu(MTU), link).map_err(msg)?;
-    let sock = stack.udp_bind(0).map_err(msg)?;
-    let mut c = Client { stack, sock, buf: vec![0u8; 2048] };
+    let mut c = Client::start(MTU, secs)?;
     let rtt = step(pb, "linerate: round trips", || rtt_samples(|seq| c.exchange(seq)))?;
     let (sent, goodput) = step(pb, "linerate: goodput", || -> Result<_, String> {
-        let sent = c.blast(secs)?;
+        let sent = c.blast(secs, DATAGRAM)?;
         Ok((sent, c.report()?))
     })?;
     Ok(Figures { goodput, sent, rtt, rtt_blocking: None })
 }
 
+/// linerate UDP goodput (payload bit/s the child's sink counted) of `payload`-byte datagrams
+/// sent for `secs` over a shared-memory link of IP MTU `payload + 28`.
+pub(crate) fn linerate_goodput(payload: usize, secs: Duration) -> Result<f64, String> {
+    let mut c = Client::start((payload + 28).max(MTU), secs)?;
+    c.blast(secs, payload)?;
+    let got = c.report()?;
+    Ok(got.per_sec(got.bytes as f64) * 8.0)
+}
+
+/// 64-byte UDP round trips with the linerate child's echo (ns, sorted).
+pub(crate) fn linerate_round_trips() -> Result<Vec<u64>, String> {
+    let mut c = Client::start(MTU, Duration::from_secs(5))?;
+    rtt_samples(|seq| c.exchange(seq))
+}
+
 impl Client {
+    /// A fresh shared-memory link of IP MTU `mtu` to a new child, and our stack and socket
+    /// on it (the child gives up `secs` plus a grace time after it started).
+    fn start(mtu: usize, secs: Duration) -> Result<Client, String> {
+        let name = unique_name("bench-udp");
+        let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
+        let limit = (secs + GRACE * 6).as_secs_f64().to_string();
+        let mtu_arg = mtu.to_string();
+        let mut peer = PeerProcess::spawn(&["udp", "--shm", &name, "--limit", &limit, "--mtu", &mtu_arg])?;
+        peer.expect_ready()?;
+        pin_side(0);
+        let mut stack = Stack::new(Config::host(&cidr(OUR_IP)).mtu(mtu), link).map_err(msg)?;
+        let sock = stack.udp_bind(0).map_err(msg)?;
+        Ok(Client { stack, sock, buf: vec![0u8; 2048], _peer: peer })
+    }
+
     /// Poll (busy) until a datagram for which `wanted(payload, from)` holds arrives, or
     /// `timeout` passes. Returns its length in `self.buf`.
     fn await_datagram(
@@ -202,10 +229,10 @@ impl Client {
         Ok(got.map(|_| (Instant::now() - t0).as_nanos() as u64))
     }
 
-    /// Send [`DATAGRAM`]-byte datagrams to the sink for `secs`, waiting out back-pressure
+    /// Send `size`-byte datagrams to the sink for `secs`, waiting out back-pressure
     /// (flush, not poll: a poll drops what the full link refuses). Returns datagrams sent.
-    fn blast(&mut self, secs: Duration) -> Result<u64, String> {
-        let payload = vec![0x5au8; DATAGRAM];
+    fn blast(&mut self, secs: Duration, size: usize) -> Result<u64, String> {
+        let payload = vec![0x5au8; size];
         let dst = peer_addr(SINK_PORT);
         let deadline = Instant::now() + secs;
         let mut sent = 0u64;
@@ -262,7 +289,7 @@ impl Services {
             sink: stack.udp_bind(SINK_PORT)?,
             control: stack.udp_bind(CONTROL_PORT)?,
             tally: Tally::default(),
-            buf: vec![0u8; 2048],
+            buf: vec![0u8; 65536],
         })
     }
 
@@ -290,7 +317,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     }
     let limit = check_secs(a.limit_secs)?;
     let link = ShmLink::open(&a.shm, Duration::from_secs(5)).map_err(msg)?;
-    let mut stack = Stack::new(Config::host(&cidr(PEER_IP)).mtu(MTU), link).map_err(msg)?;
+    let mut stack = Stack::new(Config::host(&cidr(PEER_IP)).mtu(a.mtu), link).map_err(msg)?;
     let mut services = Services::bind(&mut stack).map_err(msg)?;
     println!("{READY}");
     let deadline = Instant::now() + limit;

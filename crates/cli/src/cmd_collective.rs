@@ -172,8 +172,44 @@ fn checksum(c: &[f32]) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// What one K-Means run measured.
+pub(crate) struct KmeansOutcome {
+    /// Samples.
+    pub samples: usize,
+    /// Features per sample.
+    pub features: usize,
+    /// Lloyd steps run.
+    pub iterations: usize,
+    /// Seconds per iteration (the slowest rank).
+    pub per_iter: f64,
+    /// Seconds per iteration spent waiting for the all-reduce (the slowest rank).
+    pub comm: f64,
+    /// Seconds in all, with set-up.
+    pub total: f64,
+    /// Checksum of the final centres (equal on every rank).
+    pub checksum: u64,
+}
+
 /// Runs `linerate kmeans`.
 pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
+    let o = measure_kmeans(&a)?;
+    println!(
+        "kmeans: {} samples x {} features, k = {}, {} ranks, {} iterations (total {:.2} s with set-up)",
+        o.samples, o.features, a.k, a.ranks, o.iterations, o.total
+    );
+    println!(
+        "per iteration {:.2} ms, throughput {:.1} M samples/s, communication {:.1}% of an iteration (all-reduce of {} values)",
+        o.per_iter * 1e3,
+        o.samples as f64 / o.per_iter / 1e6,
+        100.0 * o.comm / o.per_iter.max(f64::MIN_POSITIVE),
+        a.k * o.features + a.k + 1
+    );
+    println!("centres checksum {:016x}", o.checksum);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run the distributed K-Means of `a` (one thread per rank) and time it.
+pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
     if a.ranks == 0 || a.ranks > 64 {
         return Err(format!("--ranks {} is not between 1 and 64", a.ranks));
     }
@@ -232,22 +268,13 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
     if sums.iter().any(|&c| c != sums[0]) {
         return Err(format!("ranks ended with different centres: {sums:x?}"));
     }
-    println!(
-        "kmeans: {} samples x {} features, k = {}, {} ranks, {} iterations (total {:.2} s with set-up)",
-        n,
-        shape.d,
-        a.k,
-        a.ranks,
-        iters,
-        total.as_secs_f64()
-    );
-    println!(
-        "per iteration {:.2} ms, throughput {:.1} M samples/s, communication {:.1}% of an iteration (all-reduce of {} values)",
-        per_iter * 1e3,
-        n as f64 / per_iter / 1e6,
-        100.0 * comm / per_iter.max(f64::MIN_POSITIVE),
-        a.k * shape.d + a.k + 1
-    );
-    println!("centres checksum {:016x}", sums[0]);
-    Ok(ExitCode::SUCCESS)
+    Ok(KmeansOutcome {
+        samples: n,
+        features: shape.d,
+        iterations: iters,
+        per_iter,
+        comm,
+        total: total.as_secs_f64(),
+        checksum: sums[0],
+    })
 }

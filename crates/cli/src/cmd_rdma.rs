@@ -415,6 +415,14 @@ fn median(v: &mut [u64]) -> f64 {
 }
 
 fn bench(a: BenchArgs) -> Result<ExitCode, String> {
+    let tables = measure(&a)?;
+    print_tables(&tables, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table of `linerate rdma bench` (latency by size, goodput, registration-table
+/// memory), with a progress bar on stderr unless `--json`.
+pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
     if a.reps == 0 || a.mib == 0 || a.window == 0 {
         return Err("--reps, --mib and --window must be positive".into());
     }
@@ -543,9 +551,7 @@ fn bench(a: BenchArgs) -> Result<ExitCode, String> {
     shared.stop.store(true, Ordering::Relaxed);
     let _ = handle.join();
     pb.finish_and_clear();
-    let tables = result?;
-    print_tables(&tables, a.json);
-    Ok(ExitCode::SUCCESS)
+    result
 }
 
 // ------------------------------------------------------------------ demo tour rows

@@ -3,7 +3,7 @@
 //! shared-memory link, a TAP or an interface (UDP, TCP or raw Ethernet), `query` a service from
 //! Linux, and `bench` the evaluator and the service.
 
-mod bench;
+pub(crate) mod bench;
 mod npy;
 mod query;
 mod serve;

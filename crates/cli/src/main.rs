@@ -24,6 +24,7 @@ mod duration;
 mod examples;
 mod logging;
 mod output;
+mod reproduce;
 mod runloop;
 mod statsfile;
 
@@ -75,8 +76,9 @@ enum Command {
     /// Distributed K-Means (seed 003) on Covertype-shaped data over 1..N ranks.
     Kmeans(cmd_collective::KmeansArgs),
     /// Benchmarks, reported as ratios against peers measured in the same run.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(BenchArgs),
+    /// Re-run the seed papers' evaluations: per figure a PNG, a CSV and a report.md section.
+    Reproduce(reproduce::ReproduceArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
         /// The shell.
@@ -85,6 +87,15 @@ enum Command {
     /// Internal: the peer process of a benchmark.
     #[command(hide = true, subcommand)]
     BenchPeer(PeerCommand),
+}
+
+/// `linerate bench`: a benchmark, and where to export its tables.
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+    #[command(flatten)]
+    export: reproduce::export::ExportArgs,
 }
 
 #[derive(Subcommand)]
@@ -143,11 +154,14 @@ fn main() -> ExitCode {
         Command::Rdma(c) => cmd_rdma::run(c),
         Command::Collective(c) => cmd_collective::run(c),
         Command::Kmeans(a) => cmd_collective::run_kmeans(a),
-        Command::Bench(BenchCommand::Link(a)) => bench_link::run(a),
-        Command::Bench(BenchCommand::Udp(a)) => bench_udp::run(a),
-        Command::Bench(BenchCommand::Tcp(a)) => bench_tcp::run(a),
-        Command::Bench(BenchCommand::Middlebox(a)) => bench_middlebox::run(a),
-        Command::Bench(BenchCommand::Collective(a)) => bench_collective::run(a),
+        Command::Reproduce(a) => reproduce::run(a),
+        Command::Bench(b) => reproduce::export::request(b.export).and_then(|()| match b.command {
+            BenchCommand::Link(a) => bench_link::run(a),
+            BenchCommand::Udp(a) => bench_udp::run(a),
+            BenchCommand::Tcp(a) => bench_tcp::run(a),
+            BenchCommand::Middlebox(a) => bench_middlebox::run(a),
+            BenchCommand::Collective(a) => bench_collective::run(a),
+        }),
         Command::BenchPeer(PeerCommand::LinkSink(a)) => bench_link::run_sink(a),
         Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
         Command::BenchPeer(PeerCommand::Tcp(a)) => bench_tcp::run_peer(a),

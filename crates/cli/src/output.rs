@@ -166,7 +166,16 @@ impl Cell {
         }
     }
 
-    fn unit(&self) -> Option<Unit> {
+    /// The number (in base units), if the cell holds one.
+    pub fn num(&self) -> Option<f64> {
+        match self {
+            Cell::Num(v, _) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The cell's unit, if it holds a number.
+    pub fn unit(&self) -> Option<Unit> {
         match self {
             Cell::Num(_, u) => Some(*u),
             _ => None,
@@ -247,6 +256,21 @@ impl Table {
     /// Add a summary line: `label` for people, its key is [`key_of`]`(label)`.
     pub fn summary(&mut self, label: &str, cell: impl Into<Cell>) {
         self.summary.push((label.into(), key_of(label), cell.into()));
+    }
+
+    /// The title.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// The column headers.
+    pub fn headers(&self) -> &[String] {
+        &self.headers
+    }
+
+    /// The rows, cells in header order.
+    pub fn rows(&self) -> &[Vec<Cell>] {
+        &self.rows
     }
 
     /// The table as aligned text, summary lines below.

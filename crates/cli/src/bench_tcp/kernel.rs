@@ -515,3 +515,41 @@ impl Epoll {
         Ok(n as usize)
     }
 }
+
+/// Goodput runs (bit/s) of each MTU, and of each connection count (a run may fail).
+pub(crate) type Sweep = (Vec<Vec<f64>>, Vec<Vec<Result<f64, String>>>);
+
+/// Linux TCP between two namespaces over veth: goodput (bit/s) of one connection at each IP
+/// MTU of `mtus`, then of each connection count of `conns` (MTU 1500, `buffer` bytes of
+/// socket buffer each when given), `reps` runs each; `say` is told each step.
+pub(crate) fn goodput_sweep(
+    mtus: &[usize],
+    conns: &[usize],
+    buffer: Option<usize>,
+    reps: usize,
+    secs: Duration,
+    say: &dyn Fn(&str),
+) -> Result<Sweep, String> {
+    let a = Netns::create("lr-repro-ta").map_err(msg)?;
+    let b = Netns::create("lr-repro-tb").map_err(msg)?;
+    veth_pair(&a, VETH[0], &cidr(CLIENT_IP), &b, VETH[1], &cidr(SERVER_IP), MTUS[0]).map_err(msg)?;
+    b.enter(|| -> std::io::Result<()> {
+        std::fs::write("/proc/sys/net/core/somaxconn", BACKLOG.to_string())?;
+        std::fs::write("/proc/sys/net/ipv4/tcp_max_syn_backlog", BACKLOG.to_string())
+    })
+    .map_err(msg)?
+    .map_err(|e| format!("raising the server namespace's backlog: {e}"))?;
+    let mut by_mtu = Vec::new();
+    for &mtu in mtus {
+        say(&format!("Linux over veth: goodput, MTU {mtu}"));
+        set_mtu(&a, &b, mtu)?;
+        by_mtu.push((0..reps.max(1)).map(|_| iperf(&a, &b, 1, secs, None)).collect::<Result<Vec<f64>, String>>()?);
+    }
+    set_mtu(&a, &b, MTUS[0])?;
+    let mut by_conns = Vec::new();
+    for &n in conns {
+        say(&format!("Linux over veth: {n} connections"));
+        by_conns.push((0..reps.max(1)).map(|_| iperf(&a, &b, n, secs, buffer)).collect());
+    }
+    Ok((by_mtu, by_conns))
+}

@@ -225,3 +225,28 @@ pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result
     });
     Ok(Figures { goodput: [g1500, g9000], goodput_bypass: Some(bypass), rtt, rtt_blocking: None, cycles, many })
 }
+
+/// Goodput (bit/s) of `conns` connections sending for `secs` to a fresh child over a link of
+/// IP MTU `mtu` (MSS `mtu - 40`), `buffer` bytes per direction and session (default: the
+/// stack's), the child's sink in RX bypass when `rx_bypass`.
+pub(crate) fn goodput(
+    mtu: usize,
+    conns: usize,
+    buffer: Option<usize>,
+    rx_bypass: bool,
+    secs: Duration,
+) -> Result<f64, String> {
+    pin_side(0);
+    Pair::start(mtu, conns + 64, buffer, secs + GRACE * 6, rx_bypass)?.iperf(conns, secs, polls_for(conns))
+}
+
+/// 64-byte round trips over one connection (ns, sorted) and connection set-up times (SYN
+/// to established, ns, sorted) for about `secs`, at IP MTU 1500.
+pub(crate) fn round_trips_and_handshakes(secs: Duration) -> Result<(Vec<u64>, Vec<u64>), String> {
+    pin_side(0);
+    let limit = secs + GRACE * 6;
+    let rtt = Pair::start(MTUS[0], 256, None, limit, false)?.rtt()?;
+    let cycles =
+        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, false)?.cycles(secs)?;
+    Ok((rtt, cycles.handshake))
+}

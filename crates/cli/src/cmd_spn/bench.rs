@@ -76,12 +76,20 @@ struct Inputs {
 
 /// Run `linerate spn bench`.
 pub fn run(a: BenchArgs) -> Result<ExitCode, String> {
+    let tables = measure(&a)?;
+    print_tables(&tables, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every table of `linerate spn bench` (evaluator and service rates, latency histograms),
+/// with a progress bar on stderr unless `--json`.
+pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
     let secs = check_secs(a.secs)?;
     install_stop_handler();
     let cpus = bench_cpus();
     let model = a.model.load()?;
     let name = if model.name().is_empty() { "model".to_string() } else { model.name().to_string() };
-    let inputs = load_inputs(&a, &model)?;
+    let inputs = load_inputs(a, &model)?;
     let compiled = CompiledSpn::new(model).map_err(msg)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let steps = 2 + if a.eval_only { 0 } else { a.transports.len() as u64 };
@@ -115,9 +123,9 @@ pub fn run(a: BenchArgs) -> Result<ExitCode, String> {
                 break;
             }
             let (report, serve) = step(&pb, &format!("service over {transport}"), || {
-                bench_service(&a, &compiled, &inputs, transport, &model_file.0, secs, &pb)
+                bench_service(a, &compiled, &inputs, transport, &model_file.0, secs, &pb)
             })?;
-            service_rows(&mut t, &a, &compiled, transport, &report, &serve, single);
+            service_rows(&mut t, a, &compiled, transport, &report, &serve, single);
             tables.push(histogram_table(transport, &report));
         }
     }
@@ -126,8 +134,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode, String> {
         eprintln!("note: fewer than two CPUs are available; the two processes share one");
     }
     tables.insert(0, t);
-    print_tables(&tables, a.json);
-    Ok(ExitCode::SUCCESS)
+    Ok(tables)
 }
 
 /// The --inputs file, or vectors sampled from the model.
