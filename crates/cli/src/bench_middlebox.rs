@@ -493,7 +493,9 @@ pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: D
                 break;
             }
             tx.clear();
-            tx.push(&frame);
+            if !tx.push(&frame) {
+                return Err("the probe frame does not fit its batch".into());
+            }
             let t0 = Instant::now();
             while !tx.is_empty() {
                 inject.tx_batch(link::Instant::now(), &mut tx).map_err(|e| e.to_string())?;
