@@ -464,9 +464,14 @@ fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
 }
 
 /// Latency (ns, sorted) of up to `count` frames of `size` bytes sent one at a time into port 0
-/// of a running middlebox with `units` forwarding units (busy-polling threads), each timed until
-/// it leaves port 1 (both ports are in-memory links driven by the calling thread); stops early
-/// after `budget` (on a busy machine a frame can wait a scheduler tick).
+/// of a running middlebox with `units` forwarding units, each timed until it leaves port 1
+/// (both ports are in-memory links driven by the calling thread); stops early after `budget`.
+///
+/// The middlebox runs to completion on one busy-polling thread (distributor, then each unit,
+/// then the distributor again: [`Runtime::step`]), the timing thread on the other core. With a
+/// thread per unit and one for the distributor, three busy threads would share this
+/// machine's two CPUs and a frame would wait for a scheduler tick (4 ms here) instead of
+/// being forwarded.
 pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: Duration) -> Result<Vec<u64>, String> {
     use link::Link as _;
     let link_cfg = link::LinkConfig::default().mtu(9000);
@@ -481,7 +486,17 @@ pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: D
     for _ in 0..units.max(1) {
         b = b.unit_boxed(Box::new(Forwarder::cross()));
     }
-    let running = b.build().map_err(|e| e.to_string())?.start().map_err(|e| e.to_string())?;
+    let mut rt = b.build().map_err(|e| e.to_string())?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_mb = stop.clone();
+    let middlebox = std::thread::Builder::new()
+        .name("mb-latency".into())
+        .spawn(move || {
+            while !stop_mb.load(std::sync::atomic::Ordering::Acquire) {
+                rt.step(link::Instant::now());
+            }
+        })
+        .map_err(|e| format!("cannot start the middlebox thread: {e}"))?;
     let frame = udp_frame(size, 0);
     let (mut tx, mut rx) = (link::FrameBatch::new(1, frame.len() + 64), link::FrameBatch::new(64, 9216 + 64));
     let warmup = count / 10 + 10;
@@ -518,7 +533,8 @@ pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: D
         }
         Ok(())
     })();
-    running.stop().map_err(|e| e.to_string())?;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    middlebox.join().map_err(|_| "the middlebox thread panicked".to_string())?;
     result?;
     v.sort_unstable();
     Ok(v)

@@ -169,14 +169,15 @@ fn fig7c(ctx: &Ctx) -> Result<Figure, String> {
         low and maximum load: serialization dominates (their Eq. 1, 0.765 µs at the smallest size plus MAC serialization \
         at 100 Gbit/s and RPU loading at 32 Gbit/s); full load adds 32.8 µs only at 64 B."
         .into();
-    f.we_measured =
-        "Time from handing one frame to port 0 of a running linerate middlebox (one forwarding unit, busy-polling \
-        threads) until it leaves port 1, one frame in flight, median of up to 20,000 frames (at most 5 s per size); \
+    f.we_measured = "Time from handing one frame to port 0 of a running linerate middlebox (one forwarding unit; the \
+        distributor and the unit run to completion on one busy-polling thread, the timing thread on the other \
+        core) until it leaves port 1, one frame in flight, median of up to 20,000 frames (at most 5 s per size); \
         the ports are in-memory links."
-            .into();
+        .into();
     f.differences =
-        "No MACs or wires: a frame crosses two in-memory links and the runtime's slots and threads; on 2 cores \
-        the distributor, the unit and the timing thread share CPUs."
+        "No MACs or wires: a frame crosses two in-memory links, the runtime's slots and one thread; with a \
+        thread each for the distributor and the unit, three busy threads would share 2 cores and a frame would \
+        wait for a scheduler tick (4 ms) rather than for the middlebox."
             .into();
     let first = pts.first().copied();
     f.ratio = match first {
