@@ -103,6 +103,32 @@ pub(crate) fn pin_cpu(cpu: usize) {
     }
 }
 
+/// The calling thread's CPUs when [`remember_cpus`] first ran.
+static ORIGINAL_CPUS: std::sync::OnceLock<libc::cpu_set_t> = std::sync::OnceLock::new();
+
+/// Remember the calling thread's CPUs (the process's, before any benchmark pinned it), for
+/// [`unpin`].
+pub(crate) fn remember_cpus() {
+    ORIGINAL_CPUS.get_or_init(|| {
+        // SAFETY: an all-zero cpu_set_t is the empty set; sched_getaffinity writes at most the
+        // size passed into it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        set
+    });
+}
+
+/// Give the calling thread back the CPUs [`remember_cpus`] saw. A benchmark pins its thread to
+/// one CPU; a later measurement in the same process whose threads inherit that pin would run
+/// them all on one CPU.
+pub(crate) fn unpin() {
+    if let Some(set) = ORIGINAL_CPUS.get() {
+        // SAFETY: `set` is a valid cpu_set_t of the size passed; this affects only the calling
+        // thread.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    }
+}
+
 /// Pin the calling thread to side `side` (0 or 1) of [`bench_cpus`], if there are two CPUs.
 pub(crate) fn pin_side(side: usize) {
     if let Some(cpus) = bench_cpus() {

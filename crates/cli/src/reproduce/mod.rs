@@ -48,8 +48,11 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Say on stderr what is being measured now (with the time since the start).
+    /// Say on stderr what is being measured now (with the time since the start). Every
+    /// measurement starts here, so this also gives the thread back every CPU an earlier
+    /// measurement's pinning took away (threads a measurement starts inherit its CPUs).
     pub fn say(&self, paper: &str, what: &str) {
+        crate::bench_common::unpin();
         eprintln!("[reproduce {paper} {:>6.1}s] {what}", self.started.elapsed().as_secs_f64());
     }
 
@@ -121,6 +124,7 @@ pub fn run(a: ReproduceArgs) -> Result<ExitCode, String> {
     plot::ensure_font()?;
     std::fs::create_dir_all(&a.out).map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
     crate::runloop::install_stop_handler();
+    crate::bench_common::remember_cpus();
     crate::bench_common::bench_cpus();
     let ctx = Ctx { quick: a.quick, started: Instant::now() };
     let papers: Vec<&str> = if a.paper == "all" { PAPERS.to_vec() } else { vec![a.paper.as_str()] };
