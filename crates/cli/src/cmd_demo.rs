@@ -4,7 +4,7 @@
 mod compute;
 mod middlebox;
 
-use crate::output::{fmt_si, Table};
+use crate::output::{Cell, Table, Unit};
 use apps::UdpEcho;
 use link::impair::Impairment;
 use net::{Config, Counter};
@@ -26,7 +26,28 @@ pub struct DemoArgs {
 }
 
 /// A row's outcome: (result, measured), or why the step failed.
-type Step = Result<(String, String), String>;
+/// What a demo step found: the check's result in words, and the figure it measured (a number
+/// in its unit, or none) with what that figure is of.
+pub(crate) struct Outcome {
+    result: String,
+    figure: Cell,
+    of: String,
+}
+
+impl Outcome {
+    /// A result with a measured figure `value` in `unit`, `of` saying what it measures.
+    pub(crate) fn measured(result: impl Into<String>, value: f64, unit: Unit, of: impl Into<String>) -> Outcome {
+        Outcome { result: result.into(), figure: Cell::Num(value, unit), of: of.into() }
+    }
+
+    /// A result with no figure (`of` may still say where to look).
+    pub(crate) fn checked(result: impl Into<String>, of: impl Into<String>) -> Outcome {
+        Outcome { result: result.into(), figure: Cell::Missing(String::new()), of: of.into() }
+    }
+}
+
+/// One step of the tour.
+pub(crate) type Step = Result<Outcome, String>;
 
 /// A step of the tour.
 type StepFn = Box<dyn Fn(&DemoArgs) -> Step>;
@@ -35,7 +56,7 @@ type StepFn = Box<dyn Fn(&DemoArgs) -> Step>;
 pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
     let mut t = Table::new(
         "linerate demo: in-process testbed (virtual time) and middlebox runtime",
-        &["capability", "result", "measured"],
+        &["capability", "result", "measured", "of"],
     );
     let steps: Vec<(&str, StepFn)> = vec![
         ("ARP: gratuitous announce, request/reply, cache", Box::new(|_| arp_step())),
@@ -66,10 +87,15 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
             eprintln!("demo: {name} ...");
         }
         match step(&a) {
-            Ok((result, figure)) => t.row(vec![name.into(), result, figure]),
+            Ok(o) => t.row(vec![Cell::from(name), Cell::Text(o.result), o.figure, Cell::Text(o.of)]),
             Err(e) => {
                 failed += 1;
-                t.row(vec![name.into(), format!("FAILED: {e}"), String::new()]);
+                t.row(vec![
+                    Cell::from(name),
+                    Cell::Text(format!("FAILED: {e}")),
+                    Cell::Missing(String::new()),
+                    Cell::Text(String::new()),
+                ]);
             }
         }
     }
@@ -102,9 +128,11 @@ fn arp_step() -> Step {
     if !ok {
         return Err("addresses were not resolved".into());
     }
-    Ok((
+    Ok(Outcome::measured(
         format!("{announced} gratuitous ARPs; host 1 resolved 2 neighbours"),
-        format!("resolution took {} µs of virtual time", (tb.now() - start).as_micros()),
+        (tb.now() - start).as_secs_f64(),
+        Unit::Seconds,
+        "resolution, virtual time",
     ))
 }
 
@@ -123,7 +151,7 @@ fn ping_step() -> Step {
     if got != 1000 {
         return Err(format!("{got}/1000 replies"));
     }
-    Ok(("1000/1000 replies".into(), format!("{:.1} µs of wall clock per simulated round trip", per / 1e3)))
+    Ok(Outcome::measured("1000/1000 replies", per / 1e9, Unit::Seconds, "wall clock per simulated round trip"))
 }
 
 fn udp_echo_step() -> Step {
@@ -136,9 +164,11 @@ fn udp_echo_step() -> Step {
         return Err("sha256 of the echoed data differs".into());
     }
     let rate = data.len() as f64 * 8.0 / wall.as_secs_f64();
-    Ok((
-        "sha256 of the 10 MB echoed back matches".into(),
-        format!("{} wall-clock through two stacks and a switch", fmt_si(rate, "bit/s")),
+    Ok(Outcome::measured(
+        "sha256 of the 10 MB echoed back matches",
+        rate,
+        Unit::BitsPerSec,
+        "wall clock, through two stacks and a switch",
     ))
 }
 
@@ -210,9 +240,11 @@ fn impaired_step() -> Step {
     tb.run_for(Duration::from_millis(5)).map_err(err)?;
     drain(&mut tb, b, rx, &mut buf, &mut seen, &mut dups, &mut reordered, &mut last)?;
     let delivered = seen.iter().filter(|s| **s).count();
-    Ok((
+    Ok(Outcome::measured(
         format!("{delivered}/10000 delivered, {dups} duplicates, {reordered} out of order"),
-        format!("{:.2}% loss seen (2% configured, seeded)", 100.0 - delivered as f64 / 100.0),
+        1.0 - delivered as f64 / 10_000.0,
+        Unit::Percent,
+        "loss seen (2% configured, seeded)",
     ))
 }
 
@@ -255,7 +287,12 @@ fn unreachable_step() -> Step {
     if !ok {
         return Err("no ICMP port unreachable came back".into());
     }
-    Ok(("the sender's socket saw 1 ICMP port unreachable".into(), "drop_udp_no_socket = 1 on the receiver".into()))
+    Ok(Outcome::measured(
+        "the sender's socket saw 1 ICMP port unreachable",
+        1.0,
+        Unit::Count,
+        "drop_udp_no_socket on the receiver",
+    ))
 }
 
 fn raw_step() -> Step {
@@ -286,7 +323,7 @@ fn raw_step() -> Step {
     if got != 10_000 {
         return Err(format!("{got}/10000 frames arrived"));
     }
-    Ok(("10000/10000 frames in order".into(), String::new()))
+    Ok(Outcome::checked("10000/10000 frames in order", ""))
 }
 
 fn robustness_step() -> Step {
@@ -312,13 +349,15 @@ fn robustness_step() -> Step {
     }
     let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
     reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "every frame accounted for; {} drop reasons seen, top: {}",
             reasons.len(),
             reasons.first().map(|r| r.0).unwrap_or("-")
         ),
-        format!("{} frames/s through the receive path on one core", fmt_si(rate, "")),
+        rate,
+        Unit::FramesPerSec,
+        "through the receive path on one core",
     ))
 }
 
@@ -341,7 +380,12 @@ fn pcap_step(path: &std::path::Path) -> Step {
     tb.run_for(Duration::from_millis(1)).map_err(err)?;
     drop(tb);
     let frames = link::pcap::read_frames(path).map_err(err)?;
-    Ok((format!("{} frames written to {}", frames.len(), path.display()), "open it with tshark or Wireshark".into()))
+    Ok(Outcome::measured(
+        format!("frames written to {}", path.display()),
+        frames.len() as f64,
+        Unit::Count,
+        "frames captured; open the file with tshark or Wireshark",
+    ))
 }
 
 fn tcp_testbed(imp: Option<Impairment>, sessions: usize) -> Result<(Testbed, HostId, HostId), String> {
@@ -404,14 +448,12 @@ fn tcp_transfer_step() -> Step {
         return Err("sha256 differs".into());
     }
     let st = tb.host_ref(a).tcp_stats(c).map_err(err)?;
-    Ok((
+    Ok(Outcome::measured(
         format!(
-            "sha256 matches; {} retransmits, {} recoveries, {} timeouts",
-            st.retransmits, st.fast_recoveries, st.timeouts
-        ),
-        format!(
-            "{} wall-clock; SACK {}, timestamps {}, window scale {}",
-            fmt_si(data.len() as f64 * 8.0 / secs, "bit/s"),
+            "sha256 matches; {} retransmits, {} recoveries, {} timeouts; SACK {}, timestamps {}, window scale {}",
+            st.retransmits,
+            st.fast_recoveries,
+            st.timeouts,
             if st.sack { "on" } else { "off" },
             if st.timestamps { "on" } else { "off" },
             match st.wscale {
@@ -419,6 +461,9 @@ fn tcp_transfer_step() -> Step {
                 None => "off".to_string(),
             }
         ),
+        data.len() as f64 * 8.0 / secs,
+        Unit::BitsPerSec,
+        "goodput, wall clock",
     ))
 }
 
@@ -457,8 +502,10 @@ fn tcp_many_step() -> Step {
     if !pending.is_empty() {
         return Err(format!("{} connections did not deliver", pending.len()));
     }
-    Ok((
+    Ok(Outcome::measured(
         format!("{N}/{N} established and delivered"),
-        format!("{} connections/s set up (wall clock, both stacks on one core)", fmt_si(N as f64 / setup, "")),
+        N as f64 / setup,
+        Unit::OpsPerSec,
+        "connections set up (wall clock, both stacks on one core)",
     ))
 }

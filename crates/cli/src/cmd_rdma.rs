@@ -556,8 +556,8 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
 
 // ------------------------------------------------------------------ demo tour rows
 
-/// A demo row: (result, measured) or why it failed.
-type DemoStep = Result<(String, String), String>;
+/// A demo row, or why it failed.
+type DemoStep = crate::cmd_demo::Step;
 
 /// Hosts 10.0.0.1.. on an in-process testbed, each with an RDMA node, links impaired by `imp`.
 fn demo_net(
@@ -645,18 +645,17 @@ pub(crate) fn demo_impaired_step() -> DemoStep {
         return Err("the region's bytes differ from what was written".into());
     }
     let (s, r) = (nodes[0].counters(), nodes[1].counters());
-    Ok((
+    Ok(crate::cmd_demo::Outcome::measured(
         format!(
-            "{writes} writes (50 registered 4 KiB, 10 unregistered 40 KB, 1 MiB in 16 segments): region hash matches; {} ops notified at the receiver, each once",
-            r.get(C::rx_completed_registered) + r.get(C::rx_completed_notified)
-        ),
-        format!(
-            "{} retransmissions, {} duplicates dropped, {} packets through the escape channel, {} ms virtual",
+            "{writes} writes (50 registered 4 KiB, 10 unregistered 40 KB, 1 MiB in 16 segments): region hash matches; {} ops notified at the receiver, each once; {} retransmissions, {} duplicates dropped, {} packets through the escape channel",
+            r.get(C::rx_completed_registered) + r.get(C::rx_completed_notified),
             s.get(C::tx_retransmits),
             r.get(C::drop_dup_registered) + r.get(C::drop_dup_completed),
             r.get(C::rx_escape_parked),
-            tb.now().as_millis()
         ),
+        (tb.now() - link::Instant::ZERO).as_secs_f64(),
+        crate::output::Unit::Seconds,
+        "virtual time for every write to land",
     ))
 }
 
@@ -685,8 +684,12 @@ pub(crate) fn demo_many_step() -> DemoStep {
     if !finished || nodes[0].region(key) != Some(&expect[..]) {
         return Err(format!("{got} of {SENDERS} writes were notified, or the bytes differ"));
     }
-    Ok((
-        format!("{SENDERS} senders (half registered, half unregistered) wrote 8 KB each into one region; all landed, hash matches"),
-        format!("{} µs virtual; the receiver keeps no per-sender state", tb.now().as_nanos() / 1000),
+    Ok(crate::cmd_demo::Outcome::measured(
+        format!(
+            "{SENDERS} senders (half registered, half unregistered) wrote 8 KB each into one region; all landed, hash matches; the receiver keeps no per-sender state"
+        ),
+        (tb.now() - link::Instant::ZERO).as_secs_f64(),
+        crate::output::Unit::Seconds,
+        "virtual time for every write to land",
     ))
 }

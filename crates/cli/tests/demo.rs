@@ -65,3 +65,30 @@ fn a_failing_step_shows_failed_and_the_demo_exits_non_zero() {
     assert!(line.contains("FAILED"), "{line}");
     assert!(out.lines().any(|l| l.starts_with("K-Means:") && !l.contains("FAILED")), "{out}");
 }
+
+#[test]
+fn demo_json_carries_each_figure_as_a_number_with_its_unit() {
+    let _serial = common::serial();
+    let t = Scratch::new("demo-json");
+    let pcap = t.file("demo.pcap");
+    let o = Command::new(BIN).args(["demo", "--json", "--pcap", &pcap]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    let rows = doc["tables"][0]["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), ROWS.len(), "{doc}");
+    let mut measured = 0;
+    for r in rows {
+        let what = r["capability"].as_str().expect("capability");
+        assert!(r["result"].as_str().is_some_and(|s| !s.is_empty()), "{what}: a result in words");
+        match &r["measured"] {
+            serde_json::Value::Number(n) => {
+                assert!(n.as_f64().is_some_and(|v| v.is_finite() && v >= 0.0), "{what}: {n}");
+                assert!(r["unit"].as_str().is_some_and(|u| !u.is_empty()), "{what}: a number carries its unit");
+                measured += 1;
+            }
+            serde_json::Value::Null => {}
+            other => panic!("{what}: the figure is {other}, not a number"),
+        }
+    }
+    assert!(measured >= ROWS.len() - 1, "every step but the raw-frame check measures a figure");
+}

@@ -3,8 +3,8 @@
 //! all-reduce over 8 ranks (checked against the exact sum) and K-Means over 4 ranks (checked
 //! against a single-process run, bit for bit).
 
-use super::Step;
-use crate::output::fmt_si;
+use super::{Outcome, Step};
+use crate::output::Unit;
 use accel::kmeans::{covertype_like, lloyd, Shape, COVERTYPE_D};
 use apps::kmeans::{share, DistKmeans};
 use apps::spn_service::{SpnClient, SpnService, SpnServiceConfig};
@@ -49,11 +49,13 @@ pub(crate) fn spn_step() -> Step {
     if got.len() != ROWS || worst > 1e-12 {
         return Err(format!("{} answers for {ROWS} vectors, largest relative difference {worst:e}", got.len()));
     }
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "{nodes}-node model compiled; {ROWS} vectors (5% values missing) served over UDP between two hosts equal the local evaluator"
         ),
-        format!("{} on one core (local evaluator)", fmt_si(rate, "vectors/s")),
+        rate,
+        Unit::OpsPerSec,
+        "vectors evaluated per second on one core (local evaluator)",
     ))
 }
 
@@ -185,13 +187,14 @@ pub(crate) fn allreduce_step() -> Step {
             return Err(format!("rank {r} holds a wrong sum"));
         }
     }
-    Ok((
-        format!("{RANKS} ranks × 1 MiB of f64 (TCP mesh): every rank holds the exact sum"),
+    Ok(Outcome::measured(
         format!(
-            "{} µs of virtual time; {:.0} ms wall clock for all {RANKS} stacks on one core",
-            virt.as_micros(),
+            "{RANKS} ranks × 1 MiB of f64 (TCP mesh): every rank holds the exact sum ({:.0} ms of wall clock for all {RANKS} stacks on one core)",
             secs * 1e3
         ),
+        virt.as_secs_f64(),
+        Unit::Seconds,
+        "virtual time of the all-reduce",
     ))
 }
 
@@ -237,11 +240,13 @@ pub(crate) fn kmeans_step() -> Step {
             if same_centres { "equal" } else { "differ" }
         ));
     }
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "{N} samples × {} features, k = {}, {RANKS} ranks, {iters} iterations: centres and labels equal a single-process run bit for bit",
             shape.d, shape.k
         ),
-        format!("{:.1} ms wall clock per iteration (all ranks on one core)", secs * 1e3 / iters.max(1) as f64),
+        secs / iters.max(1) as f64,
+        Unit::Seconds,
+        "wall clock per iteration (all ranks on one core)",
     ))
 }

@@ -2,8 +2,8 @@
 //! blacklist (verdicts checked against a plain scan of the prefixes), and the IDS with the
 //! repository's rules on a generated trace (alerts checked against the planted attacks).
 
-use super::Step;
-use crate::output::fmt_si;
+use super::{Outcome, Step};
+use crate::output::Unit;
 use accel::prefix::PrefixSet;
 use apps::firewall::Firewall;
 use apps::ids::alert::AlertSink;
@@ -73,15 +73,14 @@ pub(crate) fn forward_step() -> Step {
         return Err(format!("{} of {N} frames forwarded, {drops} dropped, {panics} program panics", out.frames()));
     }
     let per_unit: Vec<String> = s.units.iter().map(|u| u.unit.rx_frames.to_string()).collect();
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "{N}/{N} frames out of port 1, none dropped; the units took {} frames (flow hash)",
             per_unit.join(" and ")
         ),
-        format!(
-            "{} packets/s with {UNITS} unit threads (wall clock, including start-up)",
-            fmt_si(N as f64 / took.as_secs_f64(), "")
-        ),
+        N as f64 / took.as_secs_f64(),
+        Unit::FramesPerSec,
+        format!("with {UNITS} unit threads (wall clock, including start-up)"),
     ))
 }
 
@@ -141,12 +140,14 @@ pub(crate) fn firewall_step() -> Step {
             out.frames()
         ));
     }
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "{N} frames: {passed} passed, {blocked} blocked by {} prefixes, exactly as a plain scan says",
             set.len()
         ),
-        format!("{} packets/s, 2 units in step mode on one thread", fmt_si(f64::from(N) / secs, "")),
+        f64::from(N) / secs,
+        Unit::FramesPerSec,
+        "2 units in step mode on one thread",
     ))
 }
 
@@ -197,13 +198,15 @@ pub(crate) fn ids_step() -> Step {
             out.frames() + s.host.delivered
         ));
     }
-    Ok((
+    Ok(Outcome::measured(
         format!(
             "{} alerts on {n} frames: exactly the 40 planted attacks ({} reordered segments, {} contents split)",
             alerts.pairs().len(),
             trace.reordered,
             trace.split_contents
         ),
-        format!("{} through 2 units in step mode on one thread", fmt_si(bytes as f64 * 8.0 / secs, "bit/s")),
+        bytes as f64 * 8.0 / secs,
+        Unit::BitsPerSec,
+        "through 2 units in step mode on one thread",
     ))
 }
