@@ -28,23 +28,8 @@ pub fn machine() -> String {
 
 /// Today's date and time in UTC, `YYYY-MM-DD HH:MM UTC`.
 pub fn now_utc() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
-}
-
-/// The proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    let t = apps::ids::utc::Utc::from_unix_nanos(link::time::unix_nanos());
+    format!("{:04}-{:02}-{:02} {:02}:{:02} UTC", t.year, t.month, t.day, t.hour, t.minute)
 }
 
 /// The systems of the papers, by number.
@@ -126,9 +111,14 @@ mod tests {
 
     #[test]
     fn dates_are_civil() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        let ymd = |days: u64| {
+            let t = apps::ids::utc::Utc::from_unix_nanos(days * 86_400 * 1_000_000_000);
+            (t.year, t.month, t.day)
+        };
+        assert_eq!(ymd(0), (1970, 1, 1));
+        assert_eq!(ymd(19_723), (2024, 1, 1));
+        assert_eq!(ymd(11_016), (2000, 2, 29));
+        assert!(now_utc().ends_with(" UTC") && now_utc().starts_with("20"));
     }
 
     #[test]
