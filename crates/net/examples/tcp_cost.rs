@@ -89,14 +89,7 @@ fn cycles(n: usize) {
     let mut scratch = [0u8; 64];
     for _ in 0..n {
         let c = a.tcp_connect(to).unwrap();
-        let mut server: Option<TcpHandle> = None;
-        until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
-            if server.is_none() {
-                server = b.tcp_accept(l);
-            }
-            server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
-        });
-        let s = server.unwrap();
+        let s = handshake(&mut clock, &mut a, &mut b, l, c);
         a.tcp_shutdown(c).unwrap();
         until(&mut clock, &mut a, &mut b, "the client's FIN", |_, b| {
             while let Recv::Data(_) = b.tcp_recv(s, &mut scratch).unwrap() {}
@@ -146,19 +139,24 @@ fn bulk(conns: usize, mb: u64, buffer: usize) {
     report(&a, &b, &format!("{mb} MB over {conns} connections with {buffer}-byte buffers"), clock.0);
 }
 
-fn pingpong(n: usize) {
-    let (mut a, mut b) = pair(16, 65536);
-    let mut clock = Clock(Instant::ZERO);
-    let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+/// Poll until client `c` is established and listener `l` hands over the server's side of it.
+fn handshake(clock: &mut Clock, a: &mut Host, b: &mut Host, l: net::TcpListener, c: TcpHandle) -> TcpHandle {
     let mut server: Option<TcpHandle> = None;
-    until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
+    until(clock, a, b, "handshake", |a, b| {
         if server.is_none() {
             server = b.tcp_accept(l);
         }
         server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
     });
-    let s = server.unwrap();
+    server.expect("the handshake completed")
+}
+
+fn pingpong(n: usize) {
+    let (mut a, mut b) = pair(16, 65536);
+    let mut clock = Clock(Instant::ZERO);
+    let l = b.tcp_listen(80, 4).unwrap();
+    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let s = handshake(&mut clock, &mut a, &mut b, l, c);
     let message = [0x5au8; 64];
     let mut buf = [0u8; 64];
     for _ in 0..n {
@@ -187,13 +185,7 @@ fn idle(n: usize) {
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, 4).unwrap();
     let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
-    let mut server: Option<TcpHandle> = None;
-    until(&mut clock, &mut a, &mut b, "handshake", |a, b| {
-        if server.is_none() {
-            server = b.tcp_accept(l);
-        }
-        server.is_some() && a.tcp_connect_result(c).unwrap().is_some()
-    });
+    handshake(&mut clock, &mut a, &mut b, l, c);
     let mut buf = [0u8; 64];
     for _ in 0..n {
         clock.round(&mut a, &mut b);
