@@ -90,7 +90,7 @@
 //! | --- | --- | --- |
 //! | `pingpong 20000` | 64 B request and 64 B response on one connection | 10,240 per exchange |
 //! | `idle 100000` | both hosts poll and one read finds nothing | 432 per round |
-//! | `cycles 5000` | connect, accept, close from both sides, one connection at a time | 28,880 per connection (7 segments) |
+//! | `cycles 5000` | connect, accept, close from both sides, one connection at a time | 28,980 per connection (7 segments) |
 //! | `bulk 1 100 262144` | 100 MB on one connection, 256 KiB buffers | 7,305 per 1,460 B data segment |
 //! | `bulk 250 100 8192` | 100 MB on 250 connections, 8 KiB buffers | 7,128 per data segment |
 
