@@ -149,6 +149,18 @@ pub trait Link: Send {
     fn raw_fd(&self) -> Option<i32> {
         None
     }
+    /// Receive in place: a driver whose received frames lie in memory it can lend (the
+    /// ring-backed links) hands each ready frame, up to `max`, to `f` where it lies, with its
+    /// transmit side for what `f` sends back, instead of copying frames into a batch. `None`
+    /// from drivers without such a path: use [`Link::rx_batch`]. Errors as `rx_batch`'s.
+    fn rx_in_place(
+        &mut self,
+        _now: Instant,
+        _max: usize,
+        _f: &mut dyn FnMut(&mut dyn Link, &[u8]),
+    ) -> Option<Result<usize, LinkError>> {
+        None
+    }
 }
 
 impl<L: Link + ?Sized> Link for Box<L> {
@@ -169,5 +181,13 @@ impl<L: Link + ?Sized> Link for Box<L> {
     }
     fn raw_fd(&self) -> Option<i32> {
         (**self).raw_fd()
+    }
+    fn rx_in_place(
+        &mut self,
+        now: Instant,
+        max: usize,
+        f: &mut dyn FnMut(&mut dyn Link, &[u8]),
+    ) -> Option<Result<usize, LinkError>> {
+        (**self).rx_in_place(now, max, f)
     }
 }

@@ -5,9 +5,8 @@ use crate::{FrameBatch, Instant, Link, LinkConfig, LinkError, LinkStats};
 
 /// One end of an in-process pair (see [`pair`]). Lock-free; the two ends may live on different threads.
 pub struct MemLink {
-    tx: RingProducer,
+    tx: RingTx,
     rx: RingConsumer,
-    max_frame: usize,
 }
 
 /// Two links wired back to back: what one sends, the other receives.
@@ -39,18 +38,78 @@ pub fn try_pair(config: LinkConfig) -> Result<(MemLink, MemLink), LinkError> {
     let (a_tx, b_rx) = ring::heap(layout)?;
     let (b_tx, a_rx) = ring::heap(layout)?;
     let max_frame = config.max_frame();
-    Ok((MemLink { tx: a_tx, rx: a_rx, max_frame }, MemLink { tx: b_tx, rx: b_rx, max_frame }))
+    Ok((MemLink { tx: RingTx::new(a_tx, max_frame), rx: a_rx }, MemLink { tx: RingTx::new(b_tx, max_frame), rx: b_rx }))
 }
 
 impl MemLink {
     /// Hand up to `max` received frames to `f` in place, without copying; returns how many.
     pub fn rx_with(&mut self, max: usize, f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
-        let closed = self.rx.is_peer_closed();
-        let n = self.rx.pop_with(max, f);
-        if n == 0 && closed {
-            return Err(LinkError::Closed);
+        ring_rx_with(&mut self.rx, max, f)
+    }
+}
+
+/// Shared by the ring-backed links: hand up to `max` frames to `f` where they lie in the
+/// ring, report `Closed` once drained.
+pub(crate) fn ring_rx_with(rx: &mut RingConsumer, max: usize, f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
+    // Read the flag first: frames published before the peer closed are still delivered.
+    let closed = rx.is_peer_closed();
+    let n = rx.pop_with(max, f);
+    if n == 0 && closed && max > 0 {
+        return Err(LinkError::Closed);
+    }
+    Ok(n)
+}
+
+/// The transmit side of a ring-backed link, itself a [`Link`] that never receives: what the
+/// link lends beside frames it hands out in place ([`Link::rx_in_place`]), so that replies
+/// go out while the received frames are still borrowed from the receive ring.
+pub struct RingTx {
+    tx: RingProducer,
+    max_frame: usize,
+}
+
+impl RingTx {
+    pub(crate) fn new(tx: RingProducer, max_frame: usize) -> RingTx {
+        RingTx { tx, max_frame }
+    }
+
+    /// The producer end of the transmit ring.
+    pub(crate) fn producer(&self) -> &RingProducer {
+        &self.tx
+    }
+
+    /// Receive in place from `rx`, lending this transmit side to `f`.
+    pub(crate) fn serve_in_place(
+        &mut self,
+        rx: &mut RingConsumer,
+        max: usize,
+        f: &mut dyn FnMut(&mut dyn Link, &[u8]),
+    ) -> Result<usize, LinkError> {
+        ring_rx_with(rx, max, |frame| f(self, frame))
+    }
+}
+
+impl Link for RingTx {
+    fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+    fn rx_batch(&mut self, _now: Instant, _batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        Ok(0)
+    }
+    fn tx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        ring_tx(&mut self.tx, batch)
+    }
+    fn stats(&self) -> LinkStats {
+        let t = self.tx.stats();
+        LinkStats {
+            tx_frames: t.frames,
+            tx_bytes: t.bytes,
+            dropped_oversize: t.dropped_oversize,
+            ..LinkStats::default()
         }
-        Ok(n)
+    }
+    fn kind(&self) -> &'static str {
+        "ring-tx"
     }
 }
 
@@ -88,19 +147,27 @@ pub(crate) fn ring_stats(tx: &RingProducer, rx: &RingConsumer) -> LinkStats {
 
 impl Link for MemLink {
     fn max_frame(&self) -> usize {
-        self.max_frame
+        self.tx.max_frame
     }
     fn rx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         ring_rx(&mut self.rx, batch)
     }
-    fn tx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
-        ring_tx(&mut self.tx, batch)
+    fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        self.tx.tx_batch(now, batch)
     }
     fn stats(&self) -> LinkStats {
-        ring_stats(&self.tx, &self.rx)
+        ring_stats(self.tx.producer(), &self.rx)
     }
     fn kind(&self) -> &'static str {
         "mem"
+    }
+    fn rx_in_place(
+        &mut self,
+        _now: Instant,
+        max: usize,
+        f: &mut dyn FnMut(&mut dyn Link, &[u8]),
+    ) -> Option<Result<usize, LinkError>> {
+        Some(self.tx.serve_in_place(&mut self.rx, max, f))
     }
 }
 
@@ -132,6 +199,37 @@ mod tests {
         assert_eq!(seen, b"back");
         assert_eq!(a.kind(), "mem");
         assert_eq!(a.max_frame(), 1518);
+    }
+
+    #[test]
+    fn frames_handled_in_place_can_be_answered_through_the_lent_transmit_side() {
+        let (mut a, mut b) = pair(LinkConfig::default());
+        let now = Instant::ZERO;
+        let mut batch = FrameBatch::new(8, 2048);
+        for k in 0..3u8 {
+            assert!(batch.push(&[k; 64]));
+        }
+        assert_eq!(a.tx_batch(now, &mut batch).unwrap(), 3);
+        let mut seen = Vec::new();
+        let mut answer = |tx: &mut dyn Link, frame: &[u8]| {
+            seen.push(frame[0]);
+            let mut reply = FrameBatch::new(1, 2048);
+            assert!(reply.push(&[frame[0] + 10; 60]));
+            assert_eq!(tx.tx_batch(now, &mut reply).unwrap(), 1);
+        };
+        // At most `max` frames per call, in order.
+        assert_eq!(b.rx_in_place(now, 2, &mut answer).unwrap().unwrap(), 2);
+        assert_eq!(b.rx_in_place(now, 8, &mut answer).unwrap().unwrap(), 1);
+        assert_eq!(seen, [0, 1, 2]);
+        let mut got = FrameBatch::new(8, 2048);
+        assert_eq!(a.rx_batch(now, &mut got).unwrap(), 3);
+        assert_eq!(got.iter().map(|f| f[0]).collect::<Vec<_>>(), [10, 11, 12]);
+        let (sa, sb) = (a.stats(), b.stats());
+        assert_eq!((sb.rx_frames, sb.rx_bytes, sb.tx_frames), (3, 3 * 64, 3));
+        assert_eq!((sa.tx_frames, sa.rx_frames), (3, 3));
+        drop(a);
+        let err = b.rx_in_place(now, 8, &mut |_, _| panic!("no frame is left")).unwrap();
+        assert!(matches!(err, Err(LinkError::Closed)), "{err:?}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
-use crate::mem::{ring_rx, ring_stats, ring_tx};
+use crate::mem::{ring_rx, ring_rx_with, ring_stats, RingTx};
 use crate::ring::{self, RingConsumer, RingLayout, RingMemory, RingProducer};
 use crate::{FrameBatch, Instant, Link, LinkConfig, LinkError, LinkStats};
 
@@ -106,9 +106,8 @@ unsafe impl RingMemory for Mapping {
 
 /// One end of a shared-memory link between two processes (or threads).
 pub struct ShmLink {
-    tx: RingProducer,
+    tx: RingTx,
     rx: RingConsumer,
-    max_frame: usize,
     side: Side,
     path: String,
     /// Set on the creator: the name to remove on drop.
@@ -180,7 +179,7 @@ impl ShmLink {
         let built = Self::build_a(&fd, total, ring_span, layout, config);
         match built {
             Ok((tx, rx)) => {
-                Ok(ShmLink { tx, rx, max_frame: config.max_frame(), side: Side::A, path, unlink: Some(cname) })
+                Ok(ShmLink { tx: RingTx::new(tx, config.max_frame()), rx, side: Side::A, path, unlink: Some(cname) })
             }
             Err(e) => {
                 unlink(&cname);
@@ -252,7 +251,7 @@ impl ShmLink {
         let mem: Arc<dyn RingMemory> = Arc::new(map);
         let tx = ring::attach_producer(mem.clone(), ba).map_err(|e| Self::ctx(&path, e))?;
         let rx = ring::attach_consumer(mem, ab).map_err(|e| Self::ctx(&path, e))?;
-        Ok(ShmLink { tx, rx, max_frame: mtu + 18, side: Side::B, path, unlink: None })
+        Ok(ShmLink { tx: RingTx::new(tx, mtu + 18), rx, side: Side::B, path, unlink: None })
     }
 
     fn ctx(path: &str, e: LinkError) -> LinkError {
@@ -335,12 +334,7 @@ impl ShmLink {
 
     /// Hand up to `max` received frames to `f` in place (zero copy); returns how many.
     pub fn rx_with(&mut self, max: usize, f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
-        let closed = self.rx.is_peer_closed();
-        let n = self.rx.pop_with(max, f);
-        if n == 0 && closed {
-            return Err(LinkError::Closed);
-        }
-        Ok(n)
+        ring_rx_with(&mut self.rx, max, f)
     }
 }
 
@@ -354,19 +348,27 @@ impl Drop for ShmLink {
 
 impl Link for ShmLink {
     fn max_frame(&self) -> usize {
-        self.max_frame
+        self.tx.max_frame()
     }
     fn rx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         ring_rx(&mut self.rx, batch)
     }
-    fn tx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
-        ring_tx(&mut self.tx, batch)
+    fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        self.tx.tx_batch(now, batch)
     }
     fn stats(&self) -> LinkStats {
-        ring_stats(&self.tx, &self.rx)
+        ring_stats(self.tx.producer(), &self.rx)
     }
     fn kind(&self) -> &'static str {
         "shm"
+    }
+    fn rx_in_place(
+        &mut self,
+        _now: Instant,
+        max: usize,
+        f: &mut dyn FnMut(&mut dyn Link, &[u8]),
+    ) -> Option<Result<usize, LinkError>> {
+        Some(self.tx.serve_in_place(&mut self.rx, max, f))
     }
 }
 

@@ -79,7 +79,7 @@ impl Egress {
 
     /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
     /// flush (back-pressure reaches senders as a full batch, see `emit_frame`).
-    pub fn flush<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
+    pub fn flush<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
         if self.tx.is_empty() {
             return Ok(());
         }
@@ -92,7 +92,7 @@ impl Egress {
 
     /// Build one frame in the transmit batch, flushing first if it is full. Returns false if
     /// the link stays full (the frame is not sent).
-    pub fn emit_frame<L: Link>(
+    pub fn emit_frame<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         build: impl FnOnce(&mut [u8]) -> usize,
@@ -153,7 +153,7 @@ impl Egress {
     /// Returns Ok(false) if the link is full. Packets to unresolved next hops wait for ARP.
     /// Packets larger than the path MTU are sent in fragments (RFC 791); others carry DF, as
     /// Linux's default path MTU discovery does.
-    pub fn send_ip<L: Link>(
+    pub fn send_ip<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         dst: Ipv4Addr,
@@ -166,7 +166,7 @@ impl Egress {
 
     /// [`Self::send_ip`], with fragmentation allowed or not (`Err(TooLarge)` beyond the path
     /// MTU when it is not).
-    pub fn send_ip_with<L: Link>(
+    pub fn send_ip_with<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         dst: Ipv4Addr,
@@ -215,7 +215,7 @@ impl Egress {
 
     /// Send a frame built by `build` for destination MAC `hop`, or park it until ARP resolves
     /// the next hop. Ok(false) if the link is full.
-    fn emit_or_wait<L: Link>(
+    fn emit_or_wait<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         hop: Result<MacAddr, Ipv4Addr>,
@@ -239,7 +239,7 @@ impl Egress {
 
     /// Send a datagram larger than the path MTU `mtu` in fragments. All fragments go into
     /// one transmit batch when it can hold them, so back-pressure never cuts a datagram.
-    fn send_fragmented<L: Link>(
+    fn send_fragmented<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         dst: Ipv4Addr,
@@ -315,7 +315,7 @@ impl Egress {
     /// frame, or the datagram buffer when it goes out in fragments or waits for ARP); with
     /// `checksum` false the checksum field is 0 ("none") and the payload is not summed.
     #[allow(clippy::too_many_arguments)]
-    pub fn send_udp_with<L: Link>(
+    pub fn send_udp_with<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         src_port: u16,
@@ -339,7 +339,12 @@ impl Egress {
     }
 
     /// Send an ICMP message.
-    pub fn send_icmp<L: Link>(&mut self, link: &mut L, dst: Ipv4Addr, repr: &IcmpRepr<'_>) -> Result<bool, TxError> {
+    pub fn send_icmp<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        dst: Ipv4Addr,
+        repr: &IcmpRepr<'_>,
+    ) -> Result<bool, TxError> {
         self.send_ip(link, dst, protocol::ICMP, repr.buffer_len(), |buf, _, _| {
             let _ = repr.emit(buf);
         })
@@ -348,7 +353,7 @@ impl Egress {
     /// Send an ICMP message in one packet whose IPv4 header carries `options` (echo replies
     /// returning a request's record-route or timestamp option). A message too large for one
     /// packet goes out in fragments without the options.
-    pub fn send_icmp_with_options<L: Link>(
+    pub fn send_icmp_with_options<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         dst: Ipv4Addr,
@@ -374,7 +379,7 @@ impl Egress {
     }
 
     /// Send a raw Ethernet frame whose `payload_len` payload bytes `fill` writes in place.
-    pub fn send_raw_with<L: Link>(
+    pub fn send_raw_with<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         et: u16,
@@ -398,7 +403,12 @@ impl Egress {
         Ok(sent)
     }
 
-    pub fn send_arp<L: Link>(&mut self, link: &mut L, dst_mac: MacAddr, arp: ArpRepr) -> Result<bool, LinkError> {
+    pub fn send_arp<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        dst_mac: MacAddr,
+        arp: ArpRepr,
+    ) -> Result<bool, LinkError> {
         let src = self.cfg.mac;
         self.emit_frame(link, |buf| {
             let eth = EthernetRepr { src, dst: dst_mac, ethertype: ethertype::ARP, vlan: None };
@@ -411,7 +421,7 @@ impl Egress {
     }
 
     /// Broadcast an ARP request for `ip`.
-    pub fn send_arp_request<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), LinkError> {
+    pub fn send_arp_request<L: Link + ?Sized>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), LinkError> {
         let arp = ArpRepr {
             op: ArpOp::Request,
             sender_mac: self.cfg.mac,
@@ -426,12 +436,17 @@ impl Egress {
     }
 
     /// Announce our own address (gratuitous ARP request: sender and target are our IP).
-    pub fn send_gratuitous_arp<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
+    pub fn send_gratuitous_arp<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
         self.send_arp_request(link, self.cfg.ip)
     }
 
     /// Send the frames that were waiting for `ip`, now that its MAC is known.
-    pub fn release_pending<L: Link>(&mut self, link: &mut L, ip: Ipv4Addr, mac: MacAddr) -> Result<(), LinkError> {
+    pub fn release_pending<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        ip: Ipv4Addr,
+        mac: MacAddr,
+    ) -> Result<(), LinkError> {
         self.resolver.done(ip);
         if self.pending.is_empty() {
             return Ok(());
@@ -461,7 +476,7 @@ impl Egress {
     }
 
     /// Timers: ARP retries and give-ups, cache sweeps.
-    pub fn on_timers<L: Link>(&mut self, link: &mut L) -> Result<(), LinkError> {
+    pub fn on_timers<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
         let now = self.now;
         if self.resolver.next_deadline().is_some_and(|t| t <= now) {
             let mut actions = std::mem::take(&mut self.actions);

@@ -91,7 +91,7 @@ impl Core {
     /// or one `drop_*` counter of the receive path. Nothing in the frame can make this fail:
     /// a reply that cannot be sent is a counted drop. Only a failure of the link itself is
     /// returned (the frame is then counted as `drop_rx_reply_failed`).
-    pub fn handle_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), link::LinkError> {
+    pub fn handle_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), link::LinkError> {
         self.eg.counters.bump(Counter::rx_frames);
         self.eg.counters.add(Counter::rx_bytes, frame.len() as u64);
         let drops_before = self.rx_drops;
@@ -118,7 +118,7 @@ impl Core {
 
     /// Reassembly timers: give up late datagrams (ICMP time exceeded to their sources). Only a
     /// link failure is returned: a time-exceeded message that cannot be routed is not sent.
-    pub fn on_reasm_timers<L: Link>(&mut self, link: &mut L) -> Result<(), link::LinkError> {
+    pub fn on_reasm_timers<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), link::LinkError> {
         if self.reasm.datagrams() == 0 {
             return Ok(());
         }
@@ -144,7 +144,7 @@ impl Core {
         self.eg.cfg.on_link(src) || self.eg.cfg.gateway.is_some()
     }
 
-    fn dispatch_frame<L: Link>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), TxError> {
+    fn dispatch_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), TxError> {
         let eth = match EthernetFrame::new_checked(frame) {
             Ok(e) => e,
             Err(_) => return self.drop(Counter::drop_eth_truncated),
@@ -185,7 +185,7 @@ impl Core {
         Ok(())
     }
 
-    fn handle_arp<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
+    fn handle_arp<L: Link + ?Sized>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
         let arp = match ArpRepr::parse(payload) {
             Ok(a) => a,
             Err(e) => return self.drop(arp_drop_reason(e)),
@@ -225,7 +225,7 @@ impl Core {
         Ok(())
     }
 
-    fn handle_ipv4<L: Link>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
+    fn handle_ipv4<L: Link + ?Sized>(&mut self, link: &mut L, payload: &[u8]) -> Result<(), TxError> {
         let ip = match Ipv4Packet::new_checked(payload) {
             Ok(p) => p,
             Err(e) => return self.drop(ipv4_drop_reason(e)),
@@ -273,7 +273,7 @@ impl Core {
     }
 
     /// A whole IPv4 datagram for us (received whole or reassembled): its transport.
-    fn handle_datagram<L: Link>(
+    fn handle_datagram<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         ip: &Ipv4Packet<&[u8]>,
@@ -307,7 +307,7 @@ impl Core {
         }
     }
 
-    fn handle_icmp<L: Link>(
+    fn handle_icmp<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         src: Ipv4Addr,
@@ -358,7 +358,12 @@ impl Core {
 
     /// ICMP "fragmentation needed" about a packet of ours (RFC 1191): lower the path MTU
     /// towards its destination; a TCP connection it names shrinks its MSS and resends.
-    fn on_frag_needed<L: Link>(&mut self, link: &mut L, next_hop_mtu: u16, quoted: &[u8]) -> Result<(), TxError> {
+    fn on_frag_needed<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        next_hop_mtu: u16,
+        quoted: &[u8],
+    ) -> Result<(), TxError> {
         let Some((ip, l4)) = quoted_ipv4(quoted) else { return Ok(()) };
         if ip.src() != self.eg.cfg.ip {
             return Ok(());
@@ -401,7 +406,7 @@ impl Core {
         }
     }
 
-    fn handle_udp<L: Link>(
+    fn handle_udp<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         src: Ipv4Addr,
@@ -438,7 +443,7 @@ impl Core {
     }
 
     /// Send ICMP destination unreachable with `code` about `offending` (an IPv4 packet).
-    fn send_icmp_error<L: Link>(
+    fn send_icmp_error<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         to: Ipv4Addr,
@@ -454,7 +459,7 @@ impl Core {
     }
 
     /// Send an ICMP error message, within the rate limit. Returns true if it was sent.
-    fn send_icmp_error_repr<L: Link>(
+    fn send_icmp_error_repr<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         to: Ipv4Addr,

@@ -96,15 +96,29 @@ impl<L: Link> Stack<L> {
                 self.core.eg.send_gratuitous_arp(&mut self.link)?;
             }
         }
-        self.rx.clear();
-        let n = self.link.rx_batch(now, &mut self.rx)?;
         // Every frame of the batch gets its verdict even if the link fails on the way.
         let mut link_failed = None;
-        for i in 0..self.rx.len() {
-            if let Err(e) = self.core.handle_frame(&mut self.link, self.rx.get(i)) {
+        let core = &mut self.core;
+        // Frames handled where they lie in the link's ring when the driver lends them (no copy
+        // into our batch), else copied into the batch first.
+        let in_place = self.link.rx_in_place(now, self.rx.capacity(), &mut |tx, frame| {
+            if let Err(e) = core.handle_frame(tx, frame) {
                 link_failed.get_or_insert(e);
             }
-        }
+        });
+        let n = match in_place {
+            Some(received) => received?,
+            None => {
+                self.rx.clear();
+                let n = self.link.rx_batch(now, &mut self.rx)?;
+                for i in 0..self.rx.len() {
+                    if let Err(e) = self.core.handle_frame(&mut self.link, self.rx.get(i)) {
+                        link_failed.get_or_insert(e);
+                    }
+                }
+                n
+            }
+        };
         if let Some(e) = link_failed {
             return Err(e);
         }

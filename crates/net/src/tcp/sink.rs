@@ -33,13 +33,13 @@ pub(crate) trait SegmentSink {
 }
 
 /// The sink of a running stack: the transmit path (`Egress`) and the link.
-pub(crate) struct LinkSink<'a, L: Link> {
+pub(crate) struct LinkSink<'a, L: Link + ?Sized> {
     eg: &'a mut Egress,
     link: &'a mut L,
     error: Option<TxError>,
 }
 
-impl<'a, L: Link> LinkSink<'a, L> {
+impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
     /// A sink sending through `eg` onto `link`.
     pub fn new(eg: &'a mut Egress, link: &'a mut L) -> Self {
         LinkSink { eg, link, error: None }
@@ -67,7 +67,7 @@ impl<'a, L: Link> LinkSink<'a, L> {
     }
 }
 
-impl<L: Link> SegmentSink for LinkSink<'_, L> {
+impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     fn now(&self) -> Instant {
         self.eg.now
     }
