@@ -13,10 +13,12 @@
 //! - `frame` (internal): the message header on the TCP stream; [`dtype`]: element types and
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
-//!   joins the processes of one machine into one L2 segment.
+//!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
+//!   to sleep on while idle.
 
 pub mod bench;
 pub mod comm;
+pub mod doorbell;
 pub mod dtype;
 pub mod endpoint;
 pub mod error;
