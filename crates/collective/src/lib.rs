@@ -14,9 +14,10 @@
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
 //!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
-//!   to sleep on while idle.
+//!   to sleep on while idle; [`bind`]: a rank per core when they fit.
 
 pub mod bench;
+pub mod bind;
 pub mod comm;
 pub mod doorbell;
 pub mod dtype;
