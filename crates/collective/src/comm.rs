@@ -35,7 +35,7 @@ pub struct Communicator<L: Link> {
     /// default when ranks outnumber cores, 8 (a few microseconds), hands the core over
     /// quickly: with 64, `linerate bench collective` on four ranks and two cores measured a
     /// 1 KiB all-reduce (+ barrier) at 130 us, with 8 at 45 us; two ranks did not suffer.
-    /// `LINERATE_SPIN_BEFORE_YIELD` overrides the default.
+    /// `LINERATE_SPIN_BEFORE_YIELD` overrides the default (`off`: never yield).
     pub spin_before_yield: u32,
     /// On a shared-memory fabric: after spinning, yield this many idle rounds, then sleep
     /// in the kernel until a peer's frame rings our doorbell (or a timer is due). `None`
@@ -50,14 +50,15 @@ pub struct Communicator<L: Link> {
 }
 
 /// Idle rounds a rank bound to a CPU of its own (the ranks do not outnumber the CPUs)
-/// spins before it yields (a few milliseconds): nobody else of the job needs that CPU. On this 2-core VM, `lr-collective-rank --bench`
-/// on 2 ranks, each pinned with `taskset`, measured a 1 KiB all-reduce (+ barrier) at
-/// 5.6-7.4 us busy-polling, against 10-16 us unpinned and yielding after 8 rounds; unpinned
-/// busy-polling was as fast in most runs but took 20-60 ms in some, when both ranks landed
-/// on one core and each spun through its time slice. With 4 ranks on the 2 CPUs (bound
-/// round-robin, yielding after 8 rounds), three interleaved runs each measured the 1 KiB
-/// broadcast (+ barrier) at 15-17 us bound against 20-43 us unbound, and the 64 KiB
-/// all-reduce at 243-258 us against 417-572 us.
+/// spins before it yields (a few milliseconds): nobody else of the job needs that CPU. On
+/// this 2-core VM, `lr-collective-rank --bench` on 2 ranks, each pinned with `taskset`,
+/// measured a 1 KiB all-reduce (+ barrier) at 5.6-7.4 us busy-polling, against 10-16 us
+/// unpinned and yielding after 8 rounds; unpinned busy-polling was as fast in most runs
+/// but took 20-60 ms in some, when both ranks landed on one core and each spun through
+/// its time slice. With 4 ranks on the 2 CPUs (bound round-robin, yielding after 8
+/// rounds), three interleaved runs each measured the 1 KiB broadcast (+ barrier) at
+/// 15-17 us bound against 20-43 us unbound, and the 64 KiB all-reduce at 243-258 us
+/// against 417-572 us.
 pub const BOUND_SPIN_BEFORE_YIELD: u32 = 10_000;
 
 /// A `u32` setting from the environment, `None` for "off", or the default if unset.
