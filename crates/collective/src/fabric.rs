@@ -57,6 +57,9 @@ pub struct ShmFabric {
     fed: Vec<bool>,
 }
 
+/// Most learned MAC addresses per ring (a rank's stack has one).
+const MACS_PER_RING: usize = 4;
+
 /// IP MTU of the ranks' stacks on a fabric (jumbo frames: the rings carry them at memory speed).
 pub const FABRIC_MTU: usize = 9000;
 
@@ -156,9 +159,14 @@ impl ShmFabric {
     }
 
     /// Records that `mac` is reached through ring `j` (a station that moved is updated).
+    /// The list holds at most [`MACS_PER_RING`] addresses per ring: frames from further
+    /// source addresses (a peer gone astray or hostile) are still delivered, their replies
+    /// flooded, and lookups stay short.
     fn learn(&mut self, mac: &[u8], j: usize) {
+        let full = self.macs.len() >= MACS_PER_RING * self.ports.len();
         match self.macs.iter_mut().find(|(m, _)| m[..] == *mac) {
             Some(e) => e.1 = j,
+            None if full => {}
             None => {
                 let mut m = [0u8; 6];
                 m.copy_from_slice(mac);
@@ -306,6 +314,28 @@ mod tests {
         let mut b = FrameBatch::new(16, 1600);
         f.rx_batch(Instant::ZERO, &mut b).unwrap();
         b.iter().map(|x| x.to_vec()).collect()
+    }
+
+    #[test]
+    fn a_flood_of_source_addresses_is_delivered_but_not_all_learned() {
+        let name = format!("fabric-macs-{}", std::process::id());
+        let cfg = LinkConfig { mtu: 1500, depth: 64 };
+        let mut f0 = ShmFabric::join(&name, 0, 2, cfg, Duration::from_secs(5)).unwrap();
+        let mut f1 = ShmFabric::join(&name, 1, 2, cfg, Duration::from_secs(5)).unwrap();
+        let mut b = FrameBatch::new(64, 1600);
+        for k in 0..40u8 {
+            assert!(b.push(&frame([0xff; 6], [2, 0, 0, 0, 1, k], k)));
+        }
+        assert_eq!(f1.tx_batch(Instant::ZERO, &mut b).unwrap(), 40);
+        let mut got = FrameBatch::new(64, 1600);
+        assert_eq!(f0.rx_batch(Instant::ZERO, &mut got).unwrap(), 40);
+        assert_eq!(f0.macs.len(), MACS_PER_RING * 2);
+        // A learned address is still steered; an unlearned one is flooded (to the one peer).
+        assert!(b.push(&frame([2, 0, 0, 0, 1, 0], [2, 0, 0, 0, 0, 9], 1)));
+        assert!(b.push(&frame([2, 0, 0, 0, 1, 39], [2, 0, 0, 0, 0, 9], 2)));
+        assert_eq!(f0.tx_batch(Instant::ZERO, &mut b).unwrap(), 2);
+        assert_eq!(f0.counters().flooded, 1);
+        assert_eq!(rx_all(&mut f1).len(), 2);
     }
 
     #[test]
