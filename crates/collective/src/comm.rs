@@ -3,28 +3,111 @@
 //!
 //! [`wait`]: Communicator::wait
 
+use crate::bind;
+use crate::doorbell::Doorbell;
 use crate::dtype::{Element, ReduceOp};
 use crate::endpoint::{Endpoint, MeshState, Request};
+use crate::fabric::ShmFabric;
 use crate::CollectiveError;
 use link::{Instant, Link};
 use net::Stack;
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest sleep on the doorbell before the rank polls anyway (the stack's own timers
+/// shorten it).
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+
+/// Default of [`Communicator::yield_before_sleep`]: sleep only after a long idle stretch
+/// (64 yields, about 0.1 ms here). Sleeping at once measured worse: on this 2-core VM with
+/// `linerate bench collective --ranks 2`, a 1 KiB all-reduce (+ barrier) took 24 us when
+/// ranks slept after 8 idle spins against 9 us when they only yielded (the wake-up through
+/// the kernel costs more than the yields it saves); a long wait (a slow peer, compute on
+/// another rank) still leaves the core to the ranks with work.
+const DEFAULT_YIELD_BEFORE_SLEEP: u32 = 64;
 
 /// A rank with its own stack, advanced on the monotonic clock.
 pub struct Communicator<L: Link> {
     stack: Stack<L>,
     ep: Endpoint,
     /// Spin this many idle rounds before yielding the core (other ranks may share it). The
-    /// default, 8 (a few microseconds), hands the core over quickly when ranks outnumber
-    /// cores: with 64, `linerate bench collective` on four ranks and two cores measured a
+    /// default when ranks outnumber cores, 8 (a few microseconds), hands the core over
+    /// quickly: with 64, `linerate bench collective` on four ranks and two cores measured a
     /// 1 KiB all-reduce (+ barrier) at 130 us, with 8 at 45 us; two ranks did not suffer.
+    /// `LINERATE_SPIN_BEFORE_YIELD` overrides the default (`off`: never yield).
     pub spin_before_yield: u32,
+    /// On a shared-memory fabric: after spinning, yield this many idle rounds, then sleep
+    /// in the kernel until a peer's frame rings our doorbell (or a timer is due). `None`
+    /// never sleeps. `LINERATE_YIELD_BEFORE_SLEEP` overrides the default (`off` for `None`).
+    pub yield_before_sleep: Option<u32>,
+    /// Our doorbell if the link is a [`ShmFabric`].
+    bell: Option<Arc<Doorbell>>,
+    /// Times the wait loop slept on the doorbell.
+    sleeps: u64,
+    /// Whether `new` bound the thread to a CPU.
+    bound: bool,
+}
+
+/// Idle rounds a rank bound to a CPU of its own (the ranks do not outnumber the CPUs)
+/// spins before it yields (a few milliseconds): nobody else of the job needs that CPU. On
+/// this 2-core VM, `lr-collective-rank --bench` on 2 ranks, each pinned with `taskset`,
+/// measured a 1 KiB all-reduce (+ barrier) at 5.6-7.4 us busy-polling, against 10-16 us
+/// unpinned and yielding after 8 rounds; unpinned busy-polling was as fast in most runs
+/// but took 20-60 ms in some, when both ranks landed on one core and each spun through
+/// its time slice. With 4 ranks on the 2 CPUs (bound round-robin, yielding after 8
+/// rounds), three interleaved runs each measured the 1 KiB broadcast (+ barrier) at
+/// 15-17 us bound against 20-43 us unbound, and the 64 KiB all-reduce at 243-258 us
+/// against 417-572 us.
+pub const BOUND_SPIN_BEFORE_YIELD: u32 = 10_000;
+
+/// A `u32` setting from the environment, `None` for "off", or the default if unset.
+fn env_setting(var: &str, default: Option<u32>) -> Option<u32> {
+    match std::env::var(var) {
+        Ok(v) if v.trim() == "off" => None,
+        Ok(v) => v.trim().parse().ok().or(default),
+        Err(_) => default,
+    }
+}
+
+impl<L: Link + 'static> Communicator<L> {
+    /// Wraps a stack and an endpoint, and starts the full mesh.
+    ///
+    /// On a [`ShmFabric`] (all ranks on this machine) the calling thread is bound to one of
+    /// the CPUs it may use, round-robin by rank (see [`crate::bind`]), as `mpirun` binds
+    /// ranks to cores. When the ranks do not outnumber those CPUs, a rank busy-polls
+    /// ([`BOUND_SPIN_BEFORE_YIELD`] idle rounds before yielding); otherwise it yields after
+    /// 8 idle rounds, like OpenMPI when oversubscribed. Either way it sleeps on the fabric's
+    /// doorbell after [`Communicator::yield_before_sleep`] idle yields. `LINERATE_BIND=off`
+    /// keeps the thread unbound and yielding early.
+    pub fn new(mut stack: Stack<L>, mut ep: Endpoint) -> Result<Self, CollectiveError> {
+        ep.start(&mut stack)?;
+        let bell = (stack.link() as &dyn Any).downcast_ref::<ShmFabric>().map(ShmFabric::doorbell);
+        let may_bind = bell.is_some() && std::env::var("LINERATE_BIND").map_or(true, |v| v.trim() != "off");
+        let cpus = if may_bind { bind::allowed_cpus() } else { Vec::new() };
+        let bound = bind::cpu_for(ep.rank(), &cpus).is_some_and(bind::bind_thread);
+        let spin = if bound && ep.size() <= cpus.len() { BOUND_SPIN_BEFORE_YIELD } else { 8 };
+        Ok(Communicator {
+            stack,
+            ep,
+            spin_before_yield: env_setting("LINERATE_SPIN_BEFORE_YIELD", Some(spin)).unwrap_or(u32::MAX),
+            yield_before_sleep: env_setting("LINERATE_YIELD_BEFORE_SLEEP", Some(DEFAULT_YIELD_BEFORE_SLEEP)),
+            bell,
+            sleeps: 0,
+            bound,
+        })
+    }
 }
 
 impl<L: Link> Communicator<L> {
-    /// Wraps a stack and an endpoint, and starts the full mesh.
-    pub fn new(mut stack: Stack<L>, mut ep: Endpoint) -> Result<Self, CollectiveError> {
-        ep.start(&mut stack)?;
-        Ok(Communicator { stack, ep, spin_before_yield: 8 })
+    /// Whether this rank's thread was bound to a CPU (see [`Communicator::new`]).
+    pub fn bound(&self) -> bool {
+        self.bound
+    }
+
+    /// Times the wait loop slept in the kernel on the fabric's doorbell.
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps
     }
 
     /// This rank.
@@ -59,13 +142,39 @@ impl<L: Link> Communicator<L> {
         Ok(self.ep.progress(&mut self.stack, now)? || moved)
     }
 
-    fn idle(&self, idle: &mut u32) {
-        *idle += 1;
-        if *idle > self.spin_before_yield {
-            std::thread::yield_now();
-        } else {
+    /// One idle round of a wait loop: spin, then yield the core, then (on a fabric) sleep
+    /// until a peer rings our doorbell.
+    fn idle(&mut self, idle: &mut u32) -> Result<(), CollectiveError> {
+        *idle = idle.saturating_add(1);
+        if *idle <= self.spin_before_yield {
             std::hint::spin_loop();
+            return Ok(());
         }
+        let sleep_after = self.yield_before_sleep.map(|y| self.spin_before_yield.saturating_add(y));
+        let Some(bell) = self.bell.clone().filter(|_| sleep_after.is_some_and(|s| *idle > s)) else {
+            std::thread::yield_now();
+            return Ok(());
+        };
+        // Announce the sleep, then look once more: a frame that arrived before a peer could
+        // see the announcement is found here; one after it rings the bell.
+        let token = bell.arm();
+        if self.poll()? {
+            bell.disarm();
+            *idle = 0;
+            return Ok(());
+        }
+        let now = Instant::now();
+        let timeout = match self.stack.next_deadline() {
+            Some(t) if t <= now => Duration::ZERO,
+            Some(t) => (t - now).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        };
+        if timeout.is_zero() {
+            bell.disarm();
+        } else if bell.sleep(token, timeout) {
+            self.sleeps += 1;
+        }
+        Ok(())
     }
 
     /// One round of [`Communicator::poll`] for a caller's own wait loop: when nothing moved
@@ -74,10 +183,10 @@ impl<L: Link> Communicator<L> {
     pub fn poll_or_yield(&mut self, idle: &mut u32) -> Result<(), CollectiveError> {
         if self.poll()? {
             *idle = 0;
+            Ok(())
         } else {
-            self.idle(idle);
+            self.idle(idle)
         }
-        Ok(())
     }
 
     /// Blocks until every connection is up (or the set-up timeout).
@@ -87,7 +196,7 @@ impl<L: Link> Communicator<L> {
             if self.poll()? {
                 idle = 0;
             } else {
-                self.idle(&mut idle);
+                self.idle(&mut idle)?;
             }
         }
         Ok(())
@@ -104,7 +213,7 @@ impl<L: Link> Communicator<L> {
             if self.poll()? {
                 idle = 0;
             } else {
-                self.idle(&mut idle);
+                self.idle(&mut idle)?;
             }
         }
     }
@@ -137,7 +246,7 @@ impl<L: Link> Communicator<L> {
             if moved {
                 idle = 0;
             } else {
-                self.idle(&mut idle);
+                self.idle(&mut idle)?;
             }
         }
         self.ep.close(&mut self.stack);

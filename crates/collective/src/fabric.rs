@@ -8,12 +8,17 @@
 //! multicast and not-yet-learned destinations to every ring. A peer that exits closes its
 //! rings; the fabric then counts frames for it as dropped instead of failing the stack.
 //!
+//! A rank with nothing to do may sleep in the kernel on its [`Doorbell`]: every frame the
+//! fabric puts in a peer's ring is followed by a ring of that peer's bell, which costs one
+//! load unless the peer sleeps ([`crate::Communicator`] sleeps when idle long enough).
+//!
 //! This lives in `collective` rather than `link` for now because `link` is being reworked
 //! elsewhere; it uses only `link`'s public [`ShmLink`].
 
+use crate::doorbell::Doorbell;
 use link::shm::ShmLink;
 use link::{FrameBatch, Instant, Link, LinkConfig, LinkError, LinkStats};
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Counters of the fabric beyond the rings' own.
@@ -25,6 +30,8 @@ pub struct FabricCounters {
     pub dropped: u64,
     /// Rings whose peer has exited.
     pub closed_rings: u64,
+    /// Peers woken from their sleep after a frame for them.
+    pub wakeups: u64,
 }
 
 /// One process's attachment to the fabric.
@@ -33,12 +40,25 @@ pub struct ShmFabric {
     /// Ring to rank `j` at index `j` (`None` at our own index).
     ports: Vec<Option<ShmLink>>,
     closed: Vec<bool>,
-    macs: HashMap<[u8; 6], usize>,
+    /// Learned (MAC, ring) pairs: a short list (one entry per peer), scanned linearly,
+    /// which costs less per frame than hashing the address.
+    macs: Vec<([u8; 6], usize)>,
     one: FrameBatch,
     next_rx: usize,
     max_frame: usize,
     counters: FabricCounters,
+    /// The fabric's name (for the peers' doorbells).
+    name: String,
+    /// Our doorbell (peers ring it) and every peer's at its rank, opened once a frame came
+    /// from that peer (its bell exists before its rings do); `None` at ours.
+    bell: Arc<Doorbell>,
+    peer_bells: Vec<Option<Doorbell>>,
+    /// Rings that got a frame in the current `tx_batch` (their bells are rung at its end).
+    fed: Vec<bool>,
 }
+
+/// Most learned MAC addresses per ring (a rank's stack has one).
+const MACS_PER_RING: usize = 4;
 
 /// IP MTU of the ranks' stacks on a fabric (jumbo frames: the rings carry them at memory speed).
 pub const FABRIC_MTU: usize = 9000;
@@ -84,12 +104,15 @@ fn ring_name(name: &str, i: usize, j: usize) -> String {
 }
 
 impl ShmFabric {
-    /// Joins fabric `name` as rank `rank` of `size`: creates the rings to every higher rank,
-    /// then opens those of every lower rank, waiting up to `timeout` for them to appear.
+    /// Joins fabric `name` as rank `rank` of `size`: creates its doorbell and the rings to
+    /// every higher rank, then opens those of every lower rank, waiting up to `timeout` for
+    /// them to appear.
     pub fn join(name: &str, rank: usize, size: usize, cfg: LinkConfig, timeout: Duration) -> Result<Self, LinkError> {
         if rank >= size {
             return Err(LinkError::Config(format!("rank {rank} of a fabric of {size}")));
         }
+        let bell = Doorbell::create(name, rank).map_err(|e| LinkError::Config(format!("doorbell: {e}")))?;
+        let bell = Arc::new(bell);
         let mut ports: Vec<Option<ShmLink>> = (0..size).map(|_| None).collect();
         for (j, p) in ports.iter_mut().enumerate().skip(rank + 1) {
             *p = Some(ShmLink::create(&ring_name(name, rank, j), cfg)?);
@@ -99,10 +122,14 @@ impl ShmFabric {
         }
         let max_frame = cfg.max_frame();
         Ok(ShmFabric {
+            name: name.to_string(),
+            bell,
+            peer_bells: (0..size).map(|_| None).collect(),
+            fed: vec![false; size],
             rank,
             ports,
             closed: vec![false; size],
-            macs: HashMap::new(),
+            macs: Vec::new(),
             one: FrameBatch::new(1, max_frame),
             next_rx: 0,
             max_frame,
@@ -115,9 +142,37 @@ impl ShmFabric {
         self.rank
     }
 
+    /// Our doorbell, for the wait loop of [`crate::Communicator`]: peers ring it after every
+    /// frame they hand us.
+    pub fn doorbell(&self) -> Arc<Doorbell> {
+        self.bell.clone()
+    }
+
     /// The fabric's own counters.
     pub fn counters(&self) -> FabricCounters {
         self.counters
+    }
+
+    /// The ring that leads to unicast address `mac`, if learned.
+    fn ring_of(&self, mac: &[u8]) -> Option<usize> {
+        self.macs.iter().find(|(m, _)| m[..] == *mac).map(|&(_, j)| j)
+    }
+
+    /// Records that `mac` is reached through ring `j` (a station that moved is updated).
+    /// The list holds at most [`MACS_PER_RING`] addresses per ring: frames from further
+    /// source addresses (a peer gone astray or hostile) are still delivered, their replies
+    /// flooded, and lookups stay short.
+    fn learn(&mut self, mac: &[u8], j: usize) {
+        let full = self.macs.len() >= MACS_PER_RING * self.ports.len();
+        match self.macs.iter_mut().find(|(m, _)| m[..] == *mac) {
+            Some(e) => e.1 = j,
+            None if full => {}
+            None => {
+                let mut m = [0u8; 6];
+                m.copy_from_slice(mac);
+                self.macs.push((m, j));
+            }
+        }
     }
 
     /// Sends one frame on ring `j`; false if the ring is full or closed.
@@ -131,7 +186,11 @@ impl ShmFabric {
             return false;
         }
         match port.tx_batch(now, &mut self.one) {
-            Ok(n) => n == 1,
+            Ok(1) => {
+                self.fed[j] = true;
+                true
+            }
+            Ok(_) => false,
             Err(_) => {
                 self.closed[j] = true;
                 self.counters.closed_rings += 1;
@@ -164,12 +223,14 @@ impl Link for ShmFabric {
                 }
                 Err(e) => return Err(e),
             }
+            if batch.len() > before && self.peer_bells[j].is_none() {
+                // The peer created its bell before its rings: it is there (or it is gone).
+                self.peer_bells[j] = Doorbell::open(&self.name, j, Duration::ZERO).ok();
+            }
             for i in before..batch.len() {
                 let f = batch.get(i);
-                if f.len() >= 12 && f[6] & 1 == 0 {
-                    let mut mac = [0u8; 6];
-                    mac.copy_from_slice(&f[6..12]);
-                    self.macs.insert(mac, j);
+                if f.len() >= 12 && f[6] & 1 == 0 && self.ring_of(&f[6..12]) != Some(j) {
+                    self.learn(&f[6..12], j);
                 }
             }
         }
@@ -186,12 +247,10 @@ impl Link for ShmFabric {
                 self.counters.dropped += 1;
                 continue;
             }
-            let mut dst = [0u8; 6];
-            dst.copy_from_slice(&frame[..6]);
-            let frame = frame.to_vec();
-            match self.macs.get(&dst).copied().filter(|_| dst[0] & 1 == 0) {
+            let to = if frame[0] & 1 == 0 { self.ring_of(&frame[..6]) } else { None };
+            match to {
                 Some(j) => {
-                    if !self.send_one(now, j, &frame) {
+                    if !self.send_one(now, j, frame) {
                         if self.closed[j] {
                             self.counters.dropped += 1;
                         } else {
@@ -202,7 +261,7 @@ impl Link for ShmFabric {
                 None => {
                     self.counters.flooded += 1;
                     for j in 0..self.ports.len() {
-                        if j != self.rank && !self.send_one(now, j, &frame) {
+                        if j != self.rank && !self.send_one(now, j, frame) {
                             self.counters.dropped += 1;
                         }
                     }
@@ -211,6 +270,11 @@ impl Link for ShmFabric {
             sent += 1;
         }
         batch.consume_front(sent);
+        for (j, fed) in self.fed.iter_mut().enumerate() {
+            if std::mem::take(fed) && self.peer_bells[j].as_ref().is_some_and(|b| b.ring()) {
+                self.counters.wakeups += 1;
+            }
+        }
         Ok(sent)
     }
 
@@ -250,6 +314,28 @@ mod tests {
         let mut b = FrameBatch::new(16, 1600);
         f.rx_batch(Instant::ZERO, &mut b).unwrap();
         b.iter().map(|x| x.to_vec()).collect()
+    }
+
+    #[test]
+    fn a_flood_of_source_addresses_is_delivered_but_not_all_learned() {
+        let name = format!("fabric-macs-{}", std::process::id());
+        let cfg = LinkConfig { mtu: 1500, depth: 64 };
+        let mut f0 = ShmFabric::join(&name, 0, 2, cfg, Duration::from_secs(5)).unwrap();
+        let mut f1 = ShmFabric::join(&name, 1, 2, cfg, Duration::from_secs(5)).unwrap();
+        let mut b = FrameBatch::new(64, 1600);
+        for k in 0..40u8 {
+            assert!(b.push(&frame([0xff; 6], [2, 0, 0, 0, 1, k], k)));
+        }
+        assert_eq!(f1.tx_batch(Instant::ZERO, &mut b).unwrap(), 40);
+        let mut got = FrameBatch::new(64, 1600);
+        assert_eq!(f0.rx_batch(Instant::ZERO, &mut got).unwrap(), 40);
+        assert_eq!(f0.macs.len(), MACS_PER_RING * 2);
+        // A learned address is still steered; an unlearned one is flooded (to the one peer).
+        assert!(b.push(&frame([2, 0, 0, 0, 1, 0], [2, 0, 0, 0, 0, 9], 1)));
+        assert!(b.push(&frame([2, 0, 0, 0, 1, 39], [2, 0, 0, 0, 0, 9], 2)));
+        assert_eq!(f0.tx_batch(Instant::ZERO, &mut b).unwrap(), 2);
+        assert_eq!(f0.counters().flooded, 1);
+        assert_eq!(rx_all(&mut f1).len(), 2);
     }
 
     #[test]

@@ -13,10 +13,13 @@
 //! - `frame` (internal): the message header on the TCP stream; [`dtype`]: element types and
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
-//!   joins the processes of one machine into one L2 segment.
+//!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
+//!   to sleep on while idle; [`bind`]: a rank per core when they fit.
 
 pub mod bench;
+pub mod bind;
 pub mod comm;
+pub mod doorbell;
 pub mod dtype;
 pub mod endpoint;
 pub mod error;

@@ -82,10 +82,12 @@ fn a_rank_that_dies_mid_all_reduce_is_named_by_the_root() {
     }
     // The root waits for rank 2's contribution; the others wait for the root's broadcast.
     assert!(res[0].1.contains("waiting for ranks [2]"), "{}", res[0].1);
-    // The dead rank never removed the ring it created (to rank 3): clean up after it.
-    let left = format!("/dev/shm/linerate-{name}-2-3");
-    assert!(std::path::Path::new(&left).exists(), "expected the dead rank's ring {left}");
-    std::fs::remove_file(&left).unwrap();
+    // The dead rank never removed the ring it created (to rank 3) nor its doorbell: clean
+    // up after it.
+    for left in [format!("/dev/shm/linerate-{name}-2-3"), format!("/dev/shm/linerate-{name}-bell-2")] {
+        assert!(std::path::Path::new(&left).exists(), "expected the dead rank's {left}");
+        std::fs::remove_file(&left).unwrap();
+    }
 }
 
 /// `mpirun` on PATH; a test that cannot run fails and says why, whoever runs it (`make

@@ -14,7 +14,8 @@
 //! step), prints `STALLED rank=R step=S` and sleeps for a minute, for a test to kill it.
 //! With `--bench`, rank 0 prints `ROW bytes op median_us` lines of [`collective::bench`]
 //! (all-reduce per algorithm and broadcast from 64 B to 8 MiB, each followed by a barrier,
-//! beside the barrier alone; busy-polling; a figure, not a check), then the send/recv goodput
+//! beside the barrier alone; busy-polling; a figure, not a check; `--bench-sizes 64,1024`
+//! picks the sizes), then the send/recv goodput
 //! rows of Fig. 5b (`LINERATE_BENCH_GOODPUT_ONLY=1` skips the latency part).
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
@@ -29,6 +30,8 @@ struct Args {
     die_rank: Option<usize>,
     stall_rank: Option<usize>,
     bench: bool,
+    /// Sizes of the latency part of `--bench` (default: the paper's Fig. 6 sizes).
+    bench_sizes: Vec<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         die_rank: None,
         stall_rank: None,
         bench: false,
+        bench_sizes: collective::bench::fig6_sizes(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -50,6 +54,15 @@ fn parse_args() -> Result<Args, String> {
             }
             "--elems" => a.elems = val()?.parse().map_err(|e| format!("--elems: {e}"))?,
             "--bench" => a.bench = true,
+            "--bench-sizes" => {
+                a.bench_sizes = val()?
+                    .split(',')
+                    .map(|v| match v.trim().parse::<usize>() {
+                        Ok(b) if b % 4 == 0 => Ok(b),
+                        _ => Err(format!("--bench-sizes: {v:?} is not a byte count that is a multiple of 4")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--die-rank" => a.die_rank = Some(val()?.parse().map_err(|e| format!("--die-rank: {e}"))?),
             "--stall-rank" => a.stall_rank = Some(val()?.parse().map_err(|e| format!("--stall-rank: {e}"))?),
             other => return Err(format!("unknown argument {other:?}")),
@@ -172,11 +185,11 @@ fn stall_mid_ring(c: &mut Communicator<ShmFabric>, x: &[i64], stall: usize) -> R
 }
 
 /// Prints this rank's latency table (rank 0 only): `ROW bytes op median_us` lines.
-fn bench(c: &mut Communicator<ShmFabric>) -> Result<(), Failure> {
+fn bench(c: &mut Communicator<ShmFabric>, sizes: &[usize]) -> Result<(), Failure> {
     let mut rows = if std::env::var_os("LINERATE_BENCH_GOODPUT_ONLY").is_some() {
         Vec::new()
     } else {
-        collective::bench::latency(c, &collective::bench::fig6_sizes())?
+        collective::bench::latency(c, sizes)?
     };
     rows.extend(collective::bench::goodput(c, &collective::bench::fig5_sizes())?);
     if c.rank() == 0 {
@@ -218,7 +231,7 @@ fn main() -> ExitCode {
         let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg)?)?;
         c.connect()?;
         if args.bench {
-            bench(&mut c)?;
+            bench(&mut c, &args.bench_sizes)?;
             let st = c.stack();
             let cn = st.counters();
             eprintln!(
