@@ -80,10 +80,18 @@ impl<L: Link + 'static> Communicator<L> {
     /// 8 idle rounds, like OpenMPI when oversubscribed. Either way it sleeps on the fabric's
     /// doorbell after [`Communicator::yield_before_sleep`] idle yields. `LINERATE_BIND=off`
     /// keeps the thread unbound and yielding early.
-    pub fn new(mut stack: Stack<L>, mut ep: Endpoint) -> Result<Self, CollectiveError> {
+    pub fn new(stack: Stack<L>, ep: Endpoint) -> Result<Self, CollectiveError> {
+        let bind = std::env::var("LINERATE_BIND").map_or(true, |v| v.trim() != "off");
+        Self::new_with_binding(stack, ep, bind)
+    }
+
+    /// [`Communicator::new`] with the CPU binding chosen by the caller instead of by
+    /// `LINERATE_BIND`: a host process with threads of its own (Python, whose later threads
+    /// would inherit the one-CPU mask) binds only when asked to.
+    pub fn new_with_binding(mut stack: Stack<L>, mut ep: Endpoint, bind: bool) -> Result<Self, CollectiveError> {
         ep.start(&mut stack)?;
         let bell = (stack.link() as &dyn Any).downcast_ref::<ShmFabric>().map(ShmFabric::doorbell);
-        let may_bind = bell.is_some() && std::env::var("LINERATE_BIND").map_or(true, |v| v.trim() != "off");
+        let may_bind = bell.is_some() && bind;
         let cpus = if may_bind { bind::allowed_cpus() } else { Vec::new() };
         let bound = bind::cpu_for(ep.rank(), &cpus).is_some_and(bind::bind_thread);
         let spin = if bound && ep.size() <= cpus.len() { BOUND_SPIN_BEFORE_YIELD } else { 8 };

@@ -685,6 +685,8 @@ impl PyComm {
 
 /// Join the job described by the environment (rank, size, and the fabric name from
 /// `LINERATE_FABRIC` unless `fabric` is given); returns once the full mesh is connected.
+/// The process's threads stay unbound unless `LINERATE_BIND=on` (then the calling thread is
+/// pinned to one CPU, round-robin by rank, as the command-line ranks are).
 #[pyfunction]
 #[pyo3(signature = (fabric = None, timeout = 60.0))]
 fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm> {
@@ -707,8 +709,11 @@ fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm
             let stack = net::Stack::new(nc, fab).map_err(|e| e.to_string())?;
             let addrs = collective::fabric_addrs(n);
             let cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
-            let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg).map_err(|e| e.to_string())?)
-                .map_err(|e| e.to_string())?;
+            // Python's later threads (numpy's, OpenMP's) would inherit a one-CPU mask: bind
+            // the rank only when LINERATE_BIND=on asks for it.
+            let bind = std::env::var("LINERATE_BIND").is_ok_and(|v| v.trim() == "on");
+            let ep = Endpoint::new(r, addrs, cfg).map_err(|e| e.to_string())?;
+            let mut c = Communicator::new_with_binding(stack, ep, bind).map_err(|e| e.to_string())?;
             c.connect().map_err(|e| e.to_string())?;
             Ok(c)
         })
