@@ -32,10 +32,16 @@ use testbed::netns_unavailable;
 
 /// First port of the reporting sink (the iperf protocol).
 const SINK_PORT: u16 = 5201;
-/// The sink listens on this many ports from [`SINK_PORT`] on, and many-connection runs spread
-/// their connections over them: one client address has about 16,000 (linerate) or 28,000
-/// (Linux) ephemeral ports towards one server port, fewer than [`MAX_MANY`] connections need.
-const SINK_PORTS: u16 = 8;
+/// Connections per sink port at most: a run of more listens on several ports from
+/// [`SINK_PORT`] on and spreads its connections over them, as one client address has about
+/// 16,000 (linerate) or 28,000 (Linux) ephemeral ports towards one server port, fewer than
+/// [`MAX_MANY`] connections need. (Smaller runs keep one port: one sink, one watcher.)
+const CONNS_PER_PORT: usize = 8_192;
+
+/// The sink's ports for a run of `conns` connections (1 up to 8).
+fn sink_ports(conns: usize) -> u16 {
+    conns.div_ceil(CONNS_PER_PORT).clamp(1, MAX_MANY / CONNS_PER_PORT) as u16
+}
 /// Port of the echo.
 const ECHO_PORT: u16 = 7;
 /// Payload of a round-trip request.
@@ -109,6 +115,10 @@ pub struct PeerArgs {
     /// The kernel sink's port (with `--kernel-netns`).
     #[arg(long, default_value_t = SINK_PORT)]
     sink_port: u16,
+    /// The sink's ports (from 5201 on) that the linerate sink listens on, or that the kernel
+    /// client spreads its connections over.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    sink_ports: u16,
     /// Run a share of the kernel iperf client in this network namespace instead: connections
     /// `share`, `share + shares`, ... below `--conns`; prints its tally as JSON.
     #[arg(long)]
@@ -230,7 +240,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     die_with_parent();
     if let Some(ns) = &a.kernel_client {
         // Not pinned: the kernel client waits in epoll, the share of the client's side.
-        return kernel::run_client_peer(ns, a.conns, a.share, a.shares, a.send, a.buffer);
+        return kernel::run_client_peer(ns, a.conns, (a.share, a.shares), a.sink_ports, a.send, a.buffer);
     }
     if let Some(cpu) = a.cpu {
         pin_cpu(cpu);
@@ -246,7 +256,10 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     let mut stack =
         Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
     // The stack has one RX-bypass handler: a sink in bypass listens on its first port only.
-    let ports = if a.rx_bypass { 1 } else { SINK_PORTS };
+    if a.rx_bypass && a.sink_ports > 1 {
+        return Err("--rx-bypass takes one sink port".into());
+    }
+    let ports = a.sink_ports;
     let mut sinks = Vec::new();
     for port in SINK_PORT..SINK_PORT + ports {
         let mut sink = TcpSink::listen(&mut stack, port, a.sessions).map_err(msg)?.with_report();

@@ -5,7 +5,7 @@
 
 use super::{
     cidr, request, since, Cycles, Figures, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MAX_MANY, MTUS, RTT_PAYLOAD, SINK_PORT,
-    SINK_PORTS, STEP_TIMEOUT, WARMUP_CYCLES,
+    STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_common::{
     median_of, msg, nothing_yet, pin_side, rtt_samples, step, time_up, Mode, NsServer, PeerProcess, GRACE, READY,
@@ -90,23 +90,24 @@ fn set_mtu(a: &Netns, b: &Netns, mtu: usize) -> Result<(), String> {
 /// Goodput (bit/s) of `conns` connections from A to the sink in B, sending for `secs`: in
 /// this process up to [`CLIENT_SHARE`] connections, else in client processes of that many.
 fn iperf(a: &Netns, b: &Netns, conns: usize, secs: Duration, buffer: Option<usize>) -> Result<f64, String> {
-    let _servers = sink_peers(b, buffer, secs)?;
+    let ports = super::sink_ports(conns);
+    let _servers = sink_peers(b, buffer, secs, ports)?;
     let shares = conns.div_ceil(CLIENT_SHARE);
     if shares <= 1 {
         raise_fd_limit(conns + SPARE_FDS)?;
         let r = a.enter(move || {
             pin_side(0);
-            iperf_client(conns, 0, 1, secs, buffer)
+            iperf_client(conns, (0, 1), ports, secs, buffer)
         });
         return r.map_err(msg)??.goodput();
     }
     let (conns_arg, shares_arg, send_arg) = (conns.to_string(), shares.to_string(), format!("{}ms", secs.as_millis()));
-    let buffer_arg = buffer.map(|n| n.to_string());
+    let (buffer_arg, ports_arg) = (buffer.map(|n| n.to_string()), ports.to_string());
     let mut clients = Vec::new();
     for share in 0..shares {
         let share_arg = share.to_string();
         let mut args = vec!["tcp", "--kernel-client", a.name(), "--conns", &conns_arg, "--send", &send_arg];
-        args.extend(["--share", &share_arg, "--shares", &shares_arg]);
+        args.extend(["--share", &share_arg, "--shares", &shares_arg, "--sink-ports", &ports_arg]);
         if let Some(n) = &buffer_arg {
             args.extend(["--buffer", n]);
         }
@@ -155,13 +156,13 @@ impl ClientTally {
 }
 
 /// The body of `bench-peer tcp --kernel-client NS`: enter `ns`, run connections `share`,
-/// `share + shares`, ... below `conns` of the iperf client, print the tally (or the error) as
-/// one JSON line.
+/// `share + shares`, ... below `conns` of the iperf client (`(share, shares)`) over the sink's
+/// `ports`, print the tally (or the error) as one JSON line.
 pub(super) fn run_client_peer(
     ns: &str,
     conns: usize,
-    share: usize,
-    shares: usize,
+    (share, shares): (usize, usize),
+    ports: u16,
     secs: Duration,
     buffer: Option<usize>,
 ) -> Result<ExitCode, String> {
@@ -170,7 +171,7 @@ pub(super) fn run_client_peer(
     }
     testbed::netns::enter_netns(&format!("/var/run/netns/{ns}")).map_err(msg)?;
     let r = raise_fd_limit(conns.div_ceil(shares) + SPARE_FDS)
-        .and_then(|()| iperf_client(conns, share, shares, secs, buffer));
+        .and_then(|()| iperf_client(conns, (share, shares), ports, secs, buffer));
     println!("{}", serde_json::to_string(&r).map_err(msg)?);
     Ok(if r.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -200,7 +201,7 @@ fn rtt(a: &Netns, b: &Netns, mode: Mode) -> Result<Vec<u64>, String> {
 
 /// Connection cycles from A to the sink in B, one at a time, blocking sockets.
 fn cycles(a: &Netns, b: &Netns, secs: Duration) -> Result<Cycles, String> {
-    let _servers = sink_peers(b, None, secs)?;
+    let _servers = sink_peers(b, None, secs, 1)?;
     let r = a.enter(move || -> Result<Cycles, String> {
         pin_side(0);
         let (mut handshake, mut cycle, mut report) = (Vec::new(), Vec::new(), Vec::new());
@@ -239,12 +240,13 @@ fn cycles(a: &Netns, b: &Netns, secs: Duration) -> Result<Cycles, String> {
 // ------------------------------------------------------------------ servers
 
 /// The reporting sink in `b`: one `bench-peer tcp --kernel-netns` child process (side 1) per
-/// port of the sink, sockets with `buffer` bytes per direction if given; killed when dropped.
-fn sink_peers(b: &Netns, buffer: Option<usize>, secs: Duration) -> Result<Vec<PeerProcess>, String> {
+/// port of the sink's first `ports`, sockets with `buffer` bytes per direction if given;
+/// killed when dropped.
+fn sink_peers(b: &Netns, buffer: Option<usize>, secs: Duration, ports: u16) -> Result<Vec<PeerProcess>, String> {
     let limit = (secs + GRACE * 6).as_secs_f64().to_string();
     let buffer = buffer.map(|n| n.to_string());
     let mut peers = Vec::new();
-    for port in SINK_PORT..SINK_PORT + SINK_PORTS {
+    for port in SINK_PORT..SINK_PORT + ports {
         let port = port.to_string();
         let mut args = vec!["tcp", "--kernel-netns", b.name(), "--sink-port", &port, "--limit", &limit];
         if let Some(n) = &buffer {
@@ -262,7 +264,7 @@ fn sink_peers(b: &Netns, buffer: Option<usize>, secs: Duration) -> Result<Vec<Pe
 /// say [`READY`], and serve the sink until killed or `limit` passes.
 pub(super) fn run_sink_peer(ns: &str, port: u16, buffer: Option<usize>, limit: Duration) -> Result<ExitCode, String> {
     testbed::netns::enter_netns(&format!("/var/run/netns/{ns}")).map_err(msg)?;
-    raise_fd_limit(MAX_MANY.div_ceil(usize::from(SINK_PORTS)) + SPARE_FDS)?;
+    raise_fd_limit(super::CONNS_PER_PORT + SPARE_FDS)?;
     let l = TcpListener::bind((SERVER_IP, port)).map_err(|e| format!("kernel sink bind {port}: {e}"))?;
     if let Some(n) = buffer {
         set_buffers(l.as_raw_fd(), n).map_err(msg)?;
@@ -465,20 +467,20 @@ impl Conn {
 }
 
 /// The iperf protocol from this thread's namespace to the sink: connections `share`,
-/// `share + shares`, ... below `conns` (connection `i` to the sink's port `i` modulo its port
-/// count, as the linerate client spreads them), non-blocking in one epoll set, each sending
-/// for `secs` once established.
+/// `share + shares`, ... below `conns` (connection `i` to the sink's port `i` modulo `ports`,
+/// as the linerate client spreads them), non-blocking in one epoll set, each sending for
+/// `secs` once established.
 fn iperf_client(
     conns: usize,
-    share: usize,
-    shares: usize,
+    (share, shares): (usize, usize),
+    ports: u16,
     secs: Duration,
     buffer: Option<usize>,
 ) -> Result<ClientTally, String> {
     let ep = Epoll::new().map_err(msg)?;
     let mut all = Vec::with_capacity(conns.div_ceil(shares.max(1)));
     for i in (share..conns).step_by(shares.max(1)) {
-        let port = SINK_PORT + (i % usize::from(SINK_PORTS)) as u16;
+        let port = SINK_PORT + (i % usize::from(ports.max(1))) as u16;
         let s = connect_nonblocking(SocketAddrV4::new(SERVER_IP, port), buffer).map_err(|e| format!("connect: {e}"))?;
         let interest = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
         ep.add(s.as_raw_fd(), interest as u32, all.len() as u64).map_err(msg)?;

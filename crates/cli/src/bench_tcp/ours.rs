@@ -4,7 +4,7 @@
 
 use super::{
     request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD, SINK_PORT,
-    SINK_PORTS, STEP_TIMEOUT, WARMUP_CYCLES,
+    STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
 use crate::cmd_iperf::tcp_stack_config;
@@ -55,10 +55,13 @@ struct Pair {
     stack: Stack<ShmLink>,
     /// The child (killed on drop if it is still there).
     _peer: PeerProcess,
+    /// The child's sink ports (from [`SINK_PORT`] on).
+    sink_ports: u16,
 }
 
 impl Pair {
-    /// A link of IP MTU `mtu` and a child; both stacks hold `sessions` sessions with `buffer`
+    /// A link of IP MTU `mtu` and a child whose sink listens on enough ports for `sessions`
+    /// connections; both stacks hold `sessions` sessions with `buffer`
     /// bytes per direction (default: the stack's). The child's MAC is resolved before return.
     /// `bypass` says which of the child's services takes payload in RX bypass.
     fn start(
@@ -71,7 +74,10 @@ impl Pair {
         let name = unique_name("bench-tcp");
         let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
+        let sink_ports = if bypass == Bypass::Sink { 1 } else { super::sink_ports(sessions) };
+        let ports_arg = sink_ports.to_string();
         let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit", &limit_arg];
+        args.extend(["--sink-ports", &ports_arg]);
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
             args.extend(["--buffer", b]);
@@ -80,7 +86,7 @@ impl Pair {
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         let stack = Stack::new(tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?, link).map_err(msg)?;
-        let mut pair = Pair { stack, _peer: peer };
+        let mut pair = Pair { stack, _peer: peer, sink_ports };
         pair.resolve_peer()?;
         Ok(pair)
     }
@@ -136,7 +142,7 @@ impl Pair {
     /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol,
     /// spread over the sink's ports.
     fn iperf(&mut self, conns: usize, secs: Duration, polls: usize) -> Result<f64, String> {
-        let ports: Vec<SocketAddrV4> = (SINK_PORT..SINK_PORT + SINK_PORTS).map(peer).collect();
+        let ports: Vec<SocketAddrV4> = (SINK_PORT..SINK_PORT + self.sink_ports).map(peer).collect();
         let mut client = IperfClient::spread(&ports, conns, secs, Duration::from_secs(5));
         self.drive(secs + GRACE * 3, polls, |s| {
             client.step(s).map_err(msg)?;

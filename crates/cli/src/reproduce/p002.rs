@@ -170,7 +170,8 @@ pub fn figures(ctx: &Ctx) -> Vec<Result<Figure, (String, String)>> {
         .into();
     fig5.we_measured = format!(
         "Aggregate goodput of {} concurrent linerate TCP connections (8 KiB buffers each way) between two processes on a \
-         shared-memory link, spread over the sink's 8 ports, beside Linux over veth with the same counts and ports; \
+         shared-memory link (above 8,192 spread over up to 8 sink ports), beside Linux over veth with the same counts \
+         and ports; \
          {reps} runs each.",
         conns.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
     );
