@@ -2,8 +2,8 @@
 //! busy-poll) beside the Linux kernel's TCP between two namespaces over veth (same MTU),
 //! measured in the same run: single-connection goodput at MTU 1500 and 9000, the 64-byte
 //! request/response round trip, the connection set-up rate and latency, and the aggregate
-//! goodput of 10,000 (`--many`) concurrent connections. Also the hidden `linerate bench-peer tcp` child
-//! that serves the linerate side.
+//! goodput of 10,000 (`--many`) concurrent connections. Also the hidden `linerate bench-peer
+//! tcp` child that serves the linerate side.
 //!
 //! Both sides speak the same protocols: goodput is the iperf protocol of [`apps::iperf`]
 //! (the receiver reports its byte count; goodput is that count over the time from the first
@@ -235,7 +235,8 @@ fn since(t0: Instant) -> u64 {
 // ------------------------------------------------------------------ the child
 
 /// Run the hidden `bench-peer tcp` child: host 10.0.0.2 on the link serving the reporting
-/// sink and the echo (either in RX bypass if asked), busy-polling, until the parent closes the link or the time limit passes.
+/// sink and the echo (either in RX bypass if asked), busy-polling, until the parent closes
+/// the link or the time limit passes.
 pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     die_with_parent();
     if let Some(ns) = &a.kernel_client {
@@ -255,7 +256,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     let mtu = link.max_frame() - 18;
     let mut stack =
         Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
-    // The stack has one RX-bypass handler: a sink in bypass listens on its first port only.
+    // The stack has one RX-bypass handler, so a sink in bypass is one sink on one port.
     if a.rx_bypass && a.sink_ports > 1 {
         return Err("--rx-bypass takes one sink port".into());
     }
