@@ -235,6 +235,27 @@ fn echo_drops_a_connection_reset_while_its_send_buffer_is_full() {
     assert_eq!(b.tcp_sessions(), 0, "the session is freed");
 }
 
+#[test]
+fn echo_in_rx_bypass_aborts_a_client_that_sends_but_never_reads() {
+    let (mut a, mut b) = pair();
+    let mut echo = TcpEcho::listen(&mut b, 7).unwrap().with_rx_bypass(&mut b);
+    let c = a.tcp_connect(server(7)).unwrap();
+    let data = pattern_bytes(0, 64 * 1024);
+    let mut sent = 0usize;
+    // Bypass cannot push back: the echo holds what its send buffer refuses, up to its limit.
+    let aborted = run(&mut a, &mut b, Duration::from_secs(5), |a, b| {
+        echo.serve(b).unwrap();
+        if let Ok(n) = a.tcp_send(c, &data) {
+            sent += n;
+        }
+        echo.connections().failed == 1
+    });
+    assert!(aborted, "sent {sent}, open {}", echo.connections().open);
+    assert!(sent > apps::tcp_echo::MAX_BYPASS_HELD, "sent {sent}");
+    assert_eq!(echo.connections().open, 0);
+    assert_eq!(b.tcp_sessions(), 0, "the session is freed");
+}
+
 /// Every complete response at the start of `r`: (status line, body).
 fn responses(mut r: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
