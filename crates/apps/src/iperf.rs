@@ -61,9 +61,20 @@ impl IperfClient {
     /// once established; refused connections are retried for `retry_for`. The connections
     /// open on the first [`step`](IperfClient::step).
     pub fn new(server: SocketAddrV4, parallel: usize, duration: Duration, retry_for: Duration) -> Self {
+        Self::spread(&[server], parallel, duration, retry_for)
+    }
+
+    /// [`IperfClient::new`] with the connections spread over `servers` in turn (connection `i`
+    /// to `servers[i % servers.len()]`): more connections than one client address has
+    /// ephemeral ports towards one server port. An empty `servers` gives no connections.
+    pub fn spread(servers: &[SocketAddrV4], parallel: usize, duration: Duration, retry_for: Duration) -> Self {
         let opts = SourceOptions { retry_for, reply_limit: REPORT_LEN, ..SourceOptions::default() };
-        let sources =
-            (0..parallel.max(1)).map(|_| TcpSource::new(server, Payload::PatternFor(duration), opts)).collect();
+        let sources = servers
+            .iter()
+            .cycle()
+            .take(if servers.is_empty() { 0 } else { parallel.max(1) })
+            .map(|&to| TcpSource::new(to, Payload::PatternFor(duration), opts))
+            .collect();
         IperfClient { sources, finished: 0, acked: 0, started_at: None, plan: StepPlan::new(), todo: Vec::new() }
     }
 

@@ -7,6 +7,7 @@ pub mod iperf;
 pub mod iperf3;
 pub mod kmeans;
 pub mod pattern;
+pub mod raw_echo;
 pub mod spn_service;
 pub mod step_plan;
 pub mod tcp_conns;
@@ -17,6 +18,7 @@ pub mod udp_echo;
 
 pub use http::HttpServer;
 pub use iperf::IperfClient;
+pub use raw_echo::RawEcho;
 pub use tcp_echo::TcpEcho;
 pub use tcp_sink::TcpSink;
 pub use tcp_source::TcpSource;

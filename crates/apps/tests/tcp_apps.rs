@@ -50,8 +50,20 @@ fn pattern_bytes(offset: u64, n: usize) -> Vec<u8> {
 
 #[test]
 fn echo_returns_every_byte_on_several_connections_and_closes() {
+    echo_round_trip(false);
+}
+
+#[test]
+fn echo_in_rx_bypass_returns_every_byte_and_never_reads_the_receive_buffer() {
+    echo_round_trip(true);
+}
+
+fn echo_round_trip(rx_bypass: bool) {
     let (mut a, mut b) = pair();
     let mut echo = TcpEcho::listen(&mut b, 7).unwrap();
+    if rx_bypass {
+        echo = echo.with_rx_bypass(&mut b);
+    }
     let opts = SourceOptions { reply_limit: 1 << 20, ..Default::default() };
     let sizes = [1usize, 1000, 300_000, 700_000];
     let mut srcs: Vec<TcpSource> =
@@ -74,6 +86,9 @@ fn echo_returns_every_byte_on_several_connections_and_closes() {
     let c = echo.connections();
     assert_eq!((c.accepted, c.completed, c.failed), (4, 4, 0));
     assert_eq!(echo.bytes, sizes.iter().sum::<usize>() as u64);
+    // In bypass every byte came from the RX-bypass handler, none from a receive buffer.
+    let from_frames = if rx_bypass { echo.bytes } else { 0 };
+    assert_eq!(echo.bypassed, from_frames);
 }
 
 #[test]
@@ -84,6 +99,34 @@ fn iperf_client_gets_the_sinks_byte_counts() {
 #[test]
 fn iperf_client_gets_the_byte_counts_of_a_sink_in_rx_bypass() {
     iperf_against_sink(true);
+}
+
+#[test]
+fn iperf_client_spreads_more_connections_than_ephemeral_ports_over_server_ports() {
+    let (la, lb) = mem::pair(LinkConfig::default());
+    let mut cfg = Config::host("10.0.0.1/24");
+    cfg.tcp.max_sessions = 64;
+    // Six ephemeral ports: ten connections to one server port cannot all open.
+    cfg.ephemeral_first = 65530;
+    let mut a = Stack::new(cfg, la).unwrap();
+    let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
+    let mut sinks: Vec<TcpSink> =
+        [5201, 5202].iter().map(|&p| TcpSink::listen(&mut b, p, 16).unwrap().with_report()).collect();
+    let mut client =
+        IperfClient::spread(&[server(5201), server(5202)], 10, Duration::from_millis(100), Duration::from_secs(1));
+    assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
+        sinks.iter_mut().for_each(|s| {
+            s.serve(b).unwrap();
+        });
+        client.step(a).unwrap();
+        client.is_finished()
+    }));
+    let r = client.result();
+    assert_eq!(client.errors().count(), 0, "{:?}", client.errors().next());
+    assert_eq!((r.reported, r.connections), (10, 10));
+    assert_eq!(sinks.iter().map(|s| s.connections().accepted).collect::<Vec<_>>(), [5, 5]);
+    assert_eq!(sinks.iter().map(|s| s.bytes).sum::<u64>(), r.received);
+    assert_eq!(IperfClient::spread(&[], 3, Duration::ZERO, Duration::ZERO).result().connections, 0);
 }
 
 fn iperf_against_sink(rx_bypass: bool) {
@@ -189,6 +232,27 @@ fn echo_drops_a_connection_reset_while_its_send_buffer_is_full() {
         echo.connections().open == 0
     }));
     assert_eq!(echo.connections().failed, 1);
+    assert_eq!(b.tcp_sessions(), 0, "the session is freed");
+}
+
+#[test]
+fn echo_in_rx_bypass_aborts_a_client_that_sends_but_never_reads() {
+    let (mut a, mut b) = pair();
+    let mut echo = TcpEcho::listen(&mut b, 7).unwrap().with_rx_bypass(&mut b);
+    let c = a.tcp_connect(server(7)).unwrap();
+    let data = pattern_bytes(0, 64 * 1024);
+    let mut sent = 0usize;
+    // Bypass cannot push back: the echo holds what its send buffer refuses, up to its limit.
+    let aborted = run(&mut a, &mut b, Duration::from_secs(5), |a, b| {
+        echo.serve(b).unwrap();
+        if let Ok(n) = a.tcp_send(c, &data) {
+            sent += n;
+        }
+        echo.connections().failed == 1
+    });
+    assert!(aborted, "sent {sent}, open {}", echo.connections().open);
+    assert!(sent > apps::tcp_echo::MAX_BYPASS_HELD, "sent {sent}");
+    assert_eq!(echo.connections().open, 0);
     assert_eq!(b.tcp_sessions(), 0, "the session is freed");
 }
 

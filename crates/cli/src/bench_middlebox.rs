@@ -64,6 +64,34 @@ pub struct MiddleboxBenchArgs {
     no_reorder: bool,
 }
 
+/// Options of the hidden `linerate bench-peer ids-cost`: push a number of the IDS trace's
+/// frames through one IDS unit in step mode and exit, so that a run under callgrind counts
+/// the instructions (`linerate reproduce 004` subtracts a run of 0 frames: rule loading).
+#[derive(clap::Args)]
+pub struct IdsCostArgs {
+    /// Frames to push through the unit (0: load the rules and build the runtime only).
+    #[arg(long)]
+    frames: u64,
+    /// Snort rules (the default is the repository's copy, relative to its root).
+    #[arg(long, default_value = "data/ids/snort3-community.rules")]
+    rules: PathBuf,
+    /// Without software reordering (out-of-order segments are not held).
+    #[arg(long)]
+    no_reorder: bool,
+}
+
+/// Slot size of the IDS runs (the largest trace frame and headroom).
+const IDS_SLOT: usize = 9216 + 256;
+
+/// The IDS unit's configuration, with or without its software reordering.
+fn ids_config(no_reorder: bool) -> IdsConfig {
+    let mut cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
+    if no_reorder {
+        (cfg.reorder_per_flow, cfg.reorder_total) = (0, 0);
+    }
+    cfg
+}
+
 /// One measured rate.
 #[derive(Clone, Copy, Default)]
 struct Rate {
@@ -141,22 +169,33 @@ fn measure(
     Ok(Rate { frames: (f1 - f0) as f64 / dt, bytes: (b1 - b0) as f64 / dt, cores: cpu / dt })
 }
 
-/// The same on one thread in step mode (distributor and one unit interleaved).
-fn measure_step(trace: Vec<Vec<u8>>, program: Box<dyn Program>, slot: usize, secs: f64) -> Result<Rate, String> {
+/// A runtime for step mode: a generator cycling through `trace` on port 0, a sink on port 1,
+/// `program` on one unit.
+fn step_runtime(trace: Vec<Vec<u8>>, program: Box<dyn Program>, slot: usize) -> Result<Runtime, String> {
     let cfg = RuntimeConfig { slots: SlotSpec::new(64, slot), ..RuntimeConfig::default() };
-    let mut rt = Runtime::builder_with(cfg)
+    Runtime::builder_with(cfg)
         .port(TestLink::generator(trace, u64::MAX))
         .port(TestLink::sink())
         .unit_boxed(program)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// 256 steps of `rt`, advancing the virtual clock `now` by 1 µs each.
+fn step_256(rt: &mut Runtime, now: &mut link::Instant) {
+    for _ in 0..256 {
+        *now = *now + Duration::from_micros(1);
+        rt.step(*now);
+    }
+}
+
+/// The same on one thread in step mode (distributor and one unit interleaved).
+fn measure_step(trace: Vec<Vec<u8>>, program: Box<dyn Program>, slot: usize, secs: f64) -> Result<Rate, String> {
+    let mut rt = step_runtime(trace, program, slot)?;
     let (t0, cpu0) = (Instant::now(), cpu_seconds());
     let mut now = link::Instant::ZERO;
     while t0.elapsed().as_secs_f64() < secs {
-        for _ in 0..256 {
-            now = now + Duration::from_micros(1);
-            rt.step(now);
-        }
+        step_256(&mut rt, &mut now);
     }
     let (dt, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
     let s = rt.stats();
@@ -355,10 +394,7 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
             Ok((rules, _)) => {
                 let trace = generate(&rules.full, &TraceConfig::default());
                 let avg = trace.frames.iter().map(Vec::len).sum::<usize>() / trace.frames.len().max(1);
-                let mut cfg = IdsConfig { reorder_timeout: Duration::from_secs(5), ..IdsConfig::default() };
-                if a.no_reorder {
-                    (cfg.reorder_per_flow, cfg.reorder_total) = (0, 0);
-                }
+                let cfg = ids_config(a.no_reorder);
                 for &u in &a.units {
                     if stop_requested() {
                         break;
@@ -366,12 +402,12 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
                     let r = step(&pb, &format!("ids, {u} units"), || {
                         let progs: Vec<Box<dyn Program>> =
                             (0..u).map(|_| Box::new(IdsUnit::new(rules.clone(), cfg)) as Box<dyn Program>).collect();
-                        measure(trace.frames.clone(), progs, true, 9216 + 256, secs)
+                        measure(trace.frames.clone(), progs, true, IDS_SLOT, secs)
                     });
                     t.row(rate_row("ids", Cell::bytes(avg as u64), Some(u), r, None));
                 }
                 let r = step(&pb, "ids, step mode", || {
-                    measure_step(trace.frames.clone(), Box::new(IdsUnit::new(rules.clone(), cfg)), 9216 + 256, secs)
+                    measure_step(trace.frames.clone(), Box::new(IdsUnit::new(rules.clone(), cfg)), IDS_SLOT, secs)
                 });
                 t.row(rate_row("ids (1 thread, step)", Cell::bytes(avg as u64), Some(1), r, None));
             }
@@ -538,4 +574,37 @@ pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: D
     result?;
     v.sort_unstable();
     Ok(v)
+}
+
+/// Run the hidden `bench-peer ids-cost`: load the rules and the trace, push at least
+/// `--frames` frames through one IDS unit in step mode ([`IDS_COST_FN`]), print `frames N`
+/// (N: the frames that entered) and exit.
+pub fn run_ids_cost(a: IdsCostArgs) -> Result<ExitCode, String> {
+    let (rules, _) = ids::load_rules(&a.rules, false).map_err(|e| format!("{}: {e}", a.rules.display()))?;
+    let trace = generate(&rules.full, &TraceConfig::default());
+    let mut rt = step_runtime(trace.frames, Box::new(IdsUnit::new(rules, ids_config(a.no_reorder))), IDS_SLOT)?;
+    let frames = ids_cost_frames(&mut rt, a.frames)?;
+    println!("frames {frames}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The name of the function of `bench-peer ids-cost` that pushes the frames (for callgrind's
+/// `--toggle-collect`, which then counts only the frames' instructions, not rule loading).
+pub const IDS_COST_FN: &str = "*bench_middlebox::ids_cost_frames*";
+
+/// Step `rt` until at least `frames` frames entered it; returns how many did.
+#[inline(never)]
+fn ids_cost_frames(rt: &mut Runtime, frames: u64) -> Result<u64, String> {
+    let mut now = link::Instant::ZERO;
+    // Each frame takes a few steps at most; a unit that stops taking frames fails the run.
+    let max_rounds = frames / 16 + 16;
+    let mut rounds = 0;
+    while rt.stats().ports[0].rx_frames < frames {
+        if rounds == max_rounds {
+            return Err(format!("the IDS unit took {} of {frames} frames", rt.stats().ports[0].rx_frames));
+        }
+        step_256(rt, &mut now);
+        rounds += 1;
+    }
+    Ok(rt.stats().ports[0].rx_frames)
 }

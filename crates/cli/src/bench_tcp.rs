@@ -2,8 +2,8 @@
 //! busy-poll) beside the Linux kernel's TCP between two namespaces over veth (same MTU),
 //! measured in the same run: single-connection goodput at MTU 1500 and 9000, the 64-byte
 //! request/response round trip, the connection set-up rate and latency, and the aggregate
-//! goodput of 10,000 concurrent connections. Also the hidden `linerate bench-peer tcp` child
-//! that serves the linerate side.
+//! goodput of 10,000 (`--many`) concurrent connections. Also the hidden `linerate bench-peer
+//! tcp` child that serves the linerate side.
 //!
 //! Both sides speak the same protocols: goodput is the iperf protocol of [`apps::iperf`]
 //! (the receiver reports its byte count; goodput is that count over the time from the first
@@ -30,8 +30,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 use testbed::netns_unavailable;
 
-/// Port of the reporting sink (the iperf protocol).
+/// First port of the reporting sink (the iperf protocol).
 const SINK_PORT: u16 = 5201;
+/// Connections per sink port at most: a run of more listens on several ports from
+/// [`SINK_PORT`] on and spreads its connections over them, as one client address has about
+/// 16,000 (linerate) or 28,000 (Linux) ephemeral ports towards one server port, fewer than
+/// [`MAX_MANY`] connections need. (Smaller runs keep one port: one sink, one watcher.)
+const CONNS_PER_PORT: usize = 8_192;
+
+/// The sink's ports for a run of `conns` connections (1 up to 8).
+fn sink_ports(conns: usize) -> u16 {
+    conns.div_ceil(CONNS_PER_PORT).clamp(1, MAX_MANY / CONNS_PER_PORT) as u16
+}
 /// Port of the echo.
 const ECHO_PORT: u16 = 7;
 /// Payload of a round-trip request.
@@ -45,8 +55,10 @@ const MAX_CYCLES: usize = 10_000;
 const WARMUP_CYCLES: usize = 100;
 /// Per-connection buffers of the cycle run (each cycle's session lingers in TIME-WAIT).
 const CYCLE_BUFFER: usize = 4 * 1024;
-/// Concurrent connections of the aggregate run.
+/// Concurrent connections of the aggregate run, by default.
 const MANY: usize = 10_000;
+/// The most concurrent connections of an aggregate run (Limago's Fig. 5 goes to 65,536).
+pub(crate) const MAX_MANY: usize = 65_536;
 /// Per-connection send and receive buffer of the aggregate run, both sides.
 const MANY_BUFFER: usize = 8 * 1024;
 /// How long one request/response or one connection step may take before the run fails.
@@ -66,6 +78,9 @@ pub struct TcpArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// Concurrent connections of the aggregate goodput run (1..=65536).
+    #[arg(long, default_value_t = MANY, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..=MAX_MANY as i64), |n| n as usize))]
+    many: usize,
     /// Instead of the clean-link figures: linerate's TCP sender against Linux's over a TAP,
     /// impairment on the sender's egress (loss, reordering, duplication), one transfer each
     /// per row, bytes checked.
@@ -84,10 +99,12 @@ pub struct TcpArgs {
 }
 
 /// Options of the hidden `linerate bench-peer tcp` child: a linerate host on a shared-memory
-/// link, or (with `--kernel-netns`) the Linux kernel's reporting sink in a namespace (its own
-/// process, so that client and server do not share one open-file limit).
+/// link, or (with `--kernel-netns`) the Linux kernel's reporting sink on one port in a
+/// namespace, or (with `--kernel-client`) a share of the Linux iperf client's connections:
+/// processes of their own, so that no process needs more open files than its share (the hard
+/// limit cannot be raised without CAP_SYS_RESOURCE).
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "kernel_netns"])))]
+#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "kernel_netns", "kernel_client"])))]
 pub struct PeerArgs {
     /// Name of the shared-memory link to open (side B).
     #[arg(long)]
@@ -95,6 +112,29 @@ pub struct PeerArgs {
     /// Serve the kernel sink in this network namespace instead.
     #[arg(long)]
     kernel_netns: Option<String>,
+    /// The kernel sink's port (with `--kernel-netns`).
+    #[arg(long, default_value_t = SINK_PORT)]
+    sink_port: u16,
+    /// The sink's ports (from 5201 on) that the linerate sink listens on, or that the kernel
+    /// client spreads its connections over.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    sink_ports: u16,
+    /// Run a share of the kernel iperf client in this network namespace instead: connections
+    /// `share`, `share + shares`, ... below `--conns`; prints its tally as JSON.
+    #[arg(long)]
+    kernel_client: Option<String>,
+    /// All connections of the kernel client's run.
+    #[arg(long, default_value_t = 1)]
+    conns: usize,
+    /// This client process's share (0-based).
+    #[arg(long, default_value_t = 0)]
+    share: usize,
+    /// The number of client processes.
+    #[arg(long, default_value_t = 1)]
+    shares: usize,
+    /// How long each client connection sends (a duration).
+    #[arg(value_name = "DURATION", long = "send", default_value = "1s", value_parser = crate::duration::parse_duration)]
+    send: Duration,
     /// Session table size.
     #[arg(long, default_value_t = 256)]
     sessions: usize,
@@ -108,8 +148,12 @@ pub struct PeerArgs {
     #[arg(long)]
     cpu: Option<usize>,
     /// The sink counts payload in RX bypass (straight from the frames).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "echo_rx_bypass")]
     rx_bypass: bool,
+    /// The echo takes payload in RX bypass (straight from the frames) instead of reading its
+    /// receive buffers (the stack has one bypass handler: the sink or the echo).
+    #[arg(long)]
+    echo_rx_bypass: bool,
 }
 
 /// Connection set-up figures: cycles per second, and per cycle the time from connect to
@@ -135,7 +179,7 @@ struct Figures {
     rtt_blocking: Option<Vec<u64>>,
     /// Connection set-up.
     cycles: Cycles,
-    /// Aggregate goodput (bit/s) over [`MANY`] connections, or why it failed.
+    /// Aggregate goodput (bit/s) over `--many` connections, or why it failed.
     many: Result<f64, String>,
 }
 
@@ -155,9 +199,10 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     if a.repeat == 0 || a.repeat > 99 {
         return Err(format!("--repeat {} is outside 1..=99", a.repeat));
     }
-    let ours = ours::measure(secs, a.repeat, &pb);
+    let ours = ours::measure(secs, a.repeat, a.many, &pb);
     let skipped = netns_unavailable();
-    let kernel = if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, a.repeat, &pb)) } else { None };
+    let kernel =
+        if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, a.repeat, a.many, &pb)) } else { None };
     pb.finish_and_clear();
     if stop_requested() {
         return Err("interrupted".into());
@@ -165,7 +210,7 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     let ours = ours?;
     let peer = peer_or_reason(&kernel, skipped);
     let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
-    print_tables(&[table(&ours, kernel_figures, a.repeat)], a.json);
+    print_tables(&[table(&ours, kernel_figures, a.repeat, a.many)], a.json);
     let failed = matches!(kernel, Some(Err(_))) || ours.many.is_err() || kernel_figures.is_ok_and(|k| k.many.is_err());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -190,27 +235,44 @@ fn since(t0: Instant) -> u64 {
 // ------------------------------------------------------------------ the child
 
 /// Run the hidden `bench-peer tcp` child: host 10.0.0.2 on the link serving the reporting
-/// sink and the echo, busy-polling, until the parent closes the link or the time limit passes.
+/// sink and the echo (either in RX bypass if asked), busy-polling, until the parent closes
+/// the link or the time limit passes.
 pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     die_with_parent();
+    if let Some(ns) = &a.kernel_client {
+        // Not pinned: the kernel client waits in epoll, the share of the client's side.
+        return kernel::run_client_peer(ns, a.conns, (a.share, a.shares), a.sink_ports, a.send, a.buffer);
+    }
     if let Some(cpu) = a.cpu {
         pin_cpu(cpu);
     }
     let limit = check_secs(a.limit_secs)?;
     let shm = match (&a.shm, &a.kernel_netns) {
-        (_, Some(ns)) => return kernel::run_sink_peer(ns, a.buffer, limit),
+        (_, Some(ns)) => return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit),
         (Some(shm), None) => shm,
-        (None, None) => return Err("--shm or --kernel-netns is required".into()),
+        (None, None) => return Err("--shm, --kernel-netns or --kernel-client is required".into()),
     };
     let link = ShmLink::open(shm, Duration::from_secs(5)).map_err(msg)?;
     let mtu = link.max_frame() - 18;
     let mut stack =
         Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
-    let mut sink = TcpSink::listen(&mut stack, SINK_PORT, a.sessions).map_err(msg)?.with_report();
-    if a.rx_bypass {
-        sink = sink.with_rx_bypass(&mut stack);
+    // The stack has one RX-bypass handler, so a sink in bypass is one sink on one port.
+    if a.rx_bypass && a.sink_ports > 1 {
+        return Err("--rx-bypass takes one sink port".into());
+    }
+    let ports = a.sink_ports;
+    let mut sinks = Vec::new();
+    for port in SINK_PORT..SINK_PORT + ports {
+        let mut sink = TcpSink::listen(&mut stack, port, a.sessions).map_err(msg)?.with_report();
+        if a.rx_bypass {
+            sink = sink.with_rx_bypass(&mut stack);
+        }
+        sinks.push(sink);
     }
     let mut echo = TcpEcho::listen(&mut stack, ECHO_PORT).map_err(msg)?;
+    if a.echo_rx_bypass {
+        echo = echo.with_rx_bypass(&mut stack);
+    }
     println!("{READY}");
     let deadline = Instant::now() + limit;
     loop {
@@ -218,9 +280,11 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         if now >= deadline {
             return Err("bench peer: time limit reached with the link still open".into());
         }
-        let open = sink.connections().open + echo.connections().open;
+        let open = sinks.iter().map(|s| s.connections().open).sum::<usize>() + echo.connections().open;
         let served = poll_burst(&mut stack, polls_for(open)).and_then(|_| {
-            sink.serve(&mut stack)?;
+            for sink in &mut sinks {
+                sink.serve(&mut stack)?;
+            }
             echo.serve(&mut stack)?;
             Ok(stack.flush()?)
         });
@@ -234,7 +298,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize) -> Table {
+fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
     let mut t = Table::new(
         "TCP: linerate, two processes on the shared-memory link, both busy-polling, vs Linux kernel TCP \
          between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
@@ -274,7 +338,7 @@ fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize) -> Table
     let k = kernel.map(|k| ns(percentile(&k.cycles.cycle, 50.0)));
     let ours_cycle = ns(percentile(&ours.cycles.cycle, 50.0));
     ratio_row(&mut t, "connect to the server's close, median", ours_cycle, k, Unit::Seconds);
-    let metric = format!("aggregate goodput, {MANY} connections, {} KiB buffers", MANY_BUFFER / 1024);
+    let metric = format!("aggregate goodput, {many} connections, {} KiB buffers", MANY_BUFFER / 1024);
     match (&ours.many, kernel.map(|k| &k.many)) {
         (Ok(o), Ok(Ok(k))) => ratio_row(&mut t, &metric, *o, Ok(*k), bits),
         (Ok(o), Ok(Err(e))) => ratio_row(&mut t, &metric, *o, Err(&format!("failed: {e}")), bits),

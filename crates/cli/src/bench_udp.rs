@@ -1,7 +1,8 @@
 //! `linerate bench udp`: UDP goodput and 64-byte round trip between two linerate processes on
 //! a shared-memory link (both busy-poll), beside the Linux kernel's UDP between two network
 //! namespaces over veth, measured in the same run; and the hidden `linerate bench-peer udp`
-//! child that serves the linerate side.
+//! child that serves the linerate side (with a raw-Ethernet echo beside the UDP one, for the
+//! raw round trip of `linerate reproduce 000`).
 
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, nothing_yet, peer_or_reason, percentile, pin_cpu, pin_side,
@@ -10,11 +11,11 @@ use crate::bench_common::{
 };
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
-use apps::UdpEcho;
+use apps::{RawEcho, UdpEcho};
 use indicatif::ProgressBar;
 use link::shm::ShmLink;
 use link::{Instant, LinkConfig, LinkError};
-use net::{Config, NetError, Stack, UdpHandle};
+use net::{Config, NetError, RawHandle, Stack, UdpHandle};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +37,8 @@ const MTU: usize = 1500;
 const SINK_PORT: u16 = 9;
 /// Port of the UDP echo service.
 const ECHO_PORT: u16 = 7;
+/// EtherType of the child's raw-Ethernet echo (IEEE 802 local experimental EtherType 1).
+const RAW_ECHO_TYPE: u16 = 0x88b5;
 /// Port the linerate peer answers "REPORT" on with its sink's tally.
 const CONTROL_PORT: u16 = 10;
 /// Payload of a goodput datagram: the largest that fits a 1500-byte MTU.
@@ -168,6 +171,22 @@ pub(crate) fn linerate_round_trips() -> Result<Vec<u64>, String> {
     rtt_samples(|seq| c.exchange(seq))
 }
 
+/// 64-byte raw-Ethernet round trips with the linerate child's raw echo (ns, sorted): frames
+/// of EtherType [`RAW_ECHO_TYPE`] to the child's MAC, which a UDP exchange resolves first.
+pub(crate) fn linerate_raw_round_trips() -> Result<Vec<u64>, String> {
+    let mut c = Client::start(MTU, Duration::from_secs(5))?;
+    let mut answered = false;
+    for seq in 0..20 {
+        if c.exchange(seq)?.is_some() {
+            answered = true;
+            break;
+        }
+    }
+    let mac = c.stack.arp_lookup(PEER_IP).filter(|_| answered).ok_or("the peer does not answer UDP")?;
+    let raw = c.stack.raw_bind(RAW_ECHO_TYPE).map_err(msg)?;
+    rtt_samples(|seq| c.raw_exchange(raw, mac, seq))
+}
+
 impl Client {
     /// A fresh shared-memory link of IP MTU `mtu` to a new child, and our stack and socket
     /// on it (the child gives up `secs` plus a grace time after it started).
@@ -229,6 +248,32 @@ impl Client {
         Ok(got.map(|_| (Instant::now() - t0).as_nanos() as u64))
     }
 
+    /// One 64-byte raw-Ethernet request/response with the raw echo at `mac` on socket `raw`;
+    /// the round-trip time in ns (None: no answer in time).
+    fn raw_exchange(&mut self, raw: RawHandle, mac: wire::MacAddr, seq: u64) -> Result<Option<u64>, String> {
+        let t0 = Instant::now();
+        let deadline = t0 + REPLY_TIMEOUT;
+        while !self.stack.raw_send(raw, mac, &request(seq)).map_err(msg)? {
+            if time_up(Instant::now(), deadline) {
+                return Ok(None);
+            }
+            self.stack.flush().map_err(msg)?;
+        }
+        self.stack.flush().map_err(msg)?;
+        loop {
+            let now = Instant::now();
+            self.stack.poll(now).map_err(msg)?;
+            while let Some((n, _)) = self.stack.raw_recv(raw, &mut self.buf).map_err(msg)? {
+                if answers(&self.buf[..n.min(self.buf.len())], seq) {
+                    return Ok(Some((Instant::now() - t0).as_nanos() as u64));
+                }
+            }
+            if time_up(now, deadline) {
+                return Ok(None);
+            }
+        }
+    }
+
     /// Send `size`-byte datagrams to the sink for `secs`, waiting out back-pressure
     /// (flush, not poll: a poll drops what the full link refuses). Returns datagrams sent.
     fn blast(&mut self, secs: Duration, size: usize) -> Result<u64, String> {
@@ -267,10 +312,12 @@ impl Client {
     }
 }
 
-/// The child's services: an echo, a counting sink and the control socket.
+/// The child's services: a UDP and a raw-Ethernet echo, a counting sink and the control socket.
 struct Services {
     /// UDP echo on [`ECHO_PORT`].
     echo: UdpEcho,
+    /// Raw-Ethernet echo on [`RAW_ECHO_TYPE`].
+    raw_echo: RawEcho,
     /// The sink socket on [`SINK_PORT`].
     sink: UdpHandle,
     /// The control socket on [`CONTROL_PORT`].
@@ -286,6 +333,7 @@ impl Services {
     fn bind(stack: &mut Stack<ShmLink>) -> Result<Services, NetError> {
         Ok(Services {
             echo: UdpEcho::bind(stack, ECHO_PORT)?,
+            raw_echo: RawEcho::bind(stack, RAW_ECHO_TYPE)?,
             sink: stack.udp_bind(SINK_PORT)?,
             control: stack.udp_bind(CONTROL_PORT)?,
             tally: Tally::default(),
@@ -299,6 +347,7 @@ impl Services {
             self.tally.record(now, 1, n as u64);
         }
         self.echo.serve(stack)?;
+        self.raw_echo.serve(stack)?;
         while let Some((_, from)) = stack.udp_recv_from(self.control, &mut self.buf)? {
             let report = serde_json::to_vec(&self.tally).unwrap_or_default();
             // If the link is full the client asks again.

@@ -6,6 +6,7 @@ mod bench_link;
 mod bench_middlebox;
 mod bench_tcp;
 mod bench_udp;
+mod callgrind;
 mod cleanup;
 mod cmd_collective;
 mod cmd_demo;
@@ -122,6 +123,8 @@ enum PeerCommand {
     Tcp(bench_tcp::PeerArgs),
     /// One linerate rank of `bench collective` (environment from the launcher).
     Collective(bench_collective::CollectivePeerArgs),
+    /// Push a number of IDS trace frames through one IDS unit in step mode (for callgrind).
+    IdsCost(bench_middlebox::IdsCostArgs),
 }
 
 /// The command line definition with the examples attached.
@@ -166,6 +169,7 @@ fn main() -> ExitCode {
         Command::BenchPeer(PeerCommand::Udp(a)) => bench_udp::run_peer(a),
         Command::BenchPeer(PeerCommand::Tcp(a)) => bench_tcp::run_peer(a),
         Command::BenchPeer(PeerCommand::Collective(a)) => bench_collective::run_peer(a),
+        Command::BenchPeer(PeerCommand::IdsCost(a)) => bench_middlebox::run_ids_cost(a),
     };
     match result {
         Ok(code) => code,

@@ -37,8 +37,29 @@ const FIGURES: &[(&str, &str, &str)] = &[
 /// Figures whose linerate goodput must rise from the smallest to the largest payload.
 const RISING: &[&str] = &["000-fig3-4", "002-fig4", "003-fig5b"];
 
+/// Categories every figure must have a linerate value for (figure, x categories).
+const LINERATE_CATEGORIES: &[(&str, &[&str])] = &[
+    ("000-fig5", &["raw Ethernet", "UDP", "TCP", "TCP handshake"]),
+    ("000-fig7", &["handshake", "ping RTT (receive buffer)", "ping RTT (RX bypass)"]),
+    ("004-fig9", &["without software reordering", "with software reordering"]),
+];
+
+/// Rows that may stay without a value: (figure, series), for what cannot be measured at all.
+const UNMEASURABLE: &[(&str, &str)] = &[("002-table1", "Linux over veth")];
+
 /// A figure's CSV rows grouped by (series, kind), as (x if numeric, y).
 type SeriesMap = BTreeMap<(String, String), Vec<(Option<f64>, f64)>>;
+
+/// Every row of a figure's CSV, split into fields (the header left out).
+fn rows(dir: &Path, id: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(dir.join(format!("{id}.csv"))).unwrap();
+    text.lines().skip(1).map(fields).collect()
+}
+
+/// Whether valgrind runs here (then Fig. 9 of 004 is in instructions).
+fn valgrind_runs() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success())
+}
 
 const COLUMNS: &str = "figure,series,kind,x,x_unit,y,y_unit,stddev,source";
 
@@ -162,6 +183,37 @@ fn reproduce_all_quick_writes_every_figure() {
     assert!(spflow, "000-fig9.csv neither measures nor marks SPFlow:\n{fig9}");
     let ids = std::fs::read_to_string(out_dir.join("004-fig8a.csv")).unwrap();
     assert!(ids.contains("Snort,peer,,,,,,not packaged here"), "{ids}");
+    // The figures once short of a measurement have them: raw Ethernet and RX-bypass round
+    // trips, and Fig. 9 in instructions where valgrind runs.
+    for (id, categories) in LINERATE_CATEGORIES {
+        let rows = rows(&out_dir, id);
+        for c in *categories {
+            let found = rows.iter().any(|r| r[2] == "linerate" && r[3] == *c && !r[5].is_empty());
+            assert!(found, "{id}.csv has no linerate value for \"{c}\": {rows:?}");
+        }
+    }
+    let fig9 = rows(&out_dir, "004-fig9");
+    let unit = if valgrind_runs() { "instructions" } else { "ns" };
+    assert!(fig9.iter().filter(|r| r[2] == "linerate").all(|r| r[6] == unit), "004-fig9 not in {unit}: {fig9:?}");
+    if unit == "ns" {
+        assert!(fig9.iter().any(|r| r[1] == "callgrind instruction counts" && r[5].is_empty()), "{fig9:?}");
+    }
+    for (id, _, _) in FIGURES {
+        for r in rows(&out_dir, id) {
+            let unmeasurable = UNMEASURABLE.contains(&(*id, r[1].as_str()));
+            assert!(unmeasurable || !r[8].starts_with("not measured"), "{id}.csv: {r:?}");
+        }
+    }
+    // Fig. 5 of 002: linerate and Linux (this test runs as root) at every connection count.
+    let fig5 = rows(&out_dir, "002-fig5");
+    let counts = |kind: &str| -> Vec<String> {
+        let mut v: Vec<String> =
+            fig5.iter().filter(|r| r[2] == kind && !r[5].is_empty()).map(|r| r[3].clone()).collect();
+        v.sort();
+        v
+    };
+    assert!(counts("linerate").len() >= 5, "{fig5:?}");
+    assert_eq!(counts("peer"), counts("linerate"), "002-fig5: Linux misses connection counts: {fig5:?}");
 }
 
 #[test]

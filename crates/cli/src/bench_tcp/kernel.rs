@@ -4,7 +4,7 @@
 //! in epoll (blocking); the echo runs busy-polling and blocking.
 
 use super::{
-    cidr, request, since, Cycles, Figures, ECHO_PORT, MANY, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD, SINK_PORT,
+    cidr, request, since, Cycles, Figures, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MAX_MANY, MTUS, RTT_PAYLOAD, SINK_PORT,
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_common::{
@@ -27,24 +27,44 @@ const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 1);
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 /// The veth ends.
 const VETH: [&str; 2] = ["lrtcp-a", "lrtcp-b"];
-/// Listen backlog and SYN backlog of the server's namespace (room for the 10,000 at once).
+/// Listen backlog of each sink port (room for its share of the connections at once).
 const BACKLOG: usize = 16_384;
+/// SYN backlog of the server's namespace (room for [`MAX_MANY`] at once).
+const SYN_BACKLOG: usize = MAX_MANY;
+/// The client namespace's ephemeral ports (towards each of the sink's ports).
+const CLIENT_PORTS: &str = "1024 65535";
+/// Open files a process of a many-connection run may need beyond its sockets.
+const SPARE_FDS: usize = 256;
+/// Connections per kernel client process at most: without CAP_SYS_RESOURCE the open-file hard
+/// limit may be as low as 20,000, so a larger run is split over several client processes (and
+/// the sink is one process per port).
+const CLIENT_SHARE: usize = 16_384;
 /// Longest an epoll wait blocks before loops check whether to stop.
 const EPOLL_TICK_MS: i32 = 10;
 /// Token of the listening socket in the sink's epoll set.
 const LISTENER: u64 = u64::MAX;
 
-/// Every kernel figure (advancing `pb` by six steps).
-pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result<Figures, String> {
-    let a = Netns::create("lr-bench-ta").map_err(msg)?;
-    let b = Netns::create("lr-bench-tb").map_err(msg)?;
+/// Client namespace A and server namespace B joined by veth at MTU 1500, B's backlogs and
+/// A's ephemeral port range raised for [`MAX_MANY`] connections.
+fn namespaces(names: [&str; 2]) -> Result<(Netns, Netns), String> {
+    let a = Netns::create(names[0]).map_err(msg)?;
+    let b = Netns::create(names[1]).map_err(msg)?;
     veth_pair(&a, VETH[0], &cidr(CLIENT_IP), &b, VETH[1], &cidr(SERVER_IP), MTUS[0]).map_err(msg)?;
     b.enter(|| -> std::io::Result<()> {
         std::fs::write("/proc/sys/net/core/somaxconn", BACKLOG.to_string())?;
-        std::fs::write("/proc/sys/net/ipv4/tcp_max_syn_backlog", BACKLOG.to_string())
+        std::fs::write("/proc/sys/net/ipv4/tcp_max_syn_backlog", SYN_BACKLOG.to_string())
     })
     .map_err(msg)?
     .map_err(|e| format!("raising the server namespace's backlog: {e}"))?;
+    a.enter(|| std::fs::write("/proc/sys/net/ipv4/ip_local_port_range", CLIENT_PORTS))
+        .map_err(msg)?
+        .map_err(|e| format!("widening the client namespace's ephemeral ports: {e}"))?;
+    Ok((a, b))
+}
+
+/// Every kernel figure, the aggregate run with `many` connections (advancing `pb` by six steps).
+pub(super) fn measure(secs: Duration, repeat: usize, many: usize, pb: &ProgressBar) -> Result<Figures, String> {
+    let (a, b) = namespaces(["lr-bench-ta", "lr-bench-tb"])?;
     let mut goodput = [0.0; 2];
     for (i, mtu) in MTUS.iter().enumerate() {
         set_mtu(&a, &b, *mtu)?;
@@ -55,7 +75,7 @@ pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result
     let busy = step(pb, "Linux: round trips, busy-polling", || rtt(&a, &b, Mode::Spin))?;
     let blocking = step(pb, "Linux: round trips, blocking", || rtt(&a, &b, Mode::Block))?;
     let set_up = step(pb, "Linux: connection cycles", || cycles(&a, &b, secs))?;
-    let many = step(pb, "Linux: 10,000 connections", || iperf(&a, &b, MANY, secs, Some(MANY_BUFFER)));
+    let many = step(pb, &format!("Linux: {many} connections"), || iperf(&a, &b, many, secs, Some(MANY_BUFFER)));
     Ok(Figures { goodput, goodput_bypass: None, rtt: busy, rtt_blocking: Some(blocking), cycles: set_up, many })
 }
 
@@ -67,15 +87,93 @@ fn set_mtu(a: &Netns, b: &Netns, mtu: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Goodput (bit/s) of `conns` connections from A to the sink in B, sending for `secs`.
+/// Goodput (bit/s) of `conns` connections from A to the sink in B, sending for `secs`: in
+/// this process up to [`CLIENT_SHARE`] connections, else in client processes of that many.
 fn iperf(a: &Netns, b: &Netns, conns: usize, secs: Duration, buffer: Option<usize>) -> Result<f64, String> {
-    raise_fd_limit(conns + 256)?;
-    let _server = sink_peer(b, buffer, secs)?;
-    let r = a.enter(move || {
-        pin_side(0);
-        iperf_client(conns, secs, buffer)
-    });
-    r.map_err(msg)?
+    let ports = super::sink_ports(conns);
+    let _servers = sink_peers(b, buffer, secs, ports)?;
+    let shares = conns.div_ceil(CLIENT_SHARE);
+    if shares <= 1 {
+        raise_fd_limit(conns + SPARE_FDS)?;
+        let r = a.enter(move || {
+            pin_side(0);
+            iperf_client(conns, (0, 1), ports, secs, buffer)
+        });
+        return r.map_err(msg)??.goodput();
+    }
+    let (conns_arg, shares_arg, send_arg) = (conns.to_string(), shares.to_string(), format!("{}ms", secs.as_millis()));
+    let (buffer_arg, ports_arg) = (buffer.map(|n| n.to_string()), ports.to_string());
+    let mut clients = Vec::new();
+    for share in 0..shares {
+        let share_arg = share.to_string();
+        let mut args = vec!["tcp", "--kernel-client", a.name(), "--conns", &conns_arg, "--send", &send_arg];
+        args.extend(["--share", &share_arg, "--shares", &shares_arg, "--sink-ports", &ports_arg]);
+        if let Some(n) = &buffer_arg {
+            args.extend(["--buffer", n]);
+        }
+        clients.push(PeerProcess::spawn(&args)?);
+    }
+    let mut total = ClientTally::default();
+    for c in &mut clients {
+        let t: Result<ClientTally, String> = c.next_json(secs + GRACE * 4)?;
+        total = total.merge(&t?);
+    }
+    total.goodput()
+}
+
+/// What one client process counted: bytes the sink reported, and when (`CLOCK_MONOTONIC`
+/// ns, comparable between processes) its first connection came up and its last finished.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct ClientTally {
+    /// Bytes the sink reported over the connections.
+    received: u64,
+    /// The first connection established.
+    first_up: Option<u64>,
+    /// The last report received.
+    last_done: Option<u64>,
+}
+
+impl ClientTally {
+    /// Both tallies as one run.
+    fn merge(&self, o: &ClientTally) -> ClientTally {
+        let pick = |a: Option<u64>, b: Option<u64>, f: fn(u64, u64) -> u64| match (a, b) {
+            (Some(x), Some(y)) => Some(f(x, y)),
+            (x, y) => x.or(y),
+        };
+        ClientTally {
+            received: self.received + o.received,
+            first_up: pick(self.first_up, o.first_up, u64::min),
+            last_done: pick(self.last_done, o.last_done, u64::max),
+        }
+    }
+
+    /// Goodput in bit/s: the bytes over the time from the first connection up to the last report.
+    fn goodput(&self) -> Result<f64, String> {
+        let first = self.first_up.ok_or("no connection came up")?;
+        let last = self.last_done.ok_or("no connection finished")?;
+        Ok(self.received as f64 * 8.0 / (last.saturating_sub(first) as f64 / 1e9).max(1e-9))
+    }
+}
+
+/// The body of `bench-peer tcp --kernel-client NS`: enter `ns`, run connections `share`,
+/// `share + shares`, ... below `conns` of the iperf client (`(share, shares)`) over the sink's
+/// `ports`, print the tally (or the error) as one JSON line.
+pub(super) fn run_client_peer(
+    ns: &str,
+    conns: usize,
+    (share, shares): (usize, usize),
+    ports: u16,
+    secs: Duration,
+    buffer: Option<usize>,
+) -> Result<ExitCode, String> {
+    if shares == 0 || share >= shares || conns > MAX_MANY {
+        return Err(format!("client share {share} of {shares}, {conns} connections: out of range"));
+    }
+    testbed::netns::enter_netns(&format!("/var/run/netns/{ns}")).map_err(msg)?;
+    let r = raise_fd_limit(conns.div_ceil(shares) + SPARE_FDS)
+        .and_then(|()| iperf_client(conns, (share, shares), ports, secs, buffer));
+    println!("{}", serde_json::to_string(&r).map_err(msg)?);
+    Ok(if r.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// Round trips from A to an echo in B, both sides in `mode`.
@@ -103,7 +201,7 @@ fn rtt(a: &Netns, b: &Netns, mode: Mode) -> Result<Vec<u64>, String> {
 
 /// Connection cycles from A to the sink in B, one at a time, blocking sockets.
 fn cycles(a: &Netns, b: &Netns, secs: Duration) -> Result<Cycles, String> {
-    let _server = sink_peer(b, None, secs)?;
+    let _servers = sink_peers(b, None, secs, 1)?;
     let r = a.enter(move || -> Result<Cycles, String> {
         pin_side(0);
         let (mut handshake, mut cycle, mut report) = (Vec::new(), Vec::new(), Vec::new());
@@ -141,26 +239,33 @@ fn cycles(a: &Netns, b: &Netns, secs: Duration) -> Result<Cycles, String> {
 
 // ------------------------------------------------------------------ servers
 
-/// The reporting sink in `b`: a `bench-peer tcp --kernel-netns` child process (side 1),
-/// sockets with `buffer` bytes per direction if given; killed when dropped.
-fn sink_peer(b: &Netns, buffer: Option<usize>, secs: Duration) -> Result<PeerProcess, String> {
+/// The reporting sink in `b`: one `bench-peer tcp --kernel-netns` child process (side 1) per
+/// port of the sink's first `ports`, sockets with `buffer` bytes per direction if given;
+/// killed when dropped.
+fn sink_peers(b: &Netns, buffer: Option<usize>, secs: Duration, ports: u16) -> Result<Vec<PeerProcess>, String> {
     let limit = (secs + GRACE * 6).as_secs_f64().to_string();
     let buffer = buffer.map(|n| n.to_string());
-    let mut args = vec!["tcp", "--kernel-netns", b.name(), "--limit", &limit];
-    if let Some(n) = &buffer {
-        args.extend(["--buffer", n]);
+    let mut peers = Vec::new();
+    for port in SINK_PORT..SINK_PORT + ports {
+        let port = port.to_string();
+        let mut args = vec!["tcp", "--kernel-netns", b.name(), "--sink-port", &port, "--limit", &limit];
+        if let Some(n) = &buffer {
+            args.extend(["--buffer", n]);
+        }
+        peers.push(PeerProcess::spawn(&args)?);
     }
-    let mut peer = PeerProcess::spawn(&args)?;
-    peer.expect_ready()?;
-    Ok(peer)
+    for p in &mut peers {
+        p.expect_ready()?;
+    }
+    Ok(peers)
 }
 
-/// The body of `bench-peer tcp --kernel-netns NS`: enter `ns`, listen, say [`READY`], and serve
-/// the sink until killed or `limit` passes.
-pub(super) fn run_sink_peer(ns: &str, buffer: Option<usize>, limit: Duration) -> Result<ExitCode, String> {
+/// The body of `bench-peer tcp --kernel-netns NS --sink-port P`: enter `ns`, listen on `port`,
+/// say [`READY`], and serve the sink until killed or `limit` passes.
+pub(super) fn run_sink_peer(ns: &str, port: u16, buffer: Option<usize>, limit: Duration) -> Result<ExitCode, String> {
     testbed::netns::enter_netns(&format!("/var/run/netns/{ns}")).map_err(msg)?;
-    raise_fd_limit(super::MANY + 256)?;
-    let l = TcpListener::bind((SERVER_IP, SINK_PORT)).map_err(|e| format!("kernel sink bind: {e}"))?;
+    raise_fd_limit(super::CONNS_PER_PORT + SPARE_FDS)?;
+    let l = TcpListener::bind((SERVER_IP, port)).map_err(|e| format!("kernel sink bind {port}: {e}"))?;
     if let Some(n) = buffer {
         set_buffers(l.as_raw_fd(), n).map_err(msg)?;
     }
@@ -361,16 +466,24 @@ impl Conn {
     }
 }
 
-/// The iperf protocol from this thread's namespace to the sink: `conns` non-blocking
-/// connections in one epoll set, each sending for `secs` once established. Goodput in bit/s.
-fn iperf_client(conns: usize, secs: Duration, buffer: Option<usize>) -> Result<f64, String> {
+/// The iperf protocol from this thread's namespace to the sink: connections `share`,
+/// `share + shares`, ... below `conns` (connection `i` to the sink's port `i` modulo `ports`,
+/// as the linerate client spreads them), non-blocking in one epoll set, each sending for
+/// `secs` once established.
+fn iperf_client(
+    conns: usize,
+    (share, shares): (usize, usize),
+    ports: u16,
+    secs: Duration,
+    buffer: Option<usize>,
+) -> Result<ClientTally, String> {
     let ep = Epoll::new().map_err(msg)?;
-    let mut all = Vec::with_capacity(conns);
-    for i in 0..conns {
-        let s = connect_nonblocking(SocketAddrV4::new(SERVER_IP, SINK_PORT), buffer)
-            .map_err(|e| format!("connect: {e}"))?;
+    let mut all = Vec::with_capacity(conns.div_ceil(shares.max(1)));
+    for i in (share..conns).step_by(shares.max(1)) {
+        let port = SINK_PORT + (i % usize::from(ports.max(1))) as u16;
+        let s = connect_nonblocking(SocketAddrV4::new(SERVER_IP, port), buffer).map_err(|e| format!("connect: {e}"))?;
         let interest = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET;
-        ep.add(s.as_raw_fd(), interest as u32, i as u64).map_err(msg)?;
+        ep.add(s.as_raw_fd(), interest as u32, all.len() as u64).map_err(msg)?;
         all.push(Conn { s, phase: Phase::Connecting, report: Vec::new(), up: None, done: None });
     }
     let chunk = vec![0x5au8; 64 * 1024];
@@ -381,7 +494,7 @@ fn iperf_client(conns: usize, secs: Duration, buffer: Option<usize>) -> Result<f
         let now = Instant::now();
         if time_up(now, deadline) {
             let left = all.iter().filter(|c| c.phase != Phase::Done).count();
-            return Err(format!("{left} of {conns} connections did not finish in time"));
+            return Err(format!("{left} of {} connections did not finish in time", all.len()));
         }
         let n = ep.wait(&mut events, EPOLL_TICK_MS).map_err(msg)?;
         let now = Instant::now();
@@ -401,9 +514,11 @@ fn iperf_client(conns: usize, secs: Duration, buffer: Option<usize>) -> Result<f
         let r: [u8; 8] = c.report.as_slice().try_into().map_err(|_| format!("a report of {} bytes", c.report.len()))?;
         received += u64::from_le_bytes(r);
     }
-    let first = all.iter().filter_map(|c| c.up).min().ok_or("no connection came up")?;
-    let last = all.iter().filter_map(|c| c.done).max().ok_or("no connection finished")?;
-    Ok(received as f64 * 8.0 / (last - first).as_secs_f64().max(1e-9))
+    Ok(ClientTally {
+        received,
+        first_up: all.iter().filter_map(|c| c.up).min().map(Instant::as_nanos),
+        last_done: all.iter().filter_map(|c| c.done).max().map(Instant::as_nanos),
+    })
 }
 
 // ------------------------------------------------------------------ system calls
@@ -530,15 +645,7 @@ pub(crate) fn goodput_sweep(
     secs: Duration,
     say: &dyn Fn(&str),
 ) -> Result<Sweep, String> {
-    let a = Netns::create("lr-repro-ta").map_err(msg)?;
-    let b = Netns::create("lr-repro-tb").map_err(msg)?;
-    veth_pair(&a, VETH[0], &cidr(CLIENT_IP), &b, VETH[1], &cidr(SERVER_IP), MTUS[0]).map_err(msg)?;
-    b.enter(|| -> std::io::Result<()> {
-        std::fs::write("/proc/sys/net/core/somaxconn", BACKLOG.to_string())?;
-        std::fs::write("/proc/sys/net/ipv4/tcp_max_syn_backlog", BACKLOG.to_string())
-    })
-    .map_err(msg)?
-    .map_err(|e| format!("raising the server namespace's backlog: {e}"))?;
+    let (a, b) = namespaces(["lr-repro-ta", "lr-repro-tb"])?;
     let mut by_mtu = Vec::new();
     for &mtu in mtus {
         say(&format!("Linux over veth: goodput, MTU {mtu}"));
@@ -552,4 +659,19 @@ pub(crate) fn goodput_sweep(
         by_conns.push((0..reps.max(1)).map(|_| iperf(&a, &b, n, secs, buffer)).collect());
     }
     Ok((by_mtu, by_conns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClientTally;
+
+    #[test]
+    fn client_tallies_merge_into_one_run_from_the_first_start_to_the_last_report() {
+        let a = ClientTally { received: 1_000_000, first_up: Some(2_000), last_done: Some(1_000_002_000) };
+        let b = ClientTally { received: 3_000_000, first_up: Some(1_000), last_done: Some(2_000_001_000) };
+        let m = a.merge(&b).merge(&ClientTally::default());
+        assert_eq!((m.received, m.first_up, m.last_done), (4_000_000, Some(1_000), Some(2_000_001_000)));
+        assert_eq!(m.goodput().unwrap(), 4_000_000.0 * 8.0 / 2.0);
+        assert!(ClientTally::default().goodput().is_err(), "no connection came up");
+    }
 }

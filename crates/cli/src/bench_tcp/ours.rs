@@ -3,8 +3,8 @@
 //! measurement, both busy-polling.
 
 use super::{
-    request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD,
-    SINK_PORT, STEP_TIMEOUT, WARMUP_CYCLES,
+    request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD, SINK_PORT,
+    STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
 use crate::cmd_iperf::tcp_stack_config;
@@ -27,40 +27,66 @@ fn peer(port: u16) -> SocketAddrV4 {
     SocketAddrV4::new(PEER_IP, port)
 }
 
+/// Which of the child's services takes its payload in RX bypass.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Bypass {
+    /// Neither: both read their receive buffers.
+    Off,
+    /// The reporting sink.
+    Sink,
+    /// The echo.
+    Echo,
+}
+
+impl Bypass {
+    /// The child's option for it.
+    fn arg(self) -> Option<&'static str> {
+        match self {
+            Bypass::Off => None,
+            Bypass::Sink => Some("--rx-bypass"),
+            Bypass::Echo => Some("--echo-rx-bypass"),
+        }
+    }
+}
+
 /// One measurement's set-up: our stack on a fresh link to a new child.
 struct Pair {
     /// Our stack; dropped first, which closes the link and lets the child exit.
     stack: Stack<ShmLink>,
     /// The child (killed on drop if it is still there).
     _peer: PeerProcess,
+    /// The child's sink ports (from [`SINK_PORT`] on).
+    sink_ports: u16,
 }
 
 impl Pair {
-    /// A link of IP MTU `mtu` and a child; both stacks hold `sessions` sessions with `buffer`
+    /// A link of IP MTU `mtu` and a child whose sink listens on enough ports for `sessions`
+    /// connections; both stacks hold `sessions` sessions with `buffer`
     /// bytes per direction (default: the stack's). The child's MAC is resolved before return.
-    /// With `rx_bypass` the child's sink counts payload in RX bypass.
+    /// `bypass` says which of the child's services takes payload in RX bypass.
     fn start(
         mtu: usize,
         sessions: usize,
         buffer: Option<usize>,
         limit: Duration,
-        rx_bypass: bool,
+        bypass: Bypass,
     ) -> Result<Pair, String> {
         let name = unique_name("bench-tcp");
         let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
+        let sink_ports = if bypass == Bypass::Sink { 1 } else { super::sink_ports(sessions) };
+        let ports_arg = sink_ports.to_string();
         let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit", &limit_arg];
+        args.extend(["--sink-ports", &ports_arg]);
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
             args.extend(["--buffer", b]);
         }
-        if rx_bypass {
-            args.push("--rx-bypass");
-        }
+        args.extend(bypass.arg());
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         let stack = Stack::new(tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?, link).map_err(msg)?;
-        let mut pair = Pair { stack, _peer: peer };
+        let mut pair = Pair { stack, _peer: peer, sink_ports };
         pair.resolve_peer()?;
         Ok(pair)
     }
@@ -113,9 +139,11 @@ impl Pair {
         Ok(h)
     }
 
-    /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol.
+    /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol,
+    /// spread over the sink's ports.
     fn iperf(&mut self, conns: usize, secs: Duration, polls: usize) -> Result<f64, String> {
-        let mut client = IperfClient::new(peer(SINK_PORT), conns, secs, Duration::from_secs(5));
+        let ports: Vec<SocketAddrV4> = (SINK_PORT..SINK_PORT + self.sink_ports).map(peer).collect();
+        let mut client = IperfClient::spread(&ports, conns, secs, Duration::from_secs(5));
         self.drive(secs + GRACE * 3, polls, |s| {
             client.step(s).map_err(msg)?;
             Ok(client.is_finished())
@@ -204,24 +232,26 @@ impl Pair {
     }
 }
 
-/// Every linerate figure (advancing `pb` by seven steps).
-pub(super) fn measure(secs: Duration, repeat: usize, pb: &ProgressBar) -> Result<Figures, String> {
+/// Every linerate figure, the aggregate run with `many` connections (advancing `pb` by seven
+/// steps).
+pub(super) fn measure(secs: Duration, repeat: usize, many: usize, pb: &ProgressBar) -> Result<Figures, String> {
     pin_side(0);
     let limit = secs + GRACE * 6;
-    let goodput =
-        |mtu: usize, bypass: bool| median_of(repeat, || Pair::start(mtu, 256, None, limit, bypass)?.iperf(1, secs, 1));
-    let g1500 = step(pb, "linerate: goodput, MTU 1500", || goodput(MTUS[0], false))?;
-    let rtt = step(pb, "linerate: round trips", || Pair::start(MTUS[0], 256, None, limit, false)?.rtt())?;
-    let g9000 = step(pb, "linerate: goodput, MTU 9000", || goodput(MTUS[1], false))?;
+    let goodput = |mtu: usize, bypass: Bypass| {
+        median_of(repeat, || Pair::start(mtu, 256, None, limit, bypass)?.iperf(1, secs, 1))
+    };
+    let g1500 = step(pb, "linerate: goodput, MTU 1500", || goodput(MTUS[0], Bypass::Off))?;
+    let rtt = step(pb, "linerate: round trips", || Pair::start(MTUS[0], 256, None, limit, Bypass::Off)?.rtt())?;
+    let g9000 = step(pb, "linerate: goodput, MTU 9000", || goodput(MTUS[1], Bypass::Off))?;
     let mut bypass = [0.0; 2];
     for (i, mtu) in MTUS.into_iter().enumerate() {
-        bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || goodput(mtu, true))?;
+        bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || goodput(mtu, Bypass::Sink))?;
     }
     let cycles = step(pb, "linerate: connection cycles", || {
-        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, false)?.cycles(secs)
+        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, Bypass::Off)?.cycles(secs)
     })?;
-    let many = step(pb, "linerate: 10,000 connections", || {
-        Pair::start(MTUS[0], MANY + 64, Some(MANY_BUFFER), limit, false)?.iperf(MANY, secs, polls_for(MANY))
+    let many = step(pb, &format!("linerate: {many} connections"), || {
+        Pair::start(MTUS[0], many + 64, Some(MANY_BUFFER), limit, Bypass::Off)?.iperf(many, secs, polls_for(many))
     });
     Ok(Figures { goodput: [g1500, g9000], goodput_bypass: Some(bypass), rtt, rtt_blocking: None, cycles, many })
 }
@@ -237,16 +267,26 @@ pub(crate) fn goodput(
     secs: Duration,
 ) -> Result<f64, String> {
     pin_side(0);
-    Pair::start(mtu, conns + 64, buffer, secs + GRACE * 6, rx_bypass)?.iperf(conns, secs, polls_for(conns))
+    let bypass = if rx_bypass { Bypass::Sink } else { Bypass::Off };
+    Pair::start(mtu, conns + 64, buffer, secs + GRACE * 6, bypass)?.iperf(conns, secs, polls_for(conns))
 }
 
 /// 64-byte round trips over one connection (ns, sorted) and connection set-up times (SYN
 /// to established, ns, sorted) for about `secs`, at IP MTU 1500.
 pub(crate) fn round_trips_and_handshakes(secs: Duration) -> Result<(Vec<u64>, Vec<u64>), String> {
+    let rtt = round_trips(secs, false)?;
     pin_side(0);
     let limit = secs + GRACE * 6;
-    let rtt = Pair::start(MTUS[0], 256, None, limit, false)?.rtt()?;
     let cycles =
-        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, false)?.cycles(secs)?;
+        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, Bypass::Off)?.cycles(secs)?;
     Ok((rtt, cycles.handshake))
+}
+
+/// 64-byte round trips over one connection (ns, sorted) at IP MTU 1500, the child's echo
+/// taking the requests in RX bypass (from the frames) when `echo_bypass`, else from its
+/// receive buffer.
+pub(crate) fn round_trips(secs: Duration, echo_bypass: bool) -> Result<Vec<u64>, String> {
+    pin_side(0);
+    let bypass = if echo_bypass { Bypass::Echo } else { Bypass::Off };
+    Pair::start(MTUS[0], 256, None, secs + GRACE * 6, bypass)?.rtt()
 }
