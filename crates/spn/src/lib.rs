@@ -20,6 +20,7 @@ pub mod error;
 pub mod eval;
 pub mod generate;
 pub mod json;
+mod kernel;
 pub mod leaf;
 pub mod load;
 pub mod model;
