@@ -128,11 +128,13 @@ impl Evaluator {
             }
             _ => {}
         }
+        // One reference for the whole call: the count is shared by every thread's evaluator,
+        // so touching it per batch would bounce its cache line between cores.
+        let model = Arc::clone(&self.model);
         let mut start = 0;
         while start < n {
             let m = (n - start).min(self.lanes);
             self.load_codes(&inputs[start * nv..(start + m) * nv], missing, start, m);
-            let model = Arc::clone(&self.model);
             self.run(&model.code, m, true);
             self.finish(&model, model.code.root_slot, &mut out[start..start + m], output, |ev, l| {
                 for v in 0..nv {
@@ -154,11 +156,11 @@ impl Evaluator {
         if inputs.len() != n * nv {
             return Err(SpnError::BadInput(format!("{} values is not {n} vectors of {nv} inputs", inputs.len())));
         }
+        let model = Arc::clone(&self.model);
         let mut start = 0;
         while start < n {
             let m = (n - start).min(self.lanes);
             let chunk = &inputs[start * nv..(start + m) * nv];
-            let model = Arc::clone(&self.model);
             let bytes = chunk.iter().all(|x| x.is_nan() || (*x >= 0.0 && *x <= 255.0 && x.fract() == 0.0));
             let root_slot = if bytes {
                 self.load_code_values(chunk, m);
