@@ -50,8 +50,8 @@ pub struct Evaluator {
     scratch: Vec<f64>,
     /// Inputs recomputed in log space since the evaluator was made.
     fallbacks: u64,
-    /// Whether to run the AVX2 build of the evaluation loop (if the CPU has it).
-    avx2: bool,
+    /// The instruction set of the evaluation loop ([`kernel::level`]).
+    level: u8,
 }
 
 impl Evaluator {
@@ -74,7 +74,7 @@ impl Evaluator {
             row: vec![0.0; nv],
             scratch: Vec::new(),
             fallbacks: 0,
-            avx2: kernel::has_avx2(),
+            level: kernel::best_level(),
             lanes,
             model,
         }
@@ -90,10 +90,10 @@ impl Evaluator {
         &self.model
     }
 
-    /// Use the AVX2 build of the evaluation loop if `on` and the CPU has AVX2 (the default);
-    /// results are the same to the bit either way.
-    pub fn set_avx2(&mut self, on: bool) {
-        self.avx2 = on && kernel::has_avx2();
+    /// Use the widest SIMD build of the evaluation loop the CPU has (AVX-512F or AVX2; the
+    /// default) if `on`, the portable one if not. Results are the same to the bit either way.
+    pub fn set_simd(&mut self, on: bool) {
+        self.level = if on { kernel::best_level() } else { kernel::level::PORTABLE };
     }
 
     /// Inputs recomputed in log space (linear result below the guard) so far.
@@ -250,12 +250,18 @@ impl Evaluator {
     fn run(&mut self, prog: &Program, m: usize, codes: bool) {
         let (slots, classes, xs, model, lanes) = (&mut self.slots, &self.classes, &self.xs, &self.model, self.lanes);
         #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: `avx2` is set only if the CPU has AVX2.
-            unsafe { run_program_avx2(prog, slots, classes, xs, model, lanes, m, codes) };
-            return;
+        {
+            use kernel::level;
+            // SAFETY: `level` is above PORTABLE only if the CPU has that level (best_level).
+            match self.level {
+                level::AVX512 => {
+                    return unsafe { run_program_avx512(prog, slots, classes, xs, model, lanes, m, codes) }
+                }
+                level::AVX2 => return unsafe { run_program_avx2(prog, slots, classes, xs, model, lanes, m, codes) },
+                _ => {}
+            }
         }
-        run_program::<false>(prog, slots, classes, xs, model, lanes, m, codes);
+        run_program::<{ kernel::level::PORTABLE }>(prog, slots, classes, xs, model, lanes, m, codes);
     }
 
     /// Write results: linear values at or above the guard directly, the others recomputed in
@@ -291,10 +297,10 @@ impl Evaluator {
 }
 
 /// Run `prog` on the first `m` lanes of `slots`, operation by operation, operand by operand
-/// (the table lookups with AVX2 gathers if `AVX2`, which needs a CPU with AVX2).
+/// (the table lookups with gathers at `LEVEL`, which the CPU must have: [`kernel::level`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn run_program<const AVX2: bool>(
+fn run_program<const LEVEL: u8>(
     prog: &Program,
     slots: &mut [f64],
     classes: &[u16],
@@ -320,22 +326,23 @@ fn run_program<const AVX2: bool>(
         let out = &mut out[..m];
         let src = Operands { lo, hi, dst, lanes, classes, xs, model, codes };
         if sum {
-            src.apply::<AVX2>(out, &args[0], Combine::SetScaled(weights[0]));
+            src.apply::<LEVEL>(out, &args[0], Combine::SetScaled(weights[0]));
             for (arg, &w) in args[1..].iter().zip(&weights[1..]) {
-                src.apply::<AVX2>(out, arg, Combine::AddScaled(w));
+                src.apply::<LEVEL>(out, arg, Combine::AddScaled(w));
             }
         } else {
-            src.apply::<AVX2>(out, &args[0], Combine::Set);
+            src.apply::<LEVEL>(out, &args[0], Combine::Set);
             for arg in &args[1..] {
-                src.apply::<AVX2>(out, arg, Combine::Mul);
+                src.apply::<LEVEL>(out, arg, Combine::Mul);
             }
         }
     }
 }
 
-/// [`run_program`] compiled with AVX2 enabled: table lookups become gathers and the row loops
-/// four lanes wide (on the Intel cores measured, about half the instructions; AMD Zen 2 was
-/// once measured slower with gathers, so `Evaluator::set_avx2` can turn it off).
+/// [`run_program`] compiled with AVX2 enabled: table lookups become four-lane gathers and the
+/// row loops four lanes wide (10-input LearnSPN model: 3.4x fewer instructions than the
+/// portable build with 64 lanes; AMD Zen 2 was once measured slower with gathers, so
+/// [`Evaluator::set_simd`] can turn them off).
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -352,7 +359,27 @@ unsafe fn run_program_avx2(
     m: usize,
     codes: bool,
 ) {
-    run_program::<true>(prog, slots, classes, xs, model, lanes, m, codes);
+    run_program::<{ kernel::level::AVX2 }>(prog, slots, classes, xs, model, lanes, m, codes);
+}
+
+/// [`run_program`] compiled with AVX-512F enabled: eight-lane gathers and rows.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_program_avx512(
+    prog: &Program,
+    slots: &mut [f64],
+    classes: &[u16],
+    xs: &[f64],
+    model: &CompiledSpn,
+    lanes: usize,
+    m: usize,
+    codes: bool,
+) {
+    run_program::<{ kernel::level::AVX512 }>(prog, slots, classes, xs, model, lanes, m, codes);
 }
 
 /// Where an operation reads its operands: the slot rows below and above its destination, the
@@ -382,7 +409,7 @@ impl Operands<'_> {
 
     /// Combine the value of `arg` into `out`, lane by lane.
     #[inline(always)]
-    fn apply<const AVX2: bool>(&self, out: &mut [f64], arg: &Arg, c: Combine) {
+    fn apply<const LEVEL: u8>(&self, out: &mut [f64], arg: &Arg, c: Combine) {
         let (m, lanes) = (out.len(), self.lanes);
         match *arg {
             Arg::Slot(s) => match self.slot(s as usize, m) {
@@ -394,7 +421,7 @@ impl Operands<'_> {
                 let table = self.model.tables.get(offset..offset + len).unwrap_or(&[]);
                 let classes = self.classes.get(row as usize * lanes..).and_then(|r| r.get(..m)).unwrap_or(&[]);
                 if classes.len() == m {
-                    kernel::table::<AVX2>(out, classes, table, c);
+                    kernel::table::<LEVEL>(out, classes, table, c);
                 } else {
                     c.rows(out, std::iter::repeat(f64::NAN));
                 }
