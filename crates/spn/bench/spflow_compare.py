@@ -34,8 +34,14 @@ def parse_rate(text):
 def ours(linerate, model, inputs, secs):
     out = subprocess.run([linerate, "spn", "bench", "--model", model, "--inputs", inputs, "--eval-only", "--json", "--secs", str(secs)],
                          check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)[0]["rows"]
-    return parse_rate(rows[0]["vectors/s"]), parse_rate(rows[1]["vectors/s"]), rows[1]["measurement"]
+    doc = json.loads(out)
+    rows = (doc["tables"] if isinstance(doc, dict) else doc)[0]["rows"]
+
+    def rate(row):
+        v = row.get("rate", row.get("rate (vectors/s)", row.get("vectors/s")))
+        return float(v) if isinstance(v, (int, float)) else parse_rate(v)
+
+    return rate(rows[0]), rate(rows[1]), rows[1]["measurement"]
 
 
 def timed(f, X):
