@@ -354,9 +354,9 @@ fn run_program<const LEVEL: u8>(
 }
 
 /// [`run_program`] compiled with AVX2 enabled: table lookups become four-lane gathers and the
-/// row loops four lanes wide (10-input LearnSPN model: 3.4x fewer instructions than the
-/// portable build with 64 lanes; AMD Zen 2 was once measured slower with gathers, so
-/// [`Evaluator::set_simd`] can turn them off).
+/// row loops four lanes wide (with cache-sized batches, 3.7x fewer instructions than the
+/// earlier scalar loop on the 10-input LearnSPN model; see the module's cost table). AMD
+/// cores were once measured slower with gathers, so [`Evaluator::set_simd`] can turn them off.
 ///
 /// # Safety
 /// The CPU must support AVX2.
