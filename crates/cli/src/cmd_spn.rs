@@ -11,6 +11,17 @@ mod serve;
 use crate::bench_common::msg;
 use crate::output::{Cell, Table};
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, LeafKind, Output, Spn};
+
+/// Shapes of generated models, as `--shape` spells them.
+const SHAPES: [&str; 2] = ["nips", "learnspn"];
+
+/// The generator preset of `shape` (one of [`SHAPES`]).
+fn preset(shape: &str, vars: usize, seed: u64) -> GeneratorConfig {
+    match shape {
+        "learnspn" => GeneratorConfig::learnspn(vars, seed),
+        _ => GeneratorConfig::nips(vars, seed),
+    }
+}
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,7 +29,8 @@ use std::process::ExitCode;
 /// The `linerate spn` subcommands.
 #[derive(clap::Subcommand)]
 pub enum SpnCommand {
-    /// Generate a random valid NIPS-like model (JSON), optionally with sampled inputs (CSV).
+    /// Generate a random valid NIPS-like or LearnSPN-shaped model (JSON), optionally with
+    /// sampled inputs (CSV).
     Generate(GenerateArgs),
     /// Load a model (JSON or SPFlow text), validate it, compile it and show the program.
     Compile(CompileArgs),
@@ -54,9 +66,12 @@ pub struct ModelArgs {
     /// Model file: linerate JSON or SPFlow text export.
     #[arg(long)]
     model: Option<PathBuf>,
-    /// Without --model: generate a NIPS-like model with this many 8-bit inputs.
+    /// Without --model: generate a model with this many 8-bit inputs.
     #[arg(long, default_value_t = 10)]
     vars: usize,
+    /// Shape of the generated model: shallow NIPS-like, or deep LearnSPN-like.
+    #[arg(long, default_value = "nips", value_parser = SHAPES)]
+    shape: String,
     /// Seed of the generated model.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -67,7 +82,7 @@ impl ModelArgs {
     fn load(&self) -> Result<Spn, String> {
         match &self.model {
             Some(p) => spn::load(p).map_err(|e| e.to_string()),
-            None => spn::generate(&GeneratorConfig::nips(self.vars, self.seed)).map_err(|e| e.to_string()),
+            None => spn::generate(&preset(&self.shape, self.vars, self.seed)).map_err(|e| e.to_string()),
         }
     }
 }
@@ -78,7 +93,10 @@ pub struct GenerateArgs {
     /// 8-bit input variables.
     #[arg(long, default_value_t = 10)]
     vars: usize,
-    /// Approximate number of nodes (default: 630 per variable, like the NIPS benchmarks).
+    /// Shape: shallow NIPS-like, or deep LearnSPN-like (chains of sums over products).
+    #[arg(long, default_value = "nips", value_parser = SHAPES)]
+    shape: String,
+    /// Approximate number of nodes (default: the shape's preset; 630 per variable up to 10).
     #[arg(long)]
     nodes: Option<usize>,
     /// Seed of the generator.
@@ -112,7 +130,7 @@ fn run_generate(a: GenerateArgs) -> Result<ExitCode, String> {
         "mixed" => LeafKind::Mixed,
         _ => LeafKind::Histogram,
     };
-    let base = GeneratorConfig::nips(a.vars, a.seed);
+    let base = preset(&a.shape, a.vars, a.seed);
     let cfg = GeneratorConfig { target_nodes: a.nodes.unwrap_or(base.target_nodes), leaves, bins: a.bins, ..base };
     let model = spn::generate(&cfg).map_err(msg)?;
     spn::save_json(&model, &a.output).map_err(msg)?;

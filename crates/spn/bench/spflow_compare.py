@@ -1,10 +1,10 @@
 """Compare linerate's SPN evaluator with SPFlow on the same model and inputs, in the same run.
 
     python crates/spn/bench/spflow_compare.py [--linerate target/release/linerate]
-        [--model M.json --inputs I.csv | --vars 10] [--rows 20000] [--secs 3]
+        [--model M.json --inputs I.csv | --vars 10 [--shape learnspn|nips]] [--rows 20000] [--secs 3]
 
-Without --model, `linerate spn generate` makes a NIPS-like model with --vars inputs and samples
---rows input vectors from it. SPFlow 1.1.0 (package `spflow`) and/or classic SPFlow (package
+Without --model, `linerate spn generate` makes a model of --shape (default: LearnSPN-shaped,
+deep chains of sums over products) with --vars inputs and samples --rows input vectors from it. SPFlow 1.1.0 (package `spflow`) and/or classic SPFlow (package
 `spn`) are used if importable (install them in a throwaway venv: see spflow_models.py). Prints
 samples/s of each, our single- and multi-core samples/s from `linerate spn bench --eval-only`,
 the ratios, and the largest relative difference of the log-likelihoods.
@@ -34,8 +34,14 @@ def parse_rate(text):
 def ours(linerate, model, inputs, secs):
     out = subprocess.run([linerate, "spn", "bench", "--model", model, "--inputs", inputs, "--eval-only", "--json", "--secs", str(secs)],
                          check=True, capture_output=True, text=True).stdout
-    rows = json.loads(out)[0]["rows"]
-    return parse_rate(rows[0]["vectors/s"]), parse_rate(rows[1]["vectors/s"]), rows[1]["measurement"]
+    doc = json.loads(out)
+    rows = (doc["tables"] if isinstance(doc, dict) else doc)[0]["rows"]
+
+    def rate(row):
+        v = row.get("rate", row.get("rate (vectors/s)", row.get("vectors/s")))
+        return float(v) if isinstance(v, (int, float)) else parse_rate(v)
+
+    return rate(rows[0]), rate(rows[1]), rows[1]["measurement"]
 
 
 def timed(f, X):
@@ -50,6 +56,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--inputs")
     ap.add_argument("--vars", type=int, default=10)
+    ap.add_argument("--shape", default="learnspn", choices=["learnspn", "nips"])
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--secs", type=float, default=3.0)
     a = ap.parse_args()
@@ -57,7 +64,7 @@ def main():
     model, inputs = a.model, a.inputs
     if model is None:
         model, inputs = f"{tmp.name}/model.json", f"{tmp.name}/inputs.csv"
-        subprocess.run([a.linerate, "spn", "generate", "--vars", str(a.vars), "-o", model, "--samples", str(a.rows), "--samples-out", inputs],
+        subprocess.run([a.linerate, "spn", "generate", "--vars", str(a.vars), "--shape", a.shape, "-o", model, "--samples", str(a.rows), "--samples-out", inputs],
                        check=True, capture_output=True)
     m = sm.load(model)
     X = sm.read_csv(inputs)

@@ -1,10 +1,19 @@
-//! A seeded generator of random valid SPNs of a given size and shape ("NIPS10".."NIPS80"-like
-//! benchmark models over 8-bit inputs), and ancestral sampling of input vectors from a model.
+//! A seeded generator of random valid SPNs of a given size and shape over 8-bit inputs, and
+//! ancestral sampling of input vectors from a model.
 //!
-//! The structure follows what LearnSPN produces: a sum (clusters of rows) over products
-//! (independent groups of variables), alternating, down to univariate leaves. Histogram
-//! leaves share one set of integer breaks per variable (as histograms learned over a discrete
-//! domain do): `bins - 1` unit-width bins at 0, 1, ... and one tail bin up to 256.
+//! Two shapes ([`Shape`]):
+//! - **NIPS-like** ([`GeneratorConfig::nips`]): a wide root sum over sub-SPNs that alternate
+//!   sums and products down to leaves, a node budget split evenly; shallow (depth about 7).
+//! - **LearnSPN-like** ([`GeneratorConfig::learnspn`]): the recursion LearnSPN runs on a data
+//!   slice, simulated on a row count. A sum clusters the slice's rows (two or three clusters,
+//!   weights the clusters' shares of the rows); a product splits the variables into independent
+//!   groups, typically a few single variables (leaves) and one or two larger groups that are
+//!   clustered again; a slice with too few rows becomes a naive factorisation (a product of
+//!   one leaf per variable). The result is a deep chain of sums over products with most nodes
+//!   leaves (for 10 inputs and 6,300 nodes: depth about 15, three leaves in four nodes).
+//!
+//! Histogram leaves share one set of integer breaks per variable (as histograms learned over
+//! a discrete domain do): `bins - 1` unit-width bins at 0, 1, ... and one tail bin up to 256.
 
 use crate::rng::Rng;
 use crate::{Leaf, Node, Spn, SpnError};
@@ -25,9 +34,21 @@ pub enum LeafKind {
     Mixed,
 }
 
+/// The structure a generated SPN follows (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// A wide, shallow model with an evenly split node budget (the NIPS benchmarks).
+    #[default]
+    Nips,
+    /// LearnSPN's recursion simulated on a row count: deep chains of sums over products.
+    LearnSpn,
+}
+
 /// Size and shape of a generated SPN.
 #[derive(Debug, Clone)]
 pub struct GeneratorConfig {
+    /// Structure of the model.
+    pub shape: Shape,
     /// Input variables.
     pub num_vars: usize,
     /// Approximate number of nodes wanted.
@@ -47,6 +68,7 @@ pub struct GeneratorConfig {
 impl Default for GeneratorConfig {
     fn default() -> Self {
         GeneratorConfig {
+            shape: Shape::Nips,
             num_vars: 10,
             target_nodes: 1000,
             sum_children: (2, 5),
@@ -63,6 +85,22 @@ impl GeneratorConfig {
     /// 630 nodes per input (NIPS10 has about 6,300 nodes, NIPS80 about 50,000).
     pub fn nips(num_vars: usize, seed: u64) -> GeneratorConfig {
         GeneratorConfig { num_vars, target_nodes: 630 * num_vars, seed, ..Default::default() }
+    }
+
+    /// A LearnSPN-shaped model with `num_vars` 8-bit inputs and histogram leaves: 630 nodes
+    /// per input up to 10 inputs (10 inputs: about 6,300 nodes, depth about 15), then 60 more
+    /// per input (40 inputs: about 8,100 nodes, 80 inputs: about 10,500), as the slices
+    /// LearnSPN clusters run out of rows before the variables run out.
+    pub fn learnspn(num_vars: usize, seed: u64) -> GeneratorConfig {
+        let target_nodes = 630 * num_vars.min(10) + 60 * num_vars.saturating_sub(10);
+        GeneratorConfig {
+            shape: Shape::LearnSpn,
+            num_vars,
+            target_nodes,
+            sum_children: (2, 4),
+            seed,
+            ..Default::default()
+        }
     }
 
     fn check(&self) -> Result<(), SpnError> {
@@ -98,11 +136,48 @@ pub fn generate(cfg: &GeneratorConfig) -> Result<Spn, SpnError> {
             k => k,
         })
         .collect();
-    let mut g = Gen { cfg, rng, kinds, nodes: Vec::new() };
     let vars: Vec<usize> = (0..cfg.num_vars).collect();
-    let root = g.root(&vars, cfg.target_nodes);
-    let name = format!("random-{}v-{}", cfg.num_vars, cfg.seed);
-    Ok(Spn::new(cfg.num_vars, g.nodes, Some(root))?.with_name(name))
+    let (root, nodes) = match cfg.shape {
+        Shape::Nips => {
+            let mut g = Gen { cfg, rng, kinds, nodes: Vec::new() };
+            (g.root(&vars, cfg.target_nodes), g.nodes)
+        }
+        Shape::LearnSpn => {
+            let rows = learnspn_rows(cfg, &rng, &kinds);
+            let mut g = Gen { cfg, rng, kinds, nodes: Vec::new() };
+            (g.learn_root(&vars, rows), g.nodes)
+        }
+    };
+    let shape = match cfg.shape {
+        Shape::Nips => "random",
+        Shape::LearnSpn => "learnspn",
+    };
+    let name = format!("{shape}-{}v-{}", cfg.num_vars, cfg.seed);
+    Ok(Spn::new(cfg.num_vars, nodes, Some(root))?.with_name(name))
+}
+
+/// The row count of the simulated data set that makes a LearnSPN-shaped model of about
+/// `target_nodes` nodes: a bisection on its logarithm (the node count grows with the rows),
+/// each step a generation with the same seed, so the result is deterministic.
+fn learnspn_rows(cfg: &GeneratorConfig, rng: &Rng, kinds: &[LeafKind]) -> f64 {
+    let vars: Vec<usize> = (0..cfg.num_vars).collect();
+    let nodes_for = |rows: f64| {
+        let mut g = Gen { cfg, rng: rng.clone(), kinds: kinds.to_vec(), nodes: Vec::new() };
+        g.learn_root(&vars, rows);
+        g.nodes.len()
+    };
+    // log2 of rows / MIN_ROWS. Every slice of MIN_ROWS or more rows adds a node, so more
+    // than twice as many such rows as target nodes is never needed.
+    let (mut lo, mut hi) = (0.0f64, (2.0 * cfg.target_nodes as f64 + 2.0).log2());
+    for _ in 0..16 {
+        let mid = 0.5 * (lo + hi);
+        if nodes_for(MIN_ROWS * mid.exp2()) < cfg.target_nodes {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    MIN_ROWS * hi.exp2()
 }
 
 /// Generator state.
@@ -179,6 +254,65 @@ impl Gen<'_> {
         self.push(Node::Product { children })
     }
 
+    /// The root of a LearnSPN-shaped model over `scope`, learned from `rows` rows.
+    fn learn_root(&mut self, scope: &[usize], rows: f64) -> usize {
+        match scope {
+            [v] => self.learn_univariate(*v),
+            _ if rows < MIN_ROWS * 2.0 => {
+                let children = scope.iter().map(|&v| self.leaf(v)).collect();
+                self.push(Node::Product { children })
+            }
+            _ => self.learn_sum(scope, rows, 0),
+        }
+    }
+
+    /// LearnSPN's clustering step on a slice of `rows` rows over `scope` (two or more
+    /// variables): a sum over `sum_children` clusters (weights their shares of the rows), each
+    /// split into independent groups. `level` counts the sums above.
+    fn learn_sum(&mut self, scope: &[usize], rows: f64, level: usize) -> usize {
+        let (smin, smax) = self.cfg.sum_children;
+        let k = self.rng.range(smin.max(2), smax.max(2));
+        // Cluster shares: uneven, as k-means on real data gives.
+        let raw: Vec<f64> = (0..k).map(|_| 0.25 + self.rng.uniform()).collect();
+        let shares = quantise(&raw, 1000);
+        let children = shares.iter().map(|&s| self.learn_product(scope, rows * s, level + 1)).collect();
+        self.push(Node::Sum { children, weights: shares })
+    }
+
+    /// LearnSPN's splitting step on a slice over `scope` (two or more variables): a product of
+    /// the variables found independent (one to a quarter of the scope; each a leaf or a
+    /// univariate mixture) and one or two groups of the rest, each clustered again; if the
+    /// slice has too few rows to cluster, the rest is naively factorised into leaves.
+    fn learn_product(&mut self, scope: &[usize], rows: f64, level: usize) -> usize {
+        let mut vars = scope.to_vec();
+        self.rng.shuffle(&mut vars);
+        let singles = self.rng.range(1, (vars.len() / 4).max(1)).min(vars.len() - 1);
+        let rest = vars.split_off(singles);
+        let mut children: Vec<usize> = vars.iter().map(|&v| self.learn_univariate(v)).collect();
+        if rest.len() == 1 || rows < MIN_ROWS * 2.0 || level >= MAX_LEVELS {
+            children.extend(rest.iter().map(|&v| self.leaf(v)));
+        } else if rest.len() >= 4 && self.rng.uniform() < 0.25 {
+            let cut = self.rng.range(2, rest.len() - 2);
+            children.push(self.learn_sum(&rest[..cut], rows, level));
+            children.push(self.learn_sum(&rest[cut..], rows, level));
+        } else {
+            children.push(self.learn_sum(&rest, rows, level));
+        }
+        self.push(Node::Product { children })
+    }
+
+    /// One variable split off by a product: a leaf, or (half the time, as LearnSPN clusters
+    /// a univariate slice that still has rows) a mixture of two or three leaves.
+    fn learn_univariate(&mut self, var: usize) -> usize {
+        if self.rng.uniform() < 0.5 {
+            return self.leaf(var);
+        }
+        let k = self.rng.range(2, 3);
+        let children = (0..k).map(|_| self.leaf(var)).collect();
+        let weights = self.weights(k);
+        self.push(Node::Sum { children, weights })
+    }
+
     /// A random leaf over `var`.
     fn leaf(&mut self, var: usize) -> usize {
         let dist = match self.kinds[var] {
@@ -205,6 +339,11 @@ impl Gen<'_> {
         self.push(Node::Leaf { var, dist })
     }
 }
+
+/// Rows below which a LearnSPN slice is not clustered further.
+const MIN_ROWS: f64 = 200.0;
+/// Most clustering levels of a LearnSPN-shaped model (bounds the recursion).
+const MAX_LEVELS: usize = 64;
 
 /// `raw` (positive) scaled to multiples of `1/units` that sum to exactly `units/units`, each at
 /// least `1/units` (largest-remainder rounding). Needs `raw.len() <= units`.
@@ -296,6 +435,33 @@ mod tests {
             let target = 630 * n;
             assert!(st.nodes > target / 2 && st.nodes < target * 2, "{n} vars: {st:?}");
             assert_eq!(st.vars, n);
+        }
+    }
+
+    #[test]
+    fn learnspn_shape() {
+        for (n, target) in [(10, 6_300), (40, 8_100), (80, 10_500)] {
+            let cfg = GeneratorConfig::learnspn(n, 1);
+            assert_eq!(cfg.target_nodes, target);
+            let spn = generate(&cfg).unwrap();
+            let st = spn.stats();
+            assert_eq!(st.vars, n);
+            assert!(st.nodes * 4 > target * 3 && st.nodes * 4 < target * 5, "{n} vars: {st:?}");
+            // Deep chains of sums over products, most nodes leaves (LearnSPN's shape), unlike
+            // the shallow NIPS-like models.
+            assert!((12..=22).contains(&st.depth), "{n} vars: {st:?}");
+            assert!(st.leaves * 10 > st.nodes * 6, "{n} vars: {st:?}");
+            assert!(st.sums * 20 > st.nodes && st.products * 20 > st.nodes, "{n} vars: {st:?}");
+            assert_eq!(st.edges + 1, st.nodes, "a tree: {st:?}");
+            assert_eq!(spn, generate(&cfg).unwrap());
+            assert!(spn.name().starts_with("learnspn-"));
+        }
+        let nips = generate(&GeneratorConfig::nips(10, 1)).unwrap().stats();
+        assert!(nips.depth < 12, "{nips:?}");
+        // Tiny models stay valid.
+        for n in [1, 2, 3] {
+            let spn = generate(&GeneratorConfig::learnspn(n, 2)).unwrap();
+            assert_eq!(spn.num_vars(), n);
         }
     }
 

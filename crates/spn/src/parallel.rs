@@ -27,28 +27,29 @@ pub fn eval_u8_parallel(
         ev.eval_u8(inputs, missing, out, output)?;
         return Ok(ev.fallbacks());
     }
-    let per = n.div_ceil(threads);
+    // Contiguous blocks whose lengths are multiples of 8 vectors, so no two threads write
+    // the same 64-byte line of `out` (given `out` is so aligned); the calling thread takes
+    // the first block instead of waiting idle.
+    let per = n.div_ceil(threads).next_multiple_of(8);
     let mask_bytes = nv.div_ceil(8);
+    let part = |a: usize, b: usize| match missing {
+        Missing::None => Missing::None,
+        Missing::Bits(m) => Missing::Bits(m.get(a * mask_bytes..b * mask_bytes).unwrap_or(&[])),
+        Missing::Flags(f) => Missing::Flags(f.get(a * nv..b * nv).unwrap_or(&[])),
+    };
+    let run = |a: usize, out: &mut [f64]| {
+        let b = a + out.len();
+        let mut ev = Evaluator::new(Arc::clone(model));
+        ev.eval_u8(&inputs[a * nv..b * nv], part(a, b), out, output).map(|_| ev.fallbacks())
+    };
     std::thread::scope(|s| {
-        let handles: Vec<_> = out
-            .chunks_mut(per)
-            .enumerate()
-            .map(|(t, out)| {
-                let (a, b) = (t * per, t * per + out.len());
-                let part = match missing {
-                    Missing::None => Missing::None,
-                    Missing::Bits(m) => Missing::Bits(m.get(a * mask_bytes..b * mask_bytes).unwrap_or(&[])),
-                    Missing::Flags(f) => Missing::Flags(f.get(a * nv..b * nv).unwrap_or(&[])),
-                };
-                let inputs = &inputs[a * nv..b * nv];
-                let model = Arc::clone(model);
-                s.spawn(move || {
-                    let mut ev = Evaluator::new(model);
-                    ev.eval_u8(inputs, part, out, output).map(|_| ev.fallbacks())
-                })
-            })
-            .collect();
-        let mut fallbacks = 0;
+        let mut blocks = out.chunks_mut(per).enumerate();
+        let first = blocks.next();
+        let handles: Vec<_> = blocks.map(|(t, out)| s.spawn(move || run(t * per, out))).collect();
+        let mut fallbacks = match first {
+            Some((_, out)) => run(0, out)?,
+            None => 0,
+        };
         for h in handles {
             fallbacks += h.join().map_err(|_| SpnError::BadInput("an evaluation thread panicked".into()))??;
         }

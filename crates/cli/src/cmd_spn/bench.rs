@@ -109,7 +109,8 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
         &["measurement", "rate (vectors/s)", "notes"],
     );
     let vps = |v: f64| Cell::Num(v, Unit::OpsPerSec);
-    t.row(vec![Cell::from("evaluator, 1 core"), vps(single), Cell::from("Evaluator::eval_u8, 64 lanes")]);
+    let lanes = compiled.cache_lanes();
+    t.row(vec![Cell::from("evaluator, 1 core"), vps(single), Cell::Text(format!("Evaluator::eval_u8, {lanes} lanes"))]);
     t.row(vec![
         Cell::Text(format!("evaluator, {threads} threads")),
         vps(multi),
