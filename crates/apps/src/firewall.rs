@@ -4,10 +4,12 @@
 //! it can be replaced while traffic flows with `Control::configure`.
 
 use std::any::Any;
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use accel::prefix::PrefixSet;
 use link::Link;
+use middlebox::frames::{self, Endpoints};
 use middlebox::programs::Forwarder;
 use middlebox::{Ctx, FlowHash, MiddleboxError, Packet, Program, Runtime, RuntimeConfig};
 use wire::{ethertype, EthernetFrame, Ipv4Packet};
@@ -179,4 +181,30 @@ pub fn build(
         b = b.unit(Firewall::new(blacklist.clone()).non_ipv4(non_ipv4));
     }
     b.build()
+}
+
+/// A benchmark trace for a firewall with `blacklist`: 1,024 UDP frames of `size` bytes (at
+/// least 42) from pseudo-random sources, every 50th from a blacklisted prefix (about 2%).
+/// Deterministic, so `linerate bench middlebox` and the cost example see the same traffic.
+pub fn sample_trace(blacklist: &PrefixSet, size: usize) -> Vec<Vec<u8>> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let prefixes = blacklist.prefixes();
+    (0..1024u16)
+        .map(|i| {
+            let src = if i % 50 == 0 && !prefixes.is_empty() {
+                let p = &prefixes[next() as usize % prefixes.len()];
+                Ipv4Addr::from(p.first())
+            } else {
+                Ipv4Addr::from(next() as u32)
+            };
+            let e = Endpoints { src, dst: Ipv4Addr::new(192, 168, 0, 1), sport: 1024 + i, dport: 443 };
+            frames::udp_of_size(&e, size.max(42)).unwrap_or_default()
+        })
+        .collect()
 }
