@@ -93,6 +93,16 @@ impl UnitPort {
     }
 }
 
+/// What became of a frame offered to the load balancer.
+enum Offer {
+    /// Copied into a slot; its descriptor is staged.
+    Placed,
+    /// Dropped for this reason (counted by the caller).
+    Dropped(&'static str),
+    /// Not taken now (its unit is full, or the policy holds it): it waits.
+    Wait,
+}
+
 /// The load-balancing state: units, their free slots, the policy.
 struct Lb {
     units: Vec<UnitPort>,
@@ -137,31 +147,24 @@ impl Lb {
         }
     }
 
-    /// Choose a unit for a frame and place it; false if it must wait. Oversize frames are
-    /// dropped (counted in `drops`) and reported as placed.
-    fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source, drops: &mut crate::stats::Reasons) -> bool {
+    /// Choose a unit for a frame and place it. Oversize frames and frames the policy sends to
+    /// a unit that does not exist are dropped; the caller counts the reason.
+    #[inline]
+    fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source) -> Offer {
         let hash = flow_hash(frame);
         let info = PacketInfo { port, hash, frame };
         let view = UnitView { free: &self.free, slots: &self.slots, enabled: &self.enabled };
-        match self.policy.choose(&info, &view) {
-            Some(u) if u < self.units.len() && frame.len() > self.units[u].mem.size() => {
-                drops.add("oversize", 1);
-                true
-            }
-            Some(u) if u < self.units.len() && self.free[u] > 0 => {
-                self.place(u, frame, stamp, src, hash);
-                true
-            }
-            Some(u) if u < self.units.len() => {
-                self.units[u].counters.stalls += 1;
-                false
-            }
-            Some(_) => {
-                drops.add("bad_unit", 1);
-                true
-            }
-            None => false,
+        let Some(u) = self.policy.choose(&info, &view) else { return Offer::Wait };
+        let Some(up) = self.units.get_mut(u) else { return Offer::Dropped("bad_unit") };
+        if frame.len() > up.mem.size() {
+            return Offer::Dropped("oversize");
         }
+        if self.free[u] == 0 {
+            up.counters.stalls += 1;
+            return Offer::Wait;
+        }
+        self.place(u, frame, stamp, src, hash);
+        Offer::Placed
     }
 
     fn occupancy(&self) -> u64 {
@@ -440,10 +443,11 @@ impl Distributor {
             self.shared.host_in_flag.store(false, Ordering::Relaxed);
             self.host_in.extend(lock(&self.shared.host_in).drain(..));
         }
-        let mut host_drops = crate::stats::Reasons::default();
         while let Some((port, frame)) = self.host_in.front() {
             let src = if *port == HOST_PORT { Source::Host } else { Source::Port(*port) };
-            if !self.lb.offer(frame, 0, *port, src, &mut host_drops) {
+            // A host frame the LB drops (oversize, bad unit) is taken off the queue like a
+            // placed one, as before; the host's own counters have no drop reasons.
+            if let Offer::Wait = self.lb.offer(frame, 0, *port, src) {
                 break;
             }
             self.host_in.pop_front();
@@ -460,21 +464,23 @@ impl Distributor {
                     Err(_) => port.stats.drops.add("link_rx_error", 1),
                 }
             }
+            let (pn, src) = (pi as u16, Source::Port(pi as u16));
             while port.rx_pos < port.rx.len() {
                 let frame = port.rx.get(port.rx_pos);
                 let stamp = port.rx.stamp(port.rx_pos).unwrap_or(0);
-                let len = frame.len() as u64;
-                let before = port.stats.drops.total();
-                if !self.lb.offer(frame, stamp, pi as u16, Source::Port(pi as u16), &mut port.stats.drops) {
-                    port.stats.stalls += 1;
-                    break;
+                match self.lb.offer(frame, stamp, pn, src) {
+                    Offer::Placed => {
+                        port.stats.rx_frames += 1;
+                        port.stats.rx_bytes += frame.len() as u64;
+                        placed += 1;
+                    }
+                    Offer::Dropped(reason) => port.stats.drops.add(reason, 1),
+                    Offer::Wait => {
+                        port.stats.stalls += 1;
+                        break;
+                    }
                 }
                 port.rx_pos += 1;
-                if port.stats.drops.total() == before {
-                    port.stats.rx_frames += 1;
-                    port.stats.rx_bytes += len;
-                    placed += 1;
-                }
             }
         }
         placed
@@ -487,11 +493,11 @@ impl Distributor {
             if port.tx.is_empty() {
                 continue;
             }
-            let lens: u64 = port.tx.iter().map(|f| f.len() as u64).sum();
+            let lens = port.tx.bytes() as u64;
             let before = port.tx.len();
             match port.link.tx_batch(now, &mut port.tx) {
                 Ok(n) => {
-                    let left: u64 = port.tx.iter().map(|f| f.len() as u64).sum();
+                    let left = port.tx.bytes() as u64;
                     port.stats.tx_frames += n as u64;
                     port.stats.tx_bytes += lens - left;
                     sent += n;
@@ -574,7 +580,8 @@ impl Distributor {
             for (dst, u) in d.units.iter_mut().zip(&self.lb.units) {
                 dst.clone_from(&u.counters);
             }
-            d.slots = self.lb.units.iter().map(|u| (u.mem.count() as u32, u.mem.size() as u32)).collect();
+            d.slots.clear();
+            d.slots.extend(self.lb.units.iter().map(|u| (u.mem.count() as u32, u.mem.size() as u32)));
             d.host = self.host.clone();
             d.steps = self.steps;
             d.quiet = self.quiet;
