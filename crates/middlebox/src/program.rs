@@ -73,45 +73,83 @@ impl Packet {
     }
 }
 
+/// What the unit knows about one slot: whether the program holds it, the generation of its
+/// token, the frame length. One entry per slot, so a token check touches one place.
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotEntry {
+    gen: u32,
+    len: u32,
+    held: bool,
+}
+
 /// Per-slot state the unit keeps to validate packet tokens.
 #[derive(Debug)]
 pub(crate) struct SlotTable {
-    pub gen: Vec<u32>,
-    pub held: Vec<bool>,
-    pub len: Vec<u32>,
+    entries: Vec<SlotEntry>,
     pub held_count: usize,
 }
 
 impl SlotTable {
     pub(crate) fn new(count: usize) -> Self {
-        SlotTable { gen: vec![0; count], held: vec![false; count], len: vec![0; count], held_count: 0 }
+        SlotTable { entries: vec![SlotEntry::default(); count], held_count: 0 }
+    }
+
+    /// Number of slots.
+    pub(crate) fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the program holds slot `s`.
+    pub(crate) fn held(&self, s: usize) -> bool {
+        self.entries.get(s).is_some_and(|e| e.held)
+    }
+
+    /// The frame length recorded for slot `s` (0 for a slot out of range).
+    pub(crate) fn len(&self, s: usize) -> u32 {
+        self.entries.get(s).map_or(0, |e| e.len)
+    }
+
+    /// True if slot `s` is held under token generation `gen`.
+    pub(crate) fn current(&self, s: usize, gen: u32) -> bool {
+        self.entries.get(s).is_some_and(|e| e.held && e.gen == gen)
     }
 
     /// Take slot `d.slot` for a newly received descriptor; returns its token.
+    #[inline]
     pub(crate) fn take(&mut self, d: Desc) -> Packet {
-        let s = d.slot as usize;
-        self.gen[s] = self.gen[s].wrapping_add(1);
-        if !self.held[s] {
-            self.held[s] = true;
+        let e = &mut self.entries[d.slot as usize];
+        e.gen = e.gen.wrapping_add(1);
+        if !e.held {
+            e.held = true;
             self.held_count += 1;
         }
-        self.len[s] = d.len;
-        Packet { desc: d, gen: self.gen[s] }
+        e.len = d.len;
+        Packet { desc: d, gen: e.gen }
     }
 
     /// True if `p` refers to a slot the program holds.
+    #[inline]
     pub(crate) fn valid(&self, p: &Packet) -> bool {
-        let s = p.desc.slot as usize;
-        s < self.held.len() && self.held[s] && self.gen[s] == p.gen
+        self.current(p.desc.slot as usize, p.gen)
+    }
+
+    /// Record a new frame length for held slot `s`.
+    pub(crate) fn set_len(&mut self, s: usize, len: u32) {
+        if let Some(e) = self.entries.get_mut(s) {
+            e.len = len;
+        }
     }
 
     /// Give slot `s` back (the token becomes stale).
+    #[inline]
     pub(crate) fn release(&mut self, s: usize) {
-        if self.held[s] {
-            self.held[s] = false;
-            self.held_count -= 1;
+        if let Some(e) = self.entries.get_mut(s) {
+            if e.held {
+                e.held = false;
+                self.held_count -= 1;
+            }
+            e.gen = e.gen.wrapping_add(1);
         }
-        self.gen[s] = self.gen[s].wrapping_add(1);
     }
 }
 
@@ -212,7 +250,7 @@ impl<'a> Ctx<'a> {
             return false;
         }
         pkt.desc.len = len as u32;
-        self.core.table.len[pkt.desc.slot as usize] = len as u32;
+        self.core.table.set_len(pkt.desc.slot as usize, len as u32);
         true
     }
 
