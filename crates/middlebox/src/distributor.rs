@@ -125,16 +125,14 @@ impl Lb {
         mem[..frame.len()].copy_from_slice(frame);
         up.staged.push(Desc { slot, len: frame.len() as u32, hash, src, dest: Dest::Drop, tags: 0, stamp });
         up.counters.placed += 1;
-        let occ = self.slots[u] - self.free[u];
-        up.counters.occupancy = occ;
-        up.counters.max_occupancy = up.counters.max_occupancy.max(occ);
+        // `occupancy` itself is filled in when the counters are published.
+        up.counters.max_occupancy = up.counters.max_occupancy.max(self.slots[u] - self.free[u]);
     }
 
     /// Return slot `slot` to unit `u`'s free list.
     fn free_slot(&mut self, u: usize, slot: u32) {
         self.units[u].free.push(slot);
         self.free[u] += 1;
-        self.units[u].counters.occupancy = self.slots[u] - self.free[u];
     }
 
     /// Publish staged descriptors on the units' queues.
@@ -348,7 +346,8 @@ impl Distributor {
         // stays ours until we put it on the free list below.
         let slot = unsafe { up.mem.slot(d.slot) };
         let frame = &slot[..(d.len as usize).min(slot.len())];
-        if port.tx.push_stamped(frame, d.stamp) {
+        let pushed = if d.stamp == 0 { port.tx.push(frame) } else { port.tx.push_stamped(frame, d.stamp) };
+        if pushed {
             up.counters.tx_frames += 1;
             up.counters.tx_bytes += frame.len() as u64;
         } else {
@@ -577,7 +576,8 @@ impl Distributor {
                 dst.link = p.link.stats();
             }
             d.units.resize_with(self.lb.units.len(), UnitLbCounters::default);
-            for (dst, u) in d.units.iter_mut().zip(&self.lb.units) {
+            for (i, (dst, u)) in d.units.iter_mut().zip(&mut self.lb.units).enumerate() {
+                u.counters.occupancy = self.lb.slots[i] - self.lb.free[i];
                 dst.clone_from(&u.counters);
             }
             d.slots.clear();

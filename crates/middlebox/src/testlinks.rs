@@ -147,10 +147,9 @@ impl Link for TestLink {
 
     fn tx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         let n = batch.len();
-        let mut bytes = 0u64;
-        for f in batch.iter() {
-            bytes += f.len() as u64;
-            if let Some(i) = self.inspector.as_mut() {
+        let bytes = batch.bytes() as u64;
+        if let Some(i) = self.inspector.as_mut() {
+            for f in batch.iter() {
                 i(f);
             }
         }
