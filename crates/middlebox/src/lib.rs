@@ -41,7 +41,7 @@ mod unit;
 pub use control::{Breakpoint, Control, DrainReport, HostPacket, PacketMeta, Pending, SwapReport, Trap, UnitDump};
 pub use desc::{Dest, Source, HOST_PORT};
 pub use policy::{FlowHash, LeastLoaded, PacketInfo, Policy, RoundRobin, UnitView};
-pub use program::{Ctx, Message, Packet, Program};
+pub use program::{Batch, Ctx, Message, Packet, Program};
 pub use runtime::{Builder, IdlePolicy, Running, Runtime, RuntimeConfig};
 pub use slots::SlotSpec;
 pub use stats::{PortStats, Reasons, RuntimeStats, UnitState, UnitStats};

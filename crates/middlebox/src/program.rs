@@ -140,6 +140,20 @@ impl SlotTable {
         }
     }
 
+    /// Give back the slot of `p` if `p` is its current token (one lookup); false if stale.
+    #[inline]
+    pub(crate) fn release_current(&mut self, p: &Packet) -> bool {
+        match self.entries.get_mut(p.desc.slot as usize) {
+            Some(e) if e.held && e.gen == p.gen => {
+                e.held = false;
+                e.gen = e.gen.wrapping_add(1);
+                self.held_count -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Give slot `s` back (the token becomes stale).
     #[inline]
     pub(crate) fn release(&mut self, s: usize) {
@@ -255,8 +269,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// Hand `pkt` to its destination. Invalid destinations drop it (`bad_port`, `bad_unit`).
+    #[inline]
     pub fn send(&mut self, pkt: Packet, dest: Dest) {
-        if !self.core.table.valid(&pkt) {
+        if !self.core.table.release_current(&pkt) {
             self.core.counters.stale_packets += 1;
             return;
         }
@@ -277,7 +292,10 @@ impl<'a> Ctx<'a> {
             Dest::Unit(_) => self.core.counters.to_unit += 1,
             Dest::Drop => {}
         }
-        self.push_out(pkt, dest, 0);
+        let mut d = pkt.desc;
+        d.dest = dest;
+        d.tags = 0;
+        self.core.out.push(d);
     }
 
     fn push_out(&mut self, pkt: Packet, dest: Dest, tags: u16) {
@@ -289,6 +307,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Send `pkt` out of `port`.
+    #[inline]
     pub fn forward(&mut self, pkt: Packet, port: u16) {
         self.send(pkt, Dest::Port(port));
     }
@@ -361,6 +380,43 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The packets a unit received in one round, handed to [`Program::on_batch`] one by one.
+///
+/// [`Batch::next`] turns the next descriptor into a [`Packet`] (counting it as received);
+/// it ends early once the program has raised a trap, so the unit can stop there.
+pub struct Batch<'b> {
+    descs: &'b [Desc],
+    pos: &'b mut usize,
+    last: &'b mut Option<(Desc, u32)>,
+}
+
+impl<'b> Batch<'b> {
+    pub(crate) fn new(descs: &'b [Desc], pos: &'b mut usize, last: &'b mut Option<(Desc, u32)>) -> Self {
+        Batch { descs, pos, last }
+    }
+
+    /// Packets left in the batch.
+    pub fn remaining(&self) -> usize {
+        self.descs.len().saturating_sub(*self.pos)
+    }
+
+    /// The next packet, or `None` when the batch is done or a trap is pending.
+    #[inline]
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self, ctx: &mut Ctx<'_>) -> Option<Packet> {
+        if ctx.core.trap.is_some() {
+            return None;
+        }
+        let d = *self.descs.get(*self.pos)?;
+        *self.pos += 1;
+        ctx.core.counters.rx_frames += 1;
+        ctx.core.counters.rx_bytes += u64::from(d.len);
+        let pkt = ctx.core.table.take(d);
+        *self.last = Some((d, pkt.gen));
+        Some(pkt)
+    }
+}
+
 /// A unit program: the firmware of one processing unit.
 ///
 /// Every callback runs on the unit's thread (or inside `Runtime::step`). A panic in a callback
@@ -379,6 +435,16 @@ pub trait Program: Send {
 
     /// A packet arrived.
     fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet);
+
+    /// A batch of packets arrived. The default hands each to [`Program::on_packet`]; being
+    /// instantiated for each program type, it calls `on_packet` directly (inlinable), so a
+    /// batch costs one dynamic call, not one per packet. Overrides must take every packet
+    /// with [`Batch::next`]; packets not taken wait for the next round.
+    fn on_batch(&mut self, ctx: &mut Ctx<'_>, batch: &mut Batch<'_>) {
+        while let Some(pkt) = batch.next(ctx) {
+            self.on_packet(ctx, pkt);
+        }
+    }
 
     /// A broadcast message arrived (in the same global order on every unit).
     fn on_message(&mut self, _ctx: &mut Ctx<'_>, _msg: &Message) {}

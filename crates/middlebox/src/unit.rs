@@ -11,7 +11,7 @@ use link::Instant;
 
 use crate::control::{lock, Breakpoint, PacketMeta, SwapReport, Trap, UnitCmd, UnitDump, UnitShared};
 use crate::desc::{Desc, Dest};
-use crate::program::{Core, Ctx, Message, Packet, Program, SlotTable};
+use crate::program::{Batch, Core, Ctx, Message, Packet, Program, SlotTable};
 use crate::slots::SlotMemory;
 use crate::spsc;
 use crate::stats::{UnitCounters, UnitState};
@@ -189,7 +189,12 @@ impl Unit {
                     break;
                 }
             } else {
-                n += self.run_batch(now);
+                let took = self.run_batch(now);
+                n += took;
+                if took == 0 {
+                    // The program's `on_batch` took nothing: the packets wait for the next round.
+                    break;
+                }
             }
         }
         n
@@ -205,18 +210,7 @@ impl Unit {
         let mut ctx = Ctx { core: &mut self.core, now };
         let mut last: Option<(Desc, u32)> = None;
         let r = catch_unwind(AssertUnwindSafe(|| {
-            while *pos < buf.len() {
-                let d = buf[*pos];
-                *pos += 1;
-                ctx.core.counters.rx_frames += 1;
-                ctx.core.counters.rx_bytes += u64::from(d.len);
-                let pkt = ctx.core.table.take(d);
-                last = Some((d, pkt.gen));
-                program.on_packet(&mut ctx, pkt);
-                if ctx.core.trap.is_some() {
-                    break;
-                }
-            }
+            program.on_batch(&mut ctx, &mut Batch::new(buf, pos, &mut last));
         }));
         if let Err(e) = r {
             self.core.counters.program_panics += 1;
