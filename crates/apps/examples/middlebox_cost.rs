@@ -12,11 +12,13 @@
 //! # instructions per packet = (I(b) - I(a)) / 100000
 //! ```
 //!
-//! `forward N [SIZE]`: N frames of SIZE bytes (default 64) from 64 UDP flows through a
+//! `forward N [SIZE [BATCH]]`: N frames of SIZE bytes (default 64) from 64 UDP flows through a
 //! cross-forwarding unit (the `forward` rows of `linerate bench middlebox`). `firewall N
 //! [SIZE]`: the same through the firewall with the repository's 1,050-prefix blacklist and
 //! its benchmark trace (2% of sources blacklisted). `ids N`: the first N frames of the IDS
 //! benchmark trace (community rules) through an IDS unit; N is at most the trace's length.
+//! BATCH is the runtime's batch (default: the runtime's default); the unit has 64 slots, as
+//! in `linerate bench middlebox`.
 //!
 //! The count includes the generator port's copy of each frame into its receive batch and the
 //! sink's counting, as the benchmark's does. The run checks that every frame came out or was
@@ -113,12 +115,12 @@ fn workload(kind: &str, n: u64, size: usize) -> Result<Workload, String> {
 
 /// Push `n` frames of `w` through a one-unit middlebox; returns (frames out, frames dropped, steps).
 #[inline(never)]
-fn run(w: Workload, n: u64) -> Result<(u64, u64, u64), String> {
+fn run(w: Workload, n: u64, batch: usize) -> Result<(u64, u64, u64), String> {
     let gen = TestLink::generator(w.trace, n);
     let made = gen.tally();
     let sink = TestLink::sink();
     let out = sink.tally();
-    let cfg = RuntimeConfig { slots: SlotSpec::new(64, w.slot), ..RuntimeConfig::default() };
+    let cfg = RuntimeConfig { slots: SlotSpec::new(64, w.slot), batch, ..RuntimeConfig::default() };
     let mut rt = Runtime::builder_with(cfg)
         .port(gen)
         .port(sink)
@@ -156,11 +158,12 @@ fn main() -> ExitCode {
     let kind = args.first().map_or("forward", String::as_str);
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let size: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let batch: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(RuntimeConfig::default().batch);
     if n == 0 || !(42..=9216).contains(&size) {
-        eprintln!("usage: middlebox_cost forward|firewall|ids N [SIZE]  (N >= 1, 42 <= SIZE <= 9216)");
+        eprintln!("usage: middlebox_cost forward|firewall|ids N [SIZE [BATCH]]  (N >= 1, 42 <= SIZE <= 9216)");
         return ExitCode::from(2);
     }
-    let result = workload(kind, n, size).and_then(|w| run(w, n));
+    let result = workload(kind, n, size).and_then(|w| run(w, n, batch));
     match result {
         Ok((out, dropped, steps)) => {
             println!("{kind}: {n} frames of {size} B: {out} out, {dropped} dropped, {steps} steps");

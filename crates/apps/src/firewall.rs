@@ -115,6 +115,7 @@ impl Program for Firewall {
         "firewall"
     }
 
+    #[inline]
     fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet) {
         let (is_ip, verdict) = self.judge(ctx.data(&pkt));
         match verdict {

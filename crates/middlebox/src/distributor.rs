@@ -300,6 +300,7 @@ impl Distributor {
         work
     }
 
+    #[inline]
     fn route(&mut self, u: u16, d: Desc) {
         let ui = usize::from(u);
         match d.dest {
@@ -330,6 +331,7 @@ impl Distributor {
     }
 
     /// Copy a frame into port `p`'s transmit batch; false if the batch is full.
+    #[inline]
     fn try_tx(&mut self, p: usize, u: u16, d: Desc) -> bool {
         let ui = usize::from(u);
         let port = &mut self.ports[p];

@@ -387,12 +387,13 @@ impl<'a> Ctx<'a> {
 pub struct Batch<'b> {
     descs: &'b [Desc],
     pos: &'b mut usize,
-    last: &'b mut Option<(Desc, u32)>,
 }
 
 impl<'b> Batch<'b> {
-    pub(crate) fn new(descs: &'b [Desc], pos: &'b mut usize, last: &'b mut Option<(Desc, u32)>) -> Self {
-        Batch { descs, pos, last }
+    /// The packets `descs[*pos..]`; `*pos` follows the packets taken, so after a panic the
+    /// unit knows the last one (`descs[*pos - 1]`).
+    pub(crate) fn new(descs: &'b [Desc], pos: &'b mut usize) -> Self {
+        Batch { descs, pos }
     }
 
     /// Packets left in the batch.
@@ -411,9 +412,7 @@ impl<'b> Batch<'b> {
         *self.pos += 1;
         ctx.core.counters.rx_frames += 1;
         ctx.core.counters.rx_bytes += u64::from(d.len);
-        let pkt = ctx.core.table.take(d);
-        *self.last = Some((d, pkt.gen));
-        Some(pkt)
+        Some(ctx.core.table.take(d))
     }
 }
 

@@ -208,18 +208,21 @@ impl Unit {
         let program = &mut *self.program;
         let (buf, pos) = (&self.rx_buf, &mut self.rx_pos);
         let mut ctx = Ctx { core: &mut self.core, now };
-        let mut last: Option<(Desc, u32)> = None;
         let r = catch_unwind(AssertUnwindSafe(|| {
-            program.on_batch(&mut ctx, &mut Batch::new(buf, pos, &mut last));
+            program.on_batch(&mut ctx, &mut Batch::new(buf, pos));
         }));
         if let Err(e) = r {
             self.core.counters.program_panics += 1;
-            if let Some((desc, gen)) = last {
-                if self.core.table.current(desc.slot as usize, gen) {
+            // The packet being handled is the last one taken. Its slot entered this batch
+            // free at the distributor, so if the program still holds it, it holds it under
+            // the token it was just given: take it back.
+            let last = self.rx_pos.checked_sub(1).filter(|&i| i >= start).map(|i| self.rx_buf[i]);
+            if let Some(desc) = last {
+                if self.core.table.held(desc.slot as usize) {
                     self.reclaim(desc.slot as usize, desc, "program_panic");
                 }
             }
-            self.panic_trap(now, last.map(|(d, _)| d), &panic_text(&*e));
+            self.panic_trap(now, last, &panic_text(&*e));
         }
         self.take_trap(now);
         self.rx_pos - start
