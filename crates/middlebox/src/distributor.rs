@@ -115,6 +115,7 @@ struct Lb {
 impl Lb {
     /// Copy `frame` into a free slot of unit `u` and stage its descriptor. The caller checked
     /// that `u` has a free slot and the frame fits.
+    #[inline]
     fn place(&mut self, u: usize, frame: &[u8], stamp: u64, src: Source, hash: u32) {
         let up = &mut self.units[u];
         let Some(slot) = up.free.pop() else { return };
@@ -147,7 +148,8 @@ impl Lb {
 
     /// Choose a unit for a frame and place it. Oversize frames and frames the policy sends to
     /// a unit that does not exist are dropped; the caller counts the reason.
-    #[inline]
+    // Always inlined: once per frame, and a call costs a large register save and restore.
+    #[inline(always)]
     fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source) -> Offer {
         let hash = flow_hash(frame);
         let info = PacketInfo { port, hash, frame };
@@ -331,7 +333,8 @@ impl Distributor {
     }
 
     /// Copy a frame into port `p`'s transmit batch; false if the batch is full.
-    #[inline]
+    // As `Lb::offer`: once per frame.
+    #[inline(always)]
     fn try_tx(&mut self, p: usize, u: u16, d: Desc) -> bool {
         let ui = usize::from(u);
         let port = &mut self.ports[p];
