@@ -21,8 +21,10 @@
 //! in `linerate bench middlebox`.
 //!
 //! The count includes the generator port's copy of each frame into its receive batch and the
-//! sink's counting, as the benchmark's does. The run checks that every frame came out or was
-//! counted as dropped, and fails otherwise.
+//! sink's counting, as the benchmark's does. The run stops at the first step that moves
+//! nothing once every frame was generated, and checks that every frame came out, went to the
+//! host, was counted as dropped or is still held by the program (the IDS holds out-of-order
+//! segments until its reorder timeout); it fails otherwise.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -113,9 +115,10 @@ fn workload(kind: &str, n: u64, size: usize) -> Result<Workload, String> {
     }
 }
 
-/// Push `n` frames of `w` through a one-unit middlebox; returns (frames out, frames dropped, steps).
+/// Push `n` frames of `w` through a one-unit middlebox; returns (frames out, frames dropped,
+/// frames the program still holds, steps).
 #[inline(never)]
-fn run(w: Workload, n: u64, batch: usize) -> Result<(u64, u64, u64), String> {
+fn run(w: Workload, n: u64, batch: usize) -> Result<(u64, u64, u64, u64), String> {
     let gen = TestLink::generator(w.trace, n);
     let made = gen.tally();
     let sink = TestLink::sink();
@@ -134,23 +137,26 @@ fn run(w: Workload, n: u64, batch: usize) -> Result<(u64, u64, u64), String> {
     let mut steps = 0u64;
     while steps < limit {
         now = now + TICK;
-        rt.step(now);
+        let work = rt.step(now);
         steps += 1;
-        if made.generated() == n && rt.in_flight() == 0 {
+        // Done when everything was generated and a step moved nothing: the frames left inside
+        // are held by the program (the IDS's reorder buffers wait for their timeout).
+        if made.generated() == n && work == 0 {
             break;
         }
     }
     let s = rt.stats();
     let dropped = s.drops().total();
     let host = s.host.delivered;
-    if made.generated() != n || out.frames() + dropped + host != n {
+    let held = rt.in_flight();
+    if made.generated() != n || out.frames() + dropped + host + held != n {
         return Err(format!(
-            "after {steps} steps: {} of {n} generated, {} out, {dropped} dropped, {host} to the host",
+            "after {steps} steps: {} of {n} generated, {} out, {dropped} dropped, {host} to the host, {held} held",
             made.generated(),
             out.frames()
         ));
     }
-    Ok((out.frames(), dropped, steps))
+    Ok((out.frames(), dropped, held, steps))
 }
 
 fn main() -> ExitCode {
@@ -165,8 +171,8 @@ fn main() -> ExitCode {
     }
     let result = workload(kind, n, size).and_then(|w| run(w, n, batch));
     match result {
-        Ok((out, dropped, steps)) => {
-            println!("{kind}: {n} frames of {size} B: {out} out, {dropped} dropped, {steps} steps");
+        Ok((out, dropped, held, steps)) => {
+            println!("{kind}: {n} frames: {out} out, {dropped} dropped, {held} held, {steps} steps");
             ExitCode::SUCCESS
         }
         Err(e) => {

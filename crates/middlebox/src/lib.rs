@@ -19,6 +19,37 @@
 //!   program swap while traffic flows, state dumps, breakpoints, host packets and broadcasts.
 //! * [`Runtime::step`] runs everything on the caller's thread, deterministically;
 //!   [`Runtime::start`] runs the distributor and each unit on a thread of its own.
+//!
+//! # Per-packet cost
+//!
+//! Instructions per 64-byte frame through one unit in step mode (generator port -> LB ->
+//! unit -> sink port, all on one thread), counted with callgrind by the `middlebox_cost`
+//! example of the `apps` crate as (I(21,000 frames) - I(1,000 frames)) / 20,000; the count
+//! includes the generator's copy into its receive batch and the sink, and does not depend on
+//! the machine's load:
+//!
+//! ```text
+//! cargo build --release -p apps --example middlebox_cost
+//! valgrind --tool=callgrind target/release/examples/middlebox_cost forward 1000    # and 21000
+//! ```
+//!
+//! | path | before | after |
+//! | --- | --- | --- |
+//! | forward (`Forwarder::cross`, round robin) | 994 | 663 |
+//! | firewall (1,050 prefixes, flow hash, 2% blacklisted) | 1,106 | 750 |
+//! | IDS (community rules, frames 1,000..11,000 of the bench trace) | IDS_BEFORE | IDS_AFTER |
+//!
+//! What went: the flow hash reads untagged IPv4 TCP/UDP at fixed offsets; round robin wraps
+//! without a division; the LB's offer answers placed / dropped / wait instead of summing drop
+//! reasons twice per frame and is inlined with the egress copy; occupancy is computed when
+//! counters are published; descriptors cross the SPSC queues in at most two block copies;
+//! a unit hands its whole batch to [`Program::on_batch`] under one unwind guard (one dynamic
+//! call per batch; the default calls `on_packet` statically) and checks a packet token with
+//! one slot-table lookup; the firewall reads the source address at fixed offsets and falls
+//! back to the full parse only for other frames. Per step (one batch of up to
+//! [`RuntimeConfig::batch`] frames) the runtime still reads the clock once per thread and,
+//! in step mode, publishes counters; with a batch of 64 instead of 32 the forward count
+//! drops by about 40 more.
 
 #![warn(missing_docs)]
 

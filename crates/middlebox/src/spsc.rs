@@ -84,6 +84,9 @@ impl<T: Copy + Send> Producer<T> {
             free = self.free_cached();
         }
         let n = (items.len() as u64).min(free) as usize;
+        if n == 0 {
+            return 0;
+        }
         // At most two contiguous runs: up to the end of the ring, then from its start.
         let at = (self.head & self.shared.mask) as usize;
         let first = n.min(self.shared.buf.len() - at);
@@ -130,6 +133,10 @@ impl<T: Copy + Send> Consumer<T> {
             avail = self.cached_head.wrapping_sub(self.tail);
         }
         let n = avail.min(max as u64) as usize;
+        if n == 0 {
+            // The idle poll: no copy calls, no store.
+            return 0;
+        }
         let at = (self.tail & self.shared.mask) as usize;
         let first = n.min(self.shared.buf.len() - at);
         out.reserve(n);
