@@ -251,7 +251,7 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
     let per_size = a.sizes.len() * (a.units.len() + 1);
     let steps = a.sizes.len()
         + if skip("forward") { 0 } else { per_size }
-        + if skip("firewall") { 0 } else { a.sizes.len() * a.units.len() }
+        + if skip("firewall") { 0 } else { per_size }
         + if skip("ids") { 0 } else { a.units.len() + 2 }
         + if skip("swap") { 0 } else { 2 };
     let pb = progress(steps as u64, a.json);
@@ -313,6 +313,12 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
                         });
                         t.row(rate_row("firewall", Cell::bytes(size as u64), Some(u), r, Some(memcpy[i])));
                     }
+                    // The one-core figure beside forwarding's step-mode row.
+                    let r = step(&pb, &format!("firewall {size} B, step mode"), || {
+                        let fw = Box::new(Firewall::new(set.clone()));
+                        measure_step(apps::firewall::sample_trace(&set, size), fw, slot_for(size), secs)
+                    });
+                    t.row(rate_row("firewall (1 thread, step)", Cell::bytes(size as u64), Some(1), r, Some(memcpy[i])));
                 }
             }
         }
