@@ -217,30 +217,6 @@ fn forward_trace(size: usize) -> Vec<Vec<u8>> {
     (0..64).map(|i| udp_frame(size, i)).collect()
 }
 
-/// 1,024 frames of `size` bytes from random sources, 2% of them blacklisted.
-fn firewall_trace(set: &PrefixSet, size: usize) -> Vec<Vec<u8>> {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let prefixes = set.prefixes();
-    (0..1024u16)
-        .map(|i| {
-            let src = if i % 50 == 0 && !prefixes.is_empty() {
-                let p = &prefixes[next() as usize % prefixes.len()];
-                Ipv4Addr::from(p.first())
-            } else {
-                Ipv4Addr::from(next() as u32)
-            };
-            let e = Endpoints { src, dst: Ipv4Addr::new(192, 168, 0, 1), sport: 1024 + i, dport: 443 };
-            frames::udp_of_size(&e, size.max(42)).unwrap_or_default()
-        })
-        .collect()
-}
-
 fn slot_for(size: usize) -> usize {
     (size + 256).clamp(2048, middlebox::slots::MAX_SLOT_SIZE)
 }
@@ -314,7 +290,7 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
     let per_size = a.sizes.len() * (a.units.len() + 1);
     let steps = a.sizes.len()
         + if skip("forward") { 0 } else { per_size }
-        + if skip("firewall") { 0 } else { a.sizes.len() * a.units.len() }
+        + if skip("firewall") { 0 } else { per_size }
         + if skip("ids") { 0 } else { a.units.len() + 2 }
         + if skip("swap") { 0 } else { 2 };
     let pb = progress(steps as u64, a.json);
@@ -372,10 +348,16 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
                         let r = step(&pb, &format!("firewall {size} B, {u} units"), || {
                             let progs: Vec<Box<dyn Program>> =
                                 (0..u).map(|_| Box::new(Firewall::new(set.clone())) as Box<dyn Program>).collect();
-                            measure(firewall_trace(&set, size), progs, true, slot_for(size), secs)
+                            measure(apps::firewall::sample_trace(&set, size), progs, true, slot_for(size), secs)
                         });
                         t.row(rate_row("firewall", Cell::bytes(size as u64), Some(u), r, Some(memcpy[i])));
                     }
+                    // The one-core figure beside forwarding's step-mode row.
+                    let r = step(&pb, &format!("firewall {size} B, step mode"), || {
+                        let fw = Box::new(Firewall::new(set.clone()));
+                        measure_step(apps::firewall::sample_trace(&set, size), fw, slot_for(size), secs)
+                    });
+                    t.row(rate_row("firewall (1 thread, step)", Cell::bytes(size as u64), Some(1), r, Some(memcpy[i])));
                 }
             }
         }

@@ -73,6 +73,7 @@ impl FrameBatch {
     /// Copy `frame` into the next free slot. Returns false (and copies nothing) when the batch
     /// is full or the frame is larger than a slot.
     #[must_use = "false means the frame was not added (batch full or frame too large): it is lost unless retried"]
+    #[inline]
     pub fn push(&mut self, frame: &[u8]) -> bool {
         self.push_with(|slot| {
             if frame.len() > slot.len() {
@@ -86,6 +87,7 @@ impl FrameBatch {
     /// Build a frame in place: `build` gets the whole free slot and returns the frame length
     /// (0 to abandon). Returns false if the batch was full or `build` abandoned the slot.
     #[must_use = "false means no frame was added (batch full or build abandoned it): it is lost unless retried"]
+    #[inline]
     pub fn push_with(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> bool {
         if self.is_full() {
             return false;
@@ -106,6 +108,7 @@ impl FrameBatch {
     /// Copy `frame` into the next free slot with its capture time `stamp` (nanoseconds since
     /// the Unix epoch; 0 means unknown). Returns false as [`FrameBatch::push`] does.
     #[must_use = "false means the frame was not added (batch full or frame too large): it is lost unless retried"]
+    #[inline]
     pub fn push_stamped(&mut self, frame: &[u8], stamp: u64) -> bool {
         if !self.push(frame) {
             return false;
@@ -115,12 +118,14 @@ impl FrameBatch {
     }
 
     /// The capture time of frame `i` (nanoseconds since the Unix epoch), if it carries one.
+    #[inline]
     pub fn stamp(&self, i: usize) -> Option<u64> {
         assert!(i < self.count, "frame index out of range");
         Some(self.stamps[i]).filter(|&s| s != 0)
     }
 
     /// The frame in slot `i`.
+    #[inline]
     pub fn get(&self, i: usize) -> &[u8] {
         assert!(i < self.count, "frame index out of range");
         let start = i * self.slot_size;

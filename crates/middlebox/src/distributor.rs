@@ -93,6 +93,16 @@ impl UnitPort {
     }
 }
 
+/// What became of a frame offered to the load balancer.
+enum Offer {
+    /// Copied into a slot; its descriptor is staged.
+    Placed,
+    /// Dropped for this reason (counted by the caller).
+    Dropped(&'static str),
+    /// Not taken now (its unit is full, or the policy holds it): it waits.
+    Wait,
+}
+
 /// The load-balancing state: units, their free slots, the policy.
 struct Lb {
     units: Vec<UnitPort>,
@@ -105,6 +115,7 @@ struct Lb {
 impl Lb {
     /// Copy `frame` into a free slot of unit `u` and stage its descriptor. The caller checked
     /// that `u` has a free slot and the frame fits.
+    #[inline]
     fn place(&mut self, u: usize, frame: &[u8], stamp: u64, src: Source, hash: u32) {
         let up = &mut self.units[u];
         let Some(slot) = up.free.pop() else { return };
@@ -115,16 +126,14 @@ impl Lb {
         mem[..frame.len()].copy_from_slice(frame);
         up.staged.push(Desc { slot, len: frame.len() as u32, hash, src, dest: Dest::Drop, tags: 0, stamp });
         up.counters.placed += 1;
-        let occ = self.slots[u] - self.free[u];
-        up.counters.occupancy = occ;
-        up.counters.max_occupancy = up.counters.max_occupancy.max(occ);
+        // `occupancy` itself is filled in when the counters are published.
+        up.counters.max_occupancy = up.counters.max_occupancy.max(self.slots[u] - self.free[u]);
     }
 
     /// Return slot `slot` to unit `u`'s free list.
     fn free_slot(&mut self, u: usize, slot: u32) {
         self.units[u].free.push(slot);
         self.free[u] += 1;
-        self.units[u].counters.occupancy = self.slots[u] - self.free[u];
     }
 
     /// Publish staged descriptors on the units' queues.
@@ -137,31 +146,25 @@ impl Lb {
         }
     }
 
-    /// Choose a unit for a frame and place it; false if it must wait. Oversize frames are
-    /// dropped (counted in `drops`) and reported as placed.
-    fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source, drops: &mut crate::stats::Reasons) -> bool {
+    /// Choose a unit for a frame and place it. Oversize frames and frames the policy sends to
+    /// a unit that does not exist are dropped; the caller counts the reason.
+    // Always inlined: once per frame, and a call costs a large register save and restore.
+    #[inline(always)]
+    fn offer(&mut self, frame: &[u8], stamp: u64, port: u16, src: Source) -> Offer {
         let hash = flow_hash(frame);
         let info = PacketInfo { port, hash, frame };
         let view = UnitView { free: &self.free, slots: &self.slots, enabled: &self.enabled };
-        match self.policy.choose(&info, &view) {
-            Some(u) if u < self.units.len() && frame.len() > self.units[u].mem.size() => {
-                drops.add("oversize", 1);
-                true
-            }
-            Some(u) if u < self.units.len() && self.free[u] > 0 => {
-                self.place(u, frame, stamp, src, hash);
-                true
-            }
-            Some(u) if u < self.units.len() => {
-                self.units[u].counters.stalls += 1;
-                false
-            }
-            Some(_) => {
-                drops.add("bad_unit", 1);
-                true
-            }
-            None => false,
+        let Some(u) = self.policy.choose(&info, &view) else { return Offer::Wait };
+        let Some(up) = self.units.get_mut(u) else { return Offer::Dropped("bad_unit") };
+        if frame.len() > up.mem.size() {
+            return Offer::Dropped("oversize");
         }
+        if self.free[u] == 0 {
+            up.counters.stalls += 1;
+            return Offer::Wait;
+        }
+        self.place(u, frame, stamp, src, hash);
+        Offer::Placed
     }
 
     fn occupancy(&self) -> u64 {
@@ -299,6 +302,7 @@ impl Distributor {
         work
     }
 
+    #[inline]
     fn route(&mut self, u: u16, d: Desc) {
         let ui = usize::from(u);
         match d.dest {
@@ -329,6 +333,8 @@ impl Distributor {
     }
 
     /// Copy a frame into port `p`'s transmit batch; false if the batch is full.
+    // As `Lb::offer`: once per frame.
+    #[inline(always)]
     fn try_tx(&mut self, p: usize, u: u16, d: Desc) -> bool {
         let ui = usize::from(u);
         let port = &mut self.ports[p];
@@ -345,7 +351,8 @@ impl Distributor {
         // stays ours until we put it on the free list below.
         let slot = unsafe { up.mem.slot(d.slot) };
         let frame = &slot[..(d.len as usize).min(slot.len())];
-        if port.tx.push_stamped(frame, d.stamp) {
+        let pushed = if d.stamp == 0 { port.tx.push(frame) } else { port.tx.push_stamped(frame, d.stamp) };
+        if pushed {
             up.counters.tx_frames += 1;
             up.counters.tx_bytes += frame.len() as u64;
         } else {
@@ -440,10 +447,11 @@ impl Distributor {
             self.shared.host_in_flag.store(false, Ordering::Relaxed);
             self.host_in.extend(lock(&self.shared.host_in).drain(..));
         }
-        let mut host_drops = crate::stats::Reasons::default();
         while let Some((port, frame)) = self.host_in.front() {
             let src = if *port == HOST_PORT { Source::Host } else { Source::Port(*port) };
-            if !self.lb.offer(frame, 0, *port, src, &mut host_drops) {
+            // A host frame the LB drops (oversize, bad unit) is taken off the queue like a
+            // placed one, as before; the host's own counters have no drop reasons.
+            if let Offer::Wait = self.lb.offer(frame, 0, *port, src) {
                 break;
             }
             self.host_in.pop_front();
@@ -460,21 +468,23 @@ impl Distributor {
                     Err(_) => port.stats.drops.add("link_rx_error", 1),
                 }
             }
+            let (pn, src) = (pi as u16, Source::Port(pi as u16));
             while port.rx_pos < port.rx.len() {
                 let frame = port.rx.get(port.rx_pos);
                 let stamp = port.rx.stamp(port.rx_pos).unwrap_or(0);
-                let len = frame.len() as u64;
-                let before = port.stats.drops.total();
-                if !self.lb.offer(frame, stamp, pi as u16, Source::Port(pi as u16), &mut port.stats.drops) {
-                    port.stats.stalls += 1;
-                    break;
+                match self.lb.offer(frame, stamp, pn, src) {
+                    Offer::Placed => {
+                        port.stats.rx_frames += 1;
+                        port.stats.rx_bytes += frame.len() as u64;
+                        placed += 1;
+                    }
+                    Offer::Dropped(reason) => port.stats.drops.add(reason, 1),
+                    Offer::Wait => {
+                        port.stats.stalls += 1;
+                        break;
+                    }
                 }
                 port.rx_pos += 1;
-                if port.stats.drops.total() == before {
-                    port.stats.rx_frames += 1;
-                    port.stats.rx_bytes += len;
-                    placed += 1;
-                }
             }
         }
         placed
@@ -487,11 +497,11 @@ impl Distributor {
             if port.tx.is_empty() {
                 continue;
             }
-            let lens: u64 = port.tx.iter().map(|f| f.len() as u64).sum();
+            let lens = port.tx.bytes() as u64;
             let before = port.tx.len();
             match port.link.tx_batch(now, &mut port.tx) {
                 Ok(n) => {
-                    let left: u64 = port.tx.iter().map(|f| f.len() as u64).sum();
+                    let left = port.tx.bytes() as u64;
                     port.stats.tx_frames += n as u64;
                     port.stats.tx_bytes += lens - left;
                     sent += n;
@@ -571,10 +581,12 @@ impl Distributor {
                 dst.link = p.link.stats();
             }
             d.units.resize_with(self.lb.units.len(), UnitLbCounters::default);
-            for (dst, u) in d.units.iter_mut().zip(&self.lb.units) {
+            for (i, (dst, u)) in d.units.iter_mut().zip(&mut self.lb.units).enumerate() {
+                u.counters.occupancy = self.lb.slots[i] - self.lb.free[i];
                 dst.clone_from(&u.counters);
             }
-            d.slots = self.lb.units.iter().map(|u| (u.mem.count() as u32, u.mem.size() as u32)).collect();
+            d.slots.clear();
+            d.slots.extend(self.lb.units.iter().map(|u| (u.mem.count() as u32, u.mem.size() as u32)));
             d.host = self.host.clone();
             d.steps = self.steps;
             d.quiet = self.quiet;

@@ -19,6 +19,40 @@
 //!   program swap while traffic flows, state dumps, breakpoints, host packets and broadcasts.
 //! * [`Runtime::step`] runs everything on the caller's thread, deterministically;
 //!   [`Runtime::start`] runs the distributor and each unit on a thread of its own.
+//!
+//! # Per-packet cost
+//!
+//! Instructions per 64-byte frame through one unit in step mode (generator port -> LB ->
+//! unit -> sink port, all on one thread), counted with callgrind by the `middlebox_cost`
+//! example of the `apps` crate as (I(21,000 frames) - I(1,000 frames)) / 20,000; the count
+//! includes the generator's copy into its receive batch and the sink, and does not depend on
+//! the machine's load:
+//!
+//! ```text
+//! cargo build --release -p apps --example middlebox_cost
+//! valgrind --tool=callgrind target/release/examples/middlebox_cost forward 1000    # and 21000
+//! ```
+//!
+//! | path | before | after |
+//! | --- | --- | --- |
+//! | forward (`Forwarder::cross`, round robin) | 994 | 653 |
+//! | firewall (1,050 prefixes, flow hash, 2% blacklisted) | 1,106 | 740 |
+//! | IDS (community rules, frames 1,000..11,000 of the bench trace: `ids 1000`, `ids 11000`) | 30,272 | 30,039 |
+//!
+//! The firewall costs 88 more than forwarding per frame (the fixed-offset source read and
+//! the prefix lookup); the IDS's own work (reassembly, matching) is almost all of its count.
+//!
+//! What went: the flow hash reads untagged IPv4 TCP/UDP at fixed offsets; round robin wraps
+//! without a division; the LB's offer answers placed / dropped / wait instead of summing drop
+//! reasons twice per frame and is inlined with the egress copy; occupancy is computed when
+//! counters are published; descriptors cross the SPSC queues in at most two block copies;
+//! a unit hands its whole batch to [`Program::on_batch`] under one unwind guard (one dynamic
+//! call per batch; the default calls `on_packet` statically) and checks a packet token with
+//! one slot-table lookup; the firewall reads the source address at fixed offsets and falls
+//! back to the full parse only for other frames. Per step (one batch of up to
+//! [`RuntimeConfig::batch`] frames) the runtime still reads the clock once per thread and,
+//! in step mode, publishes counters: with a batch of 64 instead of 32 (64 slots) the forward
+//! count drops by about 40 more (`middlebox_cost forward N 64 64`).
 
 #![warn(missing_docs)]
 
@@ -41,7 +75,7 @@ mod unit;
 pub use control::{Breakpoint, Control, DrainReport, HostPacket, PacketMeta, Pending, SwapReport, Trap, UnitDump};
 pub use desc::{Dest, Source, HOST_PORT};
 pub use policy::{FlowHash, LeastLoaded, PacketInfo, Policy, RoundRobin, UnitView};
-pub use program::{Ctx, Message, Packet, Program};
+pub use program::{Batch, Ctx, Message, Packet, Program};
 pub use runtime::{Builder, IdlePolicy, Running, Runtime, RuntimeConfig};
 pub use slots::SlotSpec;
 pub use stats::{PortStats, Reasons, RuntimeStats, UnitState, UnitStats};

@@ -72,12 +72,15 @@ impl Policy for RoundRobin {
 
     fn choose(&mut self, _pkt: &PacketInfo<'_>, units: &UnitView<'_>) -> Option<usize> {
         let n = units.len();
-        for k in 0..n {
-            let u = (self.next + k) % n;
+        // Wrap by comparison, not division: this runs once per frame.
+        let mut u = if self.next < n { self.next } else { 0 };
+        for _ in 0..n {
+            let after = if u + 1 == n { 0 } else { u + 1 };
             if units.can_take(u) {
-                self.next = (u + 1) % n;
+                self.next = after;
                 return Some(u);
             }
+            u = after;
         }
         None
     }

@@ -73,45 +73,97 @@ impl Packet {
     }
 }
 
+/// What the unit knows about one slot: whether the program holds it, the generation of its
+/// token, the frame length. One entry per slot, so a token check touches one place.
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotEntry {
+    gen: u32,
+    len: u32,
+    held: bool,
+}
+
 /// Per-slot state the unit keeps to validate packet tokens.
 #[derive(Debug)]
 pub(crate) struct SlotTable {
-    pub gen: Vec<u32>,
-    pub held: Vec<bool>,
-    pub len: Vec<u32>,
+    entries: Vec<SlotEntry>,
     pub held_count: usize,
 }
 
 impl SlotTable {
     pub(crate) fn new(count: usize) -> Self {
-        SlotTable { gen: vec![0; count], held: vec![false; count], len: vec![0; count], held_count: 0 }
+        SlotTable { entries: vec![SlotEntry::default(); count], held_count: 0 }
+    }
+
+    /// Number of slots.
+    pub(crate) fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the program holds slot `s`.
+    pub(crate) fn held(&self, s: usize) -> bool {
+        self.entries.get(s).is_some_and(|e| e.held)
+    }
+
+    /// The frame length recorded for slot `s` (0 for a slot out of range).
+    pub(crate) fn len(&self, s: usize) -> u32 {
+        self.entries.get(s).map_or(0, |e| e.len)
+    }
+
+    /// True if slot `s` is held under token generation `gen`.
+    pub(crate) fn current(&self, s: usize, gen: u32) -> bool {
+        self.entries.get(s).is_some_and(|e| e.held && e.gen == gen)
     }
 
     /// Take slot `d.slot` for a newly received descriptor; returns its token.
+    #[inline]
     pub(crate) fn take(&mut self, d: Desc) -> Packet {
-        let s = d.slot as usize;
-        self.gen[s] = self.gen[s].wrapping_add(1);
-        if !self.held[s] {
-            self.held[s] = true;
+        let e = &mut self.entries[d.slot as usize];
+        e.gen = e.gen.wrapping_add(1);
+        if !e.held {
+            e.held = true;
             self.held_count += 1;
         }
-        self.len[s] = d.len;
-        Packet { desc: d, gen: self.gen[s] }
+        e.len = d.len;
+        Packet { desc: d, gen: e.gen }
     }
 
     /// True if `p` refers to a slot the program holds.
+    #[inline]
     pub(crate) fn valid(&self, p: &Packet) -> bool {
-        let s = p.desc.slot as usize;
-        s < self.held.len() && self.held[s] && self.gen[s] == p.gen
+        self.current(p.desc.slot as usize, p.gen)
+    }
+
+    /// Record a new frame length for held slot `s`.
+    pub(crate) fn set_len(&mut self, s: usize, len: u32) {
+        if let Some(e) = self.entries.get_mut(s) {
+            e.len = len;
+        }
+    }
+
+    /// Give back the slot of `p` if `p` is its current token (one lookup); false if stale.
+    #[inline]
+    pub(crate) fn release_current(&mut self, p: &Packet) -> bool {
+        match self.entries.get_mut(p.desc.slot as usize) {
+            Some(e) if e.held && e.gen == p.gen => {
+                e.held = false;
+                e.gen = e.gen.wrapping_add(1);
+                self.held_count -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Give slot `s` back (the token becomes stale).
+    #[inline]
     pub(crate) fn release(&mut self, s: usize) {
-        if self.held[s] {
-            self.held[s] = false;
-            self.held_count -= 1;
+        if let Some(e) = self.entries.get_mut(s) {
+            if e.held {
+                e.held = false;
+                self.held_count -= 1;
+            }
+            e.gen = e.gen.wrapping_add(1);
         }
-        self.gen[s] = self.gen[s].wrapping_add(1);
     }
 }
 
@@ -212,13 +264,14 @@ impl<'a> Ctx<'a> {
             return false;
         }
         pkt.desc.len = len as u32;
-        self.core.table.len[pkt.desc.slot as usize] = len as u32;
+        self.core.table.set_len(pkt.desc.slot as usize, len as u32);
         true
     }
 
     /// Hand `pkt` to its destination. Invalid destinations drop it (`bad_port`, `bad_unit`).
+    #[inline]
     pub fn send(&mut self, pkt: Packet, dest: Dest) {
-        if !self.core.table.valid(&pkt) {
+        if !self.core.table.release_current(&pkt) {
             self.core.counters.stale_packets += 1;
             return;
         }
@@ -239,7 +292,10 @@ impl<'a> Ctx<'a> {
             Dest::Unit(_) => self.core.counters.to_unit += 1,
             Dest::Drop => {}
         }
-        self.push_out(pkt, dest, 0);
+        let mut d = pkt.desc;
+        d.dest = dest;
+        d.tags = 0;
+        self.core.out.push(d);
     }
 
     fn push_out(&mut self, pkt: Packet, dest: Dest, tags: u16) {
@@ -251,6 +307,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Send `pkt` out of `port`.
+    #[inline]
     pub fn forward(&mut self, pkt: Packet, port: u16) {
         self.send(pkt, Dest::Port(port));
     }
@@ -323,6 +380,42 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The packets a unit received in one round, handed to [`Program::on_batch`] one by one.
+///
+/// [`Batch::next`] turns the next descriptor into a [`Packet`] (counting it as received);
+/// it ends early once the program has raised a trap, so the unit can stop there.
+pub struct Batch<'b> {
+    descs: &'b [Desc],
+    pos: &'b mut usize,
+}
+
+impl<'b> Batch<'b> {
+    /// The packets `descs[*pos..]`; `*pos` follows the packets taken, so after a panic the
+    /// unit knows the last one (`descs[*pos - 1]`).
+    pub(crate) fn new(descs: &'b [Desc], pos: &'b mut usize) -> Self {
+        Batch { descs, pos }
+    }
+
+    /// Packets left in the batch.
+    pub fn remaining(&self) -> usize {
+        self.descs.len().saturating_sub(*self.pos)
+    }
+
+    /// The next packet, or `None` when the batch is done or a trap is pending.
+    #[inline]
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self, ctx: &mut Ctx<'_>) -> Option<Packet> {
+        if ctx.core.trap.is_some() {
+            return None;
+        }
+        let d = *self.descs.get(*self.pos)?;
+        *self.pos += 1;
+        ctx.core.counters.rx_frames += 1;
+        ctx.core.counters.rx_bytes += u64::from(d.len);
+        Some(ctx.core.table.take(d))
+    }
+}
+
 /// A unit program: the firmware of one processing unit.
 ///
 /// Every callback runs on the unit's thread (or inside `Runtime::step`). A panic in a callback
@@ -341,6 +434,16 @@ pub trait Program: Send {
 
     /// A packet arrived.
     fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet);
+
+    /// A batch of packets arrived. The default hands each to [`Program::on_packet`]; being
+    /// instantiated for each program type, it calls `on_packet` directly (inlinable), so a
+    /// batch costs one dynamic call, not one per packet. Overrides must take every packet
+    /// with [`Batch::next`]; packets not taken wait for the next round.
+    fn on_batch(&mut self, ctx: &mut Ctx<'_>, batch: &mut Batch<'_>) {
+        while let Some(pkt) = batch.next(ctx) {
+            self.on_packet(ctx, pkt);
+        }
+    }
 
     /// A broadcast message arrived (in the same global order on every unit).
     fn on_message(&mut self, _ctx: &mut Ctx<'_>, _msg: &Message) {}

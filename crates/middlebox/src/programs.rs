@@ -24,6 +24,7 @@ impl Forwarder {
     }
 
     /// The port a packet from `port` goes to in a middlebox with `ports` ports.
+    #[inline]
     pub fn out_port(&self, port: u16, ports: usize) -> u16 {
         match self.to {
             Some(p) => p,
@@ -45,6 +46,7 @@ impl Program for Forwarder {
         &self.name
     }
 
+    #[inline]
     fn on_packet(&mut self, ctx: &mut Ctx<'_>, pkt: Packet) {
         let out = self.out_port(pkt.port(), ctx.ports());
         self.forwarded += 1;

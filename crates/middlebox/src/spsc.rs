@@ -84,11 +84,20 @@ impl<T: Copy + Send> Producer<T> {
             free = self.free_cached();
         }
         let n = (items.len() as u64).min(free) as usize;
-        for (k, item) in items[..n].iter().enumerate() {
-            let i = (self.head.wrapping_add(k as u64) & self.shared.mask) as usize;
-            // SAFETY: index head + k is within the free window (head - tail < capacity), so the
-            // consumer does not read this slot until we publish `head` below.
-            unsafe { (*self.shared.buf[i].get()).write(*item) };
+        if n == 0 {
+            return 0;
+        }
+        // At most two contiguous runs: up to the end of the ring, then from its start.
+        let at = (self.head & self.shared.mask) as usize;
+        let first = n.min(self.shared.buf.len() - at);
+        // SAFETY: indices head .. head + n are within the free window (head - tail <= capacity
+        // - n), so the consumer reads none of these places until we publish `head` below; the
+        // runs [at, at + first) and [0, n - first) lie inside the ring, and `UnsafeCell<
+        // MaybeUninit<T>>` has the layout of `T`.
+        unsafe {
+            let base = self.shared.buf.as_ptr() as *mut T;
+            std::ptr::copy_nonoverlapping(items.as_ptr(), base.add(at), first);
+            std::ptr::copy_nonoverlapping(items.as_ptr().add(first), base, n - first);
         }
         if n > 0 {
             self.head = self.head.wrapping_add(n as u64);
@@ -124,11 +133,24 @@ impl<T: Copy + Send> Consumer<T> {
             avail = self.cached_head.wrapping_sub(self.tail);
         }
         let n = avail.min(max as u64) as usize;
-        for k in 0..n {
-            let i = (self.tail.wrapping_add(k as u64) & self.shared.mask) as usize;
-            // SAFETY: index tail + k < head (Acquire-loaded), so the producer wrote and published
-            // this slot and will not overwrite it until we publish `tail` below.
-            out.push(unsafe { (*self.shared.buf[i].get()).assume_init() });
+        if n == 0 {
+            // The idle poll: no copy calls, no store.
+            return 0;
+        }
+        let at = (self.tail & self.shared.mask) as usize;
+        let first = n.min(self.shared.buf.len() - at);
+        out.reserve(n);
+        // SAFETY: indices tail .. tail + n are below head (Acquire-loaded), so the producer
+        // wrote and published these places and will not overwrite them until we publish
+        // `tail` below; the two runs lie inside the ring, `UnsafeCell<MaybeUninit<T>>` has the
+        // layout of `T`, and `out` has room for `n` more items, which are initialised before
+        // its length grows.
+        unsafe {
+            let base = self.shared.buf.as_ptr() as *const T;
+            let dst = out.as_mut_ptr().add(out.len());
+            std::ptr::copy_nonoverlapping(base.add(at), dst, first);
+            std::ptr::copy_nonoverlapping(base, dst.add(first), n - first);
+            out.set_len(out.len() + n);
         }
         if n > 0 {
             self.tail = self.tail.wrapping_add(n as u64);
@@ -174,6 +196,32 @@ mod tests {
         assert_eq!(out, vec![1, 2, 4, 7]);
         assert_eq!(c.pop(), None);
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn runs_wrap_around_the_ring() {
+        let (mut p, mut c) = channel::<u32>(8);
+        let mut out = Vec::new();
+        let mut next = 0u32;
+        let mut expect = 0u32;
+        for round in 0..50 {
+            let batch: Vec<u32> = (next..next + 1 + round % 7).collect();
+            let n = p.push_slice(&batch);
+            next += n as u32;
+            out.clear();
+            c.pop_into(&mut out, 1 + round as usize % 5);
+            for &v in &out {
+                assert_eq!(v, expect);
+                expect += 1;
+            }
+        }
+        out.clear();
+        c.pop_into(&mut out, 8);
+        for &v in &out {
+            assert_eq!(v, expect);
+            expect += 1;
+        }
+        assert_eq!(expect, next);
     }
 
     #[test]

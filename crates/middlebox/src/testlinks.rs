@@ -111,18 +111,24 @@ impl Link for TestLink {
         let mut n = 0;
         while self.remaining > 0 && !batch.is_full() {
             let f = &self.frames[self.next];
-            let (stamp, seq) = (self.stamp, self.seq);
-            let ok = batch.push_with(|slot| {
-                let Some(dst) = slot.get_mut(..f.len()) else { return 0 };
-                dst.copy_from_slice(f);
-                if let Some(off) = stamp {
-                    if let Some(s) = dst.get_mut(off..off + 8) {
-                        s.copy_from_slice(&seq.to_le_bytes());
-                    }
+            let ok = match self.stamp {
+                None => batch.push(f),
+                Some(off) => {
+                    let seq = self.seq;
+                    batch.push_with(|slot| {
+                        let Some(dst) = slot.get_mut(..f.len()) else { return 0 };
+                        dst.copy_from_slice(f);
+                        if let Some(s) = dst.get_mut(off..off + 8) {
+                            s.copy_from_slice(&seq.to_le_bytes());
+                        }
+                        f.len()
+                    })
                 }
-                f.len()
-            });
-            self.next = (self.next + 1) % self.frames.len();
+            };
+            self.next += 1;
+            if self.next == self.frames.len() {
+                self.next = 0;
+            }
             self.remaining -= 1;
             self.seq += 1;
             if ok {
@@ -141,10 +147,9 @@ impl Link for TestLink {
 
     fn tx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         let n = batch.len();
-        let mut bytes = 0u64;
-        for f in batch.iter() {
-            bytes += f.len() as u64;
-            if let Some(i) = self.inspector.as_mut() {
+        let bytes = batch.bytes() as u64;
+        if let Some(i) = self.inspector.as_mut() {
+            for f in batch.iter() {
                 i(f);
             }
         }

@@ -11,7 +11,7 @@ use link::Instant;
 
 use crate::control::{lock, Breakpoint, PacketMeta, SwapReport, Trap, UnitCmd, UnitDump, UnitShared};
 use crate::desc::{Desc, Dest};
-use crate::program::{Core, Ctx, Message, Packet, Program, SlotTable};
+use crate::program::{Batch, Core, Ctx, Message, Packet, Program, SlotTable};
 use crate::slots::SlotMemory;
 use crate::spsc;
 use crate::stats::{UnitCounters, UnitState};
@@ -183,22 +183,68 @@ impl Unit {
         }
         let mut n = 0;
         while self.rx_pos < self.rx_buf.len() && self.state == UnitState::Running {
-            let d = self.rx_buf[self.rx_pos];
-            self.rx_pos += 1;
-            n += 1;
-            self.core.counters.rx_frames += 1;
-            self.core.counters.rx_bytes += u64::from(d.len);
-            let pkt = self.core.table.take(d);
-            if self.breakpoint.is_some() && self.hits_breakpoint(&pkt) {
-                let frame = Ctx { core: &mut self.core, now }.data(&pkt).to_vec();
-                self.raise_trap(now, "breakpoint".into(), frame, Some(d));
-                self.state = UnitState::Trapped;
-                self.stopped_at = Some(pkt);
-                break;
+            if self.breakpoint.is_some() {
+                n += 1;
+                if !self.one_packet(now) {
+                    break;
+                }
+            } else {
+                let took = self.run_batch(now);
+                n += took;
+                if took == 0 {
+                    // The program's `on_batch` took nothing: the packets wait for the next round.
+                    break;
+                }
             }
-            self.deliver(now, pkt);
         }
         n
+    }
+
+    /// The fast path: hand the rest of the received batch to the program under one unwind
+    /// guard (no breakpoint is set). Stops after a packet that panicked or raised a trap;
+    /// returns the packets handed over.
+    fn run_batch(&mut self, now: Instant) -> usize {
+        let start = self.rx_pos;
+        let program = &mut *self.program;
+        let (buf, pos) = (&self.rx_buf, &mut self.rx_pos);
+        let mut ctx = Ctx { core: &mut self.core, now };
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            program.on_batch(&mut ctx, &mut Batch::new(buf, pos));
+        }));
+        if let Err(e) = r {
+            self.core.counters.program_panics += 1;
+            // The packet being handled is the last one taken. Its slot entered this batch
+            // free at the distributor, so if the program still holds it, it holds it under
+            // the token it was just given: take it back.
+            let last = self.rx_pos.checked_sub(1).filter(|&i| i >= start).map(|i| self.rx_buf[i]);
+            if let Some(desc) = last {
+                if self.core.table.held(desc.slot as usize) {
+                    self.reclaim(desc.slot as usize, desc, "program_panic");
+                }
+            }
+            self.panic_trap(now, last, &panic_text(&*e));
+        }
+        self.take_trap(now);
+        self.rx_pos - start
+    }
+
+    /// The slow path (a breakpoint is set): one packet, checked against the breakpoint first.
+    /// Returns false if the unit stopped at the breakpoint.
+    fn one_packet(&mut self, now: Instant) -> bool {
+        let d = self.rx_buf[self.rx_pos];
+        self.rx_pos += 1;
+        self.core.counters.rx_frames += 1;
+        self.core.counters.rx_bytes += u64::from(d.len);
+        let pkt = self.core.table.take(d);
+        if self.hits_breakpoint(&pkt) {
+            let frame = Ctx { core: &mut self.core, now }.data(&pkt).to_vec();
+            self.raise_trap(now, "breakpoint".into(), frame, Some(d));
+            self.state = UnitState::Trapped;
+            self.stopped_at = Some(pkt);
+            return false;
+        }
+        self.deliver(now, pkt);
+        true
     }
 
     fn hits_breakpoint(&mut self, pkt: &Packet) -> bool {
@@ -227,11 +273,16 @@ impl Unit {
     fn deliver(&mut self, now: Instant, pkt: Packet) {
         let (slot, gen, desc) = (pkt.desc.slot as usize, pkt.gen, pkt.desc);
         if let Err(e) = self.guarded(now, |p, c| p.on_packet(c, pkt)) {
-            if self.core.table.held[slot] && self.core.table.gen[slot] == gen {
+            if self.core.table.current(slot, gen) {
                 self.reclaim(slot, desc, "program_panic");
             }
             self.panic_trap(now, Some(desc), &e);
         }
+        self.take_trap(now);
+    }
+
+    /// Honour a trap the program raised: hand it to the host and stop.
+    fn take_trap(&mut self, now: Instant) {
         if let Some(t) = self.core.trap.take() {
             self.raise_trap(now, t.reason, t.frame, Some(t.desc));
             self.state = UnitState::Trapped;
@@ -280,12 +331,12 @@ impl Unit {
 
     fn dump(&self, _now: Instant) -> UnitDump {
         let t = &self.core.table;
-        let held = (0..t.held.len())
-            .filter(|&s| t.held[s])
+        let held = (0..t.slots())
+            .filter(|&s| t.held(s))
             .map(|s| {
                 // SAFETY: the unit holds slot `s` (its table says so) and only reads it here.
                 let slot = unsafe { self.core.mem.slot(s as u32) };
-                (s as u32, slot[..(t.len[s] as usize).min(slot.len())].to_vec())
+                (s as u32, slot[..(t.len(s) as usize).min(slot.len())].to_vec())
             })
             .collect();
         UnitDump {
@@ -347,8 +398,8 @@ impl Unit {
                 self.panic_trap(now, None, &e);
             }
             let stopped = self.stopped_at.as_ref().map(|p| p.desc.slot as usize);
-            for s in 0..self.core.table.held.len() {
-                if self.core.table.held[s] && Some(s) != stopped {
+            for s in 0..self.core.table.slots() {
+                if self.core.table.held(s) && Some(s) != stopped {
                     let desc = self.reclaim_desc(s);
                     self.reclaim(s, desc, "swap_leaked");
                 }
@@ -375,7 +426,7 @@ impl Unit {
     fn reclaim_desc(&self, s: usize) -> Desc {
         Desc {
             slot: s as u32,
-            len: self.core.table.len[s],
+            len: self.core.table.len(s),
             hash: 0,
             src: crate::Source::Host,
             dest: Dest::Drop,
