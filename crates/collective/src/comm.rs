@@ -147,7 +147,12 @@ impl<L: Link> Communicator<L> {
     pub fn poll(&mut self) -> Result<bool, CollectiveError> {
         let now = Instant::now();
         let moved = self.stack.poll(now)? > 0;
-        Ok(self.ep.progress(&mut self.stack, now)? || moved)
+        let progressed = self.ep.progress(&mut self.stack, now)?;
+        // What the endpoint just sent leaves now, not at the next poll: a rank whose operation
+        // completed here goes back to its own work (or to sleep), and would otherwise hold its
+        // peers' last message of the operation back until it polls again.
+        self.stack.flush()?;
+        Ok(progressed || moved)
     }
 
     /// One idle round of a wait loop: spin, then yield the core, then (on a fabric) sleep
