@@ -473,10 +473,9 @@ impl TcpEngine {
         let ring = &self.bufs[sid as usize].tx;
         let hl = repr.header_len();
         let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
-            // One pass over the payload: copied into the frame and summed for the checksum.
-            let (copied, sum) = ring.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
+            let copied = ring.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
             debug_assert_eq!(copied, seg.len);
-            let _ = repr.emit_summed(buf, src, dst, seg.len, sum);
+            let _ = repr.emit(buf, src, dst, seg.len);
         });
         if sent {
             out.counters().bump(Counter::tcp_tx_segments);

@@ -1,8 +1,6 @@
 //! A fixed-capacity byte ring: the per-session send buffer (data kept until acknowledged) and
 //! receive buffer (in-order data not yet read, plus out-of-order data written ahead of it).
 
-use wire::checksum;
-
 /// A byte ring of fixed capacity. `len` bytes starting at `head` are readable; the rest is free
 /// and may be written ahead at an offset (for out-of-order data) before being committed.
 #[derive(Debug, Default)]
@@ -101,22 +99,6 @@ impl RingBuf {
         a.len() + b.len()
     }
 
-    /// [`Self::copy_out`] that also returns the ones-complement sum of the bytes copied (as
-    /// [`wire::checksum::ones_sum`] of `out[..n]`), taken in the same pass: the payload of a
-    /// segment on its way into a frame, checksummed as it is copied.
-    pub fn copy_out_summed(&self, offset: usize, out: &mut [u8]) -> (usize, u64) {
-        let (a, b) = self.peek(offset, out.len());
-        let (first, rest) = out.split_at_mut(a.len());
-        let mut sum = checksum::copy_with_sum(first, a);
-        if !b.is_empty() {
-            let second = checksum::copy_with_sum(&mut rest[..b.len()], b);
-            // The wrapped part starts at an odd offset when the first part's length is odd.
-            let second = if a.len() % 2 == 1 { checksum::at_odd_offset(second) } else { second };
-            sum = checksum::combine(sum, second);
-        }
-        (a.len() + b.len(), sum)
-    }
-
     /// Grow to `capacity` bytes (no-op if not larger), keeping the readable bytes and
     /// everything written ahead of them at the same offsets.
     pub fn grow(&mut self, capacity: usize) {
@@ -145,26 +127,6 @@ impl RingBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn copy_out_summed_copies_and_sums_across_the_wrap_at_every_parity() {
-        for cap in [64usize, 65, 1500, 3001] {
-            for head in [0usize, 1, 2, 7, cap / 2, cap - 1] {
-                let mut r = RingBuf::new(cap);
-                // Move the head to `head`, then fill the ring so its data wraps.
-                r.enqueue(&vec![0u8; head]);
-                r.consume(head);
-                let data: Vec<u8> = (0..cap).map(|i| (i * 7 + cap) as u8).collect();
-                assert_eq!(r.enqueue(&data), cap);
-                for (off, len) in [(0, cap), (1, cap - 1), (3, cap / 2), (cap - 1, 1)] {
-                    let mut out = vec![0u8; len];
-                    let (n, sum) = r.copy_out_summed(off, &mut out);
-                    assert_eq!(&out[..n], &data[off..off + len], "cap {cap} head {head} off {off}");
-                    assert_eq!(checksum::fold(sum), checksum::fold(checksum::ones_sum(&data[off..off + len])));
-                }
-            }
-        }
-    }
 
     #[test]
     fn wraps_and_writes_ahead() {
