@@ -88,18 +88,17 @@
 //!
 //! | mode | what it does | instructions |
 //! | --- | --- | --- |
-//! | `pingpong 20000` | 64 B request and 64 B response on one connection | 10,300 per exchange |
+//! | `pingpong 20000` | 64 B request and 64 B response on one connection | 10,218 per exchange |
 //! | `idle 100000` | both hosts poll and one read finds nothing | 464 per round |
-//! | `cycles 5000` | connect, accept, close from both sides, one connection at a time | 25,826 per connection (7 segments) |
-//! | `bulk 1 100 262144` | 100 MB on one connection, 256 KiB buffers | 7,211 per 1,460 B data segment |
-//! | `bulk 250 100 8192` | 100 MB on 250 connections, 8 KiB buffers | 5,977 per data segment |
-//! | `bulk 10000 400 8192` minus `bulk 10000 100 8192` | 10,000 connections, 8 KiB buffers | 5,911 per data segment |
+//! | `cycles 5000` | connect, accept, close from both sides, one connection at a time | 26,015 per connection (7 segments) |
+//! | `bulk 1 100 262144` | 100 MB on one connection, 256 KiB buffers | 7,175 per 1,460 B data segment |
+//! | `bulk 250 100 8192` | 100 MB on 250 connections, 8 KiB buffers | 5,927 per data segment |
+//! | `bulk 10000 400 8192` minus `bulk 10000 100 8192` | 10,000 connections, 8 KiB buffers | 5,871 per data segment |
 //!
 //! Per-exchange and per-round figures are (N run − 1 run) / N; the bulk figures divide the
 //! whole run by the data segments. Received frames are handled where they lie in the link's
-//! ring (`Link::rx_in_place`), and the sender copies and checksums a payload in one pass
-//! (`wire::checksum::copy_with_sum`). In the bulk modes only connections the stacks report
-//! active are stepped, as the services do. With 10,000 connections the stacks' own work per
+//! ring (`Link::rx_in_place`), not copied into a batch first. In the bulk modes only
+//! connections the stacks report active are stepped, as the services do. With 10,000 connections the stacks' own work per
 //! segment is about 5% above one connection's (5,615 marginal); what the many-connection
 //! benchmark loses beyond that is memory, not instructions (20,000 buffers of 8 KiB per side
 //! do not fit in cache).
