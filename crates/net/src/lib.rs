@@ -98,10 +98,10 @@
 //! Per-exchange and per-round figures are (N run − 1 run) / N; the bulk figures divide the
 //! whole run by the data segments. Received frames are handled where they lie in the link's
 //! ring (`Link::rx_in_place`), not copied into a batch first. In the bulk modes only
-//! connections the stacks report active are stepped, as the services do. With 10,000 connections the stacks' own work per
-//! segment is about 5% above one connection's (5,615 marginal); what the many-connection
-//! benchmark loses beyond that is memory, not instructions (20,000 buffers of 8 KiB per side
-//! do not fit in cache).
+//! connections the stacks report active are stepped, as the services do. With 10,000
+//! connections the stacks' own work per segment is about 5% above one connection's (5,615
+//! marginal); what the many-connection benchmark loses beyond that is memory, not
+//! instructions (20,000 buffers of 8 KiB per side do not fit in cache).
 
 mod arp;
 mod config;
