@@ -1,5 +1,6 @@
 //! Applications that run on a linerate [`net::Stack`].
 
+pub mod datagram_echo;
 pub mod firewall;
 pub mod http;
 pub mod ids;

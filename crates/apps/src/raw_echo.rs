@@ -2,55 +2,17 @@
 //! came from with its payload unchanged (the raw-Ethernet counterpart of the UDP echo, for
 //! seed 000's round trip per protocol).
 
+use crate::datagram_echo::DatagramEcho;
 use link::Link;
 use net::{NetError, RawHandle, Stack};
-use wire::MacAddr;
 
 /// A raw Ethernet echo bound to one EtherType of a stack.
-pub struct RawEcho {
-    socket: RawHandle,
-    buf: Vec<u8>,
-    /// A reply the link refused, retried on the next call.
-    held: Option<(usize, MacAddr)>,
-    /// Frames echoed.
-    pub echoed: u64,
-    /// Payload bytes echoed.
-    pub bytes: u64,
-}
+pub type RawEcho = DatagramEcho<RawHandle>;
 
-impl RawEcho {
+impl DatagramEcho<RawHandle> {
     /// Bind the echo to `ethertype` on `stack` (not IPv4, ARP or VLAN; at least 0x0600).
     pub fn bind<L: Link>(stack: &mut Stack<L>, ethertype: u16) -> Result<Self, NetError> {
-        let socket = stack.raw_bind(ethertype)?;
-        Ok(RawEcho { socket, buf: vec![0u8; 65536], held: None, echoed: 0, bytes: 0 })
-    }
-
-    /// The socket the service listens on.
-    pub fn socket(&self) -> RawHandle {
-        self.socket
-    }
-
-    /// Echo every queued frame (call after each poll). Returns the number echoed; stops
-    /// early, keeping the reply, if the link is full.
-    pub fn serve<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
-        let mut n = 0;
-        loop {
-            let (len, from) = match self.held.take() {
-                Some(h) => h,
-                None => match stack.raw_recv(self.socket, &mut self.buf)? {
-                    Some(r) => r,
-                    None => return Ok(n),
-                },
-            };
-            let len = len.min(self.buf.len());
-            if !stack.raw_send(self.socket, from, &self.buf[..len])? {
-                self.held = Some((len, from));
-                return Ok(n);
-            }
-            n += 1;
-            self.echoed += 1;
-            self.bytes += len as u64;
-        }
+        Ok(DatagramEcho::on(stack.raw_bind(ethertype)?))
     }
 }
 
