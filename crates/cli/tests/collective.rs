@@ -110,6 +110,10 @@ fn kmeans_ranks_show_their_collective_counters_in_stats() {
     let ring = format!("/dev/shm/linerate-lr-kmeans-{}-0-1", run.id());
     assert!(std::path::Path::new(&ring).exists(), "expected the killed run's ring {ring}");
     let _ = std::fs::remove_file(&ring);
+    // And each rank's doorbell.
+    for r in 0..2 {
+        let _ = std::fs::remove_file(format!("/dev/shm/linerate-lr-kmeans-{}-bell-{r}", run.id()));
+    }
     assert!(text.contains("rank0") && text.contains("rank1"), "{text}");
     for c in ["msgs_sent", "ops_completed", "unmatched_pauses"] {
         assert!(text.contains(c), "{c} missing: {text}");
