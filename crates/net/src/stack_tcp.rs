@@ -172,13 +172,18 @@ impl<L: Link> Stack<L> {
     pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, SendError> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
-        let b = &mut self.core.tcp.bufs[sid as usize];
+        let tcp = &mut self.core.tcp;
+        let b = &mut tcp.bufs[sid as usize];
         if !b.transfers.is_empty() {
-            b.drain_transfers();
+            b.drain_transfers(&mut tcp.tx_storage);
             if !b.transfers.is_empty() {
                 return Ok(0);
             }
         }
+        if data.is_empty() || b.tx.free() == 0 {
+            return Ok(0);
+        }
+        tcp.tx_storage.unpark(&mut b.tx);
         let n = b.tx.enqueue(data);
         if n > 0 {
             self.kick(sid)?;
@@ -352,7 +357,11 @@ impl<L: Link> Stack<L> {
     pub fn tcp_recv_consume(&mut self, h: TcpHandle, n: usize) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let tcp = &mut self.core.tcp;
-        tcp.bufs[sid as usize].rx.consume(n);
+        let b = &mut tcp.bufs[sid as usize];
+        b.rx.consume(n);
+        if b.asm.is_empty() {
+            tcp.rx_storage.park(&mut b.rx); // read to the end: the storage serves other sessions
+        }
         let free = tcp.bufs[sid as usize].rx.free() as u32;
         let rx = &mut tcp.rx[sid as usize];
         let advertised = rx.rcv_nxt.bytes_to(rx.rcv_adv);

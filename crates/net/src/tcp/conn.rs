@@ -9,6 +9,7 @@ use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::seq::{dist, Seq};
+use super::storage::StoragePool;
 use super::{TcpError, TcpState};
 use link::Instant;
 use std::collections::VecDeque;
@@ -317,13 +318,18 @@ pub struct Buffers {
 }
 
 impl Buffers {
-    /// Buffers of the given sizes.
+    /// Buffers of the given sizes, parked: their storage comes from the stack's pool when
+    /// data first goes in.
     pub fn new(tx: usize, rx: usize) -> Self {
-        Buffers { tx: RingBuf::new(tx), rx: RingBuf::new(rx), asm: Assembler::new(), transfers: VecDeque::new() }
+        Buffers { tx: RingBuf::parked(tx), rx: RingBuf::parked(rx), asm: Assembler::new(), transfers: VecDeque::new() }
     }
 
-    /// Move queued transfer data into the send ring; returns bytes moved.
-    pub fn drain_transfers(&mut self) -> usize {
+    /// Move queued transfer data into the send ring (storage from `pool`); returns bytes moved.
+    pub fn drain_transfers(&mut self, pool: &mut StoragePool) -> usize {
+        if self.transfers.is_empty() {
+            return 0;
+        }
+        pool.unpark(&mut self.tx);
         let mut moved = 0;
         while let Some((buf, off)) = self.transfers.front_mut() {
             let n = self.tx.enqueue(&buf[*off..]);

@@ -7,6 +7,7 @@ use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::sink::SegmentSink;
+use super::storage::StoragePool;
 use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
@@ -83,8 +84,10 @@ pub struct TcpEngine {
     pub(crate) activity: Activity,
     /// Reused list for taking activity.
     pub(crate) scratch_activity: Vec<u32>,
-    /// Buffers of sessions lingering in TIME-WAIT, for new sessions.
-    spare: Vec<Buffers>,
+    /// Send-ring storage that empty rings parked, for the next ring that needs some.
+    pub(crate) tx_storage: StoragePool,
+    /// Receive-ring storage likewise.
+    pub(crate) rx_storage: StoragePool,
     /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
     pub(super) sack_before: Vec<(u32, u32)>,
     /// SYN cookies (RFC 4987 3.6).
@@ -97,9 +100,6 @@ pub struct TcpEngine {
     /// TIME-WAIT sessions reclaimed since the counters last took them.
     pub(crate) time_wait_reclaimed: u64,
 }
-
-/// Most buffer pairs kept for reuse.
-const MAX_SPARE_BUFFERS: usize = 4096;
 
 impl TcpEngine {
     /// An engine for host `local_ip` with IP MTU `mtu`.
@@ -125,7 +125,8 @@ impl TcpEngine {
             bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
-            spare: Vec::new(),
+            tx_storage: StoragePool::new(cfg.tx_buffer),
+            rx_storage: StoragePool::new(cfg.rx_buffer),
             sack_before: Vec::new(),
             cookies: super::syncookie::CookieJar::new(cfg.secret),
             last_cookie: None,
@@ -230,34 +231,36 @@ impl TcpEngine {
         self.tx[sid as usize] = TxSar::new(iss, self.local_mss, self.cfg.cc, self.cfg.min_rto, self.cfg.max_rto);
         self.tx[sid as usize].reordering = self.cfg.dup_thresh;
         self.rx[sid as usize] = RxSar::default();
+        self.release_buffers(sid);
+        self.count_sessions();
         let b = &mut self.bufs[sid as usize];
         if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
-            // Buffers parked by a session in TIME-WAIT, else fresh ones.
-            *b = self.spare.pop().unwrap_or_else(|| Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer));
-        }
-        {
-            b.tx.consume(usize::MAX);
-            b.rx.consume(usize::MAX);
-            b.asm = Default::default();
-            b.transfers.clear();
+            // Rings of the configured size, whose storage comes from the pool when written.
+            *b = Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer);
         }
         Ok(sid)
     }
 
     /// A session the application released that reached TIME-WAIT needs no buffers any more
-    /// (all it sent is acknowledged, nobody reads what it received): they wait in a pool for
-    /// the next new session instead of every new session touching fresh memory while
+    /// (all it sent is acknowledged, nobody reads what it received): their storage goes to
+    /// the pool for other sessions instead of every new session touching fresh memory while
     /// thousands linger.
     pub(crate) fn park_buffers_if_done(&mut self, sid: u32) {
         let s = &self.state[sid as usize];
-        if !(s.released && s.state == TcpState::TimeWait) {
-            return;
+        if s.released && s.state == TcpState::TimeWait {
+            self.release_buffers(sid);
         }
-        let b = std::mem::take(&mut self.bufs[sid as usize]);
-        let fits = b.tx.capacity() == self.cfg.tx_buffer && b.rx.capacity() == self.cfg.rx_buffer;
-        if fits && self.spare.len() < MAX_SPARE_BUFFERS {
-            self.spare.push(b);
-        }
+    }
+
+    /// Drop whatever session `sid`'s buffers hold and park their storage.
+    fn release_buffers(&mut self, sid: u32) {
+        let b = &mut self.bufs[sid as usize];
+        b.tx.consume(usize::MAX);
+        b.rx.consume(usize::MAX);
+        b.asm = Default::default();
+        b.transfers.clear();
+        self.tx_storage.park_now(&mut b.tx);
+        self.rx_storage.park_now(&mut b.rx);
     }
 
     /// Free session `sid` (it leaves the lookup table; its slot can be reused).
@@ -277,6 +280,14 @@ impl TcpEngine {
         self.lookup.remove(&tuple);
         self.timers.cancel_all(sid);
         self.free.push(sid);
+        self.count_sessions();
+    }
+
+    /// Tell the storage pools how many sessions the stack holds.
+    fn count_sessions(&mut self) {
+        let n = self.sessions();
+        self.tx_storage.set_sessions(n);
+        self.rx_storage.set_sessions(n);
     }
 
     /// The connection ended (normally or not): free it now if the application released it,

@@ -3,7 +3,7 @@
 //! (`conn`), timers (`timer`), receive engine (`rx`) with its RX bypass (`bypass`),
 //! transmit engine (`output`), connection activity for the application (`activity`),
 //! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
-//! (`assembler`), buffers (`ringbuf`) and the application interface (methods on
+//! (`assembler`), buffers (`ringbuf`), their shared storage (`storage`) and the application interface (methods on
 //! [`crate::Stack`]).
 
 pub(crate) mod activity;
@@ -27,6 +27,7 @@ pub(crate) mod rx;
 pub(crate) mod sack;
 pub(crate) mod seq;
 pub(crate) mod sink;
+pub(crate) mod storage;
 pub(crate) mod syncookie;
 pub(crate) mod timer;
 mod tlp;

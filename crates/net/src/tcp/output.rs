@@ -57,7 +57,7 @@ impl TcpEngine {
             }
             _ => {}
         }
-        self.bufs[sid as usize].drain_transfers();
+        self.bufs[sid as usize].drain_transfers(&mut self.tx_storage);
         let mut sent_any = false;
         if self.tx[sid as usize].tlp_due {
             sent_any |= self.send_loss_probe(out, sid, now);

@@ -1,24 +1,60 @@
 //! A fixed-capacity byte ring: the per-session send buffer (data kept until acknowledged) and
 //! receive buffer (in-order data not yet read, plus out-of-order data written ahead of it).
+//! An empty ring can give its storage back (`detach`, see `storage`) and keeps its capacity.
 
 /// A byte ring of fixed capacity. `len` bytes starting at `head` are readable; the rest is free
 /// and may be written ahead at an offset (for out-of-order data) before being committed.
+/// A parked ring has a capacity but no storage yet; it gets it on the first write.
 #[derive(Debug, Default)]
 pub struct RingBuf {
+    /// The storage: `cap` bytes, or none while parked.
     buf: Box<[u8]>,
+    cap: usize,
     head: usize,
     len: usize,
 }
 
 impl RingBuf {
     /// A ring of `capacity` bytes.
+    #[cfg(test)]
     pub fn new(capacity: usize) -> Self {
-        RingBuf { buf: vec![0u8; capacity].into_boxed_slice(), head: 0, len: 0 }
+        RingBuf { buf: vec![0u8; capacity].into_boxed_slice(), cap: capacity, head: 0, len: 0 }
+    }
+
+    /// A ring of `capacity` bytes without storage until it is written (see `storage`).
+    pub fn parked(capacity: usize) -> Self {
+        RingBuf { buf: Box::default(), cap: capacity, head: 0, len: 0 }
+    }
+
+    /// True if the ring has a capacity but no storage.
+    #[inline]
+    pub fn is_parked(&self) -> bool {
+        self.buf.len() < self.cap
+    }
+
+    /// Give a parked ring its storage (`block` must be `capacity()` bytes).
+    pub fn attach(&mut self, block: Box<[u8]>) {
+        debug_assert!(self.is_parked() && block.len() == self.cap);
+        if self.is_parked() && block.len() == self.cap {
+            self.buf = block;
+            self.head = 0;
+        }
+    }
+
+    /// Take the storage of an empty ring, which stays usable (parked). The caller guarantees
+    /// nothing was written ahead of the (empty) readable data. `None` if the ring holds data
+    /// or is already parked.
+    pub fn detach(&mut self) -> Option<Box<[u8]>> {
+        if self.len != 0 || self.buf.is_empty() {
+            return None;
+        }
+        self.head = 0;
+        Some(std::mem::take(&mut self.buf))
     }
 
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
-        self.buf.len()
+        self.cap
     }
 
     /// Readable bytes.
@@ -33,12 +69,12 @@ impl RingBuf {
 
     /// Free bytes.
     pub fn free(&self) -> usize {
-        self.buf.len() - self.len
+        self.cap - self.len
     }
 
     #[inline]
     fn wrap(&self, pos: usize) -> usize {
-        let cap = self.buf.len();
+        let cap = self.cap;
         if pos >= cap {
             pos - cap
         } else {
@@ -47,6 +83,7 @@ impl RingBuf {
     }
 
     /// Append as much of `data` as fits; returns the number of bytes taken.
+    #[inline]
     pub fn enqueue(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
         self.write_at(0, &data[..n]);
@@ -54,14 +91,25 @@ impl RingBuf {
         n
     }
 
+    /// Storage of its own, for a parked ring written without a pool.
+    #[cold]
+    fn own_storage(&mut self) {
+        self.buf = vec![0u8; self.cap].into_boxed_slice();
+        self.head = 0;
+    }
+
     /// Write `data` into the free space, `offset` bytes after the readable data, without
     /// making it readable. Returns the number of bytes written (clipped to the free space).
+    #[inline]
     pub fn write_at(&mut self, offset: usize, data: &[u8]) -> usize {
         if offset >= self.free() {
             return 0;
         }
         let n = data.len().min(self.free() - offset);
-        let cap = self.buf.len();
+        if n > 0 && self.is_parked() {
+            self.own_storage();
+        }
+        let cap = self.cap;
         let start = self.wrap(self.head + self.len + offset);
         let first = n.min(cap - start);
         self.buf[start..start + first].copy_from_slice(&data[..first]);
@@ -75,12 +123,13 @@ impl RingBuf {
     }
 
     /// The readable bytes from `offset`, at most `max`, as up to two slices.
+    #[inline]
     pub fn peek(&self, offset: usize, max: usize) -> (&[u8], &[u8]) {
         if offset >= self.len {
             return (&[], &[]);
         }
         let n = max.min(self.len - offset);
-        let cap = self.buf.len();
+        let cap = self.cap;
         let start = self.wrap(self.head + offset);
         let first = n.min(cap - start);
         (&self.buf[start..start + first], &self.buf[..n - first])
@@ -92,6 +141,7 @@ impl RingBuf {
     }
 
     /// Copy up to `out.len()` readable bytes from `offset` into `out`; returns the count.
+    #[inline]
     pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
         let (a, b) = self.peek(offset, out.len());
         out[..a.len()].copy_from_slice(a);
@@ -102,9 +152,13 @@ impl RingBuf {
     /// Grow to `capacity` bytes (no-op if not larger), keeping the readable bytes and
     /// everything written ahead of them at the same offsets.
     pub fn grow(&mut self, capacity: usize) {
-        let old = self.buf.len();
+        let old = self.cap;
         if capacity <= old {
             return;
+        }
+        self.cap = capacity;
+        if self.buf.is_empty() {
+            return; // parked: the storage comes at the next write, at the new size
         }
         let mut buf = vec![0u8; capacity].into_boxed_slice();
         let first = old - self.head;

@@ -439,6 +439,7 @@ impl TcpEngine {
         let ring = &mut self.bufs[sid as usize].tx;
         let data_acked = (acked as usize).min(ring.len());
         ring.consume(data_acked);
+        self.tx_storage.park(ring); // all acknowledged: the storage serves other sessions
         tx.bytes_acked += data_acked as u64;
         let flight = dist(tx.snd_una, tx.snd_max);
         tx.snd_una = Seq(repr.ack);
@@ -597,6 +598,7 @@ impl TcpEngine {
             rx.rcv_nxt += data.len() as u32;
             rx.bytes_received += data.len() as u64;
         } else {
+            self.rx_storage.unpark(&mut b.rx);
             let written = b.rx.write_at(off, data);
             if written == 0 {
                 rx.ack_now = true;
@@ -624,6 +626,9 @@ impl TcpEngine {
                     self.bypass.deliver(h, a);
                     self.bypass.deliver(h, z);
                     b.rx.consume(a.len() + z.len());
+                    if b.asm.is_empty() {
+                        self.rx_storage.park(&mut b.rx);
+                    }
                 }
             }
         }
