@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release -p net --example tcp_cost -- cycles 5000
 //! cargo run --release -p net --example tcp_cost -- bulk 250 200 8192
+//! cargo run --release -p net --example tcp_cost -- bulk-transfer 1 100 262144
 //! cargo run --release -p net --example tcp_cost -- pingpong 100000
 //! cargo run --release -p net --example tcp_cost -- idle 1000000
 //! cargo run --release -p net --example tcp_cost -- rtt 200000
@@ -16,7 +17,9 @@
 //! `cycles N`: N connections one after the other, each connect, accept, close from both
 //! sides (the connection-rate figure of `linerate bench tcp`). `bulk CONNS MB BUFFER`: CONNS
 //! connections with BUFFER-byte buffers carry MB megabytes in all, round-robin (the
-//! many-connection aggregate). `pingpong N`: one connection carries N 64-byte requests,
+//! many-connection aggregate). `bulk-transfer CONNS MB BUFFER`: the same, the sender handing
+//! over buffers of BUFFER / 4 bytes with the transfer API (sent from where they lie) while
+//! fewer than BUFFER bytes are queued, and reusing acknowledged ones. `pingpong N`: one connection carries N 64-byte requests,
 //! each answered by a 64-byte response before the next is sent (the round-trip figure).
 //! `idle N`: N polls of both hosts with one established connection and nothing to do (what
 //! a busy-polling host spends between segments). `rtt N [shm]`: not a count but a clock: the two
@@ -105,7 +108,17 @@ fn cycles(n: usize) {
     report(&a, &b, &format!("{n} connection cycles"), clock.0);
 }
 
-fn bulk(conns: usize, mb: u64, buffer: usize) {
+/// How the bulk sender hands its data to the stack.
+#[derive(Clone, Copy, PartialEq)]
+enum Feed {
+    /// `tcp_send`: copied into the send ring.
+    Copy,
+    /// `tcp_send_transfer` of `buffer / 4`-byte buffers while fewer than `buffer` bytes are
+    /// queued, taking acknowledged ones back: sent from where they lie.
+    Transfer,
+}
+
+fn bulk(conns: usize, mb: u64, buffer: usize, feed: Feed) {
     let (mut a, mut b) = pair(conns + 16, buffer);
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, conns).unwrap();
@@ -137,9 +150,16 @@ fn bulk(conns: usize, mb: u64, buffer: usize) {
         }
         first = false;
         for &c in &active_a {
-            if queued < total {
+            if queued < total && feed == Feed::Copy {
                 let n = ((total - queued) as usize).min(chunk.len());
                 queued += a.tcp_send(c, &chunk[..n]).unwrap() as u64;
+            }
+            while queued < total && feed == Feed::Transfer && a.tcp_send_pending(c).unwrap() < buffer {
+                let n = ((total - queued) as usize).min(buffer / 4);
+                let mut m = a.tcp_reclaim_transfer(c).unwrap().unwrap_or_else(|| chunk.clone());
+                m.truncate(n);
+                a.tcp_send_transfer(c, m).unwrap();
+                queued += n as u64;
             }
         }
         for &s in &active_b {
@@ -149,7 +169,8 @@ fn bulk(conns: usize, mb: u64, buffer: usize) {
         }
         got >= total
     });
-    report(&a, &b, &format!("{mb} MB over {conns} connections with {buffer}-byte buffers"), clock.0);
+    let how = if feed == Feed::Transfer { ", handed over as transfers" } else { "" };
+    report(&a, &b, &format!("{mb} MB over {conns} connections with {buffer}-byte buffers{how}"), clock.0);
 }
 
 /// Poll until client `c` is established and listener `l` hands over the server's side of it.
@@ -301,11 +322,14 @@ fn main() -> ExitCode {
         (Some("idle"), Some(n), _, _) if n > 0 => idle(n as usize),
         (Some("rtt"), Some(n), _, _) if n > 0 => rtt(n as usize, args.get(2).is_some_and(|a| a == "shm")),
         (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
-            bulk(c as usize, mb, buf as usize)
+            bulk(c as usize, mb, buf as usize, Feed::Copy)
+        }
+        (Some("bulk-transfer"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
+            bulk(c as usize, mb, buf as usize, Feed::Transfer)
         }
         _ => {
             eprintln!(
-                "usage: tcp_cost cycles N | tcp_cost bulk CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N [shm]"
+                "usage: tcp_cost cycles N | tcp_cost bulk|bulk-transfer CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N [shm]"
             );
             return ExitCode::from(2);
         }

@@ -174,16 +174,10 @@ impl<L: Link> Stack<L> {
         self.sendable(sid)?;
         let tcp = &mut self.core.tcp;
         let b = &mut tcp.bufs[sid as usize];
-        if !b.transfers.is_empty() {
-            b.drain_transfers(&mut tcp.tx_storage);
-            if !b.transfers.is_empty() {
-                return Ok(0);
-            }
+        if data.is_empty() || b.tx.free() == 0 || b.tx.has_transfers() {
+            return Ok(0); // (the ring waits behind queued transfers, to keep the byte order)
         }
-        if data.is_empty() || b.tx.free() == 0 {
-            return Ok(0);
-        }
-        tcp.tx_storage.unpark(&mut b.tx);
+        tcp.tx_storage.unpark(&mut b.tx.ring);
         let n = b.tx.enqueue(data);
         if n > 0 {
             self.kick(sid)?;
@@ -192,12 +186,16 @@ impl<L: Link> Stack<L> {
     }
 
     /// Hand over a whole buffer (the transfer-based API of seeds 000/003): the stack segments
-    /// it to MSS and sends it as the windows allow; nothing more to do for the caller.
+    /// it to MSS and sends it as the windows allow, copying each segment from the buffer
+    /// straight into the frame (no copy into the send ring); it keeps the buffer until every
+    /// byte is acknowledged, then [`Stack::tcp_reclaim_transfer`] gives it back. Bytes passed
+    /// to [`Stack::tcp_send`] afterwards wait until the transfers are acknowledged (it returns
+    /// 0 until then), so the stream keeps the order in which it was handed over.
     pub fn tcp_send_transfer(&mut self, h: TcpHandle, data: Vec<u8>) -> Result<(), SendError> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
         if !data.is_empty() {
-            self.core.tcp.bufs[sid as usize].transfers.push_back((data, 0));
+            self.core.tcp.bufs[sid as usize].tx.push_transfer(data);
             self.kick(sid)?;
         }
         Ok(())
@@ -206,7 +204,15 @@ impl<L: Link> Stack<L> {
     /// Bytes queued for sending and not yet acknowledged (send ring plus transfers).
     pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, BadHandle> {
         let b = &self.core.tcp.bufs[self.core.tcp.sid(h)? as usize];
-        Ok(b.tx.len() + b.transfer_backlog())
+        Ok(b.tx.len())
+    }
+
+    /// Take back a buffer handed over with [`Stack::tcp_send_transfer`] whose bytes are all
+    /// acknowledged (the newest first; a connection keeps the last few), to fill and send
+    /// again without touching fresh memory. `None` if none is waiting.
+    pub fn tcp_reclaim_transfer(&mut self, h: TcpHandle) -> Result<Option<Vec<u8>>, BadHandle> {
+        let sid = self.core.tcp.sid(h)?;
+        Ok(self.core.tcp.bufs[sid as usize].tx.reclaim())
     }
 
     /// Free space in the send buffer.

@@ -99,13 +99,13 @@ impl TcpEngine {
         if cap >= max || cap == 0 {
             return;
         }
-        let app_limited = b.tx.free() > cap / 4 && b.transfers.is_empty();
+        let app_limited = b.tx.free() > cap / 4 && !b.tx.has_transfers();
         let usable = tx.cc.cwnd.min(tx.snd_wnd) as usize;
         if app_limited || usable * 2 <= cap {
             return;
         }
         let grown = (usable * 2).next_power_of_two().min(max);
-        b.tx.grow(grown);
+        b.tx.ring.grow(grown);
         out.counters().bump(Counter::tcp_tx_buffer_grown);
     }
 }

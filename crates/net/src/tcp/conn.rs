@@ -8,11 +8,10 @@ use super::rack::Rack;
 use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
+use super::sendq::SendQueue;
 use super::seq::{dist, Seq};
-use super::storage::StoragePool;
 use super::{TcpError, TcpState};
 use link::Instant;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// State-table entry: what the session is and who owns it.
@@ -303,48 +302,23 @@ pub struct RxSar {
     pub window_timing: Option<(Instant, Seq)>,
 }
 
-/// A session's buffers: send ring (unacknowledged and unsent data), receive ring (in-order
-/// unread data, out-of-order data ahead of it), the reassembly map and queued transfers.
+/// A session's buffers: send queue (unacknowledged and unsent data: the send ring, then
+/// queued transfers), receive ring (in-order unread data, out-of-order data ahead of it) and
+/// the reassembly map.
 #[derive(Debug, Default)]
 pub struct Buffers {
     /// Data accepted from the application, from `snd_una` on.
-    pub tx: RingBuf,
+    pub tx: SendQueue,
     /// Data received, from the first unread byte on.
     pub rx: RingBuf,
     /// Out-of-order ranges beyond `rcv_nxt`.
     pub asm: Assembler,
-    /// Whole buffers handed over with the transfer API, drained into `tx` as space opens.
-    pub transfers: VecDeque<(Vec<u8>, usize)>,
 }
 
 impl Buffers {
     /// Buffers of the given sizes, parked: their storage comes from the stack's pool when
     /// data first goes in.
     pub fn new(tx: usize, rx: usize) -> Self {
-        Buffers { tx: RingBuf::parked(tx), rx: RingBuf::parked(rx), asm: Assembler::new(), transfers: VecDeque::new() }
-    }
-
-    /// Move queued transfer data into the send ring (storage from `pool`); returns bytes moved.
-    pub fn drain_transfers(&mut self, pool: &mut StoragePool) -> usize {
-        if self.transfers.is_empty() {
-            return 0;
-        }
-        pool.unpark(&mut self.tx);
-        let mut moved = 0;
-        while let Some((buf, off)) = self.transfers.front_mut() {
-            let n = self.tx.enqueue(&buf[*off..]);
-            *off += n;
-            moved += n;
-            if *off < buf.len() {
-                break;
-            }
-            self.transfers.pop_front();
-        }
-        moved
-    }
-
-    /// Bytes queued by transfers and not yet in the send ring.
-    pub fn transfer_backlog(&self) -> usize {
-        self.transfers.iter().map(|(b, off)| b.len() - off).sum()
+        Buffers { tx: SendQueue::parked(tx), rx: RingBuf::parked(rx), asm: Assembler::new() }
     }
 }

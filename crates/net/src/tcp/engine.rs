@@ -255,11 +255,10 @@ impl TcpEngine {
     /// Drop whatever session `sid`'s buffers hold and park their storage.
     fn release_buffers(&mut self, sid: u32) {
         let b = &mut self.bufs[sid as usize];
-        b.tx.consume(usize::MAX);
+        b.tx.clear();
         b.rx.consume(usize::MAX);
         b.asm = Default::default();
-        b.transfers.clear();
-        self.tx_storage.park_now(&mut b.tx);
+        self.tx_storage.park_now(&mut b.tx.ring);
         self.rx_storage.park_now(&mut b.rx);
     }
 

@@ -3,7 +3,7 @@
 //! (`conn`), timers (`timer`), receive engine (`rx`) with its RX bypass (`bypass`),
 //! transmit engine (`output`), connection activity for the application (`activity`),
 //! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
-//! (`assembler`), buffers (`ringbuf`), their shared storage (`storage`) and the application interface (methods on
+//! (`assembler`), buffers (`ringbuf`, `sendq`), their shared storage (`storage`) and the application interface (methods on
 //! [`crate::Stack`]).
 
 pub(crate) mod activity;
@@ -25,6 +25,7 @@ pub(crate) mod ringbuf;
 pub(crate) mod rtt;
 pub(crate) mod rx;
 pub(crate) mod sack;
+pub(crate) mod sendq;
 pub(crate) mod seq;
 pub(crate) mod sink;
 pub(crate) mod storage;

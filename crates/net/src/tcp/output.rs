@@ -57,7 +57,6 @@ impl TcpEngine {
             }
             _ => {}
         }
-        self.bufs[sid as usize].drain_transfers(&mut self.tx_storage);
         let mut sent_any = false;
         if self.tx[sid as usize].tlp_due {
             sent_any |= self.send_loss_probe(out, sid, now);
@@ -144,7 +143,7 @@ impl TcpEngine {
         }
     }
 
-    /// Sequence number just past the last byte of data in the send ring.
+    /// Sequence number just past the last byte of data queued (ring and transfers).
     fn data_end(&self, sid: u32) -> Seq {
         let tx = &self.tx[sid as usize];
         tx.snd_una + self.bufs[sid as usize].tx.len() as u32
@@ -470,10 +469,10 @@ impl TcpEngine {
             urgent: 0,
             options,
         };
-        let ring = &self.bufs[sid as usize].tx;
+        let queue = &self.bufs[sid as usize].tx;
         let hl = repr.header_len();
         let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
-            let copied = ring.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
+            let copied = queue.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
             debug_assert_eq!(copied, seg.len);
             let _ = repr.emit(buf, src, dst, seg.len);
         });

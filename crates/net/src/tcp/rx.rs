@@ -436,10 +436,10 @@ impl TcpEngine {
         if !state.is_synchronized() || tx.snd_una == tx.iss {
             acked = acked.saturating_sub(1); // the SYN
         }
-        let ring = &mut self.bufs[sid as usize].tx;
-        let data_acked = (acked as usize).min(ring.len());
-        ring.consume(data_acked);
-        self.tx_storage.park(ring); // all acknowledged: the storage serves other sessions
+        let queue = &mut self.bufs[sid as usize].tx;
+        let data_acked = (acked as usize).min(queue.len());
+        queue.consume(data_acked);
+        self.tx_storage.park(&mut queue.ring); // all acknowledged: the storage serves other sessions
         tx.bytes_acked += data_acked as u64;
         let flight = dist(tx.snd_una, tx.snd_max);
         tx.snd_una = Seq(repr.ack);

@@ -1,0 +1,229 @@
+//! A session's send queue: the bytes from `SND.UNA` on, in the send ring (what `tcp_send`
+//! copied in) followed by whole buffers handed over with the transfer API, which stay where
+//! the application put them. Segments are copied from either straight into the frame, so a
+//! transfer's bytes are copied once on their way out (the ring's, twice). A transfer whose
+//! bytes are all acknowledged goes to a short list the application can take buffers back
+//! from, to fill again without touching fresh memory.
+
+use super::ringbuf::RingBuf;
+use std::collections::VecDeque;
+
+/// Acknowledged transfer buffers a session keeps for the application to take back; older
+/// ones go back to the allocator.
+pub const RECLAIM_KEEP: usize = 4;
+
+/// Bytes of acknowledged transfer buffers a session keeps at most.
+pub const RECLAIM_KEEP_BYTES: usize = 16 << 20;
+
+/// The send ring and the transfers queued after it.
+#[derive(Debug, Default)]
+pub struct SendQueue {
+    /// Data from `tcp_send`, first in sequence order.
+    pub ring: RingBuf,
+    /// Transfer buffers after the ring's data, each with how many of its bytes were acknowledged.
+    transfers: VecDeque<(Vec<u8>, usize)>,
+    /// Unacknowledged transfer bytes.
+    transfer_len: usize,
+    /// Acknowledged transfer buffers, the newest last.
+    done: VecDeque<Vec<u8>>,
+    /// Capacity of the buffers in `done`.
+    done_bytes: usize,
+}
+
+impl SendQueue {
+    /// A queue whose ring holds `capacity` bytes, parked (see `storage`).
+    pub fn parked(capacity: usize) -> Self {
+        SendQueue { ring: RingBuf::parked(capacity), ..Default::default() }
+    }
+
+    /// Unacknowledged bytes: the ring's and the transfers'.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ring.len() + self.transfer_len
+    }
+
+    /// Free bytes in the ring.
+    #[inline]
+    pub fn free(&self) -> usize {
+        self.ring.free()
+    }
+
+    /// The ring's capacity.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// True if transfers are queued (the ring takes no more data until they are acknowledged,
+    /// so the order of the bytes is the order they were handed over).
+    #[inline]
+    pub fn has_transfers(&self) -> bool {
+        !self.transfers.is_empty()
+    }
+
+    /// Copy as much of `data` into the ring as fits; 0 while transfers are queued.
+    #[inline]
+    pub fn enqueue(&mut self, data: &[u8]) -> usize {
+        if self.has_transfers() {
+            return 0;
+        }
+        self.ring.enqueue(data)
+    }
+
+    /// Queue a whole buffer after everything queued so far, without copying it.
+    pub fn push_transfer(&mut self, data: Vec<u8>) {
+        if !data.is_empty() {
+            self.transfer_len += data.len();
+            self.transfers.push_back((data, 0));
+        }
+    }
+
+    /// Copy `out.len()` bytes (or fewer, at the end) from `offset` into `out`; returns the count.
+    #[inline]
+    pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
+        let in_ring = self.ring.len();
+        let mut n = 0;
+        if offset < in_ring {
+            n = self.ring.copy_out(offset, out);
+            if n == out.len() || self.transfers.is_empty() {
+                return n;
+            }
+        }
+        let mut skip = offset + n - in_ring;
+        for (buf, acked) in &self.transfers {
+            let rest = &buf[*acked..];
+            if skip >= rest.len() {
+                skip -= rest.len();
+                continue;
+            }
+            let take = (rest.len() - skip).min(out.len() - n);
+            out[n..n + take].copy_from_slice(&rest[skip..skip + take]);
+            n += take;
+            skip = 0;
+            if n == out.len() {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Drop `n` acknowledged bytes from the front: the ring's first, then the transfers'.
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        let from_ring = n.min(self.ring.len());
+        self.ring.consume(from_ring);
+        if self.transfer_len > 0 {
+            self.consume_transfers(n - from_ring);
+        }
+    }
+
+    fn consume_transfers(&mut self, n: usize) {
+        let mut left = n.min(self.transfer_len);
+        self.transfer_len -= left;
+        while left > 0 {
+            let Some((buf, acked)) = self.transfers.front_mut() else { break };
+            let take = left.min(buf.len() - *acked);
+            *acked += take;
+            left -= take;
+            if *acked == buf.len() {
+                let (buf, _) = self.transfers.pop_front().expect("the front transfer");
+                self.keep(buf);
+            }
+        }
+    }
+
+    /// Keep an acknowledged buffer for `reclaim`, within the count and byte bounds.
+    fn keep(&mut self, buf: Vec<u8>) {
+        if buf.capacity() > RECLAIM_KEEP_BYTES {
+            return;
+        }
+        self.done_bytes += buf.capacity();
+        self.done.push_back(buf);
+        while self.done.len() > RECLAIM_KEEP || self.done_bytes > RECLAIM_KEEP_BYTES {
+            let old = self.done.pop_front().expect("a kept buffer");
+            self.done_bytes -= old.capacity();
+        }
+    }
+
+    /// Take back the most recently acknowledged transfer buffer, if one is kept.
+    pub fn reclaim(&mut self) -> Option<Vec<u8>> {
+        let buf = self.done.pop_back()?;
+        self.done_bytes -= buf.capacity();
+        Some(buf)
+    }
+
+    /// Drop everything queued and kept (the session is reused); the ring keeps its storage.
+    pub fn clear(&mut self) {
+        self.ring.consume(usize::MAX);
+        self.transfers.clear();
+        self.transfer_len = 0;
+        self.done.clear();
+        self.done_bytes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> SendQueue {
+        let mut q = SendQueue::parked(8);
+        assert_eq!(q.enqueue(b"abcdef"), 6);
+        q.push_transfer(b"GHI".to_vec());
+        q.push_transfer(Vec::new());
+        q.push_transfer(b"jklmn".to_vec());
+        assert_eq!(q.enqueue(b"zz"), 0, "the ring waits behind the transfers");
+        q
+    }
+
+    #[test]
+    fn segments_read_across_the_ring_and_the_transfers() {
+        let q = queue();
+        assert_eq!(q.len(), 14);
+        let all = b"abcdefGHIjklmn";
+        for offset in 0..=14 {
+            for len in 0..=16 {
+                let mut out = vec![0u8; len];
+                let n = q.copy_out(offset, &mut out);
+                let want = &all[offset.min(14)..(offset + len).min(14)];
+                assert_eq!(&out[..n], want, "offset {offset} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn acknowledged_transfers_come_back_newest_first() {
+        let mut q = queue();
+        q.consume(4);
+        let mut out = [0u8; 6];
+        assert_eq!(q.copy_out(0, &mut out), 6);
+        assert_eq!(&out, b"efGHIj");
+        q.consume(4); // "efGH": the ring is empty, GHI not yet all acknowledged
+        assert!(q.reclaim().is_none());
+        assert_eq!(q.enqueue(b"x"), 0);
+        q.consume(2); // "Ij"
+        assert_eq!(q.reclaim().as_deref(), Some(&b"GHI"[..]));
+        q.consume(100);
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.reclaim().as_deref(), Some(&b"jklmn"[..]));
+        assert!(q.reclaim().is_none());
+        assert_eq!(q.enqueue(b"again"), 5, "with the transfers gone the ring takes data");
+    }
+
+    #[test]
+    fn only_the_newest_acknowledged_buffers_are_kept() {
+        let mut q = SendQueue::parked(8);
+        for i in 0..10u8 {
+            q.push_transfer(vec![i; 3]);
+        }
+        q.consume(30);
+        let kept: Vec<u8> = std::iter::from_fn(|| q.reclaim()).map(|b| b[0]).collect();
+        assert_eq!(kept, vec![9, 8, 7, 6]);
+        q.push_transfer(vec![1; RECLAIM_KEEP_BYTES / 2 + 1]);
+        q.push_transfer(vec![2; RECLAIM_KEEP_BYTES / 2 + 1]);
+        q.push_transfer(vec![3; RECLAIM_KEEP_BYTES + 1]);
+        q.consume(usize::MAX);
+        assert_eq!(q.reclaim().map(|b| b[0]), Some(2), "too large to keep: 3; over the byte bound: 1");
+        assert!(q.reclaim().is_none());
+    }
+}
