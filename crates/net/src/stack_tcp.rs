@@ -215,9 +215,10 @@ impl<L: Link> Stack<L> {
         Ok(self.core.tcp.bufs[sid as usize].tx.reclaim())
     }
 
-    /// Free space in the send buffer.
+    /// Free space in the send buffer: its size less what is queued (transfers included), so
+    /// 0 while transfers fill it.
     pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].tx.free())
+        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].tx.room())
     }
 
     fn kick(&mut self, sid: u32) -> Result<(), LinkError> {

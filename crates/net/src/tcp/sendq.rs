@@ -48,6 +48,13 @@ impl SendQueue {
         self.ring.free()
     }
 
+    /// What the buffer takes before it counts as full: the ring's capacity less everything
+    /// queued, transfers included.
+    #[inline]
+    pub fn room(&self) -> usize {
+        self.ring.capacity().saturating_sub(self.len())
+    }
+
     /// The ring's capacity.
     #[inline]
     pub fn capacity(&self) -> usize {
