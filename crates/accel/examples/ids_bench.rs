@@ -3,6 +3,10 @@
 //! `cargo run --release -p accel --example ids_bench [-- --mb 100 --rules PATH --prefixes PATH]`
 //! (`--features hyperscan` adds the Hyperscan peer; without it only our figures print).
 //!
+//! `--cost N` runs only the full engine over the first N packets of the trace, inside
+//! `engine_pass`, and exits: the callgrind harness. Instructions per packet =
+//! `valgrind --tool=callgrind --toggle-collect='*engine_pass*' ... --cost N` divided by N.
+//!
 //! Traffic: synthetic packets of 64..1460 bytes, half HTTP-like requests/responses, half
 //! random bytes, with 1% carrying a synthesized attack for a random rule. Every figure is
 //! measured in this run on this machine, and compared as a ratio.
@@ -79,6 +83,30 @@ fn gbps(bytes: usize, d: Duration) -> f64 {
     bytes as f64 * 8.0 / d.as_secs_f64() / 1e9
 }
 
+/// The meta every benchmark packet carries: TCP, client to server port 80, established.
+const META: PacketMeta = PacketMeta {
+    proto: Proto::Tcp,
+    src: Ipv4Addr::new(192, 0, 2, 1),
+    dst: Ipv4Addr::new(10, 0, 0, 1),
+    src_port: 40000,
+    dst_port: 80,
+    to_server: Some(true),
+    established: true,
+};
+
+/// The whole engine over `pkts`; returns the number of alerts (not inlined: callgrind's toggle).
+#[inline(never)]
+fn engine_pass(set: &RuleSet, pkts: &[Vec<u8>], scratch: &mut Scratch) -> u64 {
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    for p in pkts {
+        out.clear();
+        set.match_payload(&META, p, scratch, &mut out);
+        n += out.len() as u64;
+    }
+    n
+}
+
 /// Best of `reps` timings of `f`.
 fn best(reps: usize, mut f: impl FnMut() -> u64) -> (Duration, u64) {
     let mut bestd = Duration::MAX;
@@ -130,6 +158,14 @@ fn main() {
         bytes as f64 / 1e6
     );
 
+    if let Some(n) = arg(&args, "--cost").and_then(|s| s.parse::<usize>().ok()) {
+        let n = n.min(pkts.len());
+        let mut scratch = Scratch::new();
+        let alerts = engine_pass(&set, &pkts[..n], &mut scratch);
+        println!("cost run: {n} packets, {alerts} alerts");
+        return;
+    }
+
     // Ours: the prefilter stage alone, producing the set of pattern ids per packet.
     let pre = set.prefilter();
     let mut ms = MpmScratch::default();
@@ -179,25 +215,7 @@ fn main() {
 
     // Ours: the whole engine (prefilter + port groups + full verification).
     let mut scratch = Scratch::new();
-    let mut out = Vec::new();
-    let meta = PacketMeta {
-        proto: Proto::Tcp,
-        src: Ipv4Addr::new(192, 0, 2, 1),
-        dst: Ipv4Addr::new(10, 0, 0, 1),
-        src_port: 40000,
-        dst_port: 80,
-        to_server: Some(true),
-        established: true,
-    };
-    let (d_full, alerts) = best(reps, || {
-        let mut n = 0u64;
-        for p in &pkts {
-            out.clear();
-            set.match_payload(&meta, p, &mut scratch, &mut out);
-            n += out.len() as u64;
-        }
-        n
-    });
+    let (d_full, alerts) = best(reps, || engine_pass(&set, &pkts, &mut scratch));
     println!(
         "{:<44} {:>8.2} Gbit/s  ({} alerts, to port 80)",
         "our full engine (match_payload)",
