@@ -133,7 +133,7 @@ fn main() {
     let reps: usize = arg(&args, "--reps").and_then(|s| s.parse().ok()).unwrap_or(3);
 
     let t = Instant::now();
-    let (set, report) = match RuleSet::load(&rules, &Vars::default()) {
+    let (mut set, report) = match RuleSet::load(&rules, &Vars::default()) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("cannot load rules: {e}");
@@ -223,7 +223,7 @@ fn main() {
         alerts
     );
 
-    hyperscan_peer(&set, &pkts, bytes, reps, d_ours, d_full);
+    hyperscan_peer(&mut set, &pkts, bytes, reps);
 
     // Prefix matcher.
     println!();
@@ -234,7 +234,7 @@ fn main() {
 }
 
 #[cfg(feature = "hyperscan")]
-fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_ours: Duration, d_full: Duration) {
+fn hyperscan_peer(set: &mut RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize) {
     use accel::hs::HsLiterals;
     let mut uniq: Vec<(Vec<u8>, bool)> = fast_patterns(set).into_iter().map(|(_, p, nc)| (p, nc)).collect();
     uniq.sort();
@@ -248,11 +248,11 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
     };
     let mut seen = vec![0u32; uniq.len()];
     let mut epoch = 0u32;
-    // Alternate the two matchers so that load from other processes hits both alike.
-    let pre = set.prefilter();
+    // Alternate Hyperscan, our prefilter and our whole engine with and without the filters
+    // before verification, so that load from other processes hits all alike; medians.
     let mut ms = MpmScratch::default();
-    let mut d_hs = Duration::MAX;
-    let mut d_ours = d_ours;
+    let mut scratch = Scratch::new();
+    let mut times: [Vec<Duration>; 4] = Default::default();
     let mut hits_hs = 0;
     for _ in 0..reps {
         let (d, h) = best(1, || {
@@ -269,17 +269,29 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
             }
             hits
         });
-        d_hs = d_hs.min(d);
+        times[0].push(d);
         hits_hs = h;
-        let (d, _) = best(1, || {
-            let mut hits = 0u64;
-            for p in pkts {
-                pre.scan(p, &mut ms, |_| hits += 1);
-            }
-            hits
-        });
-        d_ours = d_ours.min(d);
+        let pre = set.prefilter();
+        times[1].push(
+            best(1, || {
+                let mut hits = 0u64;
+                for p in pkts {
+                    pre.scan(p, &mut ms, |_| hits += 1);
+                }
+                hits
+            })
+            .0,
+        );
+        for (slot, on) in [(2, true), (3, false)] {
+            set.set_filters(on);
+            times[slot].push(best(1, || engine_pass(set, pkts, &mut scratch)).0);
+        }
     }
+    set.set_filters(true);
+    let [d_hs, d_pre, d_on, d_off] = times.map(|mut v| {
+        v.sort();
+        v[v.len() / 2]
+    });
     println!(
         "{:<44} {:>8.2} Gbit/s  ({} distinct pattern hits, {} patterns, SINGLEMATCH)",
         "hyperscan 5.4 (same patterns, same traffic)",
@@ -287,13 +299,20 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
         hits_hs,
         uniq.len()
     );
-    println!(
-        "{:<44} {:>8.2} Gbit/s  (best of all runs, alternated with hyperscan)",
-        "our prefilter (fast patterns)",
-        gbps(bytes, d_ours)
-    );
-    println!("\nratio our prefilter / hyperscan: {:.2}x", d_hs.as_secs_f64() / d_ours.as_secs_f64());
-    println!("ratio our full engine / hyperscan prefilter: {:.2}x", d_hs.as_secs_f64() / d_full.as_secs_f64());
+    for (name, d) in [
+        ("our prefilter (fast patterns)", d_pre),
+        ("our full engine (match_payload)", d_on),
+        ("our full engine, filters off", d_off),
+    ] {
+        println!("{name:<44} {:>8.2} Gbit/s  (median of {reps}, alternated with hyperscan)", gbps(bytes, d));
+    }
+    let r = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64();
+    println!("\nratio our prefilter / hyperscan: {:.2}x", r(d_pre, d_hs));
+    println!("ratio our full engine / hyperscan prefilter: {:.2}x", r(d_on, d_hs));
+    println!("ratio our full engine, filters off / hyperscan prefilter: {:.2}x", r(d_off, d_hs));
+    println!("ratio our full engine / our prefilter: {:.2}x", r(d_on, d_pre));
+    println!("ratio filters on / off: {:.2}x", r(d_on, d_off));
+    let pre = set.prefilter();
 
     // Same answers: every pattern Hyperscan reports is also reported by our (case-folded) prefilter.
     let folded: std::collections::HashMap<Vec<u8>, u32> =
@@ -315,7 +334,7 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
 }
 
 #[cfg(not(feature = "hyperscan"))]
-fn hyperscan_peer(set: &RuleSet, _: &[Vec<u8>], _: usize, _: usize, _: Duration, _: Duration) {
+fn hyperscan_peer(set: &mut RuleSet, _: &[Vec<u8>], _: usize, _: usize) {
     let n = fast_patterns(set).len();
     println!(
         "hyperscan peer not built ({n} fast patterns ready): run with --features hyperscan (needs libhyperscan-dev)"
