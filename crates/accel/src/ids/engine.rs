@@ -462,7 +462,12 @@ impl RuleSet {
             }
         }
         let mut cands = std::mem::take(&mut scratch.cands);
-        cands.sort_unstable_by_key(|&r| (self.rules[r as usize].fb_check, r));
+        // Sid order (rule index order), rules that test flowbits last: a plain integer sort,
+        // then a stable move of the (rare) flowbits testers to the end.
+        cands.sort_unstable();
+        if cands.iter().any(|&r| self.rules[r as usize].fb_check) {
+            cands.sort_by_key(|&r| self.rules[r as usize].fb_check);
+        }
         for &ri in &cands {
             let c = &self.rules[ri as usize];
             let header_ok = self.filters || self.gate.matches(ri, meta);
