@@ -38,9 +38,13 @@
 //! The engine costs 1.30x its prefilter alone (1.62x before): the filters halved the work
 //! past the prefilter, chiefly by queueing fewer candidates (less to sort, no header check
 //! of rules whose port group cannot match); the candidates are sorted as plain integers.
-//! Wall clock, one core, medians of 9 alternated runs of `ids_bench --features hyperscan`:
-//! the engine runs at 0.93x Hyperscan's prefilter alone on the same patterns and traffic
-//! (0.64x with the filters off, in the same run); our prefilter alone at 1.20x.
+//! Wall clock, one core, `ids_bench --features hyperscan --mb 30 --reps 9` (each figure the
+//! median of 9 alternated runs; four such runs on a shared, busy machine): the engine runs
+//! at 0.73-0.99x Hyperscan's prefilter alone on the same patterns and traffic (0.87x the
+//! median of the four), 0.64-0.81x with the filters off in the same runs (filters on / off:
+//! 1.06-1.45x); our prefilter alone at 1.02-1.37x Hyperscan. The wall-clock gain is smaller
+//! than the instruction count's: the work left past the prefilter is memory-bound (rule
+//! data, HTTP buffers), and the machine's load moves every ratio by +-20%.
 
 pub mod bytes;
 pub mod classtype;
