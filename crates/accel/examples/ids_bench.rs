@@ -3,6 +3,11 @@
 //! `cargo run --release -p accel --example ids_bench [-- --mb 100 --rules PATH --prefixes PATH]`
 //! (`--features hyperscan` adds the Hyperscan peer; without it only our figures print).
 //!
+//! `--cost N` runs only the full engine over the first N packets of the trace, inside
+//! `engine_pass`, then the prefilter alone inside `prefilter_pass`, and exits: the callgrind
+//! harness. Instructions per packet = `valgrind --tool=callgrind
+//! --toggle-collect='*engine_pass*' ... --cost N` (or `'*prefilter_pass*'`) divided by N.
+//!
 //! Traffic: synthetic packets of 64..1460 bytes, half HTTP-like requests/responses, half
 //! random bytes, with 1% carrying a synthesized attack for a random rule. Every figure is
 //! measured in this run on this machine, and compared as a ratio.
@@ -79,6 +84,41 @@ fn gbps(bytes: usize, d: Duration) -> f64 {
     bytes as f64 * 8.0 / d.as_secs_f64() / 1e9
 }
 
+/// The meta every benchmark packet carries: TCP, client to server port 80, established.
+const META: PacketMeta = PacketMeta {
+    proto: Proto::Tcp,
+    src: Ipv4Addr::new(192, 0, 2, 1),
+    dst: Ipv4Addr::new(10, 0, 0, 1),
+    src_port: 40000,
+    dst_port: 80,
+    to_server: Some(true),
+    established: true,
+};
+
+/// The whole engine over `pkts`; returns the number of alerts (not inlined: callgrind's toggle).
+#[inline(never)]
+fn engine_pass(set: &RuleSet, pkts: &[Vec<u8>], scratch: &mut Scratch) -> u64 {
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    for p in pkts {
+        out.clear();
+        set.match_payload(&META, p, scratch, &mut out);
+        n += out.len() as u64;
+    }
+    n
+}
+
+/// The prefilter alone over `pkts`; returns the distinct pattern hits (not inlined: callgrind's toggle).
+#[inline(never)]
+fn prefilter_pass(set: &RuleSet, pkts: &[Vec<u8>], ms: &mut MpmScratch) -> u64 {
+    let pre = set.prefilter();
+    let mut hits = 0u64;
+    for p in pkts {
+        pre.scan(p, ms, |_| hits += 1);
+    }
+    hits
+}
+
 /// Best of `reps` timings of `f`.
 fn best(reps: usize, mut f: impl FnMut() -> u64) -> (Duration, u64) {
     let mut bestd = Duration::MAX;
@@ -105,7 +145,7 @@ fn main() {
     let reps: usize = arg(&args, "--reps").and_then(|s| s.parse().ok()).unwrap_or(3);
 
     let t = Instant::now();
-    let (set, report) = match RuleSet::load(&rules, &Vars::default()) {
+    let (mut set, report) = match RuleSet::load(&rules, &Vars::default()) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("cannot load rules: {e}");
@@ -130,16 +170,19 @@ fn main() {
         bytes as f64 / 1e6
     );
 
+    if let Some(n) = arg(&args, "--cost").and_then(|s| s.parse::<usize>().ok()) {
+        let n = n.min(pkts.len());
+        let mut scratch = Scratch::new();
+        let alerts = engine_pass(&set, &pkts[..n], &mut scratch);
+        let hits = prefilter_pass(&set, &pkts[..n], &mut MpmScratch::default());
+        println!("cost run: {n} packets, {alerts} alerts, {hits} distinct pattern hits");
+        return;
+    }
+
     // Ours: the prefilter stage alone, producing the set of pattern ids per packet.
     let pre = set.prefilter();
     let mut ms = MpmScratch::default();
-    let (d_ours, hits_ours) = best(reps, || {
-        let mut hits = 0u64;
-        for p in &pkts {
-            pre.scan(p, &mut ms, |_| hits += 1);
-        }
-        hits
-    });
+    let (d_ours, hits_ours) = best(reps, || prefilter_pass(&set, &pkts, &mut ms));
     println!(
         "{:<44} {:>8.2} Gbit/s  ({} distinct pattern hits)",
         "our prefilter (fast patterns)",
@@ -179,25 +222,7 @@ fn main() {
 
     // Ours: the whole engine (prefilter + port groups + full verification).
     let mut scratch = Scratch::new();
-    let mut out = Vec::new();
-    let meta = PacketMeta {
-        proto: Proto::Tcp,
-        src: Ipv4Addr::new(192, 0, 2, 1),
-        dst: Ipv4Addr::new(10, 0, 0, 1),
-        src_port: 40000,
-        dst_port: 80,
-        to_server: Some(true),
-        established: true,
-    };
-    let (d_full, alerts) = best(reps, || {
-        let mut n = 0u64;
-        for p in &pkts {
-            out.clear();
-            set.match_payload(&meta, p, &mut scratch, &mut out);
-            n += out.len() as u64;
-        }
-        n
-    });
+    let (d_full, alerts) = best(reps, || engine_pass(&set, &pkts, &mut scratch));
     println!(
         "{:<44} {:>8.2} Gbit/s  ({} alerts, to port 80)",
         "our full engine (match_payload)",
@@ -205,7 +230,7 @@ fn main() {
         alerts
     );
 
-    hyperscan_peer(&set, &pkts, bytes, reps, d_ours, d_full);
+    hyperscan_peer(&mut set, &pkts, bytes, reps);
 
     // Prefix matcher.
     println!();
@@ -216,7 +241,7 @@ fn main() {
 }
 
 #[cfg(feature = "hyperscan")]
-fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_ours: Duration, d_full: Duration) {
+fn hyperscan_peer(set: &mut RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize) {
     use accel::hs::HsLiterals;
     let mut uniq: Vec<(Vec<u8>, bool)> = fast_patterns(set).into_iter().map(|(_, p, nc)| (p, nc)).collect();
     uniq.sort();
@@ -230,11 +255,11 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
     };
     let mut seen = vec![0u32; uniq.len()];
     let mut epoch = 0u32;
-    // Alternate the two matchers so that load from other processes hits both alike.
-    let pre = set.prefilter();
+    // Alternate Hyperscan, our prefilter and our whole engine with and without the filters
+    // before verification, so that load from other processes hits all alike; medians.
     let mut ms = MpmScratch::default();
-    let mut d_hs = Duration::MAX;
-    let mut d_ours = d_ours;
+    let mut scratch = Scratch::new();
+    let mut times: [Vec<Duration>; 4] = Default::default();
     let mut hits_hs = 0;
     for _ in 0..reps {
         let (d, h) = best(1, || {
@@ -251,17 +276,19 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
             }
             hits
         });
-        d_hs = d_hs.min(d);
+        times[0].push(d);
         hits_hs = h;
-        let (d, _) = best(1, || {
-            let mut hits = 0u64;
-            for p in pkts {
-                pre.scan(p, &mut ms, |_| hits += 1);
-            }
-            hits
-        });
-        d_ours = d_ours.min(d);
+        times[1].push(best(1, || prefilter_pass(set, pkts, &mut ms)).0);
+        for (slot, on) in [(2, true), (3, false)] {
+            set.set_filters(on);
+            times[slot].push(best(1, || engine_pass(set, pkts, &mut scratch)).0);
+        }
     }
+    set.set_filters(true);
+    let [d_hs, d_pre, d_on, d_off] = times.map(|mut v| {
+        v.sort();
+        v[v.len() / 2]
+    });
     println!(
         "{:<44} {:>8.2} Gbit/s  ({} distinct pattern hits, {} patterns, SINGLEMATCH)",
         "hyperscan 5.4 (same patterns, same traffic)",
@@ -269,13 +296,20 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
         hits_hs,
         uniq.len()
     );
-    println!(
-        "{:<44} {:>8.2} Gbit/s  (best of all runs, alternated with hyperscan)",
-        "our prefilter (fast patterns)",
-        gbps(bytes, d_ours)
-    );
-    println!("\nratio our prefilter / hyperscan: {:.2}x", d_hs.as_secs_f64() / d_ours.as_secs_f64());
-    println!("ratio our full engine / hyperscan prefilter: {:.2}x", d_hs.as_secs_f64() / d_full.as_secs_f64());
+    for (name, d) in [
+        ("our prefilter (fast patterns)", d_pre),
+        ("our full engine (match_payload)", d_on),
+        ("our full engine, filters off", d_off),
+    ] {
+        println!("{name:<44} {:>8.2} Gbit/s  (median of {reps}, alternated with hyperscan)", gbps(bytes, d));
+    }
+    let r = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64();
+    println!("\nratio our prefilter / hyperscan: {:.2}x", r(d_pre, d_hs));
+    println!("ratio our full engine / hyperscan prefilter: {:.2}x", r(d_on, d_hs));
+    println!("ratio our full engine, filters off / hyperscan prefilter: {:.2}x", r(d_off, d_hs));
+    println!("ratio our full engine / our prefilter: {:.2}x", r(d_on, d_pre));
+    println!("ratio filters on / off: {:.2}x", r(d_on, d_off));
+    let pre = set.prefilter();
 
     // Same answers: every pattern Hyperscan reports is also reported by our (case-folded) prefilter.
     let folded: std::collections::HashMap<Vec<u8>, u32> =
@@ -297,7 +331,7 @@ fn hyperscan_peer(set: &RuleSet, pkts: &[Vec<u8>], bytes: usize, reps: usize, d_
 }
 
 #[cfg(not(feature = "hyperscan"))]
-fn hyperscan_peer(set: &RuleSet, _: &[Vec<u8>], _: usize, _: usize, _: Duration, _: Duration) {
+fn hyperscan_peer(set: &mut RuleSet, _: &[Vec<u8>], _: usize, _: usize) {
     let n = fast_patterns(set).len();
     println!(
         "hyperscan peer not built ({n} fast patterns ready): run with --features hyperscan (needs libhyperscan-dev)"

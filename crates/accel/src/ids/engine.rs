@@ -2,9 +2,13 @@
 //!
 //! Matching a payload: (1) the prefilter finds the rules whose fast pattern occurs in the
 //! payload (or in a normalized HTTP buffer derived from it) and adds the port group's rules
-//! that have no fast pattern; (2) every candidate is fully verified: protocol, addresses,
-//! ports (both orientations for `<>`), `flow`, header field tests, `flowbits` conditions, then
-//! every detection option on its buffer. Candidates are verified in sid order, rules that
+//! that have no fast pattern; (2) Pigasus's filters narrow the candidates: the port-group
+//! stage ([`super::gate`]: protocol, addresses, ports in both orientations for `<>`, `flow`,
+//! once per distinct header per packet) as each is found, then the non-fast-pattern filter
+//! ([`super::nfp`]: the rule's other packet-data contents present in the payload); (3) what
+//! is left is fully verified: header field tests, `flowbits` conditions, then every detection
+//! option on its buffer. With the filters off ([`RuleSet::set_filters`]) every candidate is
+//! verified, header first; the alerts are the same. Candidates are verified in sid order, rules that
 //! test flowbits after the others, so a bit set by one rule is seen by another in the same call.
 //!
 //! Threads: a [`RuleSet`] is immutable, `Send + Sync`, and matched through `&self`; each thread
@@ -16,11 +20,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::detect::{compile_segments, eval_segment, CompiledSegment, EvalState};
+use super::gate::{GateMemo, HeaderGate};
 use super::http::{looks_like_http, parse_messages, HttpMessage};
+use super::memo::Memo;
+use super::nfp::NfpFilter;
 use super::parse::parse_rules;
 use super::prefilter::{Prefilter, PrefilterRule, ProtoClass};
 use super::report::LoadReport;
-use super::rule::{BufferKind, FlowbitsOp, HeaderTest, Rule, RuleProto};
+use super::rule::{BufferKind, FlowbitsOp, HeaderTest, Rule};
 use super::vars::Vars;
 use crate::AccelError;
 
@@ -136,6 +143,12 @@ pub struct Scratch {
     rule_seen: Vec<u32>,
     mpm: super::mpm::MpmScratch,
     cands: Vec<u32>,
+    /// Verdicts of the port-group stage.
+    gate: GateMemo,
+    /// Verdicts of the non-fast-pattern filter, by distinct string.
+    nfp: Memo,
+    /// The payload, ASCII-lowercased (taken from the prefilter's scan).
+    folded: Vec<u8>,
     msgs: Vec<HttpMessage>,
     flow: FlowBits,
     matches: Matches,
@@ -149,7 +162,10 @@ impl Scratch {
         Scratch::default()
     }
 
-    fn begin(&mut self, rules: usize) {
+    fn begin(&mut self, set: &RuleSet, meta: &PacketMeta) {
+        let rules = set.rules.len();
+        self.gate.begin(&set.gate, set.id, meta);
+        self.nfp.begin(set.nfp.len());
         if self.rule_seen.len() != rules {
             self.rule_seen = vec![0; rules];
         }
@@ -159,15 +175,6 @@ impl Scratch {
             self.epoch = 1;
         }
         self.cands.clear();
-    }
-
-    fn add(&mut self, r: u32) {
-        if let Some(s) = self.rule_seen.get_mut(r as usize) {
-            if *s != self.epoch {
-                *s = self.epoch;
-                self.cands.push(r);
-            }
-        }
     }
 }
 
@@ -218,6 +225,11 @@ pub struct RuleSet {
     id: u64,
     rules: Vec<Compiled>,
     prefilter: Prefilter,
+    gate: HeaderGate,
+    nfp: NfpFilter,
+    filters: bool,
+    /// Whether some rule inspects an HTTP or file_data buffer.
+    any_http: bool,
     flowbit_count: usize,
     by_sid: HashMap<u32, usize>,
 }
@@ -328,10 +340,17 @@ impl RuleSet {
         let prefilter = Prefilter::build(&pre_rules);
         report.distinct_fast_patterns = prefilter.pattern_count();
         let by_sid = rules.iter().enumerate().map(|(i, c)| (c.rule.sid, i)).collect();
+        let any_http = rules.iter().any(|c| c.needs_http || c.uses_file_data);
+        let gate = HeaderGate::build(rules.iter().map(|c| &c.rule));
+        let nfp = NfpFilter::build(rules.iter().map(|c| &c.rule));
         let set = RuleSet {
             id: NEXT_SET_ID.fetch_add(1, Ordering::Relaxed),
             rules,
             prefilter,
+            gate,
+            nfp,
+            filters: true,
+            any_http,
             flowbit_count: bit_ids.len(),
             by_sid,
         };
@@ -368,6 +387,18 @@ impl RuleSet {
         &self.prefilter
     }
 
+    /// Turns the port-group stage and the non-fast-pattern filter on (the default) or off.
+    /// Off, every prefilter candidate is fully verified: the same alerts, more work (for
+    /// tests that check the filters change nothing, and for before/after measurements).
+    pub fn set_filters(&mut self, on: bool) {
+        self.filters = on;
+    }
+
+    /// Whether the filters before verification are on.
+    pub fn filters(&self) -> bool {
+        self.filters
+    }
+
     /// Appends to `out` the sids of fully supported rules that match `payload` (header and
     /// every option), sorted ascending and deduplicated. Flowbits start empty for this call;
     /// header-field tests see unknown fields (use [`RuleSet::match_packet`] to supply them).
@@ -396,35 +427,51 @@ impl RuleSet {
     ) {
         out.clear();
         flow.bind(self.id, self.flowbit_count);
-        scratch.begin(self.rules.len());
+        scratch.begin(self, meta);
         self.collect_candidates(meta, payload, scratch);
-        if scratch.cands.is_empty() {
+        if self.filters {
+            scratch.mpm.swap_folded(&mut scratch.folded);
+            if scratch.folded.len() != payload.len() {
+                scratch.folded.clear();
+                scratch.folded.extend(payload.iter().map(u8::to_ascii_lowercase));
+            }
+            self.filter_candidates(0, scratch);
+        }
+        // Parsed whatever the payload's candidates are: a fast pattern may occur only in a
+        // normalized buffer (a percent-encoded URI), and no raw candidate announces it.
+        let http = self.any_http && looks_like_http(payload);
+        if scratch.cands.is_empty() && !http {
             return;
         }
-        let http = looks_like_http(payload)
-            && scratch
-                .cands
-                .iter()
-                .any(|&r| self.rules[r as usize].needs_http || self.rules[r as usize].uses_file_data);
         let mut msgs = std::mem::take(&mut scratch.msgs);
         msgs.clear();
         if http {
             parse_messages(payload, &mut msgs);
             // Normalized buffers can hold fast patterns that the raw bytes do not.
+            let before = scratch.cands.len();
             for m in &msgs {
                 if m.uri != m.raw_uri {
-                    self.scan_into(&m.uri, scratch);
+                    self.scan_into(&m.uri, meta, scratch);
                 }
                 if m.body_decoded {
-                    self.scan_into(&m.body, scratch);
+                    self.scan_into(&m.body, meta, scratch);
                 }
+            }
+            if self.filters {
+                self.filter_candidates(before, scratch);
             }
         }
         let mut cands = std::mem::take(&mut scratch.cands);
-        cands.sort_unstable_by_key(|&r| (self.rules[r as usize].fb_check, r));
+        // Sid order (rule index order), rules that test flowbits last: a plain integer sort,
+        // then a stable move of the (rare) flowbits testers to the end.
+        cands.sort_unstable();
+        if cands.iter().any(|&r| self.rules[r as usize].fb_check) {
+            cands.sort_by_key(|&r| self.rules[r as usize].fb_check);
+        }
         for &ri in &cands {
             let c = &self.rules[ri as usize];
-            if !header_matches(&c.rule, meta) || !tests_match(&c.rule.header_tests, hdr, payload.len()) {
+            let header_ok = self.filters || self.gate.matches(ri, meta);
+            if !header_ok || !tests_match(&c.rule.header_tests, hdr, payload.len()) {
                 continue;
             }
             if !flowbit_conditions(&c.fb, flow) {
@@ -452,30 +499,64 @@ impl RuleSet {
     }
 
     fn collect_candidates(&self, meta: &PacketMeta, payload: &[u8], scratch: &mut Scratch) {
-        self.scan_into(payload, scratch);
+        self.scan_into(payload, meta, scratch);
         let pc = match meta.proto {
             Proto::Tcp => ProtoClass::Tcp,
             Proto::Udp => ProtoClass::Udp,
             Proto::Icmp => ProtoClass::Icmp,
             Proto::Other(_) => ProtoClass::Other,
         };
-        self.prefilter.always(pc, meta.src_port, meta.dst_port, |l| l.iter().for_each(|&r| scratch.add(r)));
+        let epoch = scratch.epoch;
+        let Scratch { rule_seen, cands, gate, .. } = scratch;
+        self.prefilter.always(pc, meta.src_port, meta.dst_port, |l| {
+            l.iter().for_each(|&r| self.offer(r, meta, epoch, rule_seen, gate, cands))
+        });
     }
 
-    fn scan_into(&self, hay: &[u8], scratch: &mut Scratch) {
+    fn scan_into(&self, hay: &[u8], meta: &PacketMeta, scratch: &mut Scratch) {
         let epoch = scratch.epoch;
         let pre = &self.prefilter;
-        let Scratch { mpm, rule_seen, cands, .. } = scratch;
+        let Scratch { mpm, rule_seen, cands, gate, .. } = scratch;
         pre.scan(hay, mpm, |p| {
             for &r in pre.rules_of(p) {
-                if let Some(s) = rule_seen.get_mut(r as usize) {
-                    if *s != epoch {
-                        *s = epoch;
-                        cands.push(r);
-                    }
-                }
+                self.offer(r, meta, epoch, rule_seen, gate, cands);
             }
         });
+    }
+
+    /// Queues rule `r` for verification once per packet, if the port-group stage lets it through.
+    #[inline]
+    fn offer(
+        &self,
+        r: u32,
+        meta: &PacketMeta,
+        epoch: u32,
+        seen: &mut [u32],
+        gate: &mut GateMemo,
+        cands: &mut Vec<u32>,
+    ) {
+        if let Some(s) = seen.get_mut(r as usize) {
+            if *s != epoch {
+                *s = epoch;
+                if !self.filters || self.gate.passes(r, meta, gate) {
+                    cands.push(r);
+                }
+            }
+        }
+    }
+
+    /// The non-fast-pattern filter over the candidates from index `from` on.
+    fn filter_candidates(&self, from: usize, scratch: &mut Scratch) {
+        let Scratch { cands, nfp, folded, .. } = scratch;
+        let mut keep = from;
+        for i in from..cands.len() {
+            let r = cands[i];
+            if self.nfp.passes(r, folded, nfp) {
+                cands[keep] = r;
+                keep += 1;
+            }
+        }
+        cands.truncate(keep);
     }
 
     /// Evaluates the detection options of `c` over the payload's contexts.
@@ -546,42 +627,6 @@ fn annotate_approximations(rule: &mut Rule) {
     }
     rule.approximations.sort();
     rule.approximations.dedup();
-}
-
-fn header_matches(r: &Rule, m: &PacketMeta) -> bool {
-    let ports_apply = match (r.proto, m.proto) {
-        (RuleProto::Tcp, Proto::Tcp) | (RuleProto::Udp, Proto::Udp) => true,
-        (RuleProto::Icmp, Proto::Icmp) => false,
-        (RuleProto::Ip, Proto::Tcp | Proto::Udp) => true,
-        (RuleProto::Ip, _) => false,
-        _ => return false,
-    };
-    let orient = |src: Ipv4Addr, sp: u16, dst: Ipv4Addr, dp: u16| -> bool {
-        r.src.matches(src)
-            && r.dst.matches(dst)
-            && if ports_apply {
-                r.src_ports.contains(sp) && r.dst_ports.contains(dp)
-            } else {
-                r.src_ports.is_any() && r.dst_ports.is_any()
-            }
-    };
-    let addr_ok = orient(m.src, m.src_port, m.dst, m.dst_port)
-        || (r.bidirectional && orient(m.dst, m.dst_port, m.src, m.src_port));
-    if !addr_ok {
-        return false;
-    }
-    if let (Some(want), Some(have)) = (r.flow.to_server, m.to_server) {
-        if want != have {
-            return false;
-        }
-    }
-    if r.flow.established && !m.established {
-        return false;
-    }
-    if r.flow.not_established && m.established {
-        return false;
-    }
-    true
 }
 
 fn bits_test(mode: char, bits: u8, have: u8) -> bool {

@@ -69,6 +69,21 @@ impl Default for MpmScratch {
     }
 }
 
+/// Zero bytes after the folded haystack.
+const PAD: usize = 3;
+
+impl MpmScratch {
+    /// Swaps the ASCII-lowercased copy of the last scanned haystack (padding removed) into
+    /// `out`, whose old buffer the scratch keeps for its next scan: the verification's filters
+    /// reuse the fold at no cost. `out` is empty if the last scan stopped early (an empty
+    /// haystack or no patterns).
+    pub fn swap_folded(&mut self, out: &mut Vec<u8>) {
+        std::mem::swap(&mut self.fold, out);
+        let n = out.len().saturating_sub(PAD);
+        out.truncate(n);
+    }
+}
+
 fn le(b: &[u8]) -> u32 {
     let mut k = 0u32;
     for (i, &x) in b.iter().take(4).enumerate() {
@@ -160,6 +175,7 @@ impl Mpm {
     /// Calls `hit(id)` once for every pattern present in `hay` (ASCII case-insensitive).
     pub fn scan(&self, hay: &[u8], s: &mut MpmScratch, mut hit: impl FnMut(u32)) {
         let n = hay.len();
+        s.fold.clear();
         if n == 0 || self.pats.is_empty() {
             return;
         }
@@ -173,11 +189,10 @@ impl Mpm {
             s.epoch = 1;
         }
         let epoch = s.epoch;
-        s.fold.clear();
         s.fold.extend(hay.iter().map(u8::to_ascii_lowercase));
-        // Three bytes of padding so that every position has a 4-byte window; windows that run
-        // into the padding are bounds-checked before any hit is reported.
-        s.fold.extend_from_slice(&[0, 0, 0]);
+        // Padding so that every position has a 4-byte window; windows that run into the
+        // padding are bounds-checked before any hit is reported.
+        s.fold.extend_from_slice(&[0; PAD]);
         let fold = &s.fold[..];
         let seen = &mut s.seen[..];
         let present = &mut *s.present;

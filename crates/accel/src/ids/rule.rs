@@ -37,7 +37,7 @@ pub enum RuleProto {
 }
 
 /// An address expression of a rule header (`any`, a prefix, a list, a negation).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AddrSpec {
     /// `any`
     Any,
@@ -101,7 +101,7 @@ impl AddrSpec {
 }
 
 /// A set of ports as sorted, disjoint, non-adjacent inclusive ranges.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PortSet {
     ranges: Vec<(u16, u16)>,
 }
@@ -496,7 +496,7 @@ pub struct Segment {
 }
 
 /// `flow:` constraints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct FlowOpts {
     /// `Some(true)`: to_server/from_client; `Some(false)`: to_client/from_server.
     pub to_server: Option<bool>,
