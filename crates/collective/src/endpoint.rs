@@ -788,7 +788,13 @@ impl Endpoint {
                                 reason: "message vanished".into(),
                             }));
                         };
-                        if m.payload.len() != range.len() || range.end > op.work.len() {
+                        // The message is the whole buffer (or the working buffer is empty,
+                        // as a point-to-point receive's: nothing to zero first): take it over
+                        // instead of copying.
+                        let takes_over = matches!(mode, Mode::Copy)
+                            && range.start == 0
+                            && (range.end == op.work.len() || op.work.is_empty());
+                        if m.payload.len() != range.len() || (range.end > op.work.len() && !takes_over) {
                             return Some(Err(CollectiveError::Protocol {
                                 rank: *peer,
                                 reason: format!(
@@ -801,10 +807,7 @@ impl Endpoint {
                             }));
                         }
                         let spent = match mode {
-                            // The message is the whole buffer: take it over instead of copying.
-                            Mode::Copy if range.start == 0 && range.end == op.work.len() => {
-                                std::mem::replace(&mut op.work, m.payload)
-                            }
+                            Mode::Copy if takes_over => std::mem::replace(&mut op.work, m.payload),
                             Mode::Copy => {
                                 op.work[range.clone()].copy_from_slice(&m.payload);
                                 m.payload
@@ -968,7 +971,8 @@ impl Endpoint {
             steps: vec![schedule::Step {
                 actions: vec![Action::Recv { peer, range: 0..len, mode: Mode::Copy, wire: 0 }],
             }],
-            init: Init::Zeros(len),
+            // No working buffer to zero: the message becomes it.
+            init: Init::Zeros(0),
             result: 0..len,
         };
         Ok(self.start_op("recv", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))

@@ -424,7 +424,7 @@ fn repeated_large_messages_and_receives_into_caller_memory() {
         assert_eq!(into, data, "round {round}");
         assert_eq!(w.run_pairs(vec![(0, s)], Duration::from_secs(1)).pop().unwrap().unwrap(), Vec::<i64>::new());
         // The all-reduce's working buffers are pooled too: stale bytes must not leak in.
-        let sums = w.all(|r, ep| ep.iallreduce_with(&data[..9000], ReduceOp::Sum, AllreduceAlgo::Ring));
+        let sums = w.all(|_, ep| ep.iallreduce_with(&data[..9000], ReduceOp::Sum, AllreduceAlgo::Ring));
         let want: Vec<i64> = data[..9000].iter().map(|x| 2 * x).collect();
         assert_eq!(sums, vec![want.clone(), want], "round {round}");
     }
