@@ -212,7 +212,14 @@ pub fn to_bytes_in<T: Element>(mut buf: Vec<u8>, data: &[T]) -> Vec<u8> {
 /// Little-endian bytes as elements (a trailing partial element is ignored; one copy on
 /// little-endian machines).
 pub fn from_bytes<T: Element>(b: &[u8]) -> Vec<T> {
-    let mut v = vec![T::zeroed(); b.len() / T::DTYPE.size()];
+    let n = b.len() / T::DTYPE.size();
+    if cfg!(target_endian = "little") {
+        // Aligned (as buffers from the allocator are): one copy, no zeroing first.
+        if let Ok(elems) = bytemuck::try_cast_slice::<u8, T>(&b[..n * T::DTYPE.size()]) {
+            return elems.to_vec();
+        }
+    }
+    let mut v = vec![T::zeroed(); n];
     from_bytes_into(b, &mut v);
     v
 }

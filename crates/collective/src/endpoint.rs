@@ -788,9 +788,9 @@ impl Endpoint {
                                 reason: "message vanished".into(),
                             }));
                         };
-                        // The message is the whole buffer (or the working buffer is empty,
-                        // as a point-to-point receive's: nothing to zero first): take it over
-                        // instead of copying.
+                        // The message is the whole buffer (or the working buffer is still
+                        // empty, see `Schedule::first_recv_fills`): take it over instead of
+                        // copying.
                         let takes_over = matches!(mode, Mode::Copy)
                             && range.start == 0
                             && (range.end == op.work.len() || op.work.is_empty());
@@ -842,6 +842,8 @@ impl Endpoint {
                 work.extend_from_slice(&input);
                 (input, work)
             }
+            // The first message received becomes the working buffer: nothing to zero.
+            Init::Zeros(n) if sched.first_recv_fills(n) => (input, Vec::new()),
             Init::Zeros(n) => {
                 let mut work = self.pool.take(n);
                 work.resize(n, 0);
@@ -971,8 +973,7 @@ impl Endpoint {
             steps: vec![schedule::Step {
                 actions: vec![Action::Recv { peer, range: 0..len, mode: Mode::Copy, wire: 0 }],
             }],
-            // No working buffer to zero: the message becomes it.
-            init: Init::Zeros(0),
+            init: Init::Zeros(len),
             result: 0..len,
         };
         Ok(self.start_op("recv", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
