@@ -85,6 +85,7 @@ pub fn goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
     }
     for &bytes in sizes {
         let data = vec![7i32; bytes / 4];
+        let mut into = vec![0i32; bytes / 4];
         let reps = (64_000_000 / bytes.max(1)).clamp(3, 50);
         let mut t = Vec::new();
         for _ in 0..reps {
@@ -97,7 +98,7 @@ pub fn goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
                     c.recv::<i32>(1, 8, 1)?;
                 }
                 1 => {
-                    c.recv::<i32>(0, 7, data.len())?;
+                    c.recv_into(0, 7, &mut into)?;
                     c.send(0, 8, &[1i32])?;
                 }
                 _ => {}

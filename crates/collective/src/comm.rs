@@ -218,9 +218,22 @@ impl<L: Link> Communicator<L> {
     /// Blocks until `req` completes; returns its result (or the operation's error, which
     /// comes at the latest when the operation's timeout expires).
     pub fn wait<T: Element>(&mut self, req: Request<T>) -> Result<Vec<T>, CollectiveError> {
+        self.block_on(|ep| ep.test(&req))
+    }
+
+    /// [`Communicator::wait`] that writes the result into `out` (see [`Endpoint::test_into`]).
+    pub fn wait_into<T: Element>(&mut self, req: Request<T>, out: &mut [T]) -> Result<(), CollectiveError> {
+        self.block_on(|ep| Ok(ep.test_into(&req, out)?.then_some(())))
+    }
+
+    /// Polls (spinning, yielding, sleeping when idle) until `done` gives a result.
+    fn block_on<R>(
+        &mut self,
+        mut done: impl FnMut(&mut Endpoint) -> Result<Option<R>, CollectiveError>,
+    ) -> Result<R, CollectiveError> {
         let mut idle = 0;
         loop {
-            if let Some(v) = self.ep.test(&req)? {
+            if let Some(v) = done(&mut self.ep)? {
                 return Ok(v);
             }
             if self.poll()? {
@@ -281,6 +294,12 @@ impl<L: Link> Communicator<L> {
     pub fn recv<T: Element>(&mut self, peer: usize, tag: u32, count: usize) -> Result<Vec<T>, CollectiveError> {
         let r = self.ep.irecv(peer, tag, count)?;
         self.wait(r)
+    }
+
+    /// Blocking receive into `out` (exactly `out.len()` elements), without allocating.
+    pub fn recv_into<T: Element>(&mut self, peer: usize, tag: u32, out: &mut [T]) -> Result<(), CollectiveError> {
+        let r = self.ep.irecv(peer, tag, out.len())?;
+        self.wait_into(r, out)
     }
 
     /// Blocking broadcast.

@@ -192,27 +192,49 @@ half_element!(bf16, DType::BF16);
 
 /// Elements as little-endian bytes (one copy on little-endian machines).
 pub fn to_bytes<T: Element>(data: &[T]) -> Vec<u8> {
+    to_bytes_in(Vec::new(), data)
+}
+
+/// [`to_bytes`] appended to `buf` (a pooled buffer saves the allocation).
+pub fn to_bytes_in<T: Element>(mut buf: Vec<u8>, data: &[T]) -> Vec<u8> {
     if cfg!(target_endian = "little") {
-        return bytemuck::cast_slice::<T, u8>(data).to_vec();
+        buf.extend_from_slice(bytemuck::cast_slice::<T, u8>(data));
+        return buf;
     }
-    let s = T::DTYPE.size();
-    let mut v = vec![0u8; data.len() * s];
-    for (c, &x) in v.chunks_exact_mut(s).zip(data) {
+    let (start, s) = (buf.len(), T::DTYPE.size());
+    buf.resize(start + data.len() * s, 0);
+    for (c, &x) in buf[start..].chunks_exact_mut(s).zip(data) {
         x.write_le(c);
     }
-    v
+    buf
 }
 
 /// Little-endian bytes as elements (a trailing partial element is ignored; one copy on
 /// little-endian machines).
 pub fn from_bytes<T: Element>(b: &[u8]) -> Vec<T> {
-    let whole = &b[..b.len() - b.len() % T::DTYPE.size()];
+    let n = b.len() / T::DTYPE.size();
     if cfg!(target_endian = "little") {
-        let mut v = vec![T::zeroed(); whole.len() / T::DTYPE.size()];
-        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(whole);
-        return v;
+        // Aligned (as buffers from the allocator are): one copy, no zeroing first.
+        if let Ok(elems) = bytemuck::try_cast_slice::<u8, T>(&b[..n * T::DTYPE.size()]) {
+            return elems.to_vec();
+        }
     }
-    whole.chunks_exact(T::DTYPE.size()).map(T::read_le).collect()
+    let mut v = vec![T::zeroed(); n];
+    from_bytes_into(b, &mut v);
+    v
+}
+
+/// Little-endian bytes into the elements of `out` (as many as both hold).
+pub fn from_bytes_into<T: Element>(b: &[u8], out: &mut [T]) {
+    let n = out.len().min(b.len() / T::DTYPE.size());
+    let whole = &b[..n * T::DTYPE.size()];
+    if cfg!(target_endian = "little") {
+        bytemuck::cast_slice_mut::<T, u8>(&mut out[..n]).copy_from_slice(whole);
+        return;
+    }
+    for (o, c) in out.iter_mut().zip(whole.chunks_exact(T::DTYPE.size())) {
+        *o = T::read_le(c);
+    }
 }
 
 #[inline(always)]

@@ -4,8 +4,11 @@
 //! virtual-time hosts in one thread (a driver polls every stack and endpoint in turn) and
 //! with one rank per thread or process (see [`crate::Communicator`]).
 
-use crate::dtype::{from_bytes, reduce_bytes, to_bytes, DType, Element, ReduceOp};
-use crate::frame::{decode_addrs, encode, encode_addrs, encode_elems, Kind, Msg, Parser, PumpEnd, PumpError};
+use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
+use crate::frame::{
+    decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
+};
+use crate::pool::BufPool;
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
 use link::{Instant, Link};
@@ -155,7 +158,9 @@ struct Peer {
     retry_at: Option<Instant>,
     parser: Parser,
     inbox: VecDeque<Msg>,
+    /// Framed messages to send; the stack has taken the first `out_off` bytes of the first.
     outbox: VecDeque<Vec<u8>>,
+    out_off: usize,
     lost: Option<String>,
 }
 
@@ -187,6 +192,19 @@ struct Op {
     posted: bool,
     deadline: Option<Instant>,
     outcome: Option<Result<(), CollectiveError>>,
+}
+
+/// The peers whose message for a step's receive (of operation `kind`/`tag`) has not
+/// arrived yet, in the step's order (a peer may repeat).
+fn missing<'a>(peers: &'a [Peer], kind: Kind, tag: u32, actions: &'a [Action]) -> impl Iterator<Item = usize> + 'a {
+    actions.iter().filter_map(move |a| match a {
+        Action::Recv { peer, wire, .. }
+            if !peers[*peer].inbox.iter().any(|m| m.kind == kind && m.tag == tag && m.step == *wire) =>
+        {
+            Some(*peer)
+        }
+        _ => None,
+    })
 }
 
 /// A started operation whose result has elements of type `T`. Finish it with
@@ -226,7 +244,17 @@ pub struct Endpoint {
     next_seq: u32,
     now: Instant,
     counters: Counters,
+    /// Message and working buffers done with, for the next ones.
+    pool: BufPool,
 }
+
+/// Most buffers an endpoint keeps for reuse ([`BufPool`]): a few messages per peer in flight
+/// plus the working buffers of an operation.
+const POOL_BUFS: usize = 32;
+
+/// Most bytes of buffers an endpoint keeps for reuse: room for a 64 MiB send/recv or
+/// all-reduce (the message, the payload, the working buffers) without page faults.
+const POOL_BYTES: usize = 320 << 20;
 
 impl Endpoint {
     /// Rank `rank` of a world whose rank `i` listens at `addrs[i]` (deterministic addressing:
@@ -279,6 +307,7 @@ impl Endpoint {
                 parser: Parser::default(),
                 inbox: VecDeque::new(),
                 outbox: VecDeque::new(),
+                out_off: 0,
                 lost: None,
             })
             .collect();
@@ -300,6 +329,7 @@ impl Endpoint {
             next_seq: 0,
             now: Instant::ZERO,
             counters: Counters::default(),
+            pool: BufPool::new(POOL_BUFS, POOL_BYTES),
         }
     }
 
@@ -364,6 +394,7 @@ impl Endpoint {
         p.conn = Some(h);
         p.retry_at = None;
         p.parser = Parser::default();
+        p.out_off = 0;
         p.outbox.push_front(encode(Kind::Hello, self.rank as u32, self.size as u32, &encode_addrs(&[me])));
         Ok(())
     }
@@ -522,7 +553,7 @@ impl Endpoint {
         let mut i = 0;
         while i < self.pending.len() {
             let pd = &mut self.pending[i];
-            let r = pd.parser.pump(stack, pd.conn, self.cfg.max_message, &mut pd.msgs);
+            let r = pd.parser.pump(stack, pd.conn, self.cfg.max_message, &mut pd.msgs, &mut self.pool);
             let hello = pd.msgs.front().map(|m| (m.kind, m.tag as usize, m.step as usize, decode_addrs(&m.payload)));
             let verdict = match (r, hello) {
                 (_, Some((Kind::Hello, j, size, Some(a)))) => {
@@ -619,7 +650,7 @@ impl Endpoint {
             }
             p.paused = false;
             let before = p.inbox.len();
-            let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox);
+            let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox, &mut self.pool);
             for m in p.inbox.range(before..) {
                 self.counters.bytes_received += m.payload.len() as u64;
                 p.inbox_bytes += m.payload.len();
@@ -639,17 +670,31 @@ impl Endpoint {
         }
     }
 
+    /// Copies queued messages into the connections' send buffers as far as they have room;
+    /// a message fully taken by the stack goes back to the pool (it is not handed over
+    /// as a transfer, which the stack would free).
     fn flush<L: Link>(&mut self, stack: &mut Stack<L>) {
         for p in &mut self.peers {
             let (Some(h), true, None) = (p.conn, p.up, &p.lost) else { continue };
-            while let Some(m) = p.outbox.pop_front() {
-                let n = m.len();
-                if let Err(e) = stack.tcp_send_transfer(h, m) {
-                    p.lost = Some(e.to_string());
+            while let Some(m) = p.outbox.front() {
+                let n = match stack.tcp_send(h, &m[p.out_off..]) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        p.lost = Some(e.to_string());
+                        break;
+                    }
+                };
+                p.out_off += n;
+                if p.out_off < m.len() {
                     break;
                 }
+                let len = m.len();
+                p.out_off = 0;
+                if let Some(m) = p.outbox.pop_front() {
+                    self.pool.give(m);
+                }
                 self.counters.msgs_sent += 1;
-                self.counters.bytes_sent += n.saturating_sub(crate::frame::HEADER_LEN) as u64;
+                self.counters.bytes_sent += len.saturating_sub(crate::frame::HEADER_LEN) as u64;
             }
         }
     }
@@ -680,35 +725,29 @@ impl Endpoint {
                     if let Action::Send { peer, buf, range, wire } = a {
                         let src = if *buf == Buf::Input { &op.input } else { &op.work };
                         let bytes = src.get(range.clone()).unwrap_or(&[]);
-                        self.peers[*peer].outbox.push_back(encode(op.kind, op.tag, *wire, bytes));
+                        let buf = self.pool.take(crate::frame::HEADER_LEN + bytes.len());
+                        self.peers[*peer].outbox.push_back(encode_in(buf, op.kind, op.tag, *wire, bytes));
                     }
                 }
                 op.posted = true;
             }
-            // Are all messages of this step here?
-            let mut waiting = Vec::new();
-            for a in &step.actions {
-                if let Action::Recv { peer, wire, .. } = a {
-                    let p = &self.peers[*peer];
-                    if !p.inbox.iter().any(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire) {
-                        waiting.push(*peer);
-                    }
-                }
-            }
-            if !waiting.is_empty() {
-                waiting.sort_unstable();
-                waiting.dedup();
-                for &w in &waiting {
-                    if let Some(reason) = &self.peers[w].lost {
-                        return Some(Err(CollectiveError::PeerLost {
-                            op: op.name,
-                            step: op.step,
-                            rank: w,
-                            reason: reason.clone(),
-                        }));
-                    }
+            // Are all messages of this step here? (No allocation on this path: a waiting
+            // rank runs it on every poll round.)
+            let waiting = || missing(&self.peers, op.kind, op.tag, &step.actions);
+            if waiting().next().is_some() {
+                let lost = waiting().filter_map(|w| Some((w, self.peers[w].lost.as_ref()?))).min_by_key(|&(w, _)| w);
+                if let Some((w, reason)) = lost {
+                    return Some(Err(CollectiveError::PeerLost {
+                        op: op.name,
+                        step: op.step,
+                        rank: w,
+                        reason: reason.clone(),
+                    }));
                 }
                 if now >= deadline {
+                    let mut waiting: Vec<usize> = waiting().collect();
+                    waiting.sort_unstable();
+                    waiting.dedup();
                     if let Some(&w) = waiting.iter().find(|&&w| self.peers[w].inbox_bytes >= self.cfg.max_unmatched) {
                         return Some(Err(CollectiveError::UnmatchedLimit {
                             op: op.name,
@@ -749,7 +788,13 @@ impl Endpoint {
                                 reason: "message vanished".into(),
                             }));
                         };
-                        if m.payload.len() != range.len() || range.end > op.work.len() {
+                        // The message is the whole buffer (or the working buffer is still
+                        // empty, see `Schedule::first_recv_fills`): take it over instead of
+                        // copying.
+                        let takes_over = matches!(mode, Mode::Copy)
+                            && range.start == 0
+                            && (range.end == op.work.len() || op.work.is_empty());
+                        if m.payload.len() != range.len() || (range.end > op.work.len() && !takes_over) {
                             return Some(Err(CollectiveError::Protocol {
                                 rank: *peer,
                                 reason: format!(
@@ -761,12 +806,18 @@ impl Endpoint {
                                 ),
                             }));
                         }
-                        match mode {
-                            // The message is the whole buffer: take it over instead of copying.
-                            Mode::Copy if range.start == 0 && range.end == op.work.len() => op.work = m.payload,
-                            Mode::Copy => op.work[range.clone()].copy_from_slice(&m.payload),
-                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload),
-                        }
+                        let spent = match mode {
+                            Mode::Copy if takes_over => std::mem::replace(&mut op.work, m.payload),
+                            Mode::Copy => {
+                                op.work[range.clone()].copy_from_slice(&m.payload);
+                                m.payload
+                            }
+                            Mode::Reduce => {
+                                reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload);
+                                m.payload
+                            }
+                        };
+                        self.pool.give(spent);
                     }
                 }
             }
@@ -786,8 +837,18 @@ impl Endpoint {
     ) -> Request<T> {
         let (input, work) = match sched.init {
             Init::Input if !sched.reads_input() => (Vec::new(), input),
-            Init::Input => (input.clone(), input),
-            Init::Zeros(n) => (input, vec![0u8; n]),
+            Init::Input => {
+                let mut work = self.pool.take(input.len());
+                work.extend_from_slice(&input);
+                (input, work)
+            }
+            // The first message received becomes the working buffer: nothing to zero.
+            Init::Zeros(n) if sched.first_recv_fills(n) => (input, Vec::new()),
+            Init::Zeros(n) => {
+                let mut work = self.pool.take(n);
+                work.resize(n, 0);
+                (input, work)
+            }
         };
         let id = self.next_id;
         self.next_id += 1;
@@ -812,7 +873,14 @@ impl Endpoint {
     fn coll<T: Element>(&mut self, name: &'static str, rop: ReduceOp, sched: Schedule, data: &[T]) -> Request<T> {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
-        self.start_op(name, Kind::Coll, seq, rop, sched, to_bytes(data))
+        let input = self.bytes_of(data);
+        self.start_op(name, Kind::Coll, seq, rop, sched, input)
+    }
+
+    /// `data` as little-endian bytes in a pooled buffer.
+    fn bytes_of<T: Element>(&mut self, data: &[T]) -> Vec<u8> {
+        let buf = self.pool.take(std::mem::size_of_val(data));
+        to_bytes_in(buf, data)
     }
 
     fn check_root(&self, root: usize) -> Result<(), CollectiveError> {
@@ -836,16 +904,48 @@ impl Endpoint {
     /// Checks whether request `req` finished: `Ok(None)` while it runs, then its result
     /// (the request is collected; testing it again is [`CollectiveError::UnknownRequest`]).
     pub fn test<T: Element>(&mut self, req: &Request<T>) -> Result<Option<Vec<T>>, CollectiveError> {
+        self.collect(req, |_, res| Ok(from_bytes(res)))
+    }
+
+    /// [`Endpoint::test`] that writes the result into `out` instead of a new vector (no
+    /// allocation: a receive into the caller's memory, as `MPI_Recv`): `Ok(false)` while it
+    /// runs, `Ok(true)` once the result is in `out`. `out` must hold exactly the result's
+    /// elements, else [`CollectiveError::BadArgument`] (and the request is collected).
+    pub fn test_into<T: Element>(&mut self, req: &Request<T>, out: &mut [T]) -> Result<bool, CollectiveError> {
+        let done = self.collect(req, |name, res| {
+            if res.len() != std::mem::size_of_val(out) {
+                return Err(CollectiveError::BadArgument(format!(
+                    "{name}: a result of {} bytes into a buffer of {}",
+                    res.len(),
+                    std::mem::size_of_val(out)
+                )));
+            }
+            from_bytes_into(res, out);
+            Ok(())
+        })?;
+        Ok(done.is_some())
+    }
+
+    /// Once `req` finished: collects it, hands its result bytes (or its error) to `f`, and
+    /// returns the operation's buffers to the pool.
+    fn collect<T, R>(
+        &mut self,
+        req: &Request<T>,
+        f: impl FnOnce(&'static str, &[u8]) -> Result<R, CollectiveError>,
+    ) -> Result<Option<R>, CollectiveError> {
         let Some(op) = self.ops.get(&req.id) else { return Err(CollectiveError::UnknownRequest) };
         if op.outcome.is_none() {
             return Ok(None);
         }
         let Some(mut op) = self.ops.remove(&req.id) else { return Err(CollectiveError::UnknownRequest) };
-        match op.outcome.take() {
-            Some(Ok(())) => Ok(Some(from_bytes(op.work.get(op.sched.result.clone()).unwrap_or(&[])))),
+        let r = match op.outcome.take() {
+            Some(Ok(())) => f(op.name, op.work.get(op.sched.result.clone()).unwrap_or(&[])).map(Some),
             Some(Err(e)) => Err(e),
             None => Err(CollectiveError::UnknownRequest),
-        }
+        };
+        self.pool.give(op.work);
+        self.pool.give(op.input);
+        r
     }
 
     /// The step of its schedule that request `req` is in (0-based; the step count once it
@@ -859,7 +959,8 @@ impl Endpoint {
     pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
         self.check_peer(peer)?;
         // Framed straight from `data` (one copy); the operation has nothing left to do.
-        self.peers[peer].outbox.push_back(encode_elems(Kind::P2p, tag, 0, data));
+        let buf = self.pool.take(crate::frame::HEADER_LEN + std::mem::size_of_val(data));
+        self.peers[peer].outbox.push_back(encode_elems_in(buf, Kind::P2p, tag, 0, data));
         let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
         Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
     }

@@ -10,7 +10,8 @@
 //! A [`Parser`] turns the bytes of one connection into [`Msg`]s; anything malformed is a
 //! [`FrameError`], never a panic.
 
-use crate::dtype::{to_bytes, Element};
+use crate::dtype::{to_bytes_in, Element};
+use crate::pool::BufPool;
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
@@ -78,9 +79,10 @@ pub enum FrameError {
     },
 }
 
-/// A buffer holding the header of a message of `len` payload bytes, with room for them.
-fn header(kind: Kind, tag: u32, step: u32, len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(HEADER_LEN + len);
+/// `v` (emptied) holding the header of a message of `len` payload bytes, with room for them.
+fn header(mut v: Vec<u8>, kind: Kind, tag: u32, step: u32, len: usize) -> Vec<u8> {
+    v.clear();
+    v.reserve(HEADER_LEN + len);
     v.extend_from_slice(&MAGIC.to_le_bytes());
     v.push(VERSION);
     v.push(kind.code());
@@ -93,20 +95,20 @@ fn header(kind: Kind, tag: u32, step: u32, len: usize) -> Vec<u8> {
 
 /// Builds one framed message: header and payload in one buffer.
 pub fn encode(kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
-    let mut v = header(kind, tag, step, payload.len());
+    encode_in(Vec::new(), kind, tag, step, payload)
+}
+
+/// [`encode`] into `buf` (its contents are replaced; a pooled buffer saves the allocation).
+pub fn encode_in(buf: Vec<u8>, kind: Kind, tag: u32, step: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = header(buf, kind, tag, step, payload.len());
     v.extend_from_slice(payload);
     v
 }
 
-/// [`encode`] of a payload of elements (little-endian on the wire), copied once.
-pub fn encode_elems<T: Element>(kind: Kind, tag: u32, step: u32, data: &[T]) -> Vec<u8> {
-    let mut v = header(kind, tag, step, std::mem::size_of_val(data));
-    if cfg!(target_endian = "little") {
-        v.extend_from_slice(bytemuck::cast_slice(data));
-    } else {
-        v.extend_from_slice(&to_bytes(data));
-    }
-    v
+/// [`encode_in`] of a payload of elements (little-endian on the wire), copied once.
+pub fn encode_elems_in<T: Element>(buf: Vec<u8>, kind: Kind, tag: u32, step: u32, data: &[T]) -> Vec<u8> {
+    let v = header(buf, kind, tag, step, std::mem::size_of_val(data));
+    to_bytes_in(v, data)
 }
 
 /// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
@@ -192,14 +194,16 @@ impl Parser {
     }
 
     /// Reads everything the connection has and appends complete messages to `out`.
-    /// Payload buffers grow as bytes arrive, so an announced length reserves at most 16 MiB
-    /// up front (the rest once more than that has arrived).
+    /// Payload buffers come from `pool` when it holds one large enough; a new one grows as
+    /// bytes arrive, so an announced length reserves at most 16 MiB up front (the rest once
+    /// more than that has arrived).
     pub fn pump<L: Link>(
         &mut self,
         stack: &mut Stack<L>,
         h: TcpHandle,
         max: usize,
         out: &mut VecDeque<Msg>,
+        pool: &mut BufPool,
     ) -> Result<PumpEnd, PumpError> {
         loop {
             if let Some((msg, missing)) = &mut self.cur {
@@ -232,7 +236,7 @@ impl Parser {
             if self.have == HEADER_LEN {
                 self.have = 0;
                 let (kind, tag, step, len) = decode_header(&self.hdr, max)?;
-                let msg = Msg { kind, tag, step, payload: Vec::with_capacity(len.min(16 << 20)) };
+                let msg = Msg { kind, tag, step, payload: pool.take_or_new(len, len.min(16 << 20)) };
                 self.cur = Some((msg, len));
             }
         }
@@ -257,7 +261,7 @@ mod tests {
         h.copy_from_slice(&m[..HEADER_LEN]);
         assert_eq!(decode_header(&h, 100).unwrap(), (Kind::Coll, 7, 3, 3));
         assert_eq!(&m[HEADER_LEN..], b"abc");
-        let e = encode_elems(Kind::P2p, 7, 3, &[0x0102_0304i32, -1]);
+        let e = encode_elems_in(vec![9; 100], Kind::P2p, 7, 3, &[0x0102_0304i32, -1]);
         assert_eq!(e, encode(Kind::P2p, 7, 3, &[4, 3, 2, 1, 255, 255, 255, 255]));
         assert_eq!(decode_header(&h, 2), Err(FrameError::TooLong { len: 3, max: 2 }));
         let mut bad = h;

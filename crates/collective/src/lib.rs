@@ -14,7 +14,8 @@
 //!   reduction operators; [`launch`]: rank, size and rendezvous from the environment of
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
 //!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
-//!   to sleep on while idle; [`bind`]: a rank per core when they fit.
+//!   to sleep on while idle; [`bind`]: a rank per core when they fit; [`pool`]: message
+//!   buffers reused across operations.
 
 pub mod bench;
 pub mod bind;
@@ -26,6 +27,7 @@ pub mod error;
 pub mod fabric;
 pub(crate) mod frame;
 pub mod launch;
+pub mod pool;
 pub mod schedule;
 pub mod stream;
 

@@ -120,6 +120,15 @@ impl Schedule {
         })
     }
 
+    /// Whether the first thing done to a work buffer of `len` bytes is a receive that
+    /// copies one message over all of it (nothing sends from the work buffer before): then
+    /// an [`Init::Zeros`] buffer need not be zeroed, the message becomes it.
+    pub fn first_recv_fills(&self, len: usize) -> bool {
+        let Some(first) = self.steps.first() else { return false };
+        let mut acts = first.actions.iter().filter(|a| !matches!(a, Action::Send { buf: Buf::Input, .. }));
+        matches!(acts.next(), Some(Action::Recv { range, mode: Mode::Copy, .. }) if range.start == 0 && range.end == len)
+    }
+
     fn new(init: Init, result: Range<usize>) -> Schedule {
         Schedule { steps: Vec::new(), init, result }
     }
@@ -486,6 +495,18 @@ pub fn barrier(r: usize, n: usize) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_first_receive_over_the_whole_buffer_fills_it() {
+        // A flat broadcast's non-root receives everything at once; the root does not.
+        assert!(bcast_flat(1, 3, 0, 64).first_recv_fills(64));
+        assert!(!bcast_flat(0, 3, 0, 64).first_recv_fills(64));
+        // A chain receives in segments; gather's root holds its own part first.
+        assert!(!bcast_chain(1, 3, 0, 64, 16).first_recv_fills(64));
+        assert!(!gather(0, 3, 0, 8).first_recv_fills(24));
+        // Recursive doubling reduces into its own data.
+        assert!(!allreduce_doubling(0, 2, 64).first_recv_fills(64));
+    }
 
     #[test]
     fn parts_cover_everything_in_order() {

@@ -395,3 +395,48 @@ fn a_stream_of_chunks_is_consumed_while_later_chunks_are_in_flight() {
     }
     assert!(w.eps[0].isend_stream(1, 1, &data, 0).is_err());
 }
+
+/// Large messages in a row (their buffers come back from the endpoint's pool with the last
+/// one's bytes in them), received both as new vectors and into the caller's memory; a
+/// receive into a buffer of the wrong length is an error, not a partial copy.
+#[test]
+fn repeated_large_messages_and_receives_into_caller_memory() {
+    let mut w = World::new(2);
+    let mut into = vec![0i64; 40_000];
+    for round in 0..6i64 {
+        let data: Vec<i64> = (0..40_000).map(|i| i * 3 + round).collect();
+        let s = w.eps[0].isend(1, 4, &data).unwrap();
+        let r = w.eps[1].irecv::<i64>(0, 4, data.len()).unwrap();
+        let mut done = false;
+        for _ in 0..100_000 {
+            if round % 2 == 0 {
+                done = w.eps[1].test_into(&r, &mut into).unwrap();
+            } else if let Some(v) = w.eps[1].test(&r).unwrap() {
+                into = v;
+                done = true;
+            }
+            if done {
+                break;
+            }
+            w.step();
+        }
+        assert!(done, "round {round}: the receive did not finish");
+        assert_eq!(into, data, "round {round}");
+        assert_eq!(w.run_pairs(vec![(0, s)], Duration::from_secs(1)).pop().unwrap().unwrap(), Vec::<i64>::new());
+        // The all-reduce's working buffers are pooled too: stale bytes must not leak in.
+        let sums = w.all(|_, ep| ep.iallreduce_with(&data[..9000], ReduceOp::Sum, AllreduceAlgo::Ring));
+        let want: Vec<i64> = data[..9000].iter().map(|x| 2 * x).collect();
+        assert_eq!(sums, vec![want.clone(), want], "round {round}");
+    }
+    let _ = w.eps[0].isend(1, 5, &[1i64, 2, 3]).unwrap();
+    let r = w.eps[1].irecv::<i64>(0, 5, 3).unwrap();
+    let mut short = [0i64; 2];
+    let err = loop {
+        match w.eps[1].test_into(&r, &mut short) {
+            Ok(false) => w.step(),
+            Ok(true) => panic!("3 elements went into a buffer of 2"),
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, CollectiveError::BadArgument(_)), "{err}");
+}
