@@ -18,6 +18,10 @@ use std::marker::PhantomData;
 use std::net::SocketAddrV4;
 use std::time::Duration;
 
+/// Messages from this size on (header included) go to the stack as transfers, without a copy
+/// into its send buffer; smaller ones are cheaper to copy.
+const TRANSFER_MIN: usize = 64 * 1024;
+
 /// How all-reduce is carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -670,13 +674,28 @@ impl Endpoint {
         }
     }
 
-    /// Copies queued messages into the connections' send buffers as far as they have room;
-    /// a message fully taken by the stack goes back to the pool (it is not handed over
-    /// as a transfer, which the stack would free).
+    /// Hands queued messages to the connections: one of at least [`TRANSFER_MIN`] bytes as
+    /// a transfer (sent from where it lies; the stack gives it back once acknowledged, and it
+    /// returns to the pool), a smaller one copied into the send buffer as far as it has room
+    /// (then it goes back to the pool at once).
     fn flush<L: Link>(&mut self, stack: &mut Stack<L>) {
         for p in &mut self.peers {
             let (Some(h), true, None) = (p.conn, p.up, &p.lost) else { continue };
+            while let Ok(Some(done)) = stack.tcp_reclaim_transfer(h) {
+                self.pool.give(done);
+            }
             while let Some(m) = p.outbox.front() {
+                if p.out_off == 0 && m.len() >= TRANSFER_MIN {
+                    let m = p.outbox.pop_front().expect("the front message");
+                    let len = m.len();
+                    if let Err(e) = stack.tcp_send_transfer(h, m) {
+                        p.lost = Some(e.to_string());
+                        break;
+                    }
+                    self.counters.msgs_sent += 1;
+                    self.counters.bytes_sent += len.saturating_sub(crate::frame::HEADER_LEN) as u64;
+                    continue;
+                }
                 let n = match stack.tcp_send(h, &m[p.out_off..]) {
                     Ok(n) => n,
                     Err(e) => {

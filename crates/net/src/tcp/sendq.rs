@@ -12,7 +12,8 @@ use std::collections::VecDeque;
 /// ones go back to the allocator.
 pub const RECLAIM_KEEP: usize = 4;
 
-/// Bytes of acknowledged transfer buffers a session keeps at most.
+/// Bytes of acknowledged transfer buffers a session keeps at most, beside the newest one
+/// (always kept, whatever its size).
 pub const RECLAIM_KEEP_BYTES: usize = 16 << 20;
 
 /// The send ring and the transfers queued after it.
@@ -139,14 +140,12 @@ impl SendQueue {
         }
     }
 
-    /// Keep an acknowledged buffer for `reclaim`, within the count and byte bounds.
+    /// Keep an acknowledged buffer for `reclaim`: the newest always, older ones within the
+    /// count and byte bounds.
     fn keep(&mut self, buf: Vec<u8>) {
-        if buf.capacity() > RECLAIM_KEEP_BYTES {
-            return;
-        }
         self.done_bytes += buf.capacity();
         self.done.push_back(buf);
-        while self.done.len() > RECLAIM_KEEP || self.done_bytes > RECLAIM_KEEP_BYTES {
+        while self.done.len() > RECLAIM_KEEP || (self.done.len() > 1 && self.done_bytes > RECLAIM_KEEP_BYTES) {
             let old = self.done.pop_front().expect("a kept buffer");
             self.done_bytes -= old.capacity();
         }
@@ -230,7 +229,12 @@ mod tests {
         q.push_transfer(vec![2; RECLAIM_KEEP_BYTES / 2 + 1]);
         q.push_transfer(vec![3; RECLAIM_KEEP_BYTES + 1]);
         q.consume(usize::MAX);
-        assert_eq!(q.reclaim().map(|b| b[0]), Some(2), "too large to keep: 3; over the byte bound: 1");
-        assert!(q.reclaim().is_none());
+        assert_eq!(q.reclaim().map(|b| b[0]), Some(3), "the newest is kept whatever its size");
+        assert!(q.reclaim().is_none(), "older ones beside it are over the byte bound");
+        q.push_transfer(vec![4; 10]);
+        q.push_transfer(vec![5; 10]);
+        q.consume(usize::MAX);
+        assert_eq!(q.reclaim().map(|b| b[0]), Some(5));
+        assert_eq!(q.reclaim().map(|b| b[0]), Some(4));
     }
 }
