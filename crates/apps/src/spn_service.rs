@@ -76,6 +76,9 @@ pub struct SpnCounters {
     pub stalls: u64,
     /// Nanoseconds spent evaluating (summed over workers).
     pub eval_ns: u64,
+    /// Evaluations: each takes every request that was waiting (up to a batch of the
+    /// evaluator's lanes or more), so this is below `requests` when requests queue up.
+    pub evaluations: u64,
     /// TCP connections closed because their stream could not be resynchronised (a record
     /// header without our magic or version, or with unknown flags).
     pub streams_closed: u64,
@@ -83,7 +86,7 @@ pub struct SpnCounters {
 
 impl SpnCounters {
     /// The counters as (name, value) pairs.
-    pub fn fields(&self) -> [(&'static str, u64); 11] {
+    pub fn fields(&self) -> [(&'static str, u64); 12] {
         [
             ("records", self.records),
             ("requests", self.requests),
@@ -95,6 +98,7 @@ impl SpnCounters {
             ("fallbacks", self.fallbacks),
             ("stalls", self.stalls),
             ("eval_ns", self.eval_ns),
+            ("evaluations", self.evaluations),
             ("streams_closed", self.streams_closed),
         ]
     }
