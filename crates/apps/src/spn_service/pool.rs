@@ -221,10 +221,10 @@ fn worker(rx: Receiver<Job>, done: mpsc::Sender<Job>, ev: &mut Evaluator) {
             Err(TryRecvError::Disconnected) => return,
         };
         idle = 0;
-        // Gather what else is queued, up to a batch of lanes, and evaluate it together.
+        // Gather what else is queued (up to GATHER_BATCHES batches) and evaluate it together.
         let mut vectors = job.vectors();
         jobs.push(job);
-        while vectors < ev.lanes() {
+        while vectors < super::server::GATHER_BATCHES * ev.lanes() {
             match rx.try_recv() {
                 Ok(j) => {
                     vectors += j.vectors();

@@ -30,6 +30,13 @@ impl Default for SpnServiceConfig {
     }
 }
 
+/// Batches of the evaluator's lanes gathered at most before an inline evaluation (more
+/// requests than that waiting are evaluated in several goes, so the first of them is not
+/// held back long). Evaluating all that waits at once leaves at most one partial batch per
+/// evaluation; flushing at every full batch would leave one per batch when requests are not
+/// a multiple of it (two 145-vector requests against 224 lanes: 224 + 66).
+pub(crate) const GATHER_BATCHES: usize = 8;
+
 /// Connections a TCP service lets wait for acceptance.
 const TCP_BACKLOG: usize = 64;
 /// A TCP connection with more answer bytes than this queued is not read until they drain
@@ -70,8 +77,8 @@ pub struct SpnService {
     reorder: Reorder,
     /// Jobs received but refused by full worker queues, submitted first next time.
     stalled: VecDeque<Job>,
-    /// Requests waiting for inline evaluation, gathered until they fill the evaluator's lanes
-    /// or nothing more is waiting to be received.
+    /// Requests waiting for inline evaluation, gathered until nothing more is waiting to be
+    /// received or they fill [`GATHER_BATCHES`] batches of the evaluator's lanes.
     pending: Vec<Job>,
     /// Vectors in `pending`.
     pending_vectors: usize,
@@ -345,7 +352,7 @@ impl SpnService {
                     (Some(ev), _) => {
                         self.pending_vectors += job.vectors();
                         self.pending.push(job);
-                        if self.pending_vectors >= ev.lanes() {
+                        if self.pending_vectors >= GATHER_BATCHES * ev.lanes() {
                             self.evaluate_pending();
                         }
                     }
