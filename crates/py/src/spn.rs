@@ -122,11 +122,13 @@ impl PyModel {
         PyModel::new(spn::load::parse(text).map_err(val)?)
     }
 
-    /// A random NIPS-like benchmark model with `vars` 8-bit inputs (about 630 nodes per input
-    /// unless `nodes` is given); `leaves` is histogram, categorical, gaussian, bernoulli or mixed.
+    /// A random benchmark model with `vars` 8-bit inputs: `shape` "nips" is shallow and
+    /// NIPS-like (about 630 nodes per input), "learnspn" deep like the models LearnSPN learns
+    /// (chains of sums over products; 630 nodes per input up to 10, then 60 more per input),
+    /// unless `nodes` is given; `leaves` is histogram, categorical, gaussian, bernoulli or mixed.
     #[staticmethod]
-    #[pyo3(signature = (vars = 10, seed = 1, nodes = None, leaves = "histogram"))]
-    fn generate(vars: usize, seed: u64, nodes: Option<usize>, leaves: &str) -> PyResult<PyModel> {
+    #[pyo3(signature = (vars = 10, seed = 1, nodes = None, leaves = "histogram", shape = "nips"))]
+    fn generate(vars: usize, seed: u64, nodes: Option<usize>, leaves: &str, shape: &str) -> PyResult<PyModel> {
         let kind = match leaves {
             "histogram" => LeafKind::Histogram,
             "categorical" => LeafKind::Categorical,
@@ -139,7 +141,11 @@ impl PyModel {
                 )))
             }
         };
-        let base = GeneratorConfig::nips(vars, seed);
+        let base = match shape {
+            "nips" => GeneratorConfig::nips(vars, seed),
+            "learnspn" => GeneratorConfig::learnspn(vars, seed),
+            other => return Err(PyValueError::new_err(format!("shape={other:?}: expected nips or learnspn"))),
+        };
         let cfg = GeneratorConfig { target_nodes: nodes.unwrap_or(base.target_nodes), leaves: kind, ..base };
         PyModel::new(spn::generate(&cfg).map_err(val)?)
     }

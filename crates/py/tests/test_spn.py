@@ -58,6 +58,29 @@ def test_generate_and_round_trip(tmp_path):
     assert np.allclose(m.likelihood(np.full((3, 12), np.nan)), 1.0, rtol=1e-12)
 
 
+def test_generate_learnspn_shape():
+    # The deep LearnSPN-like shape `linerate spn generate --shape learnspn` makes: the same
+    # model seed for seed (the benchmark's 7,224, 8,105 and 10,506 nodes), most nodes leaves,
+    # and unlike NIPS a size that grows slowly past 10 inputs.
+    for vars, nodes in [(10, 7224), (40, 8105), (80, 10506)]:
+        m = lr.spn.Model.generate(vars=vars, seed=1, shape="learnspn")
+        st = m.stats()
+        assert m.num_vars == vars and st["nodes"] == nodes and st["depth"] >= 12, (vars, st)
+        assert st["leaves"] > 0.6 * nodes
+        if vars > 10:
+            assert st["nodes"] < lr.spn.Model.generate(vars=vars, seed=1).stats()["nodes"] / 2
+        again = lr.spn.Model.generate(vars=vars, seed=1, shape="learnspn")
+        x = np.random.default_rng(vars).integers(0, 8, size=(300, vars), dtype=np.uint8)
+        ll = m.log_likelihood(x)
+        assert np.all(np.isfinite(ll)) and np.all(ll < 0)
+        assert np.array_equal(again.log_likelihood(x), ll)
+        assert np.array_equal(m.log_likelihood(x, threads=2), ll)
+    # Every input missing: it still integrates to one.
+    assert np.allclose(m.likelihood(np.full((3, 80), np.nan)), 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        lr.spn.Model.generate(vars=4, shape="deep")
+
+
 def test_errors_are_clear():
     with pytest.raises(ValueError, match=r"node 1: weights sum to 1.5"):
         lr.spn.Model.parse('{"format":"linerate-spn","version":1,"num_vars":1,"nodes":['

@@ -48,6 +48,17 @@ pub enum Missing<'a> {
     Flags(&'a [bool]),
 }
 
+/// One part of a gathered evaluation ([`Evaluator::eval_u8_parts`]): `out.len()` vectors of
+/// `num_vars` bytes back to back, their missing marks, and where their results go.
+pub struct U8Part<'a> {
+    /// The vectors.
+    pub inputs: &'a [u8],
+    /// Which of their inputs are missing (bitmasks or flags count from this part's first vector).
+    pub missing: Missing<'a>,
+    /// One result per vector.
+    pub out: &'a mut [f64],
+}
+
 /// Evaluates a compiled SPN; holds the scratch memory for one thread.
 pub struct Evaluator {
     model: Arc<CompiledSpn>,
@@ -124,41 +135,77 @@ impl Evaluator {
         out: &mut [f64],
         output: Output,
     ) -> Result<(), SpnError> {
-        let nv = self.model.num_vars();
-        let n = out.len();
-        if inputs.len() != n * nv {
-            return Err(SpnError::BadInput(format!("{} bytes is not {n} vectors of {nv} inputs", inputs.len())));
-        }
-        let mask_bytes = nv.div_ceil(8);
-        match missing {
-            Missing::Bits(m) if m.len() != n * mask_bytes => {
-                return Err(SpnError::BadInput(format!(
-                    "missing mask of {} bytes, expected {n} × {mask_bytes}",
-                    m.len()
-                )));
-            }
-            Missing::Flags(f) if f.len() != n * nv => {
-                return Err(SpnError::BadInput(format!("missing flags: {} values, expected {n} × {nv}", f.len())));
-            }
-            _ => {}
+        self.eval_u8_parts(&mut [U8Part { inputs, missing, out }], output)
+    }
+
+    /// Evaluate several sets of 8-bit vectors (say, one per request) as if they were one:
+    /// the parts fill the evaluator's lanes back to back, so many small parts cost what one
+    /// part of all their vectors costs, without copying them together first. Each part is
+    /// checked as in [`Evaluator::eval_u8`] before anything is evaluated.
+    pub fn eval_u8_parts(&mut self, parts: &mut [U8Part<'_>], output: Output) -> Result<(), SpnError> {
+        for p in parts.iter() {
+            self.check_u8(p)?;
         }
         // One reference for the whole call: the count is shared by every thread's evaluator,
         // so touching it per batch would bounce its cache line between cores.
         let model = Arc::clone(&self.model);
-        let mut start = 0;
-        while start < n {
-            let m = (n - start).min(self.lanes);
-            self.load_codes(&inputs[start * nv..(start + m) * nv], missing, start, m);
-            self.run(&model.code, m, true);
-            self.finish(&model, model.code.root_slot, &mut out[start..start + m], output, |ev, l| {
-                for v in 0..nv {
-                    let c = ev.classes[v * ev.lanes + l];
-                    ev.row[v] = if c == MISSING { f64::NAN } else { f64::from(c) };
+        let nv = model.num_vars();
+        // The next vector to load: part `pi`, vector `pv` of it.
+        let (mut pi, mut pv) = (0, 0);
+        while pi < parts.len() {
+            let (first_pi, first_pv) = (pi, pv);
+            let mut m = 0;
+            while m < self.lanes && pi < parts.len() {
+                let p = &parts[pi];
+                let k = (p.out.len() - pv).min(self.lanes - m);
+                self.load_codes(&p.inputs[pv * nv..(pv + k) * nv], p.missing, pv, m);
+                (m, pv) = (m + k, pv + k);
+                if pv == p.out.len() {
+                    (pi, pv) = (pi + 1, 0);
                 }
-            });
-            start += m;
+            }
+            if m == 0 {
+                break;
+            }
+            self.apply_class_maps(m);
+            self.run(&model.code, m, true);
+            // Hand the batch's results back to the parts it was loaded from.
+            let (mut qi, mut qv, mut lane) = (first_pi, first_pv, 0);
+            while lane < m {
+                let out = &mut parts[qi].out;
+                let k = (out.len() - qv).min(m - lane);
+                self.finish(&model, model.code.root_slot, lane, &mut out[qv..qv + k], output, |ev, l| {
+                    for v in 0..nv {
+                        let c = ev.classes[v * ev.lanes + l];
+                        ev.row[v] = if c == MISSING { f64::NAN } else { f64::from(c) };
+                    }
+                });
+                (lane, qv) = (lane + k, qv + k);
+                if qv == out.len() {
+                    (qi, qv) = (qi + 1, 0);
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Check that a part's inputs and missing marks match its number of outputs.
+    fn check_u8(&self, p: &U8Part<'_>) -> Result<(), SpnError> {
+        let nv = self.model.num_vars();
+        let n = p.out.len();
+        if p.inputs.len() != n * nv {
+            return Err(SpnError::BadInput(format!("{} bytes is not {n} vectors of {nv} inputs", p.inputs.len())));
+        }
+        let mask_bytes = nv.div_ceil(8);
+        match p.missing {
+            Missing::Bits(m) if m.len() != n * mask_bytes => {
+                Err(SpnError::BadInput(format!("missing mask of {} bytes, expected {n} × {mask_bytes}", m.len())))
+            }
+            Missing::Flags(f) if f.len() != n * nv => {
+                Err(SpnError::BadInput(format!("missing flags: {} values, expected {n} × {nv}", f.len())))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Evaluate f64 input vectors (`out.len()` vectors of `num_vars` values back to back; NaN
@@ -189,7 +236,7 @@ impl Evaluator {
                 self.run(&model.value, m, false);
                 model.value.root_slot
             };
-            self.finish(&model, root_slot, &mut out[start..start + m], output, |ev, l| {
+            self.finish(&model, root_slot, 0, &mut out[start..start + m], output, |ev, l| {
                 ev.row.copy_from_slice(&chunk[l * nv..(l + 1) * nv]);
             });
             start += m;
@@ -197,13 +244,15 @@ impl Evaluator {
         Ok(())
     }
 
-    /// Transpose `m` vectors of bytes into code rows, then apply the class maps.
-    fn load_codes(&mut self, bytes: &[u8], missing: Missing<'_>, first: usize, m: usize) {
+    /// Transpose vectors of bytes (vector `first` on of their `missing` marks) into the code
+    /// rows' lanes from `at` on. The class maps are applied separately, once per batch.
+    fn load_codes(&mut self, bytes: &[u8], missing: Missing<'_>, first: usize, at: usize) {
         let (nv, lanes) = (self.model.num_vars(), self.lanes);
         let mask_bytes = nv.div_ceil(8);
         for (l, row) in bytes.chunks_exact(nv).enumerate() {
+            let lane = at + l;
             for (v, &b) in row.iter().enumerate() {
-                self.classes[v * lanes + l] = u16::from(b);
+                self.classes[v * lanes + lane] = u16::from(b);
             }
             match missing {
                 Missing::None => {}
@@ -214,7 +263,7 @@ impl Evaluator {
                         while b != 0 {
                             let v = byte_i * 8 + b.trailing_zeros() as usize;
                             if v < nv {
-                                self.classes[v * lanes + l] = MISSING;
+                                self.classes[v * lanes + lane] = MISSING;
                             }
                             b &= b - 1;
                         }
@@ -223,13 +272,12 @@ impl Evaluator {
                 Missing::Flags(flags) => {
                     for (v, &f) in flags[(first + l) * nv..(first + l + 1) * nv].iter().enumerate() {
                         if f {
-                            self.classes[v * lanes + l] = MISSING;
+                            self.classes[v * lanes + lane] = MISSING;
                         }
                     }
                 }
             }
         }
-        self.apply_class_maps(m);
     }
 
     /// Code rows from f64 values known to be NaN or integers in 0..=255.
@@ -278,20 +326,23 @@ impl Evaluator {
         run_program::<{ kernel::level::PORTABLE }>(prog, slots, classes, xs, model, lanes, m, codes);
     }
 
-    /// Write results: linear values at or above the guard directly, the others recomputed in
-    /// log space (`fill_row(self, lane)` puts that input vector in `self.row`).
+    /// Write the results of lanes `lane0..lane0 + out.len()`: linear values at or above the
+    /// guard directly, the others recomputed in log space (`fill_row(self, lane)` puts that
+    /// input vector in `self.row`).
     fn finish(
         &mut self,
         model: &CompiledSpn,
         root_slot: u32,
+        lane0: usize,
         out: &mut [f64],
         output: Output,
         fill_row: impl Fn(&mut Evaluator, usize),
     ) {
         let guard = model.guard;
-        let root = root_slot as usize * self.lanes;
-        for (l, o) in out.iter_mut().enumerate() {
-            let r = self.slots[root + l];
+        let root = root_slot as usize * self.lanes + lane0;
+        for (i, o) in out.iter_mut().enumerate() {
+            let l = lane0 + i;
+            let r = self.slots[root + i];
             *o = if r >= guard && r.is_finite() {
                 match output {
                     Output::Likelihood => r,

@@ -31,7 +31,7 @@ pub mod validate;
 
 pub use compile::{CompileStats, CompiledSpn};
 pub use error::SpnError;
-pub use eval::{Evaluator, Missing, Output};
+pub use eval::{Evaluator, Missing, Output, U8Part};
 pub use generate::{generate, GeneratorConfig, LeafKind, Shape};
 pub use json::{from_json_str, to_json_string};
 pub use leaf::Leaf;

@@ -61,3 +61,69 @@ fn scheduling_keeps_few_slots_live() {
         assert_eq!(Evaluator::new(c).lanes(), lanes);
     }
 }
+
+/// Bits of the missing flags of `n` vectors of `nv` inputs, packed as `Missing::Bits` wants.
+fn pack_bits(flags: &[bool], nv: usize) -> Vec<u8> {
+    let mb = nv.div_ceil(8);
+    let mut bits = vec![0u8; flags.len() / nv * mb];
+    for (i, _) in flags.iter().enumerate().filter(|(_, f)| **f) {
+        let (r, v) = (i / nv, i % nv);
+        bits[r * mb + v / 8] |= 1 << (v % 8);
+    }
+    bits
+}
+
+#[test]
+fn gathered_parts_give_what_each_part_gives_alone() {
+    for vars in [10, 80] {
+        let spn = generate(&GeneratorConfig::learnspn(vars, 2)).unwrap();
+        let rows = 400;
+        let (bytes, flags) = sample_u8(&spn, rows, 0.2, 9);
+        let c = CompiledSpn::new(spn).unwrap();
+        // Parts of uneven sizes (one empty, some across batch boundaries), marks given as
+        // flags, bits or not at all.
+        let sizes = [1usize, 0, 37, 90, 3, 150, 119];
+        assert_eq!(sizes.iter().sum::<usize>(), rows);
+        let bits = pack_bits(&flags, vars);
+        let mb = vars.div_ceil(8);
+        let mut ev = Evaluator::new(c.clone());
+        let mut want = vec![0.0; rows];
+        let mut got = vec![0.0; rows];
+        let mut start = 0;
+        let mut ranges = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            ranges.push((start, start + n, i % 3));
+            start += n;
+        }
+        let marks = |a: usize, b: usize, kind: usize| match kind {
+            0 => Missing::Flags(&flags[a * vars..b * vars]),
+            1 => Missing::Bits(&bits[a * mb..b * mb]),
+            _ => Missing::None,
+        };
+        for &(a, b, kind) in &ranges {
+            ev.eval_u8(&bytes[a * vars..b * vars], marks(a, b, kind), &mut want[a..b], Output::Likelihood).unwrap();
+        }
+        let mut rest: &mut [f64] = &mut got;
+        let mut parts = Vec::new();
+        for &(a, b, kind) in &ranges {
+            let (out, tail) = rest.split_at_mut(b - a);
+            rest = tail;
+            parts.push(spn::U8Part { inputs: &bytes[a * vars..b * vars], missing: marks(a, b, kind), out });
+        }
+        ev.eval_u8_parts(&mut parts, Output::Likelihood).unwrap();
+        assert_eq!(
+            got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            "{vars} vars"
+        );
+        // A malformed part fails the whole call before anything is written.
+        let mut out = [7.0; 2];
+        let mut one = [7.0; 1];
+        let mut bad = [
+            spn::U8Part { inputs: &bytes[..vars], missing: Missing::None, out: &mut one },
+            spn::U8Part { inputs: &bytes[..vars], missing: Missing::None, out: &mut out },
+        ];
+        assert!(ev.eval_u8_parts(&mut bad, Output::Likelihood).is_err());
+        assert_eq!((one, out), ([7.0], [7.0; 2]));
+    }
+}

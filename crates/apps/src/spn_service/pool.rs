@@ -3,7 +3,7 @@
 
 use super::record::{emit_response_header, RequestHeader, Status, FLAG_LOG, FLAG_MASK, HEADER_LEN};
 use super::Peer;
-use spn::{CompiledSpn, Evaluator, Missing, Output};
+use spn::{CompiledSpn, Evaluator, Missing, Output, U8Part};
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
@@ -33,6 +33,8 @@ pub(crate) struct Job {
     pub fallbacks: u64,
     /// Nanoseconds spent evaluating this job.
     pub eval_ns: u64,
+    /// Evaluations this job started (1 for the first job of each gathered evaluation).
+    pub evaluations: u64,
 }
 
 impl Job {
@@ -48,6 +50,7 @@ impl Job {
             values: Vec::new(),
             fallbacks: 0,
             eval_ns: 0,
+            evaluations: 0,
         }
     }
 
@@ -58,30 +61,87 @@ impl Job {
         emit_response_header(&self.header, status, &mut self.resp);
     }
 
-    /// Evaluate the (validated) request and write the response.
-    pub fn evaluate(&mut self, ev: &mut Evaluator) {
+    /// Vectors the request carries.
+    pub fn vectors(&self) -> usize {
+        usize::from(self.header.count)
+    }
+
+    /// The request's output kind.
+    fn output(&self) -> Output {
+        if self.header.flags & FLAG_LOG != 0 {
+            Output::LogLikelihood
+        } else {
+            Output::Likelihood
+        }
+    }
+
+    /// True if the request's body is all in its buffer.
+    fn has_body(&self) -> bool {
+        self.req.len() >= HEADER_LEN + self.header.body_len()
+    }
+
+    /// This request as one part of a gathered evaluation, or None if its body is not all
+    /// there (cannot happen for a validated request).
+    fn part(&mut self) -> Option<U8Part<'_>> {
         let h = self.header;
         let (n, vl) = (usize::from(h.count), usize::from(h.vector_len));
-        let Some(body) = self.req.get(HEADER_LEN..HEADER_LEN + h.body_len()) else {
-            return self.reject(Status::Internal);
-        };
-        let (vectors, masks) = body.split_at(n * vl);
-        let missing = if h.flags & FLAG_MASK != 0 { Missing::Bits(masks) } else { Missing::None };
-        let output = if h.flags & FLAG_LOG != 0 { Output::LogLikelihood } else { Output::Likelihood };
-        self.values.resize(n, 0.0);
-        let before = ev.fallbacks();
-        let t0 = std::time::Instant::now();
-        let result = ev.eval_u8(vectors, missing, &mut self.values, output);
-        self.eval_ns = t0.elapsed().as_nanos() as u64;
-        if result.is_err() {
-            return self.reject(Status::Internal);
+        if !self.has_body() {
+            return None;
         }
-        self.fallbacks = ev.fallbacks() - before;
+        let body = &self.req[HEADER_LEN..HEADER_LEN + h.body_len()];
+        let (inputs, masks) = body.split_at(n * vl);
+        let missing = if h.flags & FLAG_MASK != 0 { Missing::Bits(masks) } else { Missing::None };
+        self.values.resize(n, 0.0);
+        Some(U8Part { inputs, missing, out: &mut self.values })
+    }
+
+    /// Write the response record from the evaluation results.
+    fn respond(&mut self) {
         self.resp.clear();
-        self.resp.resize(HEADER_LEN, 0);
-        emit_response_header(&h, Status::Ok, &mut self.resp);
-        for v in &self.values {
-            self.resp.extend_from_slice(&v.to_le_bytes());
+        self.resp.resize(HEADER_LEN + 8 * self.values.len(), 0);
+        emit_response_header(&self.header, Status::Ok, &mut self.resp);
+        for (dst, v) in self.resp[HEADER_LEN..].chunks_exact_mut(8).zip(&self.values) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// Evaluate (validated) requests and write their responses: requests that want the same
+/// output are evaluated together, so a batch of the evaluator's lanes takes vectors from as
+/// many requests as it needs (a request of fewer vectors than lanes costs its share of a
+/// batch, not a whole one). Each job's `eval_ns` is its share of the time by vectors; the
+/// fallbacks and the evaluation itself are counted on the first job of each run.
+pub(crate) fn evaluate_jobs<'j>(jobs: impl IntoIterator<Item = &'j mut Job>, ev: &mut Evaluator) {
+    let mut run: Vec<&mut Job> = Vec::new();
+    for job in jobs {
+        if run.first().is_some_and(|f| f.output() != job.output()) {
+            evaluate_run(&mut run, ev);
+            run.clear();
+        }
+        run.push(job);
+    }
+    evaluate_run(&mut run, ev);
+}
+
+/// Evaluate requests that all want the same output, in one gathered evaluation.
+fn evaluate_run(run: &mut [&mut Job], ev: &mut Evaluator) {
+    let Some(output) = run.first().map(|j| j.output()) else { return };
+    let before = ev.fallbacks();
+    let t0 = std::time::Instant::now();
+    let mut parts = Vec::with_capacity(run.len());
+    parts.extend(run.iter_mut().filter_map(|j| j.part()));
+    let ok = ev.eval_u8_parts(&mut parts, output).is_ok();
+    drop(parts);
+    let ns = t0.elapsed().as_nanos() as u64;
+    let total = run.iter().map(|j| j.vectors() as u64).sum::<u64>().max(1);
+    for (i, job) in run.iter_mut().enumerate() {
+        job.eval_ns = ns * job.vectors() as u64 / total;
+        job.fallbacks = if i == 0 { ev.fallbacks() - before } else { 0 };
+        job.evaluations = u64::from(i == 0);
+        if ok && job.has_body() {
+            job.respond();
+        } else {
+            job.reject(Status::Internal);
         }
     }
 }
@@ -141,9 +201,11 @@ impl Drop for Pool {
     }
 }
 
-/// A worker: spin on the queue, then block; evaluate; hand the job back.
+/// A worker: spin on the queue, then block; evaluate what is queued together; hand the jobs
+/// back.
 fn worker(rx: Receiver<Job>, done: mpsc::Sender<Job>, ev: &mut Evaluator) {
     let mut idle = 0u32;
+    let mut jobs = Vec::new();
     loop {
         let job = match rx.try_recv() {
             Ok(j) => j,
@@ -159,10 +221,23 @@ fn worker(rx: Receiver<Job>, done: mpsc::Sender<Job>, ev: &mut Evaluator) {
             Err(TryRecvError::Disconnected) => return,
         };
         idle = 0;
-        let mut job = job;
-        job.evaluate(ev);
-        if done.send(job).is_err() {
-            return;
+        // Gather what else is queued (up to GATHER_BATCHES batches) and evaluate it together.
+        let mut vectors = job.vectors();
+        jobs.push(job);
+        while vectors < super::server::GATHER_BATCHES * ev.lanes() {
+            match rx.try_recv() {
+                Ok(j) => {
+                    vectors += j.vectors();
+                    jobs.push(j);
+                }
+                Err(_) => break,
+            }
+        }
+        evaluate_jobs(jobs.iter_mut(), ev);
+        for job in jobs.drain(..) {
+            if done.send(job).is_err() {
+                return;
+            }
         }
     }
 }

@@ -171,6 +171,26 @@ fn answers_every_request_once_in_order_inline() {
 }
 
 #[test]
+fn queued_requests_are_evaluated_together() {
+    for kind in [Kind::Udp, Kind::Tcp] {
+        let mut b = bench(13, SpnServiceConfig::default(), kind);
+        assert!(Evaluator::new(b.model.clone()).lanes() >= 40);
+        // Eight small requests queued at once: three runs of the same output (log, linear,
+        // log), each one gathered evaluation; masks or not do not split a run.
+        let reqs: Vec<Request> = requests(13, 8)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (v, m, _))| {
+                let n = 5.min(v.len() / 13);
+                (v[..n * 13].to_vec(), m.map(|m| m[..n * 2].to_vec()), !(4..6).contains(&i))
+            })
+            .collect();
+        check_in_order(&mut b, &reqs);
+        assert_eq!(b.service.counters().evaluations, 3);
+    }
+}
+
+#[test]
 fn replicated_workers_keep_the_order() {
     let cfg = SpnServiceConfig { workers: 3, queue_depth: 2, max_in_flight: 16 };
     let mut b = bench(13, cfg, Kind::Udp);

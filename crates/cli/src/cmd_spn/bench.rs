@@ -1,4 +1,5 @@
-//! `linerate spn bench`: the evaluator's samples/s on one core and on every core, then the
+//! `linerate spn bench`: the evaluator's samples/s on one core and on every core (measured in
+//! alternating rounds, in wall-clock time and per CPU-second), then the
 //! service between two linerate processes on a shared-memory link (UDP, TCP and raw Ethernet,
 //! both sides busy-polling, pinned to two CPUs), with throughput, latency histogram, the
 //! link's theoretical limit for the record size (TaPaSCo paper Eq. 1 and 3) and the bottleneck.
@@ -10,6 +11,7 @@ use crate::bench_common::{
 };
 use crate::output::{fmt_si, Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
+use apps::iperf3::cpu::CpuClock;
 use apps::spn_service::{run_load, LoadConfig, LoadReport, SpnClient, SPN_ETHERTYPE};
 use indicatif::ProgressBar;
 use link::shm::ShmLink;
@@ -92,10 +94,12 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
     let inputs = load_inputs(a, &model)?;
     let compiled = CompiledSpn::new(model).map_err(msg)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let steps = 2 + if a.eval_only { 0 } else { a.transports.len() as u64 };
+    let steps = 1 + if a.eval_only { 0 } else { a.transports.len() as u64 };
     let pb = progress(steps, a.json);
-    let single = step(&pb, "evaluator, one core", || eval_rate(&compiled, &inputs, 1, secs))?;
-    let multi = step(&pb, "evaluator, every core", || eval_rate(&compiled, &inputs, threads, secs))?;
+    let (one, many) = step(&pb, &format!("evaluator, 1 and {threads} threads alternately"), || {
+        thread_scaling(&compiled, &inputs, threads, secs)
+    })?;
+    let single = one.wall;
     let st = compiled.spn().stats();
     let mut t = Table::new(
         &format!(
@@ -110,12 +114,31 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
     );
     let vps = |v: f64| Cell::Num(v, Unit::OpsPerSec);
     let lanes = compiled.cache_lanes();
-    t.row(vec![Cell::from("evaluator, 1 core"), vps(single), Cell::Text(format!("Evaluator::eval_u8, {lanes} lanes"))]);
+    t.row(vec![
+        Cell::from("evaluator, 1 core"),
+        vps(single),
+        Cell::Text(format!(
+            "Evaluator::eval_u8, {lanes} lanes; {} vectors per CPU-second; median of {ROUNDS} rounds alternating with {threads} threads",
+            fmt_si(one.per_cpu, "")
+        )),
+    ]);
     t.row(vec![
         Cell::Text(format!("evaluator, {threads} threads")),
-        vps(multi),
-        Cell::Text(format!("{:.2}× one core", multi / single.max(1e-9))),
+        vps(many.wall),
+        Cell::Text(format!(
+            "{:.2}× one thread; {} vectors per CPU-second ({:.0}% of one thread's), {:.2} CPU-seconds per second",
+            many.wall / single.max(1e-9),
+            fmt_si(many.per_cpu, ""),
+            100.0 * many.per_cpu / one.per_cpu.max(1e-9),
+            many.cpus
+        )),
     ]);
+    t.summary(&format!("{threads}-thread speed-up, wall clock"), Cell::Num(many.wall / single.max(1e-9), Unit::Ratio));
+    t.summary(
+        &format!("{threads}-thread efficiency per CPU-second"),
+        Cell::Num(many.per_cpu / one.per_cpu.max(1e-9), Unit::Percent),
+    );
+    t.summary(&format!("CPU-seconds per second, {threads} threads"), Cell::Num(many.cpus, Unit::Ratio));
     let mut tables = vec![];
     if !a.eval_only {
         let model_file = TempModel::write(compiled.spn())?;
@@ -156,25 +179,60 @@ fn load_inputs(a: &BenchArgs, model: &spn::Spn) -> Result<Inputs, String> {
     Ok(Inputs { bytes, missing, rows })
 }
 
-/// Vectors/s of evaluating `inputs` over and over for `secs` on `threads` threads (a small
-/// input set is repeated to at least 65,536 vectors per call, so thread start-up is amortised).
-fn eval_rate(model: &Arc<CompiledSpn>, inputs: &Inputs, threads: usize, secs: Duration) -> Result<f64, String> {
-    let copies = SAMPLED_INPUTS.div_ceil(inputs.rows);
-    let tiled;
-    let inputs = if copies > 1 {
-        tiled = Inputs {
-            bytes: inputs.bytes.repeat(copies),
-            missing: inputs.missing.repeat(copies),
-            rows: inputs.rows * copies,
-        };
-        &tiled
-    } else {
-        inputs
-    };
+/// Rounds of the thread-scaling measurement (each runs one thread, then every thread).
+const ROUNDS: u32 = 5;
+
+/// One evaluator measurement.
+#[derive(Clone, Copy, Default)]
+struct EvalRate {
+    /// Vectors per second of wall-clock time.
+    wall: f64,
+    /// Vectors per CPU-second of this process (user and system).
+    per_cpu: f64,
+    /// CPU-seconds this process used per second (cores kept busy).
+    cpus: f64,
+}
+
+/// The evaluator on one thread and on `threads` threads, measured alternately in [`ROUNDS`]
+/// rounds of `secs / ROUNDS` each (so both see the same load of a shared machine); the
+/// median round of each.
+fn thread_scaling(
+    model: &Arc<CompiledSpn>,
+    inputs: &Inputs,
+    threads: usize,
+    secs: Duration,
+) -> Result<(EvalRate, EvalRate), String> {
+    let inputs = tiled(inputs);
+    let slice = (secs / ROUNDS).max(Duration::from_millis(100));
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        if stop_requested() {
+            break;
+        }
+        one.push(eval_rate(model, &inputs, 1, slice)?);
+        many.push(eval_rate(model, &inputs, threads, slice)?);
+    }
+    Ok((median_rate(one), median_rate(many)))
+}
+
+/// The round of median wall-clock rate.
+fn median_rate(mut v: Vec<EvalRate>) -> EvalRate {
+    v.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// `inputs` repeated to at least 65,536 vectors, so each call amortises thread start-up.
+fn tiled(inputs: &Inputs) -> Inputs {
+    let copies = SAMPLED_INPUTS.div_ceil(inputs.rows).max(1);
+    Inputs { bytes: inputs.bytes.repeat(copies), missing: inputs.missing.repeat(copies), rows: inputs.rows * copies }
+}
+
+/// Evaluate `inputs` over and over for `secs` on `threads` threads.
+fn eval_rate(model: &Arc<CompiledSpn>, inputs: &Inputs, threads: usize, secs: Duration) -> Result<EvalRate, String> {
     let mut out = vec![0.0; inputs.rows];
     let missing = if inputs.missing.iter().any(|m| *m) { Missing::Flags(&inputs.missing) } else { Missing::None };
     let mut ev = Evaluator::new(Arc::clone(model));
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), CpuClock::start());
     let mut done = 0u64;
     while Instant::now() - start < secs && !stop_requested() {
         if threads == 1 {
@@ -184,7 +242,9 @@ fn eval_rate(model: &Arc<CompiledSpn>, inputs: &Inputs, threads: usize, secs: Du
         }
         done += inputs.rows as u64;
     }
-    Ok(done as f64 / (Instant::now() - start).as_secs_f64().max(1e-9))
+    let cpus = cpu.utilization()[0] / 100.0;
+    let wall = (Instant::now() - start).as_secs_f64().max(1e-9);
+    Ok(EvalRate { wall: done as f64 / wall, per_cpu: done as f64 / (wall * cpus).max(1e-9), cpus })
 }
 
 /// The model written to a temporary file for the serving process; removed on drop.
