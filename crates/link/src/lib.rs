@@ -161,6 +161,21 @@ pub trait Link: Send {
     ) -> Option<Result<usize, LinkError>> {
         None
     }
+    /// Transmit in place: a driver whose transmit queue lies in memory it can lend (the
+    /// ring-backed links) lets `build` write the next frame straight into its queue slot
+    /// (`build` gets [`Link::max_frame`] bytes and returns the frame's length, 0 to abandon
+    /// it), instead of the caller building it in a batch that is copied later. Frames built
+    /// this way leave at the next [`Link::tx_batch`] call (an empty batch will do), before that
+    /// call's own frames. `None` from drivers without such a path: use [`Link::tx_batch`].
+    /// `Some(Ok(false))` when the queue is full, in which case `build` is not called, or when
+    /// `build` abandoned the frame.
+    fn tx_in_place(
+        &mut self,
+        _now: Instant,
+        _build: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Option<Result<bool, LinkError>> {
+        None
+    }
 }
 
 impl<L: Link + ?Sized> Link for Box<L> {
@@ -189,5 +204,12 @@ impl<L: Link + ?Sized> Link for Box<L> {
         f: &mut dyn FnMut(&mut dyn Link, &[u8]),
     ) -> Option<Result<usize, LinkError>> {
         (**self).rx_in_place(now, max, f)
+    }
+    fn tx_in_place(
+        &mut self,
+        now: Instant,
+        build: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Option<Result<bool, LinkError>> {
+        (**self).tx_in_place(now, build)
     }
 }

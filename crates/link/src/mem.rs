@@ -111,6 +111,25 @@ impl Link for RingTx {
     fn kind(&self) -> &'static str {
         "ring-tx"
     }
+    fn tx_in_place(
+        &mut self,
+        _now: Instant,
+        build: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Option<Result<bool, LinkError>> {
+        Some(ring_tx_in_place(&mut self.tx, build))
+    }
+}
+
+/// Shared by the ring-backed links: build a frame in the transmit ring's next slot (staged
+/// until the next `tx_batch`), `Closed` if nobody will read.
+pub(crate) fn ring_tx_in_place(
+    tx: &mut RingProducer,
+    build: &mut dyn FnMut(&mut [u8]) -> usize,
+) -> Result<bool, LinkError> {
+    if tx.is_peer_closed() {
+        return Err(LinkError::Closed);
+    }
+    Ok(tx.stage_with(build).unwrap_or(false))
 }
 
 /// Shared by the ring-backed links: receive into a batch, report `Closed` once drained.
@@ -168,6 +187,13 @@ impl Link for MemLink {
         f: &mut dyn FnMut(&mut dyn Link, &[u8]),
     ) -> Option<Result<usize, LinkError>> {
         Some(self.tx.serve_in_place(&mut self.rx, max, f))
+    }
+    fn tx_in_place(
+        &mut self,
+        now: Instant,
+        build: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Option<Result<bool, LinkError>> {
+        self.tx.tx_in_place(now, build)
     }
 }
 
@@ -230,6 +256,35 @@ mod tests {
         drop(a);
         let err = b.rx_in_place(now, 8, &mut |_, _| panic!("no frame is left")).unwrap();
         assert!(matches!(err, Err(LinkError::Closed)), "{err:?}");
+    }
+
+    #[test]
+    fn frames_built_in_place_leave_at_the_next_tx_batch_before_its_own() {
+        let (mut a, mut b) = pair(LinkConfig::default().depth(4));
+        let now = Instant::ZERO;
+        let build = |k: u8| {
+            move |buf: &mut [u8]| {
+                assert_eq!(buf.len(), 1518, "the whole slot, max_frame bytes");
+                buf[..60].fill(k);
+                60
+            }
+        };
+        assert_eq!(a.tx_in_place(now, &mut build(1)).unwrap().unwrap(), true);
+        assert_eq!(a.tx_in_place(now, &mut build(2)).unwrap().unwrap(), true);
+        let mut got = FrameBatch::new(8, 2048);
+        assert_eq!(b.rx_batch(now, &mut got).unwrap(), 0, "not handed over yet");
+        let mut batch = FrameBatch::new(4, 2048);
+        assert!(batch.push(&[3; 60]));
+        assert_eq!(a.tx_batch(now, &mut batch).unwrap(), 1);
+        assert_eq!(a.tx_in_place(now, &mut build(4)).unwrap().unwrap(), true);
+        assert_eq!(a.tx_in_place(now, &mut build(5)).unwrap().unwrap(), false, "the ring is full");
+        assert_eq!(a.tx_batch(now, &mut FrameBatch::new(1, 64)).unwrap(), 0, "an empty batch hands them over");
+        assert_eq!(b.rx_batch(now, &mut got).unwrap(), 4);
+        assert_eq!(got.iter().map(|f| f[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert_eq!(a.stats().tx_frames, 4);
+        drop(b);
+        let closed = a.tx_in_place(now, &mut build(6)).unwrap();
+        assert!(matches!(closed, Err(LinkError::Closed)), "{closed:?}");
     }
 
     #[test]

@@ -301,7 +301,7 @@ pub fn attach_producer(mem: Arc<dyn RingMemory>, offset: usize) -> Result<RingPr
     claim(&ring.header().producer, "producer")?;
     let head = ring.head().load(Ordering::Acquire);
     let cached_tail = ring.tail().load(Ordering::Acquire);
-    Ok(RingProducer { ring, head, cached_tail, stats: RingStats::default() })
+    Ok(RingProducer { ring, head, published: head, cached_tail, stats: RingStats::default() })
 }
 
 /// Attach as the (only) consumer of the ring at `offset` in `mem`.
@@ -323,7 +323,10 @@ pub fn heap(layout: RingLayout) -> Result<(RingProducer, RingConsumer), LinkErro
 /// The writing end of a ring. Dropping it marks the ring closed for the consumer.
 pub struct RingProducer {
     ring: RingView,
+    /// Next slot to write: frames below it are published or staged.
     head: u64,
+    /// What the consumer has been told (`head` minus the staged frames).
+    published: u64,
     cached_tail: u64,
     stats: RingStats,
 }
@@ -340,6 +343,7 @@ impl RingProducer {
     pub fn push_batch(&mut self, batch: &mut FrameBatch) -> (usize, usize) {
         let n = batch.len();
         if n == 0 {
+            self.publish();
             return (0, 0);
         }
         let mut free = self.free_cached();
@@ -373,9 +377,7 @@ impl RingProducer {
             bytes += len as u64;
             i += 1;
         }
-        if sent > 0 {
-            self.ring.head().store(self.head, Ordering::Release);
-        }
+        self.publish();
         batch.consume_front(i);
         self.stats.frames += sent as u64;
         self.stats.bytes += bytes;
@@ -401,10 +403,54 @@ impl RingProducer {
             std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(SLOT_HDR), frame.len());
         }
         self.head = self.head.wrapping_add(1);
-        self.ring.head().store(self.head, Ordering::Release);
+        self.publish();
         self.stats.frames += 1;
         self.stats.bytes += frame.len() as u64;
         true
+    }
+
+    /// Build a frame straight in the next free slot: `build` gets the slot (`max_frame`
+    /// bytes) and returns the frame's length, 0 to abandon it. The frame is staged, not yet
+    /// visible to the consumer: [`RingProducer::publish`] (or the next push) publishes every
+    /// staged frame at once, in order before the frames that push adds. Returns `None` when
+    /// the ring is full (`build` is not called), else whether a frame was staged.
+    #[inline]
+    pub fn stage_with(&mut self, build: impl FnOnce(&mut [u8]) -> usize) -> Option<bool> {
+        if self.free_cached() == 0 {
+            self.cached_tail = self.ring.tail().load(Ordering::Acquire);
+            if self.free_cached() == 0 {
+                return None;
+            }
+        }
+        let slot = self.ring.slot(self.head);
+        // SAFETY: the slot lies between the consumer's tail and our head + free, so the
+        // consumer does not touch it until we publish; it holds SLOT_HDR + slot_size bytes with
+        // max_frame <= slot_size, and nobody else holds a reference into it.
+        let buf = unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HDR), self.ring.max_frame) };
+        let len = build(buf).min(self.ring.max_frame);
+        if len == 0 {
+            return Some(false);
+        }
+        // SAFETY: as above; slots are 64-aligned, so the u32 write is aligned.
+        unsafe { (slot as *mut u32).write(len as u32) };
+        self.head = self.head.wrapping_add(1);
+        self.stats.frames += 1;
+        self.stats.bytes += len as u64;
+        Some(true)
+    }
+
+    /// Frames staged with [`RingProducer::stage_with`] and not yet published.
+    pub fn staged(&self) -> usize {
+        self.head.wrapping_sub(self.published) as usize
+    }
+
+    /// Make every staged frame visible to the consumer.
+    #[inline]
+    pub fn publish(&mut self) {
+        if self.published != self.head {
+            self.ring.head().store(self.head, Ordering::Release);
+            self.published = self.head;
+        }
     }
 
     fn free_cached(&self) -> u64 {
@@ -440,6 +486,7 @@ impl RingProducer {
 
 impl Drop for RingProducer {
     fn drop(&mut self) {
+        self.publish();
         self.ring.header().producer.store(SIDE_CLOSED, Ordering::Release);
     }
 }
@@ -604,6 +651,42 @@ mod tests {
         assert_eq!(c.pop_batch(&mut r), 0);
         assert_eq!(c.stats().frames, 2);
         assert_eq!(c.stats().bytes, 6);
+    }
+
+    #[test]
+    fn staged_frames_wait_for_publish_and_keep_their_place_before_pushed_ones() {
+        let (mut p, mut c) = ring(4, 100);
+        let put = |buf: &mut [u8], text: &[u8]| {
+            buf[..text.len()].copy_from_slice(text);
+            text.len()
+        };
+        assert_eq!(p.stage_with(|b| put(b, b"one")), Some(true));
+        assert_eq!(p.stage_with(|b| b.len().min(0)), Some(false), "abandoned: no slot used");
+        assert_eq!(p.stage_with(|b| put(b, b"two")), Some(true));
+        assert_eq!(p.staged(), 2);
+        let mut r = FrameBatch::new(8, 128);
+        assert_eq!(c.pop_batch(&mut r), 0, "staged frames are not visible yet");
+        // A push publishes the staged frames with it, after them.
+        let mut b = FrameBatch::new(4, 128);
+        assert!(b.push(b"three"));
+        assert!(b.push(b"four"));
+        assert!(b.push(b"five"));
+        assert_eq!(p.push_batch(&mut b), (2, 0), "two slots were left");
+        assert_eq!(p.staged(), 0);
+        assert_eq!(p.stage_with(|b| put(b, b"six")), None, "full: build not called");
+        assert_eq!(c.pop_batch(&mut r), 4);
+        let got: Vec<&[u8]> = r.iter().collect();
+        assert_eq!(got, vec![&b"one"[..], b"two", b"three", b"four"]);
+        assert_eq!(p.stats().frames, 4);
+        // Staged frames are published by `publish` and by dropping the producer.
+        assert_eq!(p.stage_with(|b| put(b, b"six")), Some(true));
+        p.publish();
+        assert_eq!(p.stage_with(|b| put(b, b"seven")), Some(true));
+        drop(p);
+        r.clear();
+        assert_eq!(c.pop_batch(&mut r), 2);
+        assert_eq!(r.iter().collect::<Vec<_>>(), vec![&b"six"[..], b"seven"]);
+        assert!(c.is_peer_closed());
     }
 
     #[test]

@@ -370,6 +370,13 @@ impl Link for ShmLink {
     ) -> Option<Result<usize, LinkError>> {
         Some(self.tx.serve_in_place(&mut self.rx, max, f))
     }
+    fn tx_in_place(
+        &mut self,
+        now: Instant,
+        build: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Option<Result<bool, LinkError>> {
+        self.tx.tx_in_place(now, build)
+    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ impl Default for Pending {
 pub(crate) struct Egress {
     pub cfg: Config,
     pub tx: FrameBatch,
+    /// Frames built in place in the link's transmit queue since the last flush (they leave
+    /// at the next flush, before the batch's frames).
+    staged: usize,
     pub arp: ArpCache,
     pub resolver: Resolver,
     pub pending: PacketQueue<Pending>,
@@ -63,6 +66,7 @@ impl Egress {
         let max_frame = cfg.max_frame();
         Egress {
             tx: FrameBatch::new(cfg.batch * 2, max_frame),
+            staged: 0,
             arp: ArpCache::new(cfg.arp_cache_size, cfg.arp_ttl),
             resolver: Resolver::default(),
             pending: PacketQueue::new(cfg.arp_max_pending, max_frame),
@@ -80,9 +84,10 @@ impl Egress {
     /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
     /// flush (back-pressure reaches senders as a full batch, see `emit_frame`).
     pub fn flush<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
-        if self.tx.is_empty() {
+        if self.tx.is_empty() && self.staged == 0 {
             return Ok(());
         }
+        self.staged = 0;
         let before = self.tx.bytes();
         let n = link.tx_batch(self.now, &mut self.tx)?;
         self.counters.add(Counter::tx_frames, n as u64);
@@ -90,13 +95,46 @@ impl Egress {
         Ok(())
     }
 
-    /// Build one frame in the transmit batch, flushing first if it is full. Returns false if
-    /// the link stays full (the frame is not sent).
+    /// Build one frame and queue it, returning false if the link stays full (the frame is not
+    /// sent). While nothing waits in the transmit batch, the frame is built straight in the
+    /// link's transmit queue where the driver lends it (one copy less per frame), and a batch's
+    /// worth of such frames is handed over at once; otherwise it goes into the batch, which is
+    /// flushed first if it is full.
     pub fn emit_frame<L: Link + ?Sized>(
         &mut self,
         link: &mut L,
         build: impl FnOnce(&mut [u8]) -> usize,
     ) -> Result<bool, LinkError> {
+        let mut build = Some(build);
+        let slot_size = self.tx.slot_size();
+        if self.tx.is_empty() && link.max_frame() >= slot_size {
+            let mut bytes = 0;
+            let staged = link.tx_in_place(self.now, &mut |buf| {
+                let Some(build) = build.take() else { return 0 };
+                let len = slot_size.min(buf.len());
+                let buf = &mut buf[..len];
+                let n = build(buf);
+                bytes = pad(buf, n);
+                bytes
+            });
+            match staged {
+                Some(Ok(true)) => {
+                    self.counters.add(Counter::tx_frames, 1);
+                    self.counters.add(Counter::tx_bytes, bytes as u64);
+                    self.staged += 1;
+                    if self.staged >= self.tx.capacity() {
+                        self.flush(link)?;
+                    }
+                    return Ok(true);
+                }
+                Some(Err(e)) => return Err(e),
+                // Abandoned by `build`, as the batch path would report it.
+                Some(Ok(false)) if build.is_none() => return Ok(false),
+                // The queue is full or the driver builds nothing in place: the batch takes it.
+                Some(Ok(false)) | None => {}
+            }
+        }
+        let Some(build) = build else { return Ok(false) };
         if self.tx.is_full() {
             self.flush(link)?;
             if self.tx.is_full() {

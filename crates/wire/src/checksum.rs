@@ -117,6 +117,61 @@ unsafe fn ones_sum_avx2(data: &[u8]) -> u64 {
     ones_sum_wide(data)
 }
 
+/// Copies `src` into `dst` (equal lengths) and returns the un-complemented ones-complement
+/// sum of the bytes, as [`ones_sum`] would: one pass over the data instead of a copy and a
+/// sum (the sender's payload on its way into a frame).
+///
+/// # Panics
+/// If the lengths differ.
+pub fn copy_with_sum(dst: &mut [u8], src: &[u8]) -> u64 {
+    assert_eq!(dst.len(), src.len(), "copy_with_sum: lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if src.len() >= WIDE_MIN && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { copy_with_sum_avx2(dst, src) };
+    }
+    dst.copy_from_slice(src);
+    ones_sum_u64(dst)
+}
+
+/// The sum of [`ones_sum_wide`] taken while copying, 64 bytes at a time; the tail is copied
+/// and summed on its own (it starts at a multiple of 64, an even offset, so the two sums add).
+#[inline(always)]
+fn copy_with_sum_wide(dst: &mut [u8], src: &[u8]) -> u64 {
+    let (blocks, tail) = src.as_chunks::<64>();
+    let (out, out_tail) = dst.as_chunks_mut::<64>();
+    let mut acc = [0u64; 16];
+    for (o, b) in out.iter_mut().zip(blocks) {
+        *o = *b;
+        for (a, w) in acc.iter_mut().zip(b.as_chunks::<4>().0) {
+            *a += u64::from(u32::from_ne_bytes(*w));
+        }
+    }
+    out_tail.copy_from_slice(tail);
+    let mut native = 0u64;
+    for a in acc {
+        native = combine(native, a);
+    }
+    combine(u64::from_be(native), ones_sum_u64(tail))
+}
+
+/// [`copy_with_sum_wide`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_with_sum_avx2(dst: &mut [u8], src: &[u8]) -> u64 {
+    copy_with_sum_wide(dst, src)
+}
+
+/// The sum of bytes that sit at an odd offset of the data they belong to: `sum` was taken as
+/// if they started at an even one, so each 16-bit lane's bytes trade places.
+#[inline]
+pub fn at_odd_offset(sum: u64) -> u64 {
+    u64::from(fold(sum).swap_bytes())
+}
+
 /// Folds a partial sum to 16 bits with end-around carry. Not complemented.
 #[inline]
 pub fn fold(sum: u64) -> u16 {
@@ -276,6 +331,23 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn copy_with_sum_copies_and_sums_like_ones_sum(data in proptest::collection::vec(any::<u8>(), 0..3000)) {
+            let mut out = vec![0u8; data.len()];
+            let sum = copy_with_sum(&mut out, &data);
+            prop_assert_eq!(&out, &data);
+            prop_assert_eq!(fold(sum), fold(ones_sum(&data)));
+            prop_assert_eq!(fold(copy_with_sum_wide(&mut out, &data)), fold(ones_sum(&data)));
+        }
+
+        #[test]
+        fn a_sum_split_at_an_odd_offset_adds_up(data in proptest::collection::vec(any::<u8>(), 1..2000), cut in any::<usize>()) {
+            let cut = cut % data.len();
+            let (a, b) = data.split_at(cut);
+            let b_sum = if cut % 2 == 1 { at_odd_offset(ones_sum(b)) } else { ones_sum(b) };
+            prop_assert_eq!(fold(combine(ones_sum(a), b_sum)), fold(ones_sum(&data)));
+        }
+
         #[test]
         fn fast_matches_reference(data in proptest::collection::vec(any::<u8>(), 0..2048), off in 0usize..8) {
             let off = off.min(data.len());

@@ -472,9 +472,11 @@ impl TcpEngine {
         let queue = &self.bufs[sid as usize].tx;
         let hl = repr.header_len();
         let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
-            let copied = queue.copy_out(seg.data_off, &mut buf[hl..hl + seg.len]);
+            // One pass over the payload: copied into the frame and summed for the checksum, so
+            // the frame (in the link's memory, which the peer reads next) is never read back.
+            let (copied, sum) = queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
             debug_assert_eq!(copied, seg.len);
-            let _ = repr.emit(buf, src, dst, seg.len);
+            let _ = repr.emit_summed(buf, src, dst, seg.len, sum);
         });
         if sent {
             out.counters().bump(Counter::tcp_tx_segments);

@@ -6,6 +6,7 @@
 //! from, to fill again without touching fresh memory.
 
 use super::ringbuf::RingBuf;
+use wire::checksum;
 use std::collections::VecDeque;
 
 /// Acknowledged transfer buffers a session keeps for the application to take back; older
@@ -89,26 +90,52 @@ impl SendQueue {
     /// Copy `out.len()` bytes (or fewer, at the end) from `offset` into `out`; returns the count.
     #[inline]
     pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
-        let in_ring = self.ring.len();
+        self.pieces(offset, out.len(), |at, piece| out[at..at + piece.len()].copy_from_slice(piece))
+    }
+
+    /// [`Self::copy_out`] that also returns the ones-complement sum of the bytes copied (as
+    /// [`checksum::ones_sum`] of `out[..n]`), taken in the same pass: a segment's payload on its
+    /// way into a frame, checksummed as it is copied, so the frame is never read back.
+    #[inline]
+    pub fn copy_out_summed(&self, offset: usize, out: &mut [u8]) -> (usize, u64) {
+        let mut sum = 0;
+        let n = self.pieces(offset, out.len(), |at, piece| {
+            let part = checksum::copy_with_sum(&mut out[at..at + piece.len()], piece);
+            // A piece that starts at an odd offset of the payload has its 16-bit lanes swapped.
+            let part = if at % 2 == 1 { checksum::at_odd_offset(part) } else { part };
+            sum = checksum::combine(sum, part);
+        });
+        (n, sum)
+    }
+
+    /// Hand `f` the queued bytes from `offset` on, at most `len` of them, as contiguous pieces
+    /// (the ring's one or two, then the transfers'), each with its offset in the run; returns
+    /// the bytes handed.
+    #[inline]
+    fn pieces(&self, offset: usize, len: usize, mut f: impl FnMut(usize, &[u8])) -> usize {
         let mut n = 0;
-        if offset < in_ring {
-            n = self.ring.copy_out(offset, out);
-            if n == out.len() || self.transfers.is_empty() {
-                return n;
+        let (a, b) = self.ring.peek(offset, len);
+        for piece in [a, b] {
+            if !piece.is_empty() {
+                f(n, piece);
+                n += piece.len();
             }
         }
-        let mut skip = offset + n - in_ring;
+        if n == len || self.transfers.is_empty() {
+            return n;
+        }
+        let mut skip = (offset + n).saturating_sub(self.ring.len());
         for (buf, acked) in &self.transfers {
             let rest = &buf[*acked..];
             if skip >= rest.len() {
                 skip -= rest.len();
                 continue;
             }
-            let take = (rest.len() - skip).min(out.len() - n);
-            out[n..n + take].copy_from_slice(&rest[skip..skip + take]);
+            let take = (rest.len() - skip).min(len - n);
+            f(n, &rest[skip..skip + take]);
             n += take;
             skip = 0;
-            if n == out.len() {
+            if n == len {
                 break;
             }
         }

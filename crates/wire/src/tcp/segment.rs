@@ -2,7 +2,7 @@
 
 use super::options::{TcpOptions, TcpOptionsIter};
 use super::HEADER_LEN;
-use crate::checksum::transport_checksum;
+use crate::checksum::{combine, fold, ones_sum, pseudo_header_sum, transport_checksum};
 use crate::error::WireError;
 use crate::field::{get_u16, get_u32, set_u16, set_u32};
 use crate::ipv4::protocol;
@@ -193,6 +193,22 @@ impl TcpRepr {
     /// would exceed 65535 bytes.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
         let hl = self.header_len();
+        let end = hl.checked_add(payload_len).filter(|&n| n <= usize::from(u16::MAX)).ok_or(WireError::BadLength)?;
+        let payload_sum = ones_sum(buf.get(hl..end).ok_or(WireError::Truncated)?);
+        self.emit_summed(buf, src, dst, payload_len, payload_sum)
+    }
+
+    /// [`Self::emit`] for a payload whose ones-complement sum the caller already has (taken
+    /// while copying it in, [`crate::checksum::copy_with_sum`]): only the header is summed.
+    pub fn emit_summed(
+        &self,
+        buf: &mut [u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        payload_sum: u64,
+    ) -> Result<usize, WireError> {
+        let hl = self.header_len();
         let len = hl.checked_add(payload_len).ok_or(WireError::BadLength)?;
         if len > usize::from(u16::MAX) {
             return Err(WireError::BadLength);
@@ -208,7 +224,9 @@ impl TcpRepr {
         set_u16(seg, CHECKSUM_OFF, 0);
         set_u16(seg, 18, self.urgent);
         self.options.emit(&mut seg[HEADER_LEN..hl])?;
-        let c = transport_checksum(src, dst, protocol::TCP, seg);
+        // The header is a whole number of 32-bit words, so the payload's sum adds as it is.
+        let pseudo = pseudo_header_sum(src, dst, protocol::TCP, len as u16);
+        let c = !fold(combine(combine(pseudo, ones_sum(&seg[..hl])), payload_sum));
         set_u16(seg, CHECKSUM_OFF, c);
         Ok(len)
     }
@@ -379,6 +397,26 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn emit_summed_with_the_copy_sum_writes_what_emit_writes(
+            payload in proptest::collection::vec(any::<u8>(), 0..2000),
+            seq in any::<u32>(),
+            ts in any::<(u32, u32)>(),
+        ) {
+            let r = TcpRepr {
+                src_port: 1, dst_port: 2, seq, ack: 7, flags: 0x18, window: 9, urgent: 0,
+                options: TcpOptions { timestamps: Some(ts), ..TcpOptions::default() },
+            };
+            let hl = r.header_len();
+            let mut plain = vec![0u8; hl + payload.len()];
+            plain[hl..].copy_from_slice(&payload);
+            r.emit(&mut plain, A, B, payload.len()).unwrap();
+            let mut fused = vec![0u8; hl + payload.len()];
+            let sum = crate::checksum::copy_with_sum(&mut fused[hl..], &payload);
+            r.emit_summed(&mut fused, A, B, payload.len(), sum).unwrap();
+            prop_assert_eq!(&fused, &plain);
+            prop_assert!(TcpSegment::new_checked(&fused[..]).unwrap().verify_checksum(A, B));
+        }
         #[test]
         fn roundtrip(r in arb_repr(), s in any::<u32>(), d in any::<u32>(),
                      payload in proptest::collection::vec(any::<u8>(), 0..100)) {
