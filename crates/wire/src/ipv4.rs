@@ -274,7 +274,11 @@ impl Ipv4Repr {
             .checked_add(Self::HEADER_LEN)
             .and_then(|t| u16::try_from(t).ok())
             .ok_or(WireError::BadLength)?;
-        let h = buf.get_mut(..Self::HEADER_LEN).ok_or(WireError::Truncated)?;
+        let out = buf.get_mut(..Self::HEADER_LEN).ok_or(WireError::Truncated)?;
+        // Built and summed on the stack, then copied: the frame may lie in memory another core
+        // reads next, where reading back fresh narrow stores would wait for them to land.
+        let mut header = [0u8; Self::HEADER_LEN];
+        let h = &mut header[..];
         h[0] = 0x45;
         h[1] = self.dscp_ecn;
         set_u16(h, 2, total);
@@ -287,6 +291,7 @@ impl Ipv4Repr {
         set_ipv4(h, 16, self.dst);
         let c = checksum(h);
         set_u16(h, CHECKSUM_OFF, c);
+        out.copy_from_slice(h);
         Ok(Self::HEADER_LEN)
     }
 

@@ -6,8 +6,8 @@
 //! from, to fill again without touching fresh memory.
 
 use super::ringbuf::RingBuf;
-use wire::checksum;
 use std::collections::VecDeque;
+use wire::checksum;
 
 /// Acknowledged transfer buffers a session keeps for the application to take back; older
 /// ones go back to the allocator.
@@ -88,7 +88,7 @@ impl SendQueue {
     }
 
     /// Copy `out.len()` bytes (or fewer, at the end) from `offset` into `out`; returns the count.
-    #[inline]
+    #[cfg(test)]
     pub fn copy_out(&self, offset: usize, out: &mut [u8]) -> usize {
         self.pieces(offset, out.len(), |at, piece| out[at..at + piece.len()].copy_from_slice(piece))
     }

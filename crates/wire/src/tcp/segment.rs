@@ -1,7 +1,7 @@
 //! The TCP header view ([`TcpSegment`]) and builder ([`TcpRepr`]).
 
 use super::options::{TcpOptions, TcpOptionsIter};
-use super::HEADER_LEN;
+use super::{HEADER_LEN, MAX_HEADER_LEN};
 use crate::checksum::{combine, fold, ones_sum, pseudo_header_sum, transport_checksum};
 use crate::error::WireError;
 use crate::field::{get_u16, get_u32, set_u16, set_u32};
@@ -214,20 +214,26 @@ impl TcpRepr {
             return Err(WireError::BadLength);
         }
         let seg = buf.get_mut(..len).ok_or(WireError::Truncated)?;
-        set_u16(seg, 0, self.src_port);
-        set_u16(seg, 2, self.dst_port);
-        set_u32(seg, 4, self.seq);
-        set_u32(seg, 8, self.ack);
-        seg[12] = ((hl / 4) as u8) << 4;
-        seg[13] = self.flags;
-        set_u16(seg, 14, self.window);
-        set_u16(seg, CHECKSUM_OFF, 0);
-        set_u16(seg, 18, self.urgent);
-        self.options.emit(&mut seg[HEADER_LEN..hl])?;
+        // The header is built and summed on the stack, then copied: the frame may lie in
+        // memory another core reads next, where reading back fresh narrow stores would wait
+        // for them to land.
+        let mut header = [0u8; MAX_HEADER_LEN];
+        let h = header.get_mut(..hl).ok_or(WireError::BadHeaderLen)?;
+        set_u16(h, 0, self.src_port);
+        set_u16(h, 2, self.dst_port);
+        set_u32(h, 4, self.seq);
+        set_u32(h, 8, self.ack);
+        h[12] = ((hl / 4) as u8) << 4;
+        h[13] = self.flags;
+        set_u16(h, 14, self.window);
+        set_u16(h, CHECKSUM_OFF, 0);
+        set_u16(h, 18, self.urgent);
+        self.options.emit(&mut h[HEADER_LEN..hl])?;
         // The header is a whole number of 32-bit words, so the payload's sum adds as it is.
         let pseudo = pseudo_header_sum(src, dst, protocol::TCP, len as u16);
-        let c = !fold(combine(combine(pseudo, ones_sum(&seg[..hl])), payload_sum));
-        set_u16(seg, CHECKSUM_OFF, c);
+        let c = !fold(combine(combine(pseudo, ones_sum(h)), payload_sum));
+        set_u16(h, CHECKSUM_OFF, c);
+        seg[..hl].copy_from_slice(h);
         Ok(len)
     }
 
