@@ -290,7 +290,7 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
     let per_size = a.sizes.len() * (a.units.len() + 1);
     let steps = a.sizes.len()
         + if skip("forward") { 0 } else { per_size }
-        + if skip("firewall") { 0 } else { per_size }
+        + if skip("firewall") { 0 } else { per_size + a.sizes.len() * a.units.len() }
         + if skip("ids") { 0 } else { a.units.len() + 2 }
         + if skip("swap") { 0 } else { 2 };
     let pb = progress(steps as u64, a.json);
@@ -331,6 +331,10 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
     if !skip("firewall") {
         let mut t =
             Table::new("firewall (1,050-prefix blacklist, 2% of sources blacklisted, flow hash)", &RATE_HEADERS);
+        let mut same = Table::new(
+            "firewall against forwarding on the same trace, policy and threads",
+            &["frame", "units", "firewall", "forward", "firewall / forward"],
+        );
         match PrefixSet::load(&a.blacklist) {
             Err(e) => t.row(vec![
                 Cell::from("firewall"),
@@ -350,7 +354,30 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
                                 (0..u).map(|_| Box::new(Firewall::new(set.clone())) as Box<dyn Program>).collect();
                             measure(apps::firewall::sample_trace(&set, size), progs, true, slot_for(size), secs)
                         });
+                        // Forwarding on the same trace with the same flow-hash policy, right after:
+                        // the firewall's cost alone, apart from the policy's and the trace's.
+                        let fwd = step(&pb, &format!("forward {size} B, {u} units, firewall trace"), || {
+                            let progs: Vec<Box<dyn Program>> =
+                                (0..u).map(|_| Box::new(Forwarder::cross()) as Box<dyn Program>).collect();
+                            measure(apps::firewall::sample_trace(&set, size), progs, true, slot_for(size), secs)
+                        });
+                        if let (Ok(f), Ok(w)) = (&r, &fwd) {
+                            same.row(vec![
+                                Cell::bytes(size as u64),
+                                Cell::count(u as f64),
+                                Cell::Num(f.frames, Unit::FramesPerSec),
+                                Cell::Num(w.frames, Unit::FramesPerSec),
+                                Cell::Num(f.frames / w.frames, Unit::Percent),
+                            ]);
+                        }
                         t.row(rate_row("firewall", Cell::bytes(size as u64), Some(u), r, Some(memcpy[i])));
+                        t.row(rate_row(
+                            "forward (firewall's trace, flow hash)",
+                            Cell::bytes(size as u64),
+                            Some(u),
+                            fwd,
+                            Some(memcpy[i]),
+                        ));
                     }
                     // The one-core figure beside forwarding's step-mode row.
                     let r = step(&pb, &format!("firewall {size} B, step mode"), || {
@@ -362,6 +389,7 @@ pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> 
             }
         }
         tables.push(t);
+        tables.push(same);
     }
 
     if !skip("ids") && !stop_requested() {
