@@ -436,7 +436,30 @@ impl RingProducer {
         self.head = self.head.wrapping_add(1);
         self.stats.frames += 1;
         self.stats.bytes += len as u64;
+        if self.free_cached() > 0 {
+            self.prefetch_for_write(self.head, len);
+        }
         Some(true)
+    }
+
+    /// Ask for ownership of the first `len` bytes of slot `index` ahead of writing them (the
+    /// consumer's core read them last): the next frame, likely as long as this one, then
+    /// finds its lines ready instead of waiting for each as it is written. A hint only.
+    #[inline]
+    fn prefetch_for_write(&self, index: u64, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+            let slot = self.ring.slot(index);
+            let end = (SLOT_HDR + len.min(self.ring.max_frame)).next_multiple_of(64);
+            for off in (0..end).step_by(64) {
+                // SAFETY: the address lies inside the slot (end <= stride, the slot's extent);
+                // a prefetch never faults and changes no memory.
+                unsafe { _mm_prefetch::<_MM_HINT_ET0>(slot.add(off) as *const i8) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (index, len);
     }
 
     /// Frames staged with [`RingProducer::stage_with`] and not yet published.
