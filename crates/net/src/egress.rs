@@ -352,6 +352,8 @@ impl Egress {
     /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (into the
     /// frame, or the datagram buffer when it goes out in fragments or waits for ARP); with
     /// `checksum` false the checksum field is 0 ("none") and the payload is not summed.
+    /// `fill` returns the payload's ones-complement sum when it took it while writing
+    /// ([`wire::checksum::copy_with_sum`]), so the frame is not read back for it.
     #[allow(clippy::too_many_arguments)]
     pub fn send_udp_with<L: Link + ?Sized>(
         &mut self,
@@ -361,14 +363,17 @@ impl Egress {
         payload_len: usize,
         may_fragment: bool,
         checksum: bool,
-        fill: impl FnOnce(&mut [u8]),
+        fill: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) -> Result<bool, TxError> {
         let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
         let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
-            fill(&mut buf[UdpRepr::HEADER_LEN..]);
-            let _ =
-                if checksum { repr.emit(buf, s, d, payload_len) } else { repr.emit_without_checksum(buf, payload_len) };
+            let payload_sum = fill(&mut buf[UdpRepr::HEADER_LEN..]);
+            let _ = match (checksum, payload_sum) {
+                (false, _) => repr.emit_without_checksum(buf, payload_len),
+                (true, Some(sum)) => repr.emit_summed(buf, s, d, payload_len, sum),
+                (true, None) => repr.emit(buf, s, d, payload_len),
+            };
         })?;
         if sent {
             self.counters.bump(Counter::udp_tx_datagrams);

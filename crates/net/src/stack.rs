@@ -225,7 +225,8 @@ impl<L: Link> Stack<L> {
     /// ```
     #[must_use = "Ok(false) means the link is full and the datagram was not sent: retry after a poll or count it lost"]
     pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, UdpSendError> {
-        self.udp_send_with(h, dst, payload.len(), |buf| buf.copy_from_slice(payload))
+        // Copied into the frame and summed for the checksum in one pass.
+        self.udp_send_filled(h, dst, payload.len(), |buf| Some(wire::checksum::copy_with_sum(buf, payload)))
     }
 
     /// [`Stack::udp_send_to`] of a `len`-byte payload that `fill` writes in place, straight
@@ -240,6 +241,21 @@ impl<L: Link> Stack<L> {
         dst: SocketAddrV4,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
+    ) -> Result<bool, UdpSendError> {
+        self.udp_send_filled(h, dst, len, |buf| {
+            fill(buf);
+            None
+        })
+    }
+
+    /// [`Stack::udp_send_with`] with a `fill` that may return the payload's ones-complement
+    /// sum (see `Egress::send_udp_with`).
+    fn udp_send_filled(
+        &mut self,
+        h: UdpHandle,
+        dst: SocketAddrV4,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) -> Result<bool, UdpSendError> {
         let s = self.core.udp.get(h)?;
         let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);

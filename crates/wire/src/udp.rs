@@ -1,6 +1,6 @@
 //! UDP datagrams (RFC 768) over IPv4.
 
-use crate::checksum::transport_checksum;
+use crate::checksum::{combine, fold, ones_sum, pseudo_header_sum, transport_checksum};
 use crate::error::WireError;
 use crate::field::{get_u16, set_u16};
 use crate::ipv4::protocol;
@@ -134,10 +134,28 @@ impl UdpRepr {
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the datagram
     /// would exceed 65535 bytes.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
+        let end = payload_len.checked_add(Self::HEADER_LEN).ok_or(WireError::BadLength)?;
+        let payload_sum = ones_sum(buf.get(Self::HEADER_LEN..end).ok_or(WireError::Truncated)?);
+        self.emit_summed(buf, src, dst, payload_len, payload_sum)
+    }
+
+    /// [`Self::emit`] for a payload whose ones-complement sum the caller already has (taken
+    /// while copying it in, [`crate::checksum::copy_with_sum`]): the payload is not read again,
+    /// and the header's words are summed from their values, not read back from `buf`.
+    pub fn emit_summed(
+        &self,
+        buf: &mut [u8],
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        payload_len: usize,
+        payload_sum: u64,
+    ) -> Result<usize, WireError> {
         let len = self.emit_without_checksum(buf, payload_len)?;
-        let d = &mut buf[..len];
-        let c = nonzero(transport_checksum(src, dst, protocol::UDP, d));
-        set_u16(d, 6, c);
+        let len16 = len as u16; // checked by emit_without_checksum
+        let header = u64::from(self.src_port) + u64::from(self.dst_port) + u64::from(len16);
+        let pseudo = pseudo_header_sum(src, dst, protocol::UDP, len16);
+        let c = nonzero(!fold(combine(combine(pseudo, header), payload_sum)));
+        set_u16(&mut buf[..len], 6, c);
         Ok(len)
     }
 
@@ -265,6 +283,24 @@ mod tests {
             prop_assert!(p.verify_checksum(src, dst));
             prop_assert_eq!(UdpRepr::parse(&p), r);
             prop_assert_eq!(p.payload(), &payload[..]);
+        }
+
+        #[test]
+        fn emit_summed_with_the_copy_sum_writes_the_classic_checksum(
+            sp in any::<u16>(), dp in any::<u16>(), s in any::<u32>(), d in any::<u32>(),
+            payload in proptest::collection::vec(any::<u8>(), 0..3000),
+        ) {
+            let r = UdpRepr { src_port: sp, dst_port: dp };
+            let (src, dst) = (Ipv4Addr::from(s), Ipv4Addr::from(d));
+            let mut buf = vec![0u8; 8 + payload.len()];
+            let sum = crate::checksum::copy_with_sum(&mut buf[8..], &payload);
+            prop_assert_eq!(r.emit_summed(&mut buf, src, dst, payload.len(), sum), Ok(8 + payload.len()));
+            // The checksum as RFC 768 computes it: over the datagram with the field zeroed.
+            let mut zeroed = buf.clone();
+            zeroed[6..8].fill(0);
+            let want = nonzero(transport_checksum(src, dst, protocol::UDP, &zeroed));
+            prop_assert_eq!(get_u16(&buf, 6), want);
+            prop_assert_eq!(&buf[8..], &payload[..]);
         }
 
         #[test]
