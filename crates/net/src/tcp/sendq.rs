@@ -209,17 +209,37 @@ mod tests {
         q
     }
 
+    /// A queue whose ring data wraps around the end of its storage, then two transfers.
+    fn wrapped_queue() -> SendQueue {
+        let mut q = SendQueue::parked(8);
+        assert_eq!(q.enqueue(b"abcdefg"), 7);
+        q.consume(5);
+        assert_eq!(q.enqueue(b"hijkl"), 5);
+        q.push_transfer(b"MNO".to_vec());
+        q.push_transfer(b"pq".to_vec());
+        q
+    }
+
     #[test]
     fn segments_read_across_the_ring_and_the_transfers() {
-        let q = queue();
-        assert_eq!(q.len(), 14);
-        let all = b"abcdefGHIjklmn";
-        for offset in 0..=14 {
-            for len in 0..=16 {
-                let mut out = vec![0u8; len];
-                let n = q.copy_out(offset, &mut out);
-                let want = &all[offset.min(14)..(offset + len).min(14)];
-                assert_eq!(&out[..n], want, "offset {offset} len {len}");
+        for (q, all) in [(queue(), &b"abcdefGHIjklmn"[..]), (wrapped_queue(), &b"fghijklMNOpq"[..])] {
+            assert_eq!(q.len(), all.len());
+            for offset in 0..=all.len() {
+                for len in 0..=all.len() + 2 {
+                    let want = &all[offset.min(all.len())..(offset + len).min(all.len())];
+                    let mut out = vec![0u8; len];
+                    let n = q.copy_out(offset, &mut out);
+                    assert_eq!(&out[..n], want, "offset {offset} len {len}");
+                    // The summed copy: same bytes, and the sum of them, whatever the pieces' parity.
+                    let mut out = vec![0u8; len];
+                    let (n, sum) = q.copy_out_summed(offset, &mut out);
+                    assert_eq!(&out[..n], want, "summed, offset {offset} len {len}");
+                    assert_eq!(
+                        checksum::fold(sum),
+                        checksum::fold(checksum::ones_sum(want)),
+                        "offset {offset} len {len}"
+                    );
+                }
             }
         }
     }
