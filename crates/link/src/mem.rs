@@ -269,15 +269,15 @@ mod tests {
                 60
             }
         };
-        assert_eq!(a.tx_in_place(now, &mut build(1)).unwrap().unwrap(), true);
-        assert_eq!(a.tx_in_place(now, &mut build(2)).unwrap().unwrap(), true);
+        assert!(a.tx_in_place(now, &mut build(1)).unwrap().unwrap());
+        assert!(a.tx_in_place(now, &mut build(2)).unwrap().unwrap());
         let mut got = FrameBatch::new(8, 2048);
         assert_eq!(b.rx_batch(now, &mut got).unwrap(), 0, "not handed over yet");
         let mut batch = FrameBatch::new(4, 2048);
         assert!(batch.push(&[3; 60]));
         assert_eq!(a.tx_batch(now, &mut batch).unwrap(), 1);
-        assert_eq!(a.tx_in_place(now, &mut build(4)).unwrap().unwrap(), true);
-        assert_eq!(a.tx_in_place(now, &mut build(5)).unwrap().unwrap(), false, "the ring is full");
+        assert!(a.tx_in_place(now, &mut build(4)).unwrap().unwrap());
+        assert!(!a.tx_in_place(now, &mut build(5)).unwrap().unwrap(), "the ring is full");
         assert_eq!(a.tx_batch(now, &mut FrameBatch::new(1, 64)).unwrap(), 0, "an empty batch hands them over");
         assert_eq!(b.rx_batch(now, &mut got).unwrap(), 4);
         assert_eq!(got.iter().map(|f| f[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);

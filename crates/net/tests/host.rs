@@ -153,7 +153,7 @@ fn echo_reply_mirrors_the_request_exactly() {
 fn closed_udp_port_gets_port_unreachable_quoting_the_datagram() {
     let mut b = resolved_bench();
     let sent = ipv4(b.host.mac(), 17, &udp(9999, b"hello"));
-    let out = b.exchange(&[sent.clone()]);
+    let out = b.exchange(std::slice::from_ref(&sent));
     assert_eq!(out.len(), 1);
     let ip =
         Ipv4Packet::new_checked(EthernetFrame::new_checked(&out[0][..]).unwrap().payload()).unwrap().payload().to_vec();

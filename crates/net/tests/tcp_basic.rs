@@ -69,11 +69,8 @@ fn transfer<L: Link>(p: &mut Pair<L>, c: TcpHandle, s: TcpHandle, data: &[u8], l
         if sent < data.len() {
             sent += p.a.tcp_send(c, &data[sent..]).unwrap();
         }
-        loop {
-            match p.b.tcp_recv(s, &mut buf).unwrap() {
-                Recv::Data(n) => got.extend_from_slice(&buf[..n]),
-                _ => break,
-            }
+        while let Recv::Data(n) = p.b.tcp_recv(s, &mut buf).unwrap() {
+            got.extend_from_slice(&buf[..n]);
         }
         got.len() == data.len()
     });
