@@ -6,6 +6,11 @@
 //! writer any link can be wrapped with and a replay ([`pcap`]; pcap and pcapng files are read
 //! and written by [`capture`]), and an impairment wrapper ([`impair`]).
 //!
+//! The ring-backed drivers ([`mem`], [`shm`]) also lend their rings, so a stack neither copies
+//! a frame in nor out: [`Link::rx_in_place`] hands each received frame where it lies, and
+//! [`Link::tx_in_place`] lets the caller build the next frame straight in the transmit ring's
+//! slot (handed over at the next `tx_batch`, in order before that call's frames).
+//!
 //! # Frames through an in-process pair
 //!
 //! ```
