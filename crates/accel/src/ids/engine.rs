@@ -425,15 +425,55 @@ impl RuleSet {
         scratch: &mut Scratch,
         out: &mut Matches,
     ) {
+        self.run(meta, hdr, payload, None, flow, scratch, out);
+    }
+
+    /// [`RuleSet::match_packet`] on a stream buffer whose fast patterns the caller already
+    /// knows: `patterns` must be the ids of exactly the prefilter patterns present in `buf`
+    /// (kept across segments by a [`super::StreamPatterns`]), so the buffer is not scanned
+    /// again. The result is the same as `match_packet` on `buf`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn match_stream(
+        &self,
+        meta: &PacketMeta,
+        hdr: &HeaderFields,
+        buf: &[u8],
+        patterns: &[u32],
+        flow: &mut FlowBits,
+        scratch: &mut Scratch,
+        out: &mut Matches,
+    ) {
+        self.run(meta, hdr, buf, Some(patterns), flow, scratch, out);
+    }
+
+    /// Matching with the raw payload's fast patterns found by a scan (`known` is `None`) or
+    /// given by the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        meta: &PacketMeta,
+        hdr: &HeaderFields,
+        payload: &[u8],
+        known: Option<&[u32]>,
+        flow: &mut FlowBits,
+        scratch: &mut Scratch,
+        out: &mut Matches,
+    ) {
         out.clear();
         flow.bind(self.id, self.flowbit_count);
         scratch.begin(self, meta);
-        self.collect_candidates(meta, payload, scratch);
+        self.collect_candidates(meta, payload, known, scratch);
         if self.filters {
-            scratch.mpm.swap_folded(&mut scratch.folded);
-            if scratch.folded.len() != payload.len() {
+            // The scan leaves the payload folded; known patterns mean no scan, so fold here
+            // (never reuse the scan scratch's fold then: it belongs to another buffer).
+            if known.is_none() {
+                scratch.mpm.swap_folded(&mut scratch.folded);
+            }
+            if known.is_some() || scratch.folded.len() != payload.len() {
                 scratch.folded.clear();
-                scratch.folded.extend(payload.iter().map(u8::to_ascii_lowercase));
+                if !scratch.cands.is_empty() || (self.any_http && looks_like_http(payload)) {
+                    scratch.folded.extend(payload.iter().map(u8::to_ascii_lowercase));
+                }
             }
             self.filter_candidates(0, scratch);
         }
@@ -498,8 +538,19 @@ impl RuleSet {
         out.approximate.dedup();
     }
 
-    fn collect_candidates(&self, meta: &PacketMeta, payload: &[u8], scratch: &mut Scratch) {
-        self.scan_into(payload, meta, scratch);
+    fn collect_candidates(&self, meta: &PacketMeta, payload: &[u8], known: Option<&[u32]>, scratch: &mut Scratch) {
+        match known {
+            None => self.scan_into(payload, meta, scratch),
+            Some(pats) => {
+                let epoch = scratch.epoch;
+                let Scratch { rule_seen, cands, gate, .. } = scratch;
+                for &p in pats {
+                    for &r in self.prefilter.rules_of(p) {
+                        self.offer(r, meta, epoch, rule_seen, gate, cands);
+                    }
+                }
+            }
+        }
         let pc = match meta.proto {
             Proto::Tcp => ProtoClass::Tcp,
             Proto::Udp => ProtoClass::Udp,

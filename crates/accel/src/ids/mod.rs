@@ -62,6 +62,7 @@ pub mod prefilter;
 pub mod reload;
 pub mod report;
 pub mod rule;
+pub mod stream;
 pub mod support;
 pub mod synth;
 pub mod vars;
@@ -70,4 +71,5 @@ pub use engine::{fast_patterns, FlowBits, HeaderFields, Matches, PacketMeta, Pro
 pub use reload::RuleSetHandle;
 pub use report::LoadReport;
 pub use rule::Rule;
+pub use stream::StreamPatterns;
 pub use vars::Vars;
