@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::detect::{compile_segments, eval_segment, CompiledSegment, EvalState};
-use super::gate::{GateMemo, HeaderGate};
+use super::gate::{GateMemo, HeaderGate, PatternGroups};
 use super::http::{looks_like_http, parse_messages, HttpMessage};
 use super::memo::Memo;
 use super::nfp::NfpFilter;
@@ -226,6 +226,8 @@ pub struct RuleSet {
     rules: Vec<Compiled>,
     prefilter: Prefilter,
     gate: HeaderGate,
+    /// Each fast pattern's rules grouped by header (one gate verdict per group).
+    groups: PatternGroups,
     nfp: NfpFilter,
     filters: bool,
     /// Whether some rule inspects an HTTP or file_data buffer.
@@ -343,11 +345,13 @@ impl RuleSet {
         let any_http = rules.iter().any(|c| c.needs_http || c.uses_file_data);
         let gate = HeaderGate::build(rules.iter().map(|c| &c.rule));
         let nfp = NfpFilter::build(rules.iter().map(|c| &c.rule));
+        let groups = PatternGroups::build(&gate, prefilter.pattern_count(), |p| prefilter.rules_of(p));
         let set = RuleSet {
             id: NEXT_SET_ID.fetch_add(1, Ordering::Relaxed),
             rules,
             prefilter,
             gate,
+            groups,
             nfp,
             filters: true,
             any_http,
@@ -545,9 +549,7 @@ impl RuleSet {
                 let epoch = scratch.epoch;
                 let Scratch { rule_seen, cands, gate, .. } = scratch;
                 for &p in pats {
-                    for &r in self.prefilter.rules_of(p) {
-                        self.offer(r, meta, epoch, rule_seen, gate, cands);
-                    }
+                    self.offer_pattern(p, meta, epoch, rule_seen, gate, cands);
                 }
             }
         }
@@ -568,11 +570,40 @@ impl RuleSet {
         let epoch = scratch.epoch;
         let pre = &self.prefilter;
         let Scratch { mpm, rule_seen, cands, gate, .. } = scratch;
-        pre.scan(hay, mpm, |p| {
-            for &r in pre.rules_of(p) {
-                self.offer(r, meta, epoch, rule_seen, gate, cands);
+        pre.scan(hay, mpm, |p| self.offer_pattern(p, meta, epoch, rule_seen, gate, cands));
+    }
+
+    /// Queues the rules of fast pattern `p` (see [`RuleSet::offer`]); with the filters on,
+    /// a group of rules that share a header passes or fails the port-group stage at once.
+    #[inline]
+    fn offer_pattern(
+        &self,
+        p: u32,
+        meta: &PacketMeta,
+        epoch: u32,
+        seen: &mut [u32],
+        gate: &mut GateMemo,
+        cands: &mut Vec<u32>,
+    ) {
+        if !self.filters {
+            for &r in self.prefilter.rules_of(p) {
+                self.offer(r, meta, epoch, seen, gate, cands);
             }
-        });
+            return;
+        }
+        for (h, rules) in self.groups.of(p) {
+            if !self.gate.passes_header(h, meta, gate) {
+                continue;
+            }
+            for &r in rules {
+                if let Some(s) = seen.get_mut(r as usize) {
+                    if *s != epoch {
+                        *s = epoch;
+                        cands.push(r);
+                    }
+                }
+            }
+        }
     }
 
     /// Queues rule `r` for verification once per packet, if the port-group stage lets it through.

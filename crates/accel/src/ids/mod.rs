@@ -12,6 +12,9 @@
 //! - [`report`] says what loaded and what is unsupported, [`support`] which rules are partial
 //!   and why (and the strict check); [`classtype`] holds Snort's default classifications;
 //!   [`reload`] swaps rule sets at run time; [`synth`] builds payloads that trigger a given rule.
+//! - [`stream`] keeps the fast patterns of a growing stream (each new piece scanned once), so
+//!   a reassembling caller evaluates the whole stream with [`RuleSet::match_stream`] without
+//!   scanning it again at every segment.
 //!
 //! # Cost per packet
 //!
