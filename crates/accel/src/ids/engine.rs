@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::detect::{compile_segments, eval_segment, CompiledSegment, EvalState};
-use super::gate::{GateMemo, HeaderGate};
+use super::gate::{GateMemo, HeaderGate, PatternGroups};
 use super::http::{looks_like_http, parse_messages, HttpMessage};
 use super::memo::Memo;
 use super::nfp::NfpFilter;
@@ -226,6 +226,8 @@ pub struct RuleSet {
     rules: Vec<Compiled>,
     prefilter: Prefilter,
     gate: HeaderGate,
+    /// Each fast pattern's rules grouped by header (one gate verdict per group).
+    groups: PatternGroups,
     nfp: NfpFilter,
     filters: bool,
     /// Whether some rule inspects an HTTP or file_data buffer.
@@ -343,11 +345,13 @@ impl RuleSet {
         let any_http = rules.iter().any(|c| c.needs_http || c.uses_file_data);
         let gate = HeaderGate::build(rules.iter().map(|c| &c.rule));
         let nfp = NfpFilter::build(rules.iter().map(|c| &c.rule));
+        let groups = PatternGroups::build(&gate, prefilter.pattern_count(), |p| prefilter.rules_of(p));
         let set = RuleSet {
             id: NEXT_SET_ID.fetch_add(1, Ordering::Relaxed),
             rules,
             prefilter,
             gate,
+            groups,
             nfp,
             filters: true,
             any_http,
@@ -425,15 +429,55 @@ impl RuleSet {
         scratch: &mut Scratch,
         out: &mut Matches,
     ) {
+        self.run(meta, hdr, payload, None, flow, scratch, out);
+    }
+
+    /// [`RuleSet::match_packet`] on a stream buffer whose fast patterns the caller already
+    /// knows: `patterns` must be the ids of exactly the prefilter patterns present in `buf`
+    /// (kept across segments by a [`super::StreamPatterns`]), so the buffer is not scanned
+    /// again. The result is the same as `match_packet` on `buf`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn match_stream(
+        &self,
+        meta: &PacketMeta,
+        hdr: &HeaderFields,
+        buf: &[u8],
+        patterns: &[u32],
+        flow: &mut FlowBits,
+        scratch: &mut Scratch,
+        out: &mut Matches,
+    ) {
+        self.run(meta, hdr, buf, Some(patterns), flow, scratch, out);
+    }
+
+    /// Matching with the raw payload's fast patterns found by a scan (`known` is `None`) or
+    /// given by the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        meta: &PacketMeta,
+        hdr: &HeaderFields,
+        payload: &[u8],
+        known: Option<&[u32]>,
+        flow: &mut FlowBits,
+        scratch: &mut Scratch,
+        out: &mut Matches,
+    ) {
         out.clear();
         flow.bind(self.id, self.flowbit_count);
         scratch.begin(self, meta);
-        self.collect_candidates(meta, payload, scratch);
+        self.collect_candidates(meta, payload, known, scratch);
         if self.filters {
-            scratch.mpm.swap_folded(&mut scratch.folded);
-            if scratch.folded.len() != payload.len() {
+            // The scan leaves the payload folded; known patterns mean no scan, so fold here
+            // (never reuse the scan scratch's fold then: it belongs to another buffer).
+            if known.is_none() {
+                scratch.mpm.swap_folded(&mut scratch.folded);
+            }
+            if known.is_some() || scratch.folded.len() != payload.len() {
                 scratch.folded.clear();
-                scratch.folded.extend(payload.iter().map(u8::to_ascii_lowercase));
+                if !scratch.cands.is_empty() || (self.any_http && looks_like_http(payload)) {
+                    scratch.folded.extend(payload.iter().map(u8::to_ascii_lowercase));
+                }
             }
             self.filter_candidates(0, scratch);
         }
@@ -498,8 +542,17 @@ impl RuleSet {
         out.approximate.dedup();
     }
 
-    fn collect_candidates(&self, meta: &PacketMeta, payload: &[u8], scratch: &mut Scratch) {
-        self.scan_into(payload, meta, scratch);
+    fn collect_candidates(&self, meta: &PacketMeta, payload: &[u8], known: Option<&[u32]>, scratch: &mut Scratch) {
+        match known {
+            None => self.scan_into(payload, meta, scratch),
+            Some(pats) => {
+                let epoch = scratch.epoch;
+                let Scratch { rule_seen, cands, gate, .. } = scratch;
+                for &p in pats {
+                    self.offer_pattern(p, meta, epoch, rule_seen, gate, cands);
+                }
+            }
+        }
         let pc = match meta.proto {
             Proto::Tcp => ProtoClass::Tcp,
             Proto::Udp => ProtoClass::Udp,
@@ -517,11 +570,40 @@ impl RuleSet {
         let epoch = scratch.epoch;
         let pre = &self.prefilter;
         let Scratch { mpm, rule_seen, cands, gate, .. } = scratch;
-        pre.scan(hay, mpm, |p| {
-            for &r in pre.rules_of(p) {
-                self.offer(r, meta, epoch, rule_seen, gate, cands);
+        pre.scan(hay, mpm, |p| self.offer_pattern(p, meta, epoch, rule_seen, gate, cands));
+    }
+
+    /// Queues the rules of fast pattern `p` (see [`RuleSet::offer`]); with the filters on,
+    /// a group of rules that share a header passes or fails the port-group stage at once.
+    #[inline]
+    fn offer_pattern(
+        &self,
+        p: u32,
+        meta: &PacketMeta,
+        epoch: u32,
+        seen: &mut [u32],
+        gate: &mut GateMemo,
+        cands: &mut Vec<u32>,
+    ) {
+        if !self.filters {
+            for &r in self.prefilter.rules_of(p) {
+                self.offer(r, meta, epoch, seen, gate, cands);
             }
-        });
+            return;
+        }
+        for (h, rules) in self.groups.of(p) {
+            if !self.gate.passes_header(h, meta, gate) {
+                continue;
+            }
+            for &r in rules {
+                if let Some(s) = seen.get_mut(r as usize) {
+                    if *s != epoch {
+                        *s = epoch;
+                        cands.push(r);
+                    }
+                }
+            }
+        }
     }
 
     /// Queues rule `r` for verification once per packet, if the port-group stage lets it through.

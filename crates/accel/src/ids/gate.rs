@@ -183,12 +183,68 @@ impl HeaderGate {
     #[inline]
     pub fn passes(&self, rule: u32, m: &PacketMeta, memo: &mut GateMemo) -> bool {
         let Some(&h) = self.of_rule.get(rule as usize) else { return false };
+        self.passes_header(h, m, memo)
+    }
+
+    /// Whether distinct header `h` matches the packet (memoised as [`HeaderGate::passes`]).
+    #[inline]
+    pub fn passes_header(&self, h: u32, m: &PacketMeta, memo: &mut GateMemo) -> bool {
+        if h as usize >= self.headers.len() {
+            return false;
+        }
         let GateMemo { headers, addrs, .. } = memo;
         headers.get_or(h as usize, || {
             self.headers[h as usize].matches(m, &mut |id, ip, is_dst| {
                 addrs.get_or(id as usize * 2 + usize::from(is_dst), || self.addrs[id as usize].matches(ip))
             })
         })
+    }
+}
+
+/// The rules of each fast pattern grouped by distinct header, so that one gate verdict
+/// admits or rejects a whole group (a header shared by many rules of one pattern is checked
+/// once, not once per rule).
+#[derive(Debug, Clone, Default)]
+pub struct PatternGroups {
+    /// Groups of pattern `p` are `groups[start[p]..start[p + 1]]`.
+    start: Vec<u32>,
+    /// (header id, first rule in `rules`, end of its rules).
+    groups: Vec<(u32, u32, u32)>,
+    rules: Vec<u32>,
+}
+
+impl PatternGroups {
+    /// Groups `rules_of(p)` for every pattern id below `patterns` by the gate's header id.
+    pub fn build<'a>(gate: &HeaderGate, patterns: usize, rules_of: impl Fn(u32) -> &'a [u32]) -> PatternGroups {
+        let mut g = PatternGroups::default();
+        for p in 0..patterns as u32 {
+            g.start.push(g.groups.len() as u32);
+            let mut by_header: Vec<(u32, u32)> =
+                rules_of(p).iter().map(|&r| (gate.of_rule.get(r as usize).copied().unwrap_or(u32::MAX), r)).collect();
+            by_header.sort_unstable();
+            for (i, &(h, r)) in by_header.iter().enumerate() {
+                if i == 0 || by_header[i - 1].0 != h {
+                    g.groups.push((h, g.rules.len() as u32, g.rules.len() as u32));
+                }
+                g.rules.push(r);
+                if let Some(last) = g.groups.last_mut() {
+                    last.2 = g.rules.len() as u32;
+                }
+            }
+        }
+        g.start.push(g.groups.len() as u32);
+        g
+    }
+
+    /// The groups of pattern `p`: (header id, its rules).
+    #[inline]
+    pub fn of(&self, p: u32) -> impl Iterator<Item = (u32, &[u32])> {
+        let i = p as usize;
+        let (a, b) = match (self.start.get(i), self.start.get(i + 1)) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
+        };
+        self.groups[a..b].iter().map(|&(h, x, y)| (h, &self.rules[x as usize..y as usize]))
     }
 }
 
@@ -241,6 +297,37 @@ mod tests {
                 memo.begin(&gate, 1, m);
                 assert_eq!(gate.passes(r, m, &mut memo), gate.matches(r, m), "rule {r}, packet {i}");
             }
+        }
+    }
+
+    #[test]
+    fn pattern_groups_hold_each_rule_once_under_its_header() {
+        let text = [
+            "alert tcp any any -> any 80 (content:\"a\"; sid:1;)",
+            "alert udp any any -> any 53 (content:\"a\"; sid:2;)",
+            "alert tcp any any -> any 80 (content:\"a\"; sid:3;)",
+            "alert tcp any any -> any 80 (content:\"b\"; sid:4;)",
+        ];
+        let rules: Vec<Rule> =
+            text.iter().enumerate().map(|(i, t)| parse_rule(t, i + 1, &Vars::default()).unwrap()).collect();
+        let gate = HeaderGate::build(rules.iter());
+        let lists: [&[u32]; 2] = [&[0, 1, 2], &[3]];
+        let g = PatternGroups::build(&gate, 2, |p| lists[p as usize]);
+        let a: Vec<(u32, Vec<u32>)> = g.of(0).map(|(h, r)| (h, r.to_vec())).collect();
+        assert_eq!(a.len(), 2, "two headers among pattern 0's rules");
+        let mut all: Vec<u32> = a.iter().flat_map(|(_, r)| r.clone()).collect();
+        all.sort_unstable();
+        assert_eq!(all, vec![0, 1, 2]);
+        for (h, rs) in &a {
+            assert!(rs.iter().all(|&r| gate.of_rule[r as usize] == *h));
+        }
+        assert_eq!(g.of(1).count(), 1);
+        assert_eq!(g.of(7).count(), 0, "unknown pattern");
+        let m = meta(Proto::Udp, 5353, 53, true);
+        let mut memo = GateMemo::default();
+        memo.begin(&gate, 1, &m);
+        for (h, rs) in g.of(0) {
+            assert_eq!(gate.passes_header(h, &m, &mut memo), gate.matches(rs[0], &m));
         }
     }
 }

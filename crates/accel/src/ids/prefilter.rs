@@ -65,6 +65,8 @@ pub struct Prefilter {
     pat_start: Vec<u32>,
     pat_rules: Vec<u32>,
     groups: PortGroups,
+    /// Length of the longest pattern (0 without patterns).
+    max_len: usize,
 }
 
 impl Prefilter {
@@ -96,7 +98,8 @@ impl Prefilter {
         }
         pat_start.push(pat_rules.len() as u32);
         let mpm = Mpm::new(&patterns);
-        Prefilter { mpm, patterns, pat_start, pat_rules, groups }
+        let max_len = patterns.iter().map(Vec::len).max().unwrap_or(0);
+        Prefilter { mpm, patterns, pat_start, pat_rules, groups, max_len }
     }
 
     /// Number of distinct (case-folded) fast patterns.
@@ -107,6 +110,11 @@ impl Prefilter {
     /// The distinct case-folded patterns, by id.
     pub fn patterns(&self) -> &[Vec<u8>] {
         &self.patterns
+    }
+
+    /// Length of the longest pattern (0 without patterns).
+    pub fn max_len(&self) -> usize {
+        self.max_len
     }
 
     /// The rules whose fast pattern is pattern `id`.

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
+use accel::ids::StreamPatterns;
 use link::Instant;
 
 /// A conversation, independent of direction: endpoints sorted, plus the IP protocol.
@@ -130,6 +131,8 @@ pub struct Direction<H> {
     /// True once the direction may match a rule (a fast pattern was seen, or it is HTTP):
     /// from then on every new segment is matched against the whole buffer.
     pub armed: bool,
+    /// The fast patterns present in `buf` (kept as it grows, so it is never scanned twice).
+    pub pats: StreamPatterns,
     /// Out-of-order segments, kept sorted by sequence number.
     pub held: Vec<(u32, H)>,
     /// A FIN was accepted in order.
@@ -138,7 +141,14 @@ pub struct Direction<H> {
 
 impl<H> Default for Direction<H> {
     fn default() -> Self {
-        Direction { next: None, buf: Vec::new(), armed: false, held: Vec::new(), fin: false }
+        Direction {
+            next: None,
+            buf: Vec::new(),
+            armed: false,
+            pats: StreamPatterns::new(),
+            held: Vec::new(),
+            fin: false,
+        }
     }
 }
 

@@ -10,6 +10,14 @@
 //! matched in full only once it is *armed* (a fast pattern occurred in its bytes, it looks like
 //! HTTP, or rules without a fast pattern apply to its ports); before that, only the new bytes
 //! go through the prefilter. By the prefilter's contract this skips no match.
+//!
+//! Incremental: each segment's new bytes are scanned once (with the longest pattern's length
+//! minus one bytes before them, so a pattern that straddles segments is found), and the
+//! direction keeps the set of fast patterns present in its buffer
+//! ([`accel::ids::StreamPatterns`]; rebuilt when the window slides or the rules change). The
+//! full evaluation takes that set instead of scanning the whole buffer again
+//! ([`RuleSet::match_stream`]): the same alerts as the whole-buffer evaluation
+//! (`tests/ids_stream.rs` checks it), without a scan that grew with the flow's length.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -164,10 +172,12 @@ pub struct IdsUnit {
     flows: FlowTable<IdsFlow>,
     held_total: usize,
     scratch: Scratch,
+    /// Scratch of the always-check subset: sized for its rules, so switching between the
+    /// two sets does not reallocate and clear the per-rule tables.
+    ascratch: Scratch,
     mpm: MpmScratch,
     matches: Matches,
     other_bits: FlowBits,
-    max_pat: usize,
     out: Forwarder,
     c: IdsCounters,
     new_sids: Vec<u32>,
@@ -176,10 +186,6 @@ pub struct IdsUnit {
     held_flows: Vec<u32>,
     /// Last sweep for idle flows.
     last_sweep: Instant,
-}
-
-fn max_pattern(rules: &RuleSet) -> usize {
-    rules.prefilter().patterns().iter().map(Vec::len).max().unwrap_or(1).max(1)
 }
 
 fn header_fields(frame: &[u8], l3: usize, ip: &Ipv4Info) -> HeaderFields {
@@ -202,17 +208,16 @@ fn header_fields(frame: &[u8], l3: usize, ip: &Ipv4Info) -> HeaderFields {
 impl IdsUnit {
     /// An IDS unit matching `rules`.
     pub fn new(rules: IdsRules, cfg: IdsConfig) -> Self {
-        let max_pat = max_pattern(&rules.full);
         IdsUnit {
             rules,
             flows: FlowTable::new(cfg.max_flows),
             cfg,
             held_total: 0,
             scratch: Scratch::new(),
+            ascratch: Scratch::new(),
             mpm: MpmScratch::default(),
             matches: Matches::default(),
             other_bits: FlowBits::new(),
-            max_pat,
             out: Forwarder::cross(),
             c: IdsCounters::default(),
             new_sids: Vec::new(),
@@ -398,7 +403,6 @@ impl IdsUnit {
     fn accept(&mut self, ctx: &mut Ctx<'_>, fid: u32, dir: usize, seg: Seg) {
         let Some((&key, _)) = self.flows.entry(fid) else { return self.forward(ctx, seg.pkt) };
         let cfg = self.cfg;
-        let max_pat = self.max_pat;
         let Some(f) = self.flows.get_mut(fid) else { return self.forward(ctx, seg.pkt) };
         let IdsFlow { dirs, client, syn, synack, reported, bits, abits, always, .. } = f;
         let d = &mut dirs[dir];
@@ -419,15 +423,17 @@ impl IdsUnit {
             let (at, slid) = d.append(bytes, cfg.stream_cap, cfg.stream_keep);
             self.c.slides += u64::from(slid);
             let (src, dst) = if dir == 0 { (key.lo, key.hi) } else { (key.hi, key.lo) };
-            if !d.armed {
-                // Arm on a fast pattern of a rule that could apply to this direction.
-                let from = at.saturating_sub(max_pat - 1);
-                let mut hit = false;
-                let rules = &self.rules;
-                let pre = rules.full.prefilter();
-                pre.scan(&d.buf[from..], &mut self.mpm, |p| {
-                    hit = hit || pre.rules_of(p).iter().any(|&r| rules.may_apply_tcp(r, src, dst));
-                });
+            // Only the new bytes are scanned (the whole window again after it slid); a
+            // direction arms on a fast pattern of a rule that could apply to it.
+            let rules = &self.rules;
+            let pre = rules.full.prefilter();
+            let Direction { buf, pats, armed, .. } = d;
+            let was_armed = *armed;
+            let mut hit = false;
+            pats.extend(pre, buf, if slid { 0 } else { at }, &mut self.mpm, |p| {
+                hit = hit || (!was_armed && pre.rules_of(p).iter().any(|&r| rules.may_apply_tcp(r, src, dst)));
+            });
+            if !was_armed {
                 d.armed = hit || looks_like_http(&d.buf);
                 self.c.armed += u64::from(d.armed);
             }
@@ -443,11 +449,11 @@ impl IdsUnit {
                     established,
                 };
                 // Unarmed: only rules without a fast pattern can match (see `rules`).
-                let (set, fb) = match (d.armed, self.rules.always.as_deref()) {
-                    (false, Some(sub)) => (sub, abits),
-                    _ => (&*self.rules.full, bits),
-                };
-                set.match_packet(&meta, &seg.hdr, &d.buf, fb, &mut self.scratch, &mut self.matches);
+                let (hdr, m) = (&seg.hdr, &mut self.matches);
+                match (d.armed, self.rules.always.as_deref()) {
+                    (false, Some(sub)) => sub.match_packet(&meta, hdr, &d.buf, abits, &mut self.ascratch, m),
+                    _ => self.rules.full.match_stream(&meta, hdr, &d.buf, d.pats.ids(), bits, &mut self.scratch, m),
+                }
                 self.c.evaluations += 1;
                 self.c.approximate += self.matches.approximate.len() as u64;
                 for &sid in &self.matches.confirmed {
@@ -482,6 +488,18 @@ impl IdsUnit {
         }
     }
 
+    /// Find every stream's fast patterns again (pattern ids belong to one rule set).
+    fn rescan_streams(&mut self) {
+        let pre = self.rules.full.prefilter();
+        for fid in self.flows.indices() {
+            if let Some(f) = self.flows.get_mut(fid) {
+                for d in &mut f.dirs {
+                    d.pats.extend(pre, &d.buf, 0, &mut self.mpm, |_| {});
+                }
+            }
+        }
+    }
+
     /// Skip the gap before the first held segment of every direction for which `due` says so.
     fn skip_gaps(&mut self, ctx: &mut Ctx<'_>, due: impl Fn(&HeldSeg) -> bool) {
         for fid in std::mem::take(&mut self.held_flows) {
@@ -495,6 +513,7 @@ impl IdsUnit {
                 // The stream is discontinuous from here: start a new buffer at the held segment.
                 d.next = Some(*seq);
                 d.buf.clear();
+                d.pats.clear();
                 d.armed = false;
                 self.c.gaps_skipped += 1;
                 self.release(ctx, fid, dir);
@@ -618,6 +637,7 @@ impl Program for IdsUnit {
             self.held_total = h.held_total;
             self.held_flows = h.held_flows;
             self.c = h.counters;
+            self.rescan_streams();
             if self.held_total > 0 || !self.flows.is_empty() {
                 self.ticking = true;
                 ctx.set_timer(ctx.now() + self.cfg.tick);
@@ -637,8 +657,8 @@ impl Program for IdsUnit {
                 },
             },
         };
-        self.max_pat = max_pattern(&rules.full);
         self.rules = rules;
+        self.rescan_streams();
         Ok(())
     }
 }
