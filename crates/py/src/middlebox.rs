@@ -173,6 +173,7 @@ impl PyCtx {
 
     /// Send `pkt` to the host with `tags`.
     #[pyo3(signature = (pkt, tags = Vec::new()))]
+    #[allow(clippy::wrong_self_convention)] // the Python API's name, as Ctx::to_host's
     fn to_host(&mut self, pkt: &Bound<'_, PyPacket>, tags: Vec<u32>) -> PyResult<()> {
         let ctx = self.ctx()?;
         ctx.to_host(take(pkt)?, &tags);
@@ -180,6 +181,7 @@ impl PyCtx {
     }
 
     /// Send `pkt` to unit `unit` (loopback).
+    #[allow(clippy::wrong_self_convention)] // the Python API's name, as Ctx::to_unit's
     fn to_unit(&mut self, pkt: &Bound<'_, PyPacket>, unit: usize) -> PyResult<()> {
         let ctx = self.ctx()?;
         ctx.to_unit(take(pkt)?, unit);
@@ -227,7 +229,9 @@ impl PyProgram {
         if !obj.hasattr(method).unwrap_or(false) {
             return None;
         }
-        // The pointer is only used while `ctx` is borrowed here (see `PyCtx::ctx`).
+        // The pointer is only used while `ctx` is borrowed here (see `PyCtx::ctx`); the cast
+        // erases the borrow's lifetime, which clippy does not see as a change of type.
+        #[allow(clippy::unnecessary_cast)]
         let raw = ctx as *mut Ctx<'_> as *mut Ctx<'static>;
         let c = match Bound::new(py, PyCtx { ctx: raw }) {
             Ok(c) => c,

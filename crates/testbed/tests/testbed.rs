@@ -11,9 +11,9 @@ fn three_hosts_talk_through_the_switch_in_virtual_time() {
     let ids: Vec<_> = (1..=3).map(|i| tb.add_host(&format!("10.0.0.{i}/24")).unwrap()).collect();
     let socks: Vec<_> = ids.iter().map(|&h| tb.host(h).udp_bind(9).unwrap()).collect();
     for (i, &h) in ids.iter().enumerate() {
-        for j in 0..3 {
+        for (j, &to) in ids.iter().enumerate() {
             if i != j {
-                let dst = SocketAddrV4::new(tb.host_ref(ids[j]).ip(), 9);
+                let dst = SocketAddrV4::new(tb.host_ref(to).ip(), 9);
                 tb.host(h).udp_send_to(socks[i], dst, &[i as u8, j as u8]).unwrap();
             }
         }
