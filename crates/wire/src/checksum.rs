@@ -136,8 +136,11 @@ pub fn copy_with_sum(dst: &mut [u8], src: &[u8]) -> u64 {
         // SAFETY: the CPU supports AVX2 (checked just above).
         return unsafe { copy_with_sum_avx2(dst, src) };
     }
+    // Summed from the source: the destination may be a frame another core reads next, where
+    // reading back fresh stores would wait for them.
+    let sum = ones_sum(src);
     dst.copy_from_slice(src);
-    ones_sum_u64(dst)
+    sum
 }
 
 /// [`copy_with_sum`] with AVX2: 64-byte blocks copied and summed in one pass
