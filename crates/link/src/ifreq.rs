@@ -57,6 +57,26 @@ pub(crate) fn set_mtu_and_up(ifname: &str, mtu: usize) -> Result<(), LinkError> 
     Ok(())
 }
 
+/// Whether `ifname` is up, and its MTU (in the calling thread's network namespace).
+pub(crate) fn flags_and_mtu(ifname: &str) -> Result<(bool, usize), LinkError> {
+    index(ifname)?;
+    let sock = ctl_socket()?;
+    let mut req = ifreq(ifname)?;
+    // SAFETY: SIOCGIFFLAGS fills ifru_flags of a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCGIFFLAGS"));
+    }
+    // SAFETY: the kernel has just written ifru_flags, the active member.
+    let up = unsafe { req.ifr_ifru.ifru_flags } & libc::IFF_UP as libc::c_short != 0;
+    let mut req = ifreq(ifname)?;
+    // SAFETY: SIOCGIFMTU fills ifru_mtu of a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFMTU, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCGIFMTU"));
+    }
+    // SAFETY: the kernel has just written ifru_mtu, the active member.
+    Ok((up, unsafe { req.ifr_ifru.ifru_mtu }.max(0) as usize))
+}
+
 /// Index of interface `ifname` in the calling thread's network namespace.
 pub(crate) fn index(ifname: &str) -> Result<i32, LinkError> {
     ifreq(ifname)?;

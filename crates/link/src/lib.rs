@@ -2,7 +2,8 @@
 //!
 //! A [`Link`] moves batches of Ethernet frames (without FCS) through preallocated buffers.
 //! Drivers: an in-process pair ([`mem`]), a shared-memory ring between two processes
-//! ([`shm`]), a Linux TAP device ([`tap`]), AF_PACKET on an interface ([`packet`]), a pcap
+//! ([`shm`]), a Linux TAP device ([`tap`]), AF_PACKET on an interface ([`packet`]), AF_XDP on
+//! an interface ([`af_xdp`], with linerate's own XDP steering program), a pcap
 //! writer any link can be wrapped with and a replay ([`pcap`]; pcap and pcapng files are read
 //! and written by [`capture`]), and an impairment wrapper ([`impair`]).
 //!
@@ -34,6 +35,7 @@
 //! # Ok::<(), link::LinkError>(())
 //! ```
 
+pub mod af_xdp;
 pub mod batch;
 pub mod capture;
 pub mod config;
@@ -103,6 +105,14 @@ pub struct LinkStats {
     pub dropped_oversize: u64,
     /// Frames dropped on receive because the receive batch had no room.
     pub rx_dropped_no_room: u64,
+    /// Frames the kernel dropped because the link's receive ring was full (AF_XDP: the
+    /// application did not keep up).
+    pub rx_ring_full: u64,
+    /// Frames the kernel dropped because the link had lent it no free buffer (AF_XDP: an
+    /// exhausted fill ring).
+    pub rx_no_buffer: u64,
+    /// Frames the kernel dropped for the link for other reasons (AF_XDP: too long for a chunk).
+    pub rx_kernel_dropped: u64,
     /// Frames the impairment wrapper dropped on purpose (simulated loss).
     pub impair_lost: u64,
     /// Frames the impairment wrapper duplicated.
@@ -115,7 +125,7 @@ pub struct LinkStats {
 
 impl LinkStats {
     /// Counters as (name, value) pairs, for tables and JSON.
-    pub fn fields(&self) -> [(&'static str, u64); 11] {
+    pub fn fields(&self) -> [(&'static str, u64); 14] {
         [
             ("rx_frames", self.rx_frames),
             ("rx_bytes", self.rx_bytes),
@@ -124,6 +134,9 @@ impl LinkStats {
             ("tx_dropped_full", self.tx_dropped_full),
             ("dropped_oversize", self.dropped_oversize),
             ("rx_dropped_no_room", self.rx_dropped_no_room),
+            ("rx_ring_full", self.rx_ring_full),
+            ("rx_no_buffer", self.rx_no_buffer),
+            ("rx_kernel_dropped", self.rx_kernel_dropped),
             ("impair_lost", self.impair_lost),
             ("impair_duplicated", self.impair_duplicated),
             ("impair_reordered", self.impair_reordered),
