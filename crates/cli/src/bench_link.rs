@@ -7,6 +7,7 @@ use crate::bench_common::*;
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use indicatif::ProgressBar;
+use link::af_xdp::{self, Steer, XdpConfig, XdpLink};
 use link::packet::{self, PacketLink};
 use link::shm::ShmLink;
 use link::tap::{self, TapLink};
@@ -31,6 +32,8 @@ const MEMCPY_WORKING_SET: usize = 1 << 20;
 const MEMCPY_BLOCK: usize = 1 << 20;
 /// The shm goal at 64-byte frames, in frames/s.
 const GOAL_SMALL_FPS: f64 = 20e6;
+/// The AF_XDP goal at 64 and 1514-byte frames: frames/s over AF_PACKET's in the same run.
+const GOAL_XDP_OVER_PACKET: f64 = 4.0;
 /// The shm goal at 9014-byte frames, as a fraction of memcpy bandwidth.
 const GOAL_LARGE_OF_MEMCPY: f64 = 0.5;
 
@@ -44,9 +47,10 @@ pub struct LinkArgs {
     /// Frame sizes in bytes (Ethernet header included, FCS excluded), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,1514,9014")]
     sizes: Vec<usize>,
-    /// Link kinds to measure, comma-separated (tap and af_packet need root).
-    #[arg(long, value_delimiter = ',', default_value = "mem,shm,tap,af_packet",
-          value_parser = ["mem", "shm", "tap", "af_packet"])]
+    /// Link kinds to measure, comma-separated (tap, af_packet and af_xdp need root; af_xdp
+    /// runs on both ends of the veth pair, receiving in place).
+    #[arg(long, value_delimiter = ',', default_value = "mem,shm,tap,af_packet,af_xdp",
+          value_parser = ["mem", "shm", "tap", "af_packet", "af_xdp"])]
     kinds: Vec<String>,
     /// Print JSON (and no progress bar).
     #[arg(long)]
@@ -128,7 +132,7 @@ fn measure_kind(kind: &str, sizes: &[usize], secs: Duration, pb: &ProgressBar) -
         pb.inc(sizes.len() as u64);
         sizes.iter().map(|_| outcome(text.clone())).collect()
     };
-    let needs_root = kind == "tap" || kind == "af_packet";
+    let needs_root = matches!(kind, "tap" | "af_packet" | "af_xdp");
     if let Some(why) = netns_unavailable().filter(|_| needs_root) {
         return for_all(format!("skipped: {why}"), Outcome::Skipped);
     }
@@ -137,6 +141,10 @@ fn measure_kind(kind: &str, sizes: &[usize], secs: Duration, pb: &ProgressBar) -
         "mem" => each(&mut |s| bench_mem(s, secs)),
         "shm" => each(&mut |s| bench_shm(s, secs)),
         "tap" => tap_rig().map_or_else(setup_failed, |mut rig| each(&mut |s| rig.measure(s, secs))),
+        "af_xdp" => xdp_rig().map_or_else(setup_failed, |mut rig| {
+            pb.println(format!("af_xdp: {} mode", rig.tx.mode_label()));
+            each(&mut |s| run_threads(&mut rig.tx, rx_in_place(&mut rig.rx), s, secs))
+        }),
         _ => veth_rig().map_or_else(setup_failed, |mut rig| each(&mut |s| rig.measure(s, secs))),
     }
 }
@@ -216,6 +224,12 @@ impl RxInPlace for mem::MemLink {
 impl RxInPlace for ShmLink {
     fn rx_in_place(&mut self, max: usize, f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
         self.rx_with(max, f)
+    }
+}
+
+impl RxInPlace for XdpLink {
+    fn rx_in_place(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
+        Link::rx_in_place(self, Instant::now(), max, &mut |_, frame| f(frame)).unwrap_or(Ok(0))
     }
 }
 
@@ -334,6 +348,21 @@ fn veth_rig() -> Result<Rig<PacketLink, PacketLink>, String> {
     Ok(Rig { tx, rx, _ns: vec![a, b] })
 }
 
+/// A veth pair between two fresh namespaces with AF_XDP on each end (all frames steered to it).
+fn xdp_rig() -> Result<Rig<XdpLink, XdpLink>, String> {
+    let a = Netns::create("lr-bench-xa").map_err(msg)?;
+    let b = Netns::create("lr-bench-xb").map_err(msg)?;
+    veth_pair(&a, "lrbench-xa", "10.99.1.1/24", &b, "lrbench-xb", "10.99.1.2/24", MTU).map_err(msg)?;
+    let cfg = XdpConfig::new(Steer::All);
+    let one = |ns: &Netns, ifname: &str| -> Result<XdpLink, String> {
+        let mut links = af_xdp::create_in_netns(ns.name(), ifname, 1, &cfg).map_err(msg)?;
+        links.pop().ok_or_else(|| "no AF_XDP queue opened".to_string())
+    };
+    let rx = one(&b, "lrbench-xb")?;
+    let tx = one(&a, "lrbench-xa")?;
+    Ok(Rig { tx, rx, _ns: vec![a, b] })
+}
+
 /// memcpy bandwidth in bytes/s for `size`-byte copies, cycling through a working set of
 /// [`MEMCPY_WORKING_SET`] bytes (or one block each way if `size` is larger), for `secs` seconds.
 fn memcpy_rate(size: usize, secs: f64) -> f64 {
@@ -383,7 +412,11 @@ fn link_table(rows: &[(&str, usize, Outcome)], sizes: &[usize], memcpy: &[f64]) 
             Outcome::Skipped(why) | Outcome::Failed(why) => cells.push(Cell::Missing(why.clone())),
             Outcome::Done(m) => {
                 let copy = sizes.iter().position(|s| s == size).map_or(f64::NAN, |i| memcpy[i]);
-                cells.extend(rate_cells(kind, *size, m, copy));
+                let packet_fps = rows.iter().find_map(|(k, s, o)| match o {
+                    Outcome::Done(p) if *k == "af_packet" && s == size => Some(p.got.per_sec(p.got.frames as f64)),
+                    _ => None,
+                });
+                cells.extend(rate_cells(kind, *size, m, copy, packet_fps));
             }
         }
         t.row(cells);
@@ -392,13 +425,20 @@ fn link_table(rows: &[(&str, usize, Outcome)], sizes: &[usize], memcpy: &[f64]) 
 }
 
 /// frames/s, Gbit/s, share of memcpy, delivered share, CPU shares and goal verdict of one measurement.
-fn rate_cells(kind: &str, size: usize, m: &Measured, memcpy: f64) -> Vec<Cell> {
+fn rate_cells(kind: &str, size: usize, m: &Measured, memcpy: f64, packet_fps: Option<f64>) -> Vec<Cell> {
     let (fps, bps) = (m.got.per_sec(m.got.frames as f64), m.got.per_sec(m.got.bytes as f64));
     let of_memcpy = bps / memcpy;
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     let goal = match (kind, size) {
         ("shm", 64) => format!("≥ 20 Mframes/s: {}", verdict(fps >= GOAL_SMALL_FPS)),
         ("shm", 9014) => format!("≥ 50% of memcpy: {}", verdict(of_memcpy >= GOAL_LARGE_OF_MEMCPY)),
+        ("af_xdp", 64 | 1514) => match packet_fps {
+            Some(p) => {
+                let x = fps / p;
+                format!("≥ {GOAL_XDP_OVER_PACKET}x af_packet: {x:.2}x {}", verdict(x >= GOAL_XDP_OVER_PACKET))
+            }
+            None => format!("≥ {GOAL_XDP_OVER_PACKET}x af_packet: not measured in this run"),
+        },
         _ => String::new(),
     };
     vec![
