@@ -5,13 +5,12 @@
 use crate::duration::parse_duration;
 use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
+use crate::services::{ServicePorts, TcpServices};
 use crate::statsfile::StatsPublisher;
-use apps::tcp_source::{Payload, SourceOptions};
-use apps::{HttpServer, TcpEcho, TcpSink, TcpSource, UdpEcho};
+use apps::{TcpSource, UdpEcho};
 use link::capture::Format;
 use link::impair::Impairment;
-use link::Link;
-use net::{Config, NetError, Stack};
+use net::Config;
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
@@ -141,7 +140,9 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         0 => None,
         p => Some(UdpEcho::bind(&mut setup.stack, p).map_err(|e| e.to_string())?),
     };
-    let mut tcp = TcpServices::start(&mut setup.stack, &a).map_err(|e| e.to_string())?;
+    let ports = ServicePorts { tcp_echo: a.tcp_echo, tcp_sink: a.tcp_sink, http: a.http, iperf3: 0 };
+    let send = a.tcp_send.zip(a.send_file.clone()).map(|(to, file)| (to, file, a.send_retry));
+    let mut tcp = TcpServices::start(&mut setup.stack, &ports, send)?;
     eprintln!(
         "linerate host {host_ip} ({}) on TAP {} in namespace {ns}; Linux side {}.",
         setup.stack.mac(),
@@ -292,116 +293,6 @@ fn report_linux_impairment(g: &LinuxImpair, t: &mut Table) {
             }
         }
         Err(e) => eprintln!("linux impairment ({}) on {}: cannot read the counters: {e}", g.mechanism(), g.device()),
-    }
-}
-
-/// The TCP side of the host: echo, sink, HTTP responder and the file sender, each optional.
-struct TcpServices {
-    /// TCP echo.
-    echo: Option<TcpEcho>,
-    /// Discard sink.
-    sink: Option<TcpSink>,
-    /// HTTP responder.
-    http: Option<HttpServer>,
-    /// The file sender of --tcp-send.
-    send: Option<TcpSource>,
-}
-
-impl TcpServices {
-    /// Start the services and the sender that `a` asks for.
-    fn start<L: Link>(stack: &mut Stack<L>, a: &TapArgs) -> Result<TcpServices, String> {
-        let on = |port: u16| (port != 0).then_some(port);
-        let why = |what: &'static str, port: u16| move |e: NetError| format!("{what} on TCP port {port}: {e}");
-        let echo = on(a.tcp_echo).map(|p| TcpEcho::listen(stack, p).map_err(why("echo", p))).transpose()?;
-        let sink = on(a.tcp_sink).map(|p| TcpSink::listen(stack, p, 1024).map_err(why("sink", p))).transpose()?;
-        let http = on(a.http).map(|p| HttpServer::listen(stack, p).map_err(why("HTTP", p))).transpose()?;
-        let send = match (a.tcp_send, &a.send_file) {
-            (Some(to), Some(path)) => {
-                let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-                let retry_for = a.send_retry;
-                let opts = SourceOptions { retry_for, reply_limit: 0, ..SourceOptions::default() };
-                Some(TcpSource::new(to, Payload::Reader(Box::new(file)), opts))
-            }
-            _ => None,
-        };
-        Ok(TcpServices { echo, sink, http, send })
-    }
-
-    /// Tell the user how to reach the services.
-    fn print_hints(&self, ns: &str, host: std::net::Ipv4Addr) {
-        if let Some(e) = &self.echo {
-            eprintln!("  TCP echo on port {p}: ip netns exec {ns} nc -N {host} {p}", p = e.port());
-        }
-        if let Some(s) = &self.sink {
-            eprintln!("  TCP discard sink on port {p}: ip netns exec {ns} nc -N {host} {p} < FILE", p = s.port());
-        }
-        if let Some(h) = &self.http {
-            eprintln!(
-                "  HTTP on port {p}: ip netns exec {ns} curl -o /dev/null http://{host}:{p}/size/1000000",
-                p = h.port()
-            );
-        }
-        if let Some(s) = &self.send {
-            eprintln!("  sending the file to {} (retrying while refused)", s.remote());
-        }
-    }
-
-    /// Serve every service once (after a poll); returns the work done.
-    fn serve<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<usize, NetError> {
-        let mut work = 0;
-        if let Some(e) = self.echo.as_mut() {
-            work += e.serve(stack)?;
-        }
-        if let Some(s) = self.sink.as_mut() {
-            work += s.serve(stack)?;
-        }
-        if let Some(h) = self.http.as_mut() {
-            work += h.serve(stack)?;
-        }
-        if let Some(s) = self.send.as_mut() {
-            work += s.step(stack)?;
-        }
-        Ok(work)
-    }
-
-    /// Named figures for the final table.
-    fn figures(&self) -> Vec<(String, u64)> {
-        let mut f = Vec::new();
-        let mut conns = |name: &str, c: apps::tcp_conns::ConnCounts| {
-            f.push((format!("{name}_connections"), c.accepted));
-            f.push((format!("{name}_failed"), c.failed));
-        };
-        if let Some(e) = &self.echo {
-            conns("tcp_echo", e.connections());
-        }
-        if let Some(s) = &self.sink {
-            conns("tcp_sink", s.connections());
-        }
-        if let Some(h) = &self.http {
-            conns("http", h.connections());
-        }
-        if let Some(e) = &self.echo {
-            f.push(("tcp_echo_bytes".into(), e.bytes));
-        }
-        if let Some(s) = &self.sink {
-            f.push(("tcp_sink_bytes".into(), s.bytes));
-        }
-        if let Some(h) = &self.http {
-            let c = h.counts();
-            f.extend([
-                ("http_ok".into(), c.ok),
-                ("http_errors".into(), c.errors),
-                ("http_body_bytes".into(), c.body_bytes),
-            ]);
-        }
-        if let Some(s) = &self.send {
-            f.extend([
-                ("tcp_send_bytes".into(), s.sent),
-                ("tcp_send_acked".into(), s.acked),
-                ("tcp_send_attempts".into(), s.attempts as u64),
-            ]);
-        }
-        f
     }
 }
 

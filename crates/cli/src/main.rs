@@ -27,6 +27,7 @@ mod logging;
 mod output;
 mod reproduce;
 mod runloop;
+mod services;
 mod statsfile;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

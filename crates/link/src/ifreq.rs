@@ -77,6 +77,23 @@ pub(crate) fn flags_and_mtu(ifname: &str) -> Result<(bool, usize), LinkError> {
     Ok((up, unsafe { req.ifr_ifru.ifru_mtu }.max(0) as usize))
 }
 
+/// The hardware (MAC) address of `ifname` (in the calling thread's network namespace).
+pub(crate) fn hwaddr(ifname: &str) -> Result<[u8; 6], LinkError> {
+    let sock = ctl_socket()?;
+    let mut req = ifreq(ifname)?;
+    // SAFETY: SIOCGIFHWADDR fills ifru_hwaddr of a valid ifreq.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } != 0 {
+        return Err(LinkError::last_os("SIOCGIFHWADDR"));
+    }
+    // SAFETY: the kernel has just written ifru_hwaddr, the active member.
+    let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
+    let mut mac = [0u8; 6];
+    for (m, d) in mac.iter_mut().zip(data.iter()) {
+        *m = *d as u8;
+    }
+    Ok(mac)
+}
+
 /// Index of interface `ifname` in the calling thread's network namespace.
 pub(crate) fn index(ifname: &str) -> Result<i32, LinkError> {
     ifreq(ifname)?;

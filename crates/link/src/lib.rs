@@ -47,6 +47,7 @@ pub mod packet;
 pub mod pcap;
 pub mod ring;
 pub mod shm;
+pub mod spec;
 pub mod tap;
 pub mod time;
 

@@ -126,6 +126,7 @@ mod ping;
 mod queue;
 mod raw;
 pub mod reasm;
+pub mod shard;
 mod stack;
 mod stack_tcp;
 pub mod tcp;

@@ -60,6 +60,7 @@ pub mod checksum;
 pub mod error;
 pub mod ethernet;
 mod field;
+pub mod flow;
 pub mod icmp;
 pub mod ipv4;
 pub mod tcp;

@@ -75,6 +75,9 @@ pub struct TcpConfig {
     /// Tail loss probes (RFC 8985 section 7): a tail of lost segments is probed after two
     /// smoothed RTTs instead of waiting for the retransmission timeout (needs SACK).
     pub tail_loss_probe: bool,
+    /// This stack's shard and the number of shards (one stack per queue, `wire::flow`):
+    /// connections it opens take source ports whose flow hashes back to it. `(0, 1)`: alone.
+    pub shard: (u16, u16),
 }
 
 impl Default for TcpConfig {
@@ -104,6 +107,7 @@ impl Default for TcpConfig {
             secret: super::isn::random_key(),
             dup_thresh: 3,
             tail_loss_probe: true,
+            shard: (0, 1),
         }
     }
 }

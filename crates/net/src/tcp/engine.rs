@@ -319,6 +319,10 @@ impl TcpEngine {
             let p = self.next_ephemeral;
             self.next_ephemeral = if p == u16::MAX { self.first_ephemeral } else { p + 1 };
             let t = FourTuple { local_port: p, remote_ip: *remote.ip(), remote_port: remote.port() };
+            let (shard, shards) = self.cfg.shard;
+            if shards > 1 && wire::flow::shard_of(self.local_ip, p, *remote.ip(), remote.port(), shards) != shard {
+                continue;
+            }
             if self.lookup.get(&t).is_none() && !self.listeners.contains_key(&p) {
                 return Ok(p);
             }
