@@ -11,6 +11,7 @@ mod cleanup;
 mod cmd_collective;
 mod cmd_demo;
 mod cmd_firewall;
+mod cmd_host;
 mod cmd_ids;
 mod cmd_ids_check;
 mod cmd_iperf;
@@ -50,6 +51,8 @@ enum Command {
     Demo(cmd_demo::DemoArgs),
     /// Run a linerate host on a TAP device in a new network namespace, facing Linux tools.
     Tap(cmd_tap::TapArgs),
+    /// Run a linerate host on any link (shm, TAP, AF_PACKET, AF_XDP with one stack per queue).
+    Host(cmd_host::HostArgs),
     /// Ping from a linerate host (to the Linux stack over TAP, or to another linerate host).
     Ping(cmd_ping::PingArgs),
     /// Show the live counters of running linerate instances.
@@ -147,6 +150,7 @@ fn main() -> ExitCode {
         }
         Command::Demo(a) => cmd_demo::run(a),
         Command::Tap(a) => cmd_tap::run(a),
+        Command::Host(a) => cmd_host::run(a),
         Command::Ping(a) => cmd_ping::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Iperf(a) => cmd_iperf::run(a),

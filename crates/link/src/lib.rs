@@ -112,7 +112,8 @@ pub struct LinkStats {
     /// Frames the kernel dropped because the link had lent it no free buffer (AF_XDP: an
     /// exhausted fill ring).
     pub rx_no_buffer: u64,
-    /// Frames the kernel dropped for the link for other reasons (AF_XDP: too long for a chunk).
+    /// Frames the kernel dropped for the link for other reasons than the two above (AF_XDP:
+    /// too long for its buffers).
     pub rx_kernel_dropped: u64,
     /// Frames the impairment wrapper dropped on purpose (simulated loss).
     pub impair_lost: u64,

@@ -38,6 +38,9 @@ pub struct ShardLink {
     peers: Vec<SyncSender<Vec<u8>>>,
     scratch: FrameBatch,
     stats: ShardStats,
+    /// Local TCP/UDP ports whose frames one shard takes whatever their flow (a service that
+    /// runs on one shard only, such as an iperf3 server whose test spans connections).
+    pinned: Vec<(u16, u16)>,
 }
 
 /// Wrap the queues `links` (queue i becomes shard i) so that each sees the frames it owns.
@@ -50,7 +53,16 @@ pub fn shard_links(links: Vec<Box<dyn Link>>) -> Vec<ShardLink> {
         .enumerate()
         .map(|(i, (inner, inbox))| {
             let scratch = FrameBatch::new(64, inner.max_frame());
-            ShardLink { inner, me: i as u16, n, inbox, peers: senders.clone(), scratch, stats: ShardStats::default() }
+            ShardLink {
+                inner,
+                me: i as u16,
+                n,
+                inbox,
+                peers: senders.clone(),
+                scratch,
+                stats: ShardStats::default(),
+                pinned: Vec::new(),
+            }
         })
         .collect()
 }
@@ -59,6 +71,11 @@ impl ShardLink {
     /// This shard's index.
     pub fn shard(&self) -> u16 {
         self.me
+    }
+
+    /// Send every frame to or from local port `port` to shard `to` (set the same on every shard).
+    pub fn pin_port(&mut self, port: u16, to: u16) {
+        self.pinned.push((port, to.min(self.n - 1)));
     }
 
     /// Counters of the hand-over.
@@ -80,8 +97,20 @@ impl ShardLink {
     }
 
     /// Route a received frame: true if this shard processes it (also when every shard does).
-    fn route(peers: &[SyncSender<Vec<u8>>], stats: &mut ShardStats, me: u16, n: u16, frame: &[u8]) -> bool {
-        match shard_of_frame(frame, n) {
+    fn route(
+        peers: &[SyncSender<Vec<u8>>],
+        stats: &mut ShardStats,
+        pinned: &[(u16, u16)],
+        me: u16,
+        n: u16,
+        frame: &[u8],
+    ) -> bool {
+        let pin = ports_of(frame).and_then(|(s, d)| pinned.iter().find(|(p, _)| *p == s || *p == d));
+        let owner = match pin {
+            Some(&(_, to)) => FrameShard::One(to),
+            None => shard_of_frame(frame, n),
+        };
+        match owner {
             FrameShard::One(s) if s == me => true,
             FrameShard::One(s) => {
                 Self::hand_over(peers, stats, s, frame);
@@ -95,6 +124,20 @@ impl ShardLink {
             }
         }
     }
+}
+
+/// The source and destination ports of an unfragmented IPv4 TCP or UDP frame.
+fn ports_of(frame: &[u8]) -> Option<(u16, u16)> {
+    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] || !matches!(frame[23], 6 | 17) {
+        return None;
+    }
+    let ihl = usize::from(frame[14] & 0x0f) * 4;
+    let fragment = u16::from_be_bytes([frame[20], frame[21]]) & 0x3fff != 0;
+    let l4 = 14 + ihl;
+    if fragment || ihl < 20 || frame.len() < l4 + 4 {
+        return None;
+    }
+    Some((u16::from_be_bytes([frame[l4], frame[l4 + 1]]), u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]])))
 }
 
 impl Link for ShardLink {
@@ -116,7 +159,7 @@ impl Link for ShardLink {
         }
         self.inner.rx_batch(now, &mut self.scratch)?;
         for f in self.scratch.iter() {
-            if Self::route(&self.peers, &mut self.stats, self.me, self.n, f) && batch.push(f) {
+            if Self::route(&self.peers, &mut self.stats, &self.pinned, self.me, self.n, f) && batch.push(f) {
                 got += 1;
             }
         }
@@ -152,9 +195,9 @@ impl Link for ShardLink {
             f(&mut *self.inner, &frame);
             handled += 1;
         }
-        let (peers, stats, me, n) = (&self.peers, &mut self.stats, self.me, self.n);
+        let (peers, stats, pinned, me, n) = (&self.peers, &mut self.stats, &self.pinned, self.me, self.n);
         let r = self.inner.rx_in_place(now, max - handled, &mut |tx, frame| {
-            if Self::route(peers, stats, me, n, frame) {
+            if Self::route(peers, stats, pinned, me, n, frame) {
                 f(tx, frame);
             }
         })?;

@@ -658,7 +658,7 @@ impl Link for XdpLink {
             rx_dropped_no_room: self.rx.no_room,
             rx_ring_full: k.rx_ring_full,
             rx_no_buffer: k.rx_fill_ring_empty_descs,
-            rx_kernel_dropped: k.rx_dropped,
+            rx_kernel_dropped: k.rx_dropped.saturating_sub(k.rx_fill_ring_empty_descs),
             dropped_oversize: self.rx.oversize + self.tx.oversize,
             ..self.tx.stats()
         }
