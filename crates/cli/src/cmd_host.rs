@@ -196,7 +196,7 @@ fn print_reports(cfg: &Config, reports: Vec<Result<ShardReport, String>>, json: 
     }
     let mut head = vec!["counter".to_string(), "total".to_string()];
     if ok.len() > 1 {
-        head.extend((0..ok.len()).map(|q| format!("shard {q}")));
+        head.extend((0..ok.len()).map(|q| format!("shard_{q}")));
     }
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut t = Table::new(&format!("linerate host {}: counters", cfg.ip), &head);

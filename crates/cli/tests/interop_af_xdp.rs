@@ -1,0 +1,312 @@
+//! `linerate host` on AF_XDP, facing the real Linux stack over a veth pair between two
+//! namespaces this test creates: ping (also fragmented), curl of 100 MB with the bytes
+//! checked, nc both ways with hashes, stock iperf3 both ways, a tshark check of a capture
+//! on the Linux side, the kernel still reachable on another address of the host's interface,
+//! two shards on a two-queue veth, and no XDP program left behind, also by a killed host.
+//! Needs root; without it (or a tool) each test says why and fails.
+
+mod common;
+
+use common::{can_run, serial, sha256_file, Scratch, BIN};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use testbed::Netns;
+
+/// The linerate host's address on the veth.
+const HOST: &str = "10.88.0.2";
+/// The kernel's own address on the same interface (the host's namespace).
+const KERNEL: &str = "10.88.0.3";
+/// The Linux peer's address.
+const LINUX: &str = "10.88.0.1";
+
+/// Two namespaces joined by a veth: `host_ns` (veth `lrx0`, kernel address KERNEL) where
+/// linerate runs, `linux_ns` (veth `lrx1`, LINUX) where the Linux tools run.
+struct Rig {
+    host_ns: Netns,
+    linux_ns: Netns,
+    host: Option<Child>,
+}
+
+impl Rig {
+    /// Create the namespaces and the veth (`queues` queues each way).
+    fn new(queues: u32) -> Rig {
+        let host_ns = Netns::create("lr-xdp-h").unwrap();
+        let linux_ns = Netns::create("lr-xdp-l").unwrap();
+        let q = queues.to_string();
+        host_ns
+            .ip(&[
+                "link",
+                "add",
+                "lrx0",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "lrx1",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "netns",
+                linux_ns.name(),
+            ])
+            .unwrap();
+        host_ns.ip(&["addr", "add", &format!("{KERNEL}/24"), "dev", "lrx0"]).unwrap();
+        linux_ns.ip(&["addr", "add", &format!("{LINUX}/24"), "dev", "lrx1"]).unwrap();
+        host_ns.ip(&["link", "set", "lrx0", "up"]).unwrap();
+        linux_ns.ip(&["link", "set", "lrx1", "up"]).unwrap();
+        // Between veths Linux leaves checksums to an offload that never happens: compute them.
+        let o = linux_ns.run("ethtool", &["-K", "lrx1", "tx", "off"]).unwrap();
+        assert!(o.status.success(), "ethtool -K lrx1 tx off: {}", String::from_utf8_lossy(&o.stderr));
+        Rig { host_ns, linux_ns, host: None }
+    }
+
+    /// Start `linerate host` on AF_XDP with `extra` flags; returns once it answers a ping.
+    fn start_host(&mut self, extra: &[&str]) {
+        let child = self
+            .host_ns
+            .command(BIN)
+            .args(["host", "--link", "af_xdp:lrx0", "--ip", &format!("{HOST}/24"), "--duration", "240s", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("linerate host starts");
+        self.host = Some(child);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if self.linux(&format!("ping -c 1 -W 1 {HOST}")).status.success() {
+                return;
+            }
+        }
+        let out = self.stop_host();
+        panic!("the host never answered a ping: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// Run `script` with sh in the Linux namespace.
+    fn linux(&self, script: &str) -> Output {
+        self.linux_ns.command("sh").args(["-c", script]).output().expect("sh runs")
+    }
+
+    /// Stop the host with SIGINT (as Ctrl-C) and collect its output.
+    fn stop_host(&mut self) -> Output {
+        let child = self.host.take().expect("a host runs");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().expect("linerate host ends");
+        eprintln!(
+            "--- host stdout\n{}--- host stderr\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// True if an XDP program is attached to the host's veth.
+    fn xdp_attached(&self) -> bool {
+        let o = self.host_ns.run("ip", &["-d", "link", "show", "lrx0"]).unwrap();
+        String::from_utf8_lossy(&o.stdout).contains("prog/xdp")
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.host.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Counter `name` (the "total" column) from the host's JSON table.
+fn counter(out: &Output, name: &str) -> u64 {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the host prints JSON");
+    let rows = v.pointer("/tables/0/rows").or_else(|| v.pointer("/rows")).and_then(|r| r.as_array()).cloned();
+    let rows = rows.unwrap_or_else(|| v.as_array().cloned().unwrap_or_default());
+    rows.iter()
+        .find(|r| r.get("counter").and_then(|c| c.as_str()) == Some(name))
+        .and_then(|r| r.get("total").and_then(|t| t.as_u64()))
+        .unwrap_or(0)
+}
+
+/// bits_per_second of the receiver in iperf3 -J output.
+fn iperf3_bps(out: &Output) -> f64 {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("iperf3 -J: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    v.pointer("/end/sum_received/bits_per_second").and_then(|b| b.as_f64()).unwrap_or(0.0)
+}
+
+#[test]
+fn af_xdp_host_serves_linux_tools_and_passes_the_kernels_traffic() {
+    if !can_run(&["ping", "curl", "nc", "iperf3", "tshark", "ethtool"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("af-xdp");
+    let mut rig = Rig::new(1);
+    // The kernel of the host's namespace listens on its own address of the same interface.
+    let (input, echoed, to_kernel, body, pcap) =
+        (dir.file("in"), dir.file("echoed"), dir.file("kernel"), dir.file("body"), dir.file("linux.pcap"));
+    std::fs::write(&input, (0..20_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect::<Vec<u8>>())
+        .unwrap();
+    let mut kernel_listener = rig
+        .host_ns
+        .command("sh")
+        .args(["-c", &format!("timeout 60 nc -l {KERNEL} 9999 > {to_kernel}")])
+        .spawn()
+        .unwrap();
+    rig.start_host(&[]);
+    assert!(rig.xdp_attached(), "no XDP program on lrx0 while the host runs");
+
+    let ping =
+        rig.linux(&format!("ping -c 3 -i 0.2 {HOST} && ping -c 2 -i 0.2 -s 8000 {HOST} && ping -c 2 -i 0.2 {KERNEL}"));
+    assert!(ping.status.success(), "ping: {}", String::from_utf8_lossy(&ping.stdout));
+
+    // A capture on the Linux side while the byte-checked transfers run.
+    let mut tshark = rig
+        .linux_ns
+        .command("tshark")
+        .args(["-i", "lrx1", "-q", "-w", &pcap, "-s", "128", "-a", "duration:100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let script = format!(
+        "set -e; nc -N {HOST} 7 < {input} > {echoed}; nc -N {HOST} 9 < {input}; \
+         nc -N {KERNEL} 9999 < {input}; \
+         curl -sS --fail --max-time 60 -o {body} http://{HOST}/size/100000000"
+    );
+    let t = rig.linux(&script);
+    assert!(t.status.success(), "transfers: {}", String::from_utf8_lossy(&t.stderr));
+    // SAFETY: kill(2) on our own child's pid: tshark finishes its file on SIGINT.
+    unsafe { libc::kill(tshark.id() as i32, libc::SIGINT) };
+    let _ = tshark.wait();
+    let _ = kernel_listener.wait();
+    assert_eq!(sha256_file(&echoed), sha256_file(&input), "the echo changed the bytes");
+    assert_eq!(sha256_file(&to_kernel), sha256_file(&input), "the kernel's socket on {KERNEL} did not get the bytes");
+    let mut expected = vec![0u8; 100_000_000];
+    apps::pattern::fill(0, &mut expected);
+    let want = {
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(&expected))
+    };
+    assert_eq!(sha256_file(&body), (want, 100_000_000), "the HTTP body differs from the pattern");
+
+    let o = Command::new("tshark")
+        .args([
+            "-n",
+            "-r",
+            &pcap,
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-Y",
+            "_ws.malformed || ip.checksum.status == \"Bad\"",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "tshark: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.is_empty(), "malformed frames:\n{}", String::from_utf8_lossy(&o.stdout));
+    let all = Command::new("tshark").args(["-n", "-r", &pcap, "-Y", "tcp"]).output().unwrap();
+    assert!(all.stdout.split(|&b| b == b'\n').count() > 1000, "the capture holds the transfers");
+
+    // Stock iperf3 both ways (a floor, not a benchmark: two cores shared with the build).
+    for reverse in [false, true] {
+        let o = rig.linux(&format!("timeout 30 iperf3 -c {HOST} -t 2 -J {}", if reverse { "-R" } else { "" }));
+        assert!(o.status.success(), "iperf3 (reverse: {reverse}) failed: {}", String::from_utf8_lossy(&o.stdout));
+        let bps = iperf3_bps(&o);
+        eprintln!("iperf3 {}: {:.2} Gbit/s", if reverse { "-R" } else { "" }, bps / 1e9);
+        assert!(bps > 2e8, "iperf3 (reverse: {reverse}) moved only {bps} bit/s");
+    }
+
+    let out = rig.stop_host();
+    assert!(out.status.success(), "the host failed");
+    assert_eq!(counter(&out, "tcp_sink_bytes"), 20_000_000);
+    assert_eq!(counter(&out, "http_ok"), 1);
+    assert_eq!(counter(&out, "iperf3_tests"), 2);
+    assert!(counter(&out, "icmp_echo_replied") >= 5);
+    assert!(!rig.xdp_attached(), "the XDP program outlived the host");
+}
+
+#[test]
+fn a_killed_af_xdp_host_leaves_no_xdp_program_and_faults_have_sentences() {
+    if !can_run(&["ping", "ethtool"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let mut rig = Rig::new(1);
+    rig.start_host(&[]);
+    assert!(rig.xdp_attached());
+    let mut child = rig.host.take().unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(!rig.xdp_attached(), "a killed host left its XDP program attached");
+    let cleanup = Command::new(BIN).args(["tap", "--cleanup"]).output().unwrap();
+    assert!(cleanup.status.success(), "tap --cleanup: {}", String::from_utf8_lossy(&cleanup.stderr));
+
+    let fault = |rig: &Rig, args: &[&str]| -> String {
+        let o = rig.host_ns.command(BIN).arg("host").args(args).args(["--duration", "5s"]).output().unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let ip = format!("{HOST}/24");
+    let e = fault(&rig, &["--link", "af_xdp:lrx-nosuch", "--ip", &ip]);
+    assert!(e.contains("no interface named \"lrx-nosuch\""), "{e}");
+    let e = fault(&rig, &["--link", "af_xdp:lrx0", "--ip", &ip, "--queues", "3"]);
+    assert!(e.contains("has no queue 1"), "{e}");
+    let e = fault(&rig, &["--link", "veth0", "--ip", &ip]);
+    assert!(e.contains("KIND:NAME"), "{e}");
+    rig.host_ns.ip(&["link", "set", "lrx0", "down"]).unwrap();
+    let e = fault(&rig, &["--link", "af_xdp:lrx0", "--ip", &ip]);
+    assert!(e.contains("lrx0 is down"), "{e}");
+    rig.host_ns.ip(&["link", "set", "lrx0", "up"]).unwrap();
+    rig.start_host(&[]);
+    let e = fault(&rig, &["--link", "af_xdp:lrx0", "--ip", "10.88.0.4/24"]);
+    assert!(e.contains("already has an XDP program attached"), "{e}");
+    let out = rig.stop_host();
+    assert!(out.status.success());
+}
+
+#[test]
+fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
+    if !can_run(&["nc", "ethtool"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("af-xdp-shards");
+    let mut rig = Rig::new(2);
+    rig.start_host(&["--queues", "2"]);
+    // 64 connections at once, each echoing its own bytes.
+    let mut script = String::from("set -e\n");
+    for i in 0..64 {
+        let (inp, out) = (dir.file(&format!("in{i}")), dir.file(&format!("out{i}")));
+        std::fs::write(&inp, (0..100_000u32).map(|k| (k * 7 + i * 13) as u8).collect::<Vec<u8>>()).unwrap();
+        script.push_str(&format!("timeout 60 nc -N {HOST} 7 < {inp} > {out} &\n"));
+    }
+    script.push_str("wait\n");
+    let t = rig.linux(&script);
+    assert!(t.status.success(), "nc: {}", String::from_utf8_lossy(&t.stderr));
+    for i in 0..64 {
+        let (inp, out) = (dir.file(&format!("in{i}")), dir.file(&format!("out{i}")));
+        assert_eq!(sha256_file(&out), sha256_file(&inp), "connection {i} changed its bytes");
+    }
+    let out = rig.stop_host();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v.to_string();
+    eprintln!("{text}");
+    let row = |name: &str| -> Vec<u64> {
+        let rows = v.pointer("/tables/0/rows").or_else(|| v.pointer("/rows")).and_then(|r| r.as_array()).cloned();
+        let rows = rows.unwrap_or_else(|| v.as_array().cloned().unwrap_or_default());
+        let r =
+            rows.iter().find(|r| r.get("counter").and_then(|c| c.as_str()) == Some(name)).cloned().unwrap_or_default();
+        ["total", "shard_0", "shard_1"].iter().map(|k| r.get(*k).and_then(|x| x.as_u64()).unwrap_or(0)).collect()
+    };
+    let opens = row("tcp_passive_opens");
+    assert_eq!(opens[0], 64, "{opens:?}");
+    assert!(opens[1] > 0 && opens[2] > 0, "one shard took every connection: {opens:?}");
+}
