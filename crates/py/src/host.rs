@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant as StdInstant};
 
 use link::shm::ShmLink;
+use link::spec::{LinkSpec, OpenOptions};
 use link::{Link, LinkConfig};
 use net::{Config, Stack, TcpHandle};
 use pyo3::prelude::*;
@@ -25,6 +26,8 @@ enum Medium {
     Tap { ns: Netns, linux_ip: Ipv4Addr },
     /// One end of the shared-memory link at `path`.
     Shm { path: String },
+    /// A link named by a spec (`af_xdp:IFACE`, `af_packet:IFACE`, ...), run as `mode`.
+    Link { spec: String, mode: String },
 }
 
 /// A host on a real link, polled on the wall clock.
@@ -162,6 +165,7 @@ impl HostRef {
                     format!("TAP in namespace {}", ns.name())
                 }
                 Some(Some(LiveHost { medium: Medium::Shm { path }, .. })) => format!("shared memory {path}"),
+                Some(Some(LiveHost { medium: Medium::Link { spec, mode }, .. })) => format!("{spec} ({mode})"),
                 Some(None) => return "closed".to_string(),
                 None => "live".to_string(),
             },
@@ -187,6 +191,7 @@ impl PyHost {
         let kind = match medium {
             Medium::Tap { .. } => "tap",
             Medium::Shm { .. } => "shm",
+            Medium::Link { .. } => "link",
         };
         let live = LiveHost { stack, medium, handler_errors: Default::default() };
         PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))), kind }
@@ -268,6 +273,45 @@ impl PyHost {
         Ok(PyHost::live(stack, Medium::Shm { path }))
     }
 
+    /// A host on the link `spec` (`af_xdp:IFACE`, `af_packet:IFACE`, `tap:IFNAME`,
+    /// `shm:NAME`), in network namespace `netns` if given (else this process's). AF_XDP and
+    /// AF_PACKET hosts take the interface's MAC and (without `mtu`) its MTU; AF_XDP steers
+    /// IPv4 and ARP for `cidr` to the host and passes every other frame to the kernel. One
+    /// stack polls one queue here (`queues=1`); `linerate host --queues N` runs one per queue.
+    /// Poll it with `run`.
+    #[staticmethod]
+    #[pyo3(signature = (spec, cidr, queues = 1, mtu = None, gateway = None, netns = None))]
+    fn on_link(
+        spec: &str,
+        cidr: &str,
+        queues: u32,
+        mtu: Option<usize>,
+        gateway: Option<&str>,
+        netns: Option<&str>,
+    ) -> PyResult<PyHost> {
+        let parsed: LinkSpec = spec.parse().map_err(val)?;
+        if queues != 1 {
+            return Err(val(format!(
+                "queues={queues}: a Python host polls one queue; run `linerate host --link {spec} --queues {queues}` for one stack per queue"
+            )));
+        }
+        let mut cfg = host_config(cidr, mtu.unwrap_or(1500), gateway)?;
+        let opts = OpenOptions { mtu, queues, addresses: vec![cfg.ip], ..OpenOptions::default() };
+        let opened = match netns {
+            Some(ns) => parsed.open_in_netns(ns, &opts),
+            None => parsed.open(&opts),
+        }
+        .map_err(errors::link)?;
+        if let Some(mac) = opened.mac {
+            cfg.mac = wire::MacAddr(mac);
+        }
+        cfg = cfg.mtu(opened.mtu);
+        cfg.validate().map_err(|e| val(e.to_string()))?;
+        let link = opened.links.into_iter().next().ok_or_else(|| val(format!("{spec} opened no queue")))?;
+        let stack = Stack::new(cfg, link).map_err(errors::net)?;
+        Ok(PyHost::live(stack, Medium::Link { spec: parsed.to_string(), mode: opened.mode }))
+    }
+
     /// The host's IPv4 address.
     #[getter]
     fn ip(&self, py: Python<'_>) -> PyResult<String> {
@@ -280,7 +324,7 @@ impl PyHost {
         self.host.with(py, |s| Ok(s.mac().to_string()))
     }
 
-    /// Where the host runs: "testbed", "tap" or "shm".
+    /// Where the host runs: "testbed", "tap", "shm" or "link".
     #[getter]
     fn kind(&self) -> &'static str {
         self.kind
@@ -291,7 +335,7 @@ impl PyHost {
     fn netns(&self) -> Option<String> {
         self.with_live(|l| match &l.medium {
             Medium::Tap { ns, .. } => Ok(Some(ns.name().to_string())),
-            Medium::Shm { .. } => Ok(None),
+            Medium::Shm { .. } | Medium::Link { .. } => Ok(None),
         })
         .unwrap_or(None)
     }
@@ -301,7 +345,7 @@ impl PyHost {
     fn linux_ip(&self) -> Option<String> {
         self.with_live(|l| match &l.medium {
             Medium::Tap { linux_ip, .. } => Ok(Some(linux_ip.to_string())),
-            Medium::Shm { .. } => Ok(None),
+            Medium::Shm { .. } | Medium::Link { .. } => Ok(None),
         })
         .unwrap_or(None)
     }

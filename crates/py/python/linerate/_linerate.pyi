@@ -46,6 +46,15 @@ class Host:
     ) -> Host: ...
     @staticmethod
     def on_shm(name: str, cidr: str, create: bool, mtu: int = 1500, timeout: float = 10.0) -> Host: ...
+    @staticmethod
+    def on_link(
+        spec: str,
+        cidr: str,
+        queues: int = 1,
+        mtu: Optional[int] = None,
+        gateway: Optional[str] = None,
+        netns: Optional[str] = None,
+    ) -> Host: ...
     @property
     def ip(self) -> str: ...
     @property
