@@ -51,7 +51,39 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
             ]);
         }
     }
+    // The shards of one process (`NAME.shardN`) also summed, as instance `NAME`.
+    for (base, command, pid, sums) in shard_sums(&instances) {
+        for (c, v) in sums.iter().filter(|(_, v)| a.all || **v > 0) {
+            t.row(vec![
+                Cell::Text(format!("{base} (all shards)")),
+                Cell::from(command.as_str()),
+                Cell::count(pid),
+                Cell::from(c.as_str()),
+                Cell::count_u64(*v),
+            ]);
+        }
+    }
     t.summary("instances", Cell::count(instances.len() as f64));
     t.print(a.json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per process whose instances are shards (`NAME.shardN`): its name, command, pid and every
+/// counter summed over the shards.
+fn shard_sums(
+    instances: &[crate::statsfile::Entry],
+) -> Vec<(String, String, u32, std::collections::BTreeMap<String, u64>)> {
+    let mut groups: std::collections::BTreeMap<String, (String, u32, std::collections::BTreeMap<String, u64>)> =
+        Default::default();
+    for e in instances {
+        let Some((base, shard)) = e.name.rsplit_once(".shard") else { continue };
+        if shard.is_empty() || !shard.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let g = groups.entry(base.to_string()).or_insert_with(|| (e.command.clone(), e.pid, Default::default()));
+        for (c, v) in &e.counters {
+            *g.2.entry(c.clone()).or_insert(0) += v;
+        }
+    }
+    groups.into_iter().map(|(b, (c, p, s))| (b, c, p, s)).collect()
 }

@@ -294,6 +294,14 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
         let (inp, out) = (dir.file(&format!("in{i}")), dir.file(&format!("out{i}")));
         assert_eq!(sha256_file(&out), sha256_file(&inp), "connection {i} changed its bytes");
     }
+    // `linerate stats` lists each shard and their sum (published every few hundred ms).
+    std::thread::sleep(Duration::from_millis(1200));
+    let pid = rig.host.as_ref().unwrap().id();
+    let stats = Command::new(BIN).args(["stats", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    for want in [format!("host-{pid}.shard0"), format!("host-{pid}.shard1"), format!("host-{pid} (all shards)")] {
+        assert!(text.contains(&want), "linerate stats shows no {want}:\n{text}");
+    }
     let out = rig.stop_host();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
