@@ -267,6 +267,15 @@ fn a_killed_af_xdp_host_leaves_no_xdp_program_and_faults_have_sentences() {
     rig.start_host(&[]);
     let e = fault(&rig, &["--link", "af_xdp:lrx0", "--ip", "10.88.0.4/24"]);
     assert!(e.contains("already has an XDP program attached"), "{e}");
+    // What the kernel does to the interface under a running host: it keeps answering.
+    for change in
+        [&["link", "set", "lrx0", "down"][..], &["link", "set", "lrx0", "up"], &["link", "set", "lrx0", "mtu", "1400"]]
+    {
+        rig.host_ns.ip(change).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ping = rig.linux(&format!("ping -c 2 -i 0.2 -W 2 {HOST}"));
+    assert!(ping.status.success(), "no answer after down/up and an MTU change");
     let out = rig.stop_host();
     assert!(out.status.success());
 }

@@ -60,6 +60,13 @@ fn xdp_on(ns: &Netns, ifname: &str, steer: Steer) -> XdpLink {
     af_xdp::create_in_netns(&ns.name, ifname, 1, &XdpConfig::new(steer)).unwrap().pop().unwrap()
 }
 
+/// Attach the steering program to `ifname` inside `ns`.
+fn ns_attach(ns: &Netns, ifname: &str) -> std::sync::Arc<af_xdp::XdpInterface> {
+    let ifname = ifname.to_string();
+    link::netns::run_in_netns(&ns.name, move || af_xdp::XdpInterface::attach(&ifname, &XdpConfig::new(Steer::All)))
+        .unwrap()
+}
+
 fn xdp_attached(ns: &Netns, ifname: &str) -> bool {
     let out = std::process::Command::new("ip").args(["-n", &ns.name, "-d", "link", "show", ifname]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
@@ -214,6 +221,14 @@ fn af_xdp_faults_say_what_is_wrong() {
     let _held = xdp_on(&ns, "lrxa", Steer::All);
     let m = msg(af_xdp::create_in_netns(&ns.name, "lrxa", 1, &cfg));
     assert!(m.contains("already has an XDP program"), "{m}");
+    drop(_held);
+    let iface = ns_attach(&ns, "lrxa");
+    let _first = iface.open_queue(0).unwrap();
+    let m = match iface.open_queue(0) {
+        Err(e) => e.to_string(),
+        Ok(_) => "opened".into(),
+    };
+    assert!(m.contains("queue 0 of lrxa is already used"), "{m}");
     let mut big = cfg.clone();
     big.ring = 100;
     let m = msg(af_xdp::create_in_netns(&ns.name, "lrxa", 1, &big));

@@ -184,16 +184,45 @@ impl XdpInterface {
             return Err(config_err(format!("AF_XDP queue {queue} is beyond the {MAX_QUEUES} linerate supports")));
         }
         let try_zero_copy = !self.force_copy;
-        let link = match XdpLink::bind(self, queue, try_zero_copy) {
+        // A socket closed a moment ago frees its queue in deferred kernel work: a busy queue
+        // is retried for a bounded while before it is reported.
+        let mut tries = 0;
+        let mut bind = |zc: bool| loop {
+            match XdpLink::bind(self, queue, zc) {
+                Err(LinkError::Os { source, .. })
+                    if source.raw_os_error() == Some(libc::EBUSY) && tries < BUSY_RETRIES =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                other => return other,
+            }
+        };
+        let link = match bind(try_zero_copy) {
             Err(LinkError::Os { source, .. })
                 if try_zero_copy && matches!(source.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) =>
             {
-                XdpLink::bind(self, queue, false)?
+                bind(false).map_err(busy_sentence(&self.ifname, queue))?
             }
-            other => other?,
+            other => other.map_err(busy_sentence(&self.ifname, queue))?,
         };
         bpf::map_set(&self.map, queue, &link.fd)?;
         Ok(link)
+    }
+}
+
+/// Tries of a bind whose queue is busy (10 ms apart) before it is reported.
+const BUSY_RETRIES: u32 = 30;
+
+/// The sentence for a queue another socket holds; other errors pass unchanged.
+fn busy_sentence(ifname: &str, queue: u32) -> impl Fn(LinkError) -> LinkError + '_ {
+    move |e| {
+        match e {
+        LinkError::Os { source, .. } if source.raw_os_error() == Some(libc::EBUSY) => config_err(format!(
+            "queue {queue} of {ifname} is already used by another AF_XDP socket (another linerate?): stop it or pick other queues"
+        )),
+        other => other,
+    }
     }
 }
 
@@ -318,9 +347,6 @@ impl XdpLink {
             let e = std::io::Error::last_os_error();
             let name = &iface.ifname;
             return Err(match e.raw_os_error() {
-                Some(libc::EBUSY) => config_err(format!(
-                    "queue {queue} of {name} is already used by another AF_XDP socket (another linerate?): stop it or pick other queues"
-                )),
                 Some(libc::EINVAL) if !zero_copy => config_err(format!(
                     "{name} has no queue {queue} (or refuses AF_XDP on it): use fewer queues (`ethtool -l {name}` lists them)"
                 )),

@@ -492,6 +492,20 @@ mod tests {
     }
 
     #[test]
+    fn a_shard_opens_connections_from_ports_whose_flow_hashes_back_to_it() {
+        for shard in 0..3u16 {
+            let mut e = engine();
+            e.cfg.shard = (shard, 3);
+            let remote = SocketAddrV4::new(PEER, PEER_PORT);
+            for _ in 0..50 {
+                let p = e.ephemeral_port(remote).unwrap();
+                assert_eq!(wire::flow::shard_of(LOCAL, p, PEER, PEER_PORT, 3), shard, "port {p}");
+                e.connect(remote, p, Recorder::new().now).unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn a_full_link_leaves_the_session_to_send_at_the_next_flush() {
         let mut e = engine();
         let mut out = Recorder::new();
