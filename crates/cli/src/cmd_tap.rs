@@ -29,7 +29,7 @@ pub struct TapArgs {
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
     /// Default gateway of the linerate host: replies to off-link sources go there (without
-    /// one, packets from off-link sources are dropped and counted as `drop_ipv4_no_route`).
+    /// one, packets from off-link sources are dropped and counted as `rx_drop_ipv4_no_route`).
     #[arg(long, value_name = "IP")]
     gateway: Option<std::net::Ipv4Addr>,
     /// IP MTU of the TAP link.
@@ -233,6 +233,8 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         row(&name, v);
     }
     t.summary("tcp_sessions_at_exit", Cell::count(setup.stack.tcp_sessions() as f64));
+    let accounting = setup.stack.counters().rx_accounting();
+    t.summary("rx_unaccounted", Cell::count(accounting.unaccounted() as f64));
     if let Some(g) = &linux_impair {
         report_linux_impairment(g, &mut t);
     }
@@ -241,6 +243,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         t.eprint(a.json);
     } else {
         t.print(a.json);
+    }
+    // Every received frame has exactly one verdict; a run where that failed is not a success.
+    eprintln!("linerate: receive accounting: {accounting}");
+    if !accounting.holds() {
+        eprintln!("linerate: {}", accounting.check().unwrap_err());
+        return Ok(ExitCode::FAILURE);
     }
     if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
         eprintln!("linerate: --tcp-send failed: {e}");

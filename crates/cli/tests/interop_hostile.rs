@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{can_run, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
+use common::{can_run, counters, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
 use std::path::PathBuf;
 
 /// The venv's Python (with scapy), or why it is missing.
@@ -17,20 +17,6 @@ fn venv_python() -> Result<String, String> {
     } else {
         Err(format!("{} is missing (make setup creates it)", p.display()))
     }
-}
-
-/// The final counters `linerate tap --json` printed, by name (stdout holds the JSON alone:
-/// the --run command's output goes to stderr).
-fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
-    let text = String::from_utf8_lossy(stdout);
-    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("stdout is one JSON document");
-    let mut out = std::collections::HashMap::new();
-    for row in v["tables"][0]["rows"].as_array().expect("rows") {
-        let name = row["counter"].as_str().unwrap_or_default().to_string();
-        let value = row["value"].as_u64().unwrap_or_else(|| panic!("a counter is a number: {row}"));
-        out.insert(name, value);
-    }
-    out
 }
 
 #[test]
@@ -47,6 +33,7 @@ fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
     assert!(out.status.success(), "ping failed: {text}");
     assert_eq!(text.matches("5 packets transmitted, 5 received").count(), 3, "{text}");
     let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
     assert!(c["ipv4_reassembled"] >= 15 && c["ipv4_fragmented_sent"] >= 15, "{c:?}");
 }
 
@@ -118,28 +105,9 @@ sendp(frames, iface="lrtap0", verbose=False)
     assert!(out.status.success(), "the host stopped answering: {text}");
     assert!(text.contains("3 packets transmitted, 3 received"), "ping's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
-    assert_eq!(c.get("drop_ipv4_no_route"), Some(&2), "{c:?}");
-    assert_eq!(c.get("drop_ipv4_martian_src"), Some(&4), "{c:?}");
-    assert_eq!(
-        c["rx_frames"],
-        c["rx_delivered"] + c.iter().filter(|(k, _)| is_rx_drop(k)).map(|(_, v)| v).sum::<u64>()
-    );
-}
-
-/// Receive-path drop counters (see `net::Counters::rx_drops`).
-fn is_rx_drop(name: &str) -> bool {
-    let tx_side = [
-        "drop_ipv4_reasm_timeout",
-        "drop_ipv4_reasm_evicted",
-        "drop_tx_too_big",
-        "drop_icmp_rate_limited",
-        "drop_arp_unresolved",
-        "drop_arp_pending_full",
-        "drop_tx_link_full",
-        "drop_tcp_challenge_limited",
-        "drop_link_rx_error",
-    ];
-    name.starts_with("drop_") && !tx_side.contains(&name)
+    assert_eq!(c.get("rx_drop_ipv4_no_route"), Some(&2), "{c:?}");
+    assert_eq!(c.get("rx_drop_ipv4_martian_src"), Some(&4), "{c:?}");
+    common::assert_rx_accounting(&c);
 }
 
 #[test]
@@ -215,6 +183,7 @@ print("flood: %d SYNs in %.1f s" % (len(frames), time.monotonic() - t0))
     let codes = std::fs::read_to_string(&codes).unwrap_or_default();
     let ok = codes.lines().filter(|l| l.trim() == "200").count();
     let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
     eprintln!("curl: {ok} of 200 requests answered; counters {c:?}");
     assert!(ok >= 198, "only {ok} of 200 curl requests succeeded during the flood");
     assert!(c["tcp_syncookies_sent"] > 90_000, "{c:?}");
@@ -261,6 +230,7 @@ print("ok %d" % ok)
     assert!(out.status.success(), "a connection failed: {text}");
     assert!(text.contains("ok 20000"), "the client's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
-    assert_eq!(c.get("drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
+    common::assert_rx_accounting(&c);
+    assert_eq!(c.get("rx_drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
     let _ = LINUX;
 }

@@ -132,7 +132,7 @@ pub mod tcp;
 mod udp;
 
 pub use config::Config;
-pub use counters::{Counter, Counters};
+pub use counters::{Counter, Counters, RxAccounting, RX_DROP_PREFIX, TX_DROP_PREFIX};
 pub use error::{
     BadHandle, BindError, BypassError, ConfigError, ConnectError, ControlError, ListenError, NetError, PingError,
     RawBindError, RawSendError, RecvError, SendError, TooManyWatchers, UdpSendError,

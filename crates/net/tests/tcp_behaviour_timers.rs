@@ -235,7 +235,7 @@ fn time_wait_reacks_a_retransmitted_fin_and_restarts_the_timer() {
     assert_eq!(b.advance(secs(1)), vec![]);
     let fin = c.p(FIN | ACK, PEER_ISS + 1, c.iss + 2);
     assert_eq!(b.send(fin.clone()), vec![c.h(ACK, c.iss + 2, PEER_ISS + 2, 65535)]);
-    assert_eq!(b.counter(Counter::drop_tcp_out_of_window), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_out_of_window), 1);
     // 2 MSL from the retransmitted FIN (RFC 9293 3.10.7.4, TIME-WAIT: restart the timer).
     assert_eq!(b.advance(tw + secs(3) - b.now - ms(1)), vec![]);
     assert_eq!(b.host.tcp_sessions(), 1);

@@ -269,6 +269,8 @@ pub struct RxSar {
     pub segs_unacked: u32,
     /// An ACK must go out at the next output.
     pub ack_now: bool,
+    /// That ACK is a challenge ACK (RFC 5961), counted as sent when it leaves.
+    pub challenge_pending: bool,
     /// Window scaling agreed (both SYNs carried the option).
     pub ws_ok: bool,
     /// Timestamps agreed.

@@ -490,6 +490,10 @@ impl TcpEngine {
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);
                 }
+                if rx.challenge_pending {
+                    rx.challenge_pending = false;
+                    out.counters().bump(Counter::tcp_challenge_acks);
+                }
                 rx.last_ack_sent = Seq(ack);
                 rx.ack_now = false;
                 rx.segs_unacked = 0;
