@@ -68,6 +68,8 @@ define_counters! {
     icmp_echo_reply_received,
     /// ICMP destination-unreachable messages sent.
     icmp_unreachable_sent,
+    /// ICMP parameter-problem messages sent (about malformed IPv4 options).
+    icmp_param_problems_sent,
     /// ICMP error messages received.
     icmp_errors_received,
     /// UDP datagrams delivered to a socket.
@@ -184,6 +186,12 @@ define_counters! {
     rx_drop_ipv4_bad_total_len,
     /// IPv4 header checksum wrong.
     rx_drop_ipv4_bad_checksum,
+    /// IPv4 options malformed (a length of 0 or 1 or past the header, a bad pointer, a
+    /// repeated option): answered with ICMP parameter problem, rate-limited, as Linux does.
+    rx_drop_ipv4_bad_options,
+    /// IPv4 packet with a loose or strict source route option, exhausted or not (Linux
+    /// drops these with `accept_source_route=0`, its default).
+    rx_drop_ipv4_source_route,
     /// IPv4 fragment malformed: empty, MF set with a length not a multiple of 8, or ending
     /// beyond 65,535 bytes.
     rx_drop_ipv4_frag_malformed,

@@ -17,7 +17,8 @@ use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
-use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, UdpPacket, UdpRepr};
+use wire::ipv4_options;
+use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
 
 /// Largest UDP payload: what fits in a 65,535-byte IPv4 datagram.
 pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
@@ -258,6 +259,26 @@ impl Core {
         if !self.replies_routable(src) {
             return self.drop(Counter::rx_drop_ipv4_no_route);
         }
+        if ip.header_len() > Ipv4Repr::HEADER_LEN {
+            match ipv4_options::check(ip.options()) {
+                Err(bad) => {
+                    self.drop(Counter::rx_drop_ipv4_bad_options)?;
+                    if !broadcast && may_answer_with_error(&ip) {
+                        let pointer = (Ipv4Repr::HEADER_LEN + bad.offset) as u8;
+                        let total = usize::from(ip.total_len());
+                        let quote = &ip.as_bytes()[..total.min(ICMP_ERROR_MAX_QUOTE)];
+                        let repr =
+                            IcmpRepr { message: IcmpMessage::ParameterProblem { code: 0, pointer }, data: quote };
+                        if self.send_icmp_error_repr(link, src, &repr)? {
+                            self.eg.counters.bump(Counter::icmp_param_problems_sent);
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(o) if o.source_route.is_some() => return self.drop(Counter::rx_drop_ipv4_source_route),
+                Ok(_) => {}
+            }
+        }
         if ip.is_fragment() {
             let verdict = self.reasm.insert(&ip, self.eg.now);
             self.take_reasm_outcomes();
@@ -357,7 +378,9 @@ impl Core {
                 self.on_frag_needed(link, next_hop_mtu, icmp.data)?;
                 Ok(())
             }
-            IcmpMessage::DestUnreachable { .. } | IcmpMessage::TimeExceeded { .. } => {
+            IcmpMessage::DestUnreachable { .. }
+            | IcmpMessage::TimeExceeded { .. }
+            | IcmpMessage::ParameterProblem { .. } => {
                 self.eg.counters.bump(Counter::icmp_errors_received);
                 self.note_icmp_error(icmp.data);
                 Ok(())
@@ -520,6 +543,22 @@ fn echo_reply_options(request: &[u8], ours: Ipv4Addr, out: &mut [u8; 40]) -> usi
     let padded = n.div_ceil(4) * 4;
     out[n..padded].fill(EOL);
     padded
+}
+
+/// True if an ICMP error may be sent about `ip` (RFC 1122 3.2.2): not about a fragment other
+/// than the first, nor about an ICMP error message (or one too short to tell).
+fn may_answer_with_error<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> bool {
+    if ip.frag_offset() != 0 {
+        return false;
+    }
+    if ip.protocol() != protocol::ICMP {
+        return true;
+    }
+    use wire::icmp::icmp_type as t;
+    match ip.payload().first() {
+        Some(&ty) => !matches!(ty, t::DEST_UNREACHABLE | 4 | 5 | t::TIME_EXCEEDED | t::PARAMETER_PROBLEM),
+        None => false,
+    }
 }
 
 /// The IPv4 header and the transport bytes that follow it in an ICMP error's quote (which

@@ -379,3 +379,85 @@ fn an_echo_request_with_record_route_comes_back_with_it_and_our_address() {
     options[15] = 0;
     assert_eq!(ip.options(), &options[..]);
 }
+
+/// An echo request from the peer carrying IPv4 `options` (padded to 4 bytes with EOL).
+fn echo_with_options(seq: u16, options: &[u8]) -> Vec<u8> {
+    let mut options = options.to_vec();
+    options.resize(options.len().div_ceil(4) * 4, 0);
+    let l4 = echo(seq, b"opts");
+    let repr = Ipv4Repr {
+        src: PEER,
+        dst: HOST,
+        protocol: protocol::ICMP,
+        payload_len: l4.len(),
+        ttl: 64,
+        ident: seq,
+        dont_frag: false,
+        dscp_ecn: 0,
+    };
+    let mut p = vec![0u8; 20 + options.len() + l4.len()];
+    let hl = repr.emit_with_options(&mut p, &options).unwrap();
+    p[hl..].copy_from_slice(&l4);
+    eth(ethertype::IPV4, &p)
+}
+
+/// The (pointer, quoted header length) of every ICMP parameter problem in `frames`.
+fn parameter_problems(frames: &[Vec<u8>]) -> Vec<(u8, usize)> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            let ip = Ipv4Packet::new_checked(&f[14..]).ok()?;
+            match IcmpRepr::parse(ip.payload()).ok()? {
+                IcmpRepr { message: IcmpMessage::ParameterProblem { code: 0, pointer }, data } => {
+                    assert!(ip.options().is_empty(), "an error carries no options of its own");
+                    Some((pointer, usize::from(data[0] & 0xf) * 4))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn source_routed_packets_are_dropped_and_malformed_options_get_a_parameter_problem_never_an_echo() {
+    let mut b = Bench::new(Config::host("10.0.0.2/24"));
+    // Loose and strict source routes, pointing at a hop or exhausted: dropped, as Linux does.
+    let routes = [
+        vec![131u8, 7, 4, 10, 0, 0, 9],
+        vec![137u8, 7, 4, 10, 0, 0, 9],
+        vec![131u8, 7, 8, 10, 0, 0, 9],
+        vec![1u8, 137, 11, 4, 10, 0, 0, 9, 10, 0, 0, 8],
+    ];
+    for (i, o) in routes.iter().enumerate() {
+        assert!(b.exchange(&[echo_with_options(i as u16, o)]).is_empty(), "source route {o:?} was answered");
+    }
+    assert_eq!(b.count(Counter::rx_drop_ipv4_source_route), 4);
+    // Malformed: answered with a parameter problem pointing at the byte at fault (counted
+    // from the start of the IPv4 header), never with an echo reply.
+    let malformed: [(&[u8], u8); 6] = [
+        (&[7, 7, 1, 0, 0, 0, 0], 22),        // record route, pointer 1
+        (&[7, 0, 4, 0], 20),                 // length 0
+        (&[1, 7, 1, 4], 21),                 // length 1 after a NOP
+        (&[148, 12, 0, 0], 20),              // length past the header
+        (&[68, 8, 4, 0, 0, 0, 0, 0], 22),    // timestamp, pointer 4
+        (&[68, 8, 9, 0xf0, 0, 0, 0, 0], 23), // timestamp full, overflow 15
+    ];
+    for (i, (o, pointer)) in malformed.iter().enumerate() {
+        let out = b.exchange(&[echo_with_options(100 + i as u16, o)]);
+        assert!(echo_replies(&out).is_empty(), "{o:?} was echoed");
+        assert_eq!(parameter_problems(&out), vec![(*pointer, 20 + o.len().div_ceil(4) * 4)], "{o:?}");
+    }
+    assert_eq!(b.count(Counter::rx_drop_ipv4_bad_options), 6);
+    assert_eq!(b.count(Counter::icmp_param_problems_sent), 6);
+    // Well-formed record route and timestamp still get their echo.
+    let mut rr = vec![7u8, 11, 4];
+    rr.resize(11, 0);
+    assert_eq!(echo_replies(&b.exchange(&[echo_with_options(200, &rr)])).len(), 1);
+    // The parameter problems are rate-limited like every ICMP error.
+    let flood: Vec<Vec<u8>> = (0..3000u16).map(|i| echo_with_options(1000 + i, &[7, 7, 1, 0, 0, 0, 0])).collect();
+    let out = b.exchange(&flood);
+    let sent = parameter_problems(&out).len() as u64;
+    assert!(sent < 3000 && sent > 0, "{sent} parameter problems for 3,000 bad packets in one instant");
+    assert_eq!(b.count(Counter::tx_drop_icmp_rate_limited), 3000 - sent);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_bad_options), 3006);
+}

@@ -62,6 +62,7 @@ pub mod ethernet;
 mod field;
 pub mod icmp;
 pub mod ipv4;
+pub mod ipv4_options;
 pub mod tcp;
 pub mod udp;
 
