@@ -94,6 +94,9 @@ define_counters! {
     tcp_timeouts_fatal,
     /// Zero-window probes sent.
     tcp_window_probes,
+    /// Connections reset because the peer kept its window closed longer than
+    /// `TcpConfig::zero_window_limit`.
+    tcp_zero_window_aborts,
     /// Resets sent.
     tcp_resets_sent,
     /// Resets accepted.

@@ -355,7 +355,7 @@ impl TcpEngine {
                     self.rx[sid as usize].ack_now = true;
                     self.mark_dirty(sid);
                 }
-                TimerKind::Persist => self.on_persist(sid, now),
+                TimerKind::Persist => self.on_persist(out, sid, now),
                 TimerKind::Keepalive => self.on_keepalive(out, sid, now),
                 TimerKind::Linger => self.finish(sid, None),
                 TimerKind::Reorder => self.on_reorder_timeout(out, sid, now),
@@ -415,9 +415,20 @@ impl TcpEngine {
         self.mark_dirty(sid);
     }
 
-    /// Zero-window probe due: the output path sends one byte beyond the window.
-    fn on_persist(&mut self, sid: u32, _now: Instant) {
-        self.tx[sid as usize].probes += 1;
+    /// Zero-window probe due: the output path sends one byte beyond the window, unless the
+    /// window has been closed longer than `zero_window_limit` (then the connection is reset).
+    fn on_persist<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        let held = tx.zero_window_since.map(|t| now - t);
+        if let (Some(held), Some(limit)) = (held, self.cfg.zero_window_limit) {
+            if held >= limit {
+                out.counters().bump(Counter::tcp_zero_window_aborts);
+                self.send_abort_reset(out, sid);
+                self.finish(sid, Some(TcpError::TimedOut));
+                return;
+            }
+        }
+        tx.probes += 1;
         self.mark_dirty(sid);
     }
 
