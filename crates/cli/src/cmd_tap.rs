@@ -33,7 +33,7 @@ pub struct TapArgs {
     #[arg(long, value_name = "IP")]
     gateway: Option<std::net::Ipv4Addr>,
     /// IP MTU of the TAP link.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
     mtu: usize,
     /// UDP port of the echo service (0: none).
     #[arg(long, default_value_t = 7)]
@@ -117,6 +117,16 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return run_cleanup(a.json);
     }
     let mut cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
+    let linux = Config::parse_host(&a.linux_ip).map_err(|e| format!("--linux-ip: {e}"))?;
+    if linux.ip == cfg.ip {
+        return Err(format!(
+            "--host-ip {} is the Linux side's address (--linux-ip): the two ends of the TAP need different addresses",
+            cfg.ip
+        ));
+    }
+    if !linux.on_link(cfg.ip) {
+        return Err(format!("--host-ip {} is not in the Linux side's subnet {}", cfg.ip, a.linux_ip));
+    }
     cfg.gateway = a.gateway;
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
