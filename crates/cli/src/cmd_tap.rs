@@ -35,6 +35,14 @@ pub struct TapArgs {
     /// IP MTU of the TAP link.
     #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
     mtu: usize,
+    /// TCP sessions the host can hold at once.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_sessions: u32,
+    /// TCP's memory budget in MiB (send and receive buffers of every connection together):
+    /// under pressure from a quarter of it buffers stop growing and new ones get 16 KiB; at the
+    /// limit sends wait. Its use is `tcp_mem_bytes` in `linerate stats`.
+    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    tcp_mem: u32,
     /// UDP port of the echo service (0: none).
     #[arg(long, default_value_t = 7)]
     echo_port: u16,
@@ -128,6 +136,10 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Err(format!("--host-ip {} is not in the Linux side's subnet {}", cfg.ip, a.linux_ip));
     }
     cfg.gateway = a.gateway;
+    cfg.tcp.max_sessions = a.max_sessions as usize;
+    cfg.tcp.syn_backlog = cfg.tcp.syn_backlog.max(a.max_sessions as usize / 4);
+    cfg.tcp.mem_limit = (a.tcp_mem as usize) << 20;
+    cfg.tcp.mem_pressure = cfg.tcp.mem_limit / 4;
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
     install_stop_handler();
@@ -194,7 +206,11 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         worked |= tcp.serve(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         setup.stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(setup.stack.link(), worked);
-        publisher.publish_every(|| setup.stack.counters().iter().collect());
+        publisher.publish_every(|| {
+            let mut c: Vec<(&str, u64)> = setup.stack.counters().iter().collect();
+            c.extend(memory_gauges(&setup.stack));
+            c
+        });
         if stop_requested() || deadline.is_some_and(|d| t >= d) {
             break;
         }
@@ -242,6 +258,9 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     for (name, v) in tcp.figures() {
         row(&name, v);
     }
+    for (name, v) in memory_gauges(&setup.stack) {
+        row(name, v);
+    }
     t.summary("tcp_sessions_at_exit", Cell::count(setup.stack.tcp_sessions() as f64));
     let accounting = setup.stack.counters().rx_accounting();
     t.summary("rx_unaccounted", Cell::count(accounting.unaccounted() as f64));
@@ -269,6 +288,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(exit)
+}
+
+/// TCP's memory budget and use, as (name, bytes) beside the counters (gauges, not counts).
+fn memory_gauges<L: Link>(stack: &Stack<L>) -> [(&'static str, u64); 3] {
+    let m = stack.tcp_memory();
+    [("tcp_mem_bytes", m.used as u64), ("tcp_mem_peak_bytes", m.peak as u64), ("tcp_mem_limit_bytes", m.limit as u64)]
 }
 
 /// `linerate tap --cleanup`: remove what killed runs left behind and say what.

@@ -234,3 +234,67 @@ print("ok %d" % ok)
     assert_eq!(c.get("rx_drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
     let _ = LINUX;
 }
+
+#[test]
+fn four_thousand_readers_that_never_read_stay_under_the_memory_budget_and_new_clients_are_served() {
+    if !can_run(&["python3", "curl"]) {
+        return;
+    }
+    let _one = serial();
+    let dir = Scratch::new("stalled");
+    let script = dir.file("stall.py");
+    // 4,096 connections each asking for 100 MB and never reading (a 4 KiB receive buffer):
+    // the host's send buffers fill. Its resident memory is read from /proc while they hang,
+    // a new client fetches a page, then every stalled socket is closed with unread data (a
+    // reset). Prints "rss_kib N" and "served N".
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+import socket, sys, time, subprocess
+pid = int(sys.argv[1])
+def rss():
+    for line in open(f"/proc/{{pid}}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+socks = []
+for i in range(4096):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("{HOST}", 80))
+    s.send(b"GET /size/100000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    socks.append(s)
+time.sleep(4)
+peak = rss()
+print("rss_kib", peak, flush=True)
+page = subprocess.run(["curl", "-s", "-m", "10", "http://{HOST}/size/1000"], capture_output=True).stdout
+print("served", len(page), flush=True)
+for s in socks:
+    s.close()
+time.sleep(2)
+print("rss_after_kib", rss(), flush=True)
+"#
+        ),
+    )
+    .unwrap();
+    // sh's parent is the linerate process (ip netns exec runs sh in its place).
+    let out = tap_run(&format!("ulimit -n 16384; python3 {script} $PPID"), &["--json", "--max-sessions", "8192"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let value = |key: &str| -> u64 {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or_else(|| panic!("no {key}: {text}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let (rss, served, rss_after) = (value("rss_kib"), value("served"), value("rss_after_kib"));
+    eprintln!("resident: {} MiB with 4,096 stalled readers, {} MiB after they closed", rss / 1024, rss_after / 1024);
+    assert!(rss < 256 * 1024, "resident memory {rss} KiB is over the 256 MiB budget");
+    assert_eq!(served, 1000, "a new client was not served");
+    let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
+    assert!(c["tcp_established_passive"] >= 4097, "{c:?}");
+    assert!(c["tcp_mem_peak_bytes"] <= 256 << 20, "{c:?}");
+    // Their buffers came back: what stays is at most the pools' blocks.
+    assert!(c.get("tcp_mem_bytes").copied().unwrap_or(0) <= 32 << 20, "{c:?}");
+}

@@ -147,6 +147,8 @@ define_counters! {
     tcp_rx_buffer_grown,
     /// Send buffers grown to follow the congestion window.
     tcp_tx_buffer_grown,
+    /// Sends refused (0 bytes taken) because TCP's memory budget is at its limit.
+    tcp_mem_send_refused,
     /// Path MTU lowered by an ICMP "fragmentation needed" message (RFC 1191).
     icmp_pmtu_updates,
     /// IPv4 fragments stored for reassembly (a received frame's verdict).
@@ -267,6 +269,9 @@ define_counters! {
     rx_drop_tcp_data_after_fin,
     /// Data beyond the receive buffer.
     rx_drop_tcp_rx_buffer_full,
+    /// Data for a connection whose receive ring has no storage while TCP's memory budget is
+    /// at its limit (the peer sends it again).
+    rx_drop_tcp_mem_limit,
     /// Out-of-order data needing more reassembly ranges than kept.
     rx_drop_tcp_ooo_full,
     /// ICMP message truncated.

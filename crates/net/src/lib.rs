@@ -143,5 +143,7 @@ pub use ping::PingReply;
 pub use raw::RawHandle;
 pub use reasm::ReasmLimits;
 pub use stack::Stack;
-pub use tcp::{CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
+pub use tcp::{
+    CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch,
+};
 pub use udp::UdpHandle;

@@ -30,6 +30,15 @@ pub struct TcpConfig {
     /// buffer auto-tuning). Equal to `rx_buffer` to switch growth off. The window-scale shift
     /// must allow it (`65535 << shift`).
     pub rx_buffer_max: usize,
+    /// Stack-wide limit of the bytes TCP's send and receive rings (and their pools) may hold
+    /// (see [`super::memory`]): 256 MiB by default. At the limit no ring gets new storage:
+    /// sends are refused (back-pressure) and data for a ring without storage is dropped.
+    pub mem_limit: usize,
+    /// Memory pressure threshold, bytes (a quarter of the default limit): at or above it buffers stop
+    /// growing, emptied rings give back their storage and new rings get `buffer_min` bytes.
+    pub mem_pressure: usize,
+    /// Ring size given under memory pressure (16 KiB, Linux's default `tcp_wmem` start).
+    pub buffer_min: usize,
     /// Congestion control for new connections.
     pub cc: CcAlgorithm,
     /// Nagle's algorithm (off by default).
@@ -96,6 +105,9 @@ impl Default for TcpConfig {
             rx_buffer: 256 * 1024,
             tx_buffer_max: 32 << 20,
             rx_buffer_max: 32 << 20,
+            mem_limit: 256 << 20,
+            mem_pressure: 64 << 20,
+            buffer_min: 16 << 10,
             cc: CcAlgorithm::NewReno,
             nagle: false,
             delayed_ack: Duration::from_millis(1),

@@ -602,7 +602,10 @@ impl TcpEngine {
             rx.rcv_nxt += data.len() as u32;
             rx.bytes_received += data.len() as u64;
         } else {
-            self.rx_storage.unpark(&mut b.rx);
+            if !self.rx_storage.unpark(&mut b.rx, &mut self.mem, self.cfg.buffer_min) {
+                rx.ack_now = true;
+                return Err(Counter::rx_drop_tcp_mem_limit);
+            }
             let written = b.rx.write_at(off, data);
             if written == 0 {
                 rx.ack_now = true;
