@@ -291,7 +291,7 @@ fn unreachable_step() -> Step {
         "the sender's socket saw 1 ICMP port unreachable",
         1.0,
         Unit::Count,
-        "drop_udp_no_socket on the receiver",
+        "rx_drop_udp_no_socket on the receiver",
     ))
 }
 
@@ -343,11 +343,8 @@ fn robustness_step() -> Step {
     }
     let rate = 200_000.0 / wall.elapsed().as_secs_f64();
     let c = tb.host_ref(victim).counters().clone();
-    let accounted = c.get(Counter::rx_delivered) + c.rx_drops();
-    if accounted != c.get(Counter::rx_frames) {
-        return Err(format!("{} frames received but {accounted} accounted for", c.get(Counter::rx_frames)));
-    }
-    let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with("drop_") && *v > 0).collect();
+    c.rx_accounting().check()?;
+    let mut reasons: Vec<_> = c.iter().filter(|(n, v)| n.starts_with(net::RX_DROP_PREFIX) && *v > 0).collect();
     reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     Ok(Outcome::measured(
         format!(

@@ -38,7 +38,7 @@ pub struct IperfArgs {
     #[arg(long)]
     ip: Option<String>,
     /// IP MTU of the link, set by the server (the client takes the link's); MSS = MTU - 40.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
     mtu: usize,
     /// Client: how long to send (default 10s). Server: stop after this long (default: when
     /// the client's side of the link closes, or on Ctrl-C). A duration: 5s, 500ms, 2m; a

@@ -37,8 +37,13 @@ pub struct IoArgs {
     pub paced: bool,
     /// IP MTU of shm/packet/tap links. 9000, not the 1500 of the other commands: a
     /// bump-in-the-wire must pass the jumbo frames either side may send.
-    #[arg(long, default_value_t = 9000)]
+    #[arg(long, default_value_t = 9000, value_parser = crate::flag_values::parse_mtu)]
     pub mtu: usize,
+    /// Accept a damaged or truncated capture input: process the packets before the damage
+    /// and warn (by default such a file is refused, naming the record, with exit status 1 and
+    /// no output written, as tcpdump refuses it).
+    #[arg(long)]
+    pub keep_going: bool,
 }
 
 /// Runtime options shared by the middlebox commands.
@@ -106,6 +111,13 @@ pub fn open_input(io: &IoArgs) -> Result<Input, String> {
     }
     let path = input.strip_prefix("pcap:").unwrap_or(input);
     let replay = PcapReplay::open(Path::new(path), io.paced).map_err(|e| format!("input: {e}"))?;
+    // Refused before any output is opened: a damaged input leaves no output file that looks
+    // like the whole result.
+    if let Some(d) = replay.damage() {
+        if !io.keep_going {
+            return Err(format!("{d}; nothing was processed (--keep-going uses the packets before the damage)"));
+        }
+    }
     if let Some(w) = replay.warning() {
         eprintln!("linerate: warning: {w}");
     }

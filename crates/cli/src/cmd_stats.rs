@@ -6,6 +6,9 @@ use std::process::ExitCode;
 
 /// Options of `linerate stats`. Instances are listed from the per-user run directory
 /// (`$XDG_RUNTIME_DIR/linerate`, else `/tmp/linerate-UID`; `LINERATE_RUN_DIR` overrides).
+/// An instance running a stack also gets `rx_drops_total` (Σ `rx_drop_*`) and
+/// `rx_unaccounted` (`rx_frames − rx_delivered − Σ rx_drop_*`, 0 when every received frame
+/// has exactly one verdict).
 #[derive(clap::Args)]
 pub struct StatsArgs {
     /// Show only the instance with this name.
@@ -38,6 +41,23 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
                 Cell::from(c.as_str()),
                 Cell::count_u64(*v),
             ]);
+            shown += 1;
+        }
+        // The receive accounting identity of an instance running a stack (`net::RxAccounting`).
+        if e.counters.iter().any(|(c, _)| c == "rx_frames") {
+            let acc = net::RxAccounting::from_named(e.counters.iter().map(|(c, v)| (c.as_str(), *v)));
+            for (c, v) in [("rx_drops_total", acc.dropped as f64), ("rx_unaccounted", acc.unaccounted() as f64)] {
+                t.row(vec![
+                    Cell::from(e.name.as_str()),
+                    Cell::from(e.command.as_str()),
+                    Cell::count(e.pid),
+                    Cell::from(c),
+                    Cell::count(v),
+                ]);
+            }
+            if !a.json {
+                eprintln!("{}: receive accounting: {acc}", e.name);
+            }
             shown += 1;
         }
         if shown == 0 {

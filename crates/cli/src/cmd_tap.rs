@@ -10,7 +10,8 @@ use crate::statsfile::StatsPublisher;
 use apps::{TcpSource, UdpEcho};
 use link::capture::Format;
 use link::impair::Impairment;
-use net::Config;
+use link::Link;
+use net::{Config, Stack};
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
@@ -28,12 +29,20 @@ pub struct TapArgs {
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
     /// Default gateway of the linerate host: replies to off-link sources go there (without
-    /// one, packets from off-link sources are dropped and counted as `drop_ipv4_no_route`).
+    /// one, packets from off-link sources are dropped and counted as `rx_drop_ipv4_no_route`).
     #[arg(long, value_name = "IP")]
     gateway: Option<std::net::Ipv4Addr>,
     /// IP MTU of the TAP link.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
     mtu: usize,
+    /// TCP sessions the host can hold at once.
+    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_sessions: u32,
+    /// TCP's memory budget in MiB (send and receive buffers of every connection together):
+    /// under pressure from a quarter of it buffers stop growing and new ones get 16 KiB; at the
+    /// limit sends wait. Its use is `tcp_mem_bytes` in `linerate stats`.
+    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    tcp_mem: u32,
     /// UDP port of the echo service (0: none).
     #[arg(long, default_value_t = 7)]
     echo_port: u16,
@@ -116,7 +125,21 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return run_cleanup(a.json);
     }
     let mut cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
+    let linux = Config::parse_host(&a.linux_ip).map_err(|e| format!("--linux-ip: {e}"))?;
+    if linux.ip == cfg.ip {
+        return Err(format!(
+            "--host-ip {} is the Linux side's address (--linux-ip): the two ends of the TAP need different addresses",
+            cfg.ip
+        ));
+    }
+    if !linux.on_link(cfg.ip) {
+        return Err(format!("--host-ip {} is not in the Linux side's subnet {}", cfg.ip, a.linux_ip));
+    }
     cfg.gateway = a.gateway;
+    cfg.tcp.max_sessions = a.max_sessions as usize;
+    cfg.tcp.syn_backlog = cfg.tcp.syn_backlog.max(a.max_sessions as usize / 4);
+    cfg.tcp.mem_limit = (a.tcp_mem as usize) << 20;
+    cfg.tcp.mem_pressure = cfg.tcp.mem_limit / 4;
     cfg.validate().map_err(|e| e.to_string())?;
     let host_ip = cfg.ip;
     install_stop_handler();
@@ -185,7 +208,11 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         worked |= tcp.serve(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         setup.stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(setup.stack.link(), worked);
-        publisher.publish_every(|| setup.stack.counters().iter().collect());
+        publisher.publish_every(|| {
+            let mut c: Vec<(&str, u64)> = setup.stack.counters().iter().collect();
+            c.extend(memory_gauges(&setup.stack));
+            c
+        });
         if stop_requested() || deadline.is_some_and(|d| t >= d) {
             break;
         }
@@ -233,7 +260,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     for (name, v) in tcp.figures() {
         row(&name, v);
     }
+    for (name, v) in memory_gauges(&setup.stack) {
+        row(name, v);
+    }
     t.summary("tcp_sessions_at_exit", Cell::count(setup.stack.tcp_sessions() as f64));
+    let accounting = setup.stack.counters().rx_accounting();
+    t.summary("rx_unaccounted", Cell::count(accounting.unaccounted() as f64));
     if let Some(g) = &linux_impair {
         report_linux_impairment(g, &mut t);
     }
@@ -242,6 +274,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         t.eprint(a.json);
     } else {
         t.print(a.json);
+    }
+    // Every received frame has exactly one verdict; a run where that failed is not a success.
+    eprintln!("linerate: receive accounting: {accounting}");
+    if !accounting.holds() {
+        eprintln!("linerate: {}", accounting.check().unwrap_err());
+        return Ok(ExitCode::FAILURE);
     }
     if let Some(e) = tcp.send.as_ref().and_then(TcpSource::error) {
         eprintln!("linerate: --tcp-send failed: {e}");
@@ -252,6 +290,12 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(exit)
+}
+
+/// TCP's memory budget and use, as (name, bytes) beside the counters (gauges, not counts).
+fn memory_gauges<L: Link>(stack: &Stack<L>) -> [(&'static str, u64); 3] {
+    let m = stack.tcp_memory();
+    [("tcp_mem_bytes", m.used as u64), ("tcp_mem_peak_bytes", m.peak as u64), ("tcp_mem_limit_bytes", m.limit as u64)]
 }
 
 /// `linerate tap --cleanup`: remove what killed runs left behind and say what.

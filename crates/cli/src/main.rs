@@ -24,6 +24,7 @@ mod cmd_stats;
 mod cmd_tap;
 mod duration;
 mod examples;
+mod flag_values;
 mod logging;
 mod output;
 mod reproduce;
@@ -136,12 +137,27 @@ fn command() -> clap::Command {
     examples::attach(Cli::command())
 }
 
+/// Commands whose only writes go to standard output and files (SIGPIPE may end them).
+fn writes_to_a_pipe_only(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Completions { .. } | Command::Ids(_) | Command::Firewall(_) | Command::Stats(_) | Command::Demo(_)
+    )
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::from_arg_matches(&command().get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
     logging::init(cli.verbose);
+    if writes_to_a_pipe_only(&cli.command) {
+        // As Unix tools: a reader that closed the pipe (`| head`) ends the program quietly by
+        // SIGPIPE (status 141 in the shell), not with a panic on the failed write. Commands
+        // that talk to sockets or child processes keep SIGPIPE ignored and see EPIPE instead.
+        // SAFETY: restoring the default disposition of a signal has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     tracing::info!(version = env!("CARGO_PKG_VERSION"), args = ?std::env::args().skip(1).collect::<Vec<_>>(), "starting");
     let result = match cli.command {
         Command::Completions { shell } => {

@@ -1,5 +1,5 @@
 //! Captures through the middlebox commands: pcapng and pcap in and out, `-` for standard
-//! input and output, a truncated input processed up to the cut, input timestamps kept on the
+//! input and output, a truncated input processed up to the cut with `--keep-going`, input timestamps kept on the
 //! output, and the Wireshark tools on both sides (editcap writes pcapng we read, tshark reads
 //! the pcapng we write).
 
@@ -105,16 +105,18 @@ fn stdin_to_stdout_with_an_editcap_pcapng_input_and_a_pcap_output() {
 }
 
 #[test]
-fn a_truncated_input_is_processed_up_to_the_cut_with_a_warning() {
+fn a_truncated_input_with_keep_going_is_processed_up_to_the_cut_with_a_warning() {
     let t = Tmp::new("cut");
     let input = trace(&t, "in.pcap");
     let all = open_capture(&input).unwrap().len();
     let len = std::fs::metadata(&input).unwrap().len();
     std::fs::OpenOptions::new().write(true).open(&input).unwrap().set_len(len - 10).unwrap();
     let out = t.file("out.pcap");
-    let (ok, stdout, err) =
-        run(&["firewall", "--blacklist", BLACKLIST, "--input", input.to_str().unwrap(), "--output", &out], None);
-    assert!(ok, "a cut capture is not refused: {err}");
+    let (ok, stdout, err) = run(
+        &["firewall", "--blacklist", BLACKLIST, "--input", input.to_str().unwrap(), "--output", &out, "--keep-going"],
+        None,
+    );
+    assert!(ok, "a cut capture is not refused with --keep-going: {err}");
     assert!(err.contains("warning") && err.contains(&format!("packet {all}")), "{err}");
     let report = String::from_utf8_lossy(&stdout);
     let row = report.lines().find(|l| l.starts_with("port 0") && l.contains("frames in")).unwrap();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{can_run, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
+use common::{can_run, counters, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
 use std::path::PathBuf;
 
 /// The venv's Python (with scapy), or why it is missing.
@@ -17,20 +17,6 @@ fn venv_python() -> Result<String, String> {
     } else {
         Err(format!("{} is missing (make setup creates it)", p.display()))
     }
-}
-
-/// The final counters `linerate tap --json` printed, by name (stdout holds the JSON alone:
-/// the --run command's output goes to stderr).
-fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
-    let text = String::from_utf8_lossy(stdout);
-    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("stdout is one JSON document");
-    let mut out = std::collections::HashMap::new();
-    for row in v["tables"][0]["rows"].as_array().expect("rows") {
-        let name = row["counter"].as_str().unwrap_or_default().to_string();
-        let value = row["value"].as_u64().unwrap_or_else(|| panic!("a counter is a number: {row}"));
-        out.insert(name, value);
-    }
-    out
 }
 
 #[test]
@@ -47,6 +33,7 @@ fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
     assert!(out.status.success(), "ping failed: {text}");
     assert_eq!(text.matches("5 packets transmitted, 5 received").count(), 3, "{text}");
     let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
     assert!(c["ipv4_reassembled"] >= 15 && c["ipv4_fragmented_sent"] >= 15, "{c:?}");
 }
 
@@ -118,28 +105,9 @@ sendp(frames, iface="lrtap0", verbose=False)
     assert!(out.status.success(), "the host stopped answering: {text}");
     assert!(text.contains("3 packets transmitted, 3 received"), "ping's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
-    assert_eq!(c.get("drop_ipv4_no_route"), Some(&2), "{c:?}");
-    assert_eq!(c.get("drop_ipv4_martian_src"), Some(&4), "{c:?}");
-    assert_eq!(
-        c["rx_frames"],
-        c["rx_delivered"] + c.iter().filter(|(k, _)| is_rx_drop(k)).map(|(_, v)| v).sum::<u64>()
-    );
-}
-
-/// Receive-path drop counters (see `net::Counters::rx_drops`).
-fn is_rx_drop(name: &str) -> bool {
-    let tx_side = [
-        "drop_ipv4_reasm_timeout",
-        "drop_ipv4_reasm_evicted",
-        "drop_tx_too_big",
-        "drop_icmp_rate_limited",
-        "drop_arp_unresolved",
-        "drop_arp_pending_full",
-        "drop_tx_link_full",
-        "drop_tcp_challenge_limited",
-        "drop_link_rx_error",
-    ];
-    name.starts_with("drop_") && !tx_side.contains(&name)
+    assert_eq!(c.get("rx_drop_ipv4_no_route"), Some(&2), "{c:?}");
+    assert_eq!(c.get("rx_drop_ipv4_martian_src"), Some(&4), "{c:?}");
+    common::assert_rx_accounting(&c);
 }
 
 #[test]
@@ -215,6 +183,7 @@ print("flood: %d SYNs in %.1f s" % (len(frames), time.monotonic() - t0))
     let codes = std::fs::read_to_string(&codes).unwrap_or_default();
     let ok = codes.lines().filter(|l| l.trim() == "200").count();
     let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
     eprintln!("curl: {ok} of 200 requests answered; counters {c:?}");
     assert!(ok >= 198, "only {ok} of 200 curl requests succeeded during the flood");
     assert!(c["tcp_syncookies_sent"] > 90_000, "{c:?}");
@@ -261,6 +230,71 @@ print("ok %d" % ok)
     assert!(out.status.success(), "a connection failed: {text}");
     assert!(text.contains("ok 20000"), "the client's output is on stderr under --json: {text}");
     let c = counters(&out.stdout);
-    assert_eq!(c.get("drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
+    common::assert_rx_accounting(&c);
+    assert_eq!(c.get("rx_drop_tcp_table_full").copied().unwrap_or(0), 0, "{c:?}");
     let _ = LINUX;
+}
+
+#[test]
+fn four_thousand_readers_that_never_read_stay_under_the_memory_budget_and_new_clients_are_served() {
+    if !can_run(&["python3", "curl"]) {
+        return;
+    }
+    let _one = serial();
+    let dir = Scratch::new("stalled");
+    let script = dir.file("stall.py");
+    // 4,096 connections each asking for 100 MB and never reading (a 4 KiB receive buffer):
+    // the host's send buffers fill. Its resident memory is read from /proc while they hang,
+    // a new client fetches a page, then every stalled socket is closed with unread data (a
+    // reset). Prints "rss_kib N" and "served N".
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+import socket, sys, time, subprocess
+pid = int(sys.argv[1])
+def rss():
+    for line in open(f"/proc/{{pid}}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+socks = []
+for i in range(4096):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("{HOST}", 80))
+    s.send(b"GET /size/100000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    socks.append(s)
+time.sleep(4)
+peak = rss()
+print("rss_kib", peak, flush=True)
+page = subprocess.run(["curl", "-s", "-m", "10", "http://{HOST}/size/1000"], capture_output=True).stdout
+print("served", len(page), flush=True)
+for s in socks:
+    s.close()
+time.sleep(2)
+print("rss_after_kib", rss(), flush=True)
+"#
+        ),
+    )
+    .unwrap();
+    // sh's parent is the linerate process (ip netns exec runs sh in its place).
+    let out = tap_run(&format!("ulimit -n 16384; python3 {script} $PPID"), &["--json", "--max-sessions", "8192"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let value = |key: &str| -> u64 {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or_else(|| panic!("no {key}: {text}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let (rss, served, rss_after) = (value("rss_kib"), value("served"), value("rss_after_kib"));
+    eprintln!("resident: {} MiB with 4,096 stalled readers, {} MiB after they closed", rss / 1024, rss_after / 1024);
+    assert!(rss < 256 * 1024, "resident memory {rss} KiB is over the 256 MiB budget");
+    assert_eq!(served, 1000, "a new client was not served");
+    let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
+    assert!(c["tcp_established_passive"] >= 4097, "{c:?}");
+    assert!(c["tcp_mem_peak_bytes"] <= 256 << 20, "{c:?}");
+    // Their buffers came back: what stays is at most the pools' blocks.
+    assert!(c.get("tcp_mem_bytes").copied().unwrap_or(0) <= 32 << 20, "{c:?}");
 }

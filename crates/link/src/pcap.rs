@@ -230,6 +230,11 @@ impl PcapReplay {
         self.cap.warning()
     }
 
+    /// What is wrong with the file, naming it and the record (see `Capture::damage`).
+    pub fn damage(&self) -> Option<&str> {
+        self.cap.damage()
+    }
+
     /// Packets of the file left out: on interfaces that are not Ethernet, or malformed.
     pub fn skipped(&self) -> u64 {
         self.cap.other_link() + self.cap.malformed()

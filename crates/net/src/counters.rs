@@ -32,15 +32,25 @@ macro_rules! define_counters {
 }
 
 define_counters! {
-    /// One counter of a [`Stack`](crate::Stack). Names starting with `drop_` count frames
-    /// or packets that were discarded, one counter per reason.
+    /// One counter of a [`Stack`](crate::Stack), in three families that never overlap:
+    ///
+    /// - per received frame, exactly one verdict: `rx_delivered` or one `rx_drop_*` reason,
+    ///   so that `rx_frames = rx_delivered + Σ rx_drop_*` holds at every instant between
+    ///   two polls ([`RxAccounting`]); a fragment stored for reassembly is delivered (to
+    ///   the reassembler) and also counted as `ipv4_frags_queued`;
+    /// - per datagram of reassembly: `ipv4_reasm_started` datagrams end as
+    ///   `ipv4_reassembled`, `ipv4_reasm_timeout`, `ipv4_reasm_evicted` or
+    ///   `ipv4_reasm_overlap`, or are still in progress;
+    /// - on the transmit side, `tx_drop_*`: what the stack meant to send and did not.
+    ///
+    /// Everything else counts events (`tcp_*`, `icmp_*`, ...) and is outside both sums.
     ;
     /// Frames received from the link.
     rx_frames,
     /// Bytes received from the link.
     rx_bytes,
-    /// Received frames that were processed (not dropped): with the `drop_*` counters of
-    /// the receive path this accounts for every received frame.
+    /// Received frames that were processed (not dropped): with the `rx_drop_*` counters
+    /// this accounts for every received frame.
     rx_delivered,
     /// Frames handed to the link.
     tx_frames,
@@ -58,6 +68,8 @@ define_counters! {
     icmp_echo_reply_received,
     /// ICMP destination-unreachable messages sent.
     icmp_unreachable_sent,
+    /// ICMP parameter-problem messages sent (about malformed IPv4 options).
+    icmp_param_problems_sent,
     /// ICMP error messages received.
     icmp_errors_received,
     /// UDP datagrams delivered to a socket.
@@ -82,11 +94,14 @@ define_counters! {
     tcp_timeouts_fatal,
     /// Zero-window probes sent.
     tcp_window_probes,
+    /// Connections reset because the peer kept its window closed longer than
+    /// `TcpConfig::zero_window_limit`.
+    tcp_zero_window_aborts,
     /// Resets sent.
     tcp_resets_sent,
     /// Resets accepted.
     tcp_resets_received,
-    /// Challenge ACKs sent (RFC 5961).
+    /// Challenge ACKs sent (RFC 5961), counted when the ACK left.
     tcp_challenge_acks,
     /// SYNs accepted by a listener.
     tcp_passive_opens,
@@ -132,158 +147,175 @@ define_counters! {
     tcp_rx_buffer_grown,
     /// Send buffers grown to follow the congestion window.
     tcp_tx_buffer_grown,
+    /// Sends refused (0 bytes taken) because TCP's memory budget is at its limit.
+    tcp_mem_send_refused,
     /// Path MTU lowered by an ICMP "fragmentation needed" message (RFC 1191).
     icmp_pmtu_updates,
     /// IPv4 fragments stored for reassembly (a received frame's verdict).
     ipv4_frags_queued,
     /// IPv4 datagrams reassembled from fragments.
     ipv4_reassembled,
+    /// IPv4 datagrams whose first-arriving fragment was stored (reassembly begun).
+    ipv4_reasm_started,
+    /// IPv4 datagrams in reassembly discarded because a fragment overlapped another.
+    ipv4_reasm_overlap,
     /// IPv4 datagrams we sent in fragments.
     ipv4_fragmented_sent,
     /// IPv4 fragments we sent.
     ipv4_frags_sent,
     /// Frame shorter than an Ethernet header or with an incomplete VLAN tag.
-    drop_eth_truncated,
+    rx_drop_eth_truncated,
     /// Frame addressed to another MAC address.
-    drop_eth_not_for_us,
+    rx_drop_eth_not_for_us,
     /// Frame whose source MAC is multicast/broadcast (never valid).
-    drop_eth_bad_src,
+    rx_drop_eth_bad_src,
     /// EtherType nobody handles.
-    drop_eth_unknown_ethertype,
+    rx_drop_eth_unknown_ethertype,
     /// ARP packet truncated.
-    drop_arp_truncated,
+    rx_drop_arp_truncated,
     /// ARP for a hardware/protocol pair other than Ethernet/IPv4.
-    drop_arp_unsupported,
+    rx_drop_arp_unsupported,
     /// ARP with an opcode other than request/reply.
-    drop_arp_bad_op,
+    rx_drop_arp_bad_op,
     /// ARP whose target is not our address (not learned from).
-    drop_arp_not_for_us,
+    rx_drop_arp_not_for_us,
     /// ARP claiming our own IP address from another MAC (address conflict).
-    drop_arp_conflict,
+    rx_drop_arp_conflict,
     /// IPv4 packet shorter than its header.
-    drop_ipv4_truncated,
+    rx_drop_ipv4_truncated,
     /// IP version field is not 4.
-    drop_ipv4_bad_version,
+    rx_drop_ipv4_bad_version,
     /// IPv4 header length field invalid.
-    drop_ipv4_bad_header_len,
+    rx_drop_ipv4_bad_header_len,
     /// IPv4 total length field invalid.
-    drop_ipv4_bad_total_len,
+    rx_drop_ipv4_bad_total_len,
     /// IPv4 header checksum wrong.
-    drop_ipv4_bad_checksum,
+    rx_drop_ipv4_bad_checksum,
+    /// IPv4 options malformed (a length of 0 or 1 or past the header, a bad pointer, a
+    /// repeated option): answered with ICMP parameter problem, rate-limited, as Linux does.
+    rx_drop_ipv4_bad_options,
+    /// IPv4 packet with a loose or strict source route option, exhausted or not (Linux
+    /// drops these with `accept_source_route=0`, its default).
+    rx_drop_ipv4_source_route,
     /// IPv4 fragment malformed: empty, MF set with a length not a multiple of 8, or ending
     /// beyond 65,535 bytes.
-    drop_ipv4_frag_malformed,
+    rx_drop_ipv4_frag_malformed,
     /// IPv4 fragment too small for the transport header, or starting inside it (RFC 1858).
-    drop_ipv4_frag_tiny,
+    rx_drop_ipv4_frag_tiny,
     /// IPv4 fragment that repeats one already held.
-    drop_ipv4_frag_duplicate,
+    rx_drop_ipv4_frag_duplicate,
     /// IPv4 fragment overlapping another of its datagram, or of a datagram discarded for
     /// that (the whole datagram is dropped, as RFC 5722 says).
-    drop_ipv4_frag_overlap,
+    rx_drop_ipv4_frag_overlap,
     /// IPv4 packet addressed to another host.
-    drop_ipv4_not_for_us,
+    rx_drop_ipv4_not_for_us,
     /// IPv4 source address that can never be a sender (RFC 1122 3.2.1.3, RFC 1812 5.3.7):
     /// 0.0.0.0/8, 127.0.0.0/8, multicast, 240.0.0.0/4, a broadcast address, our own.
-    drop_ipv4_martian_src,
+    rx_drop_ipv4_martian_src,
     /// IPv4 destination that is never valid on a link (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4
     /// other than the limited broadcast).
-    drop_ipv4_martian_dst,
+    rx_drop_ipv4_martian_dst,
     /// IPv4 packet from an off-link source with no gateway configured: nothing could be sent
     /// back to it.
-    drop_ipv4_no_route,
+    rx_drop_ipv4_no_route,
     /// A frame whose processing failed while sending a reply (counted, never an error out of
     /// `poll`).
-    drop_rx_reply_failed,
+    rx_drop_reply_failed,
     /// IPv4 protocol nobody handles (answered with ICMP protocol unreachable).
-    drop_ipv4_unknown_protocol,
+    rx_drop_ipv4_unknown_protocol,
     /// TCP segment shorter than its header, bad data offset, zero port, or to a broadcast address.
-    drop_tcp_malformed,
+    rx_drop_tcp_malformed,
     /// TCP checksum wrong.
-    drop_tcp_bad_checksum,
+    rx_drop_tcp_bad_checksum,
     /// TCP options malformed.
-    drop_tcp_bad_options,
+    rx_drop_tcp_bad_options,
     /// TCP segment for no connection and no listener (answered with RST unless it was one).
-    drop_tcp_no_session,
+    rx_drop_tcp_no_session,
     /// TCP segment to a broadcast address.
-    drop_tcp_broadcast,
+    rx_drop_tcp_broadcast,
     /// TCP segment with SYN and FIN (or SYN and RST) together.
-    drop_tcp_syn_fin,
+    rx_drop_tcp_syn_fin,
     /// Segment to a listening port with neither SYN, ACK nor RST (RFC 9293 3.10.7.2: drop).
-    drop_tcp_listen_no_syn,
+    rx_drop_tcp_listen_no_syn,
     /// ACK to a listening port whose SYN cookie did not verify (answered with RST).
-    drop_tcp_bad_cookie,
+    rx_drop_tcp_bad_cookie,
     /// SYN dropped: the listener's backlog (half-open plus unaccepted) is full.
-    drop_tcp_backlog_full,
+    rx_drop_tcp_backlog_full,
     /// SYN dropped: the session table is full.
-    drop_tcp_table_full,
+    rx_drop_tcp_table_full,
     /// ACK not matching what we sent in SYN-SENT (answered with RST unless it was one).
-    drop_tcp_bad_ack,
+    rx_drop_tcp_bad_ack,
     /// ACK in SYN-RECEIVED for something we never sent (answered with RST).
-    drop_tcp_unacceptable_ack,
+    rx_drop_tcp_unacceptable_ack,
     /// RST without acceptable ACK in SYN-SENT.
-    drop_tcp_rst_ignored,
+    rx_drop_tcp_rst_ignored,
     /// Segment without ACK in a synchronized state.
-    drop_tcp_no_ack,
+    rx_drop_tcp_no_ack,
     /// Segment failing PAWS (old timestamp).
-    drop_tcp_paws,
+    rx_drop_tcp_paws,
     /// Segment outside the receive window (answered with an ACK).
-    drop_tcp_out_of_window,
+    rx_drop_tcp_out_of_window,
     /// Retransmitted SYN in SYN-RECEIVED (the SYN-ACK is repeated).
-    drop_tcp_duplicate_syn,
+    rx_drop_tcp_duplicate_syn,
     /// SYN on a synchronized connection (RFC 5961 challenge ACK).
-    drop_tcp_syn_challenged,
+    rx_drop_tcp_syn_challenged,
     /// RST in the window but not at the expected sequence (RFC 5961 challenge ACK).
-    drop_tcp_rst_challenged,
+    rx_drop_tcp_rst_challenged,
     /// ACK for data never sent.
-    drop_tcp_ack_unsent,
+    rx_drop_tcp_ack_unsent,
     /// ACK older than the largest window (RFC 5961 challenge ACK).
-    drop_tcp_ack_too_old,
+    rx_drop_tcp_ack_too_old,
     /// Data after the peer's FIN or after we stopped receiving.
-    drop_tcp_data_after_fin,
+    rx_drop_tcp_data_after_fin,
     /// Data beyond the receive buffer.
-    drop_tcp_rx_buffer_full,
+    rx_drop_tcp_rx_buffer_full,
+    /// Data for a connection whose receive ring has no storage while TCP's memory budget is
+    /// at its limit (the peer sends it again).
+    rx_drop_tcp_mem_limit,
     /// Out-of-order data needing more reassembly ranges than kept.
-    drop_tcp_ooo_full,
+    rx_drop_tcp_ooo_full,
     /// ICMP message truncated.
-    drop_icmp_truncated,
+    rx_drop_icmp_truncated,
     /// ICMP checksum wrong.
-    drop_icmp_bad_checksum,
+    rx_drop_icmp_bad_checksum,
     /// ICMP echo request to a broadcast address (not answered, like Linux by default).
-    drop_icmp_broadcast_echo,
+    rx_drop_icmp_broadcast_echo,
     /// ICMP echo reply matching no ping of ours.
-    drop_icmp_unmatched_reply,
+    rx_drop_icmp_unmatched_reply,
     /// ICMP type this host ignores.
-    drop_icmp_unhandled_type,
+    rx_drop_icmp_unhandled_type,
     /// UDP datagram truncated or with a bad length field.
-    drop_udp_truncated,
+    rx_drop_udp_truncated,
     /// UDP checksum wrong.
-    drop_udp_bad_checksum,
+    rx_drop_udp_bad_checksum,
     /// UDP datagram to a port with no socket (answered with ICMP port unreachable).
-    drop_udp_no_socket,
+    rx_drop_udp_no_socket,
     /// UDP datagram dropped because the socket's receive queue was full.
-    drop_udp_rx_queue_full,
+    rx_drop_udp_rx_queue_full,
     /// Raw frame dropped because the raw socket's receive queue was full.
-    drop_raw_rx_queue_full,
-    // Drops that are not a received frame's verdict follow: transmit side, and datagrams
-    // given up by reassembly (their fragments were counted as `ipv4_frags_queued`).
+    rx_drop_raw_rx_queue_full,
+    // Not a received frame's verdict: reassembly's per-datagram outcomes, the transmit side
+    // and the link.
     /// Reassembly given up: the datagram was not complete within the timeout.
-    drop_ipv4_reasm_timeout,
+    ipv4_reasm_timeout,
     /// Reassembly given up to make room (memory or datagram limits).
-    drop_ipv4_reasm_evicted,
+    ipv4_reasm_evicted,
     /// Outgoing datagram larger than the path MTU with fragmentation forbidden.
-    drop_tx_too_big,
+    tx_drop_too_big,
     /// ICMP error not sent because of rate limiting.
-    drop_icmp_rate_limited,
+    tx_drop_icmp_rate_limited,
     /// Outgoing packet dropped: its next hop's MAC address could not be resolved.
-    drop_arp_unresolved,
+    tx_drop_arp_unresolved,
     /// Outgoing packet dropped: too many packets already waiting for ARP resolution.
-    drop_arp_pending_full,
+    tx_drop_arp_pending_full,
     /// Outgoing frame dropped because the link's transmit queue stayed full.
-    drop_tx_link_full,
-    /// Challenge ACK not sent because of its rate limit.
-    drop_tcp_challenge_limited,
-    /// Link receive error.
-    drop_link_rx_error,
+    tx_drop_link_full,
+    /// Challenge ACKs (RFC 5961) not sent: over the rate limit, or one already waiting to
+    /// go out on the same connection. With `tcp_challenge_acks` (those sent) this counts
+    /// every segment that called for a challenge.
+    tcp_challenge_acks_suppressed,
+    /// Link receive errors (not frames: nothing was received).
+    link_rx_errors,
 }
 
 /// The counter values of one stack, indexed by [`Counter`].
@@ -326,35 +358,113 @@ impl Counters {
         Counter::ALL.iter().map(move |&c| (c.name(), self.get(c)))
     }
 
-    /// Total of the receive-path `drop_*` counters: with `rx_delivered` these add up to
-    /// `rx_frames` (every received frame is accounted for exactly once).
+    /// Total of the `rx_drop_*` counters: with `rx_delivered` these add up to `rx_frames`
+    /// (every received frame is accounted for exactly once).
     pub fn rx_drops(&self) -> u64 {
-        let first_tx = Counter::drop_ipv4_reasm_timeout as usize;
-        self.iter().enumerate().filter(|(i, (n, _))| *i < first_tx && n.starts_with("drop_")).map(|(_, (_, v))| v).sum()
+        self.iter().filter(|(n, _)| n.starts_with(RX_DROP_PREFIX)).map(|(_, v)| v).sum()
     }
 
-    /// Total of all `drop_*` counters.
+    /// Total of the `tx_drop_*` counters: what the stack meant to send and did not.
+    pub fn tx_drops(&self) -> u64 {
+        self.iter().filter(|(n, _)| n.starts_with(TX_DROP_PREFIX)).map(|(_, v)| v).sum()
+    }
+
+    /// Total of all drops, receive and transmit side.
     pub fn total_drops(&self) -> u64 {
-        self.iter().filter(|(n, _)| n.starts_with("drop_")).map(|(_, v)| v).sum()
+        self.rx_drops() + self.tx_drops()
+    }
+
+    /// The receive accounting of these counters.
+    pub fn rx_accounting(&self) -> RxAccounting {
+        RxAccounting::from_named(self.iter())
+    }
+}
+
+/// Prefix of the receive verdicts other than `rx_delivered`.
+pub const RX_DROP_PREFIX: &str = "rx_drop_";
+/// Prefix of the transmit-side drops.
+pub const TX_DROP_PREFIX: &str = "tx_drop_";
+
+/// The receive accounting identity, `rx_frames = rx_delivered + Σ rx_drop_*`, read from
+/// counters by name (a stack's, or the ones `linerate stats` and `tap --json` print).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxAccounting {
+    /// `rx_frames`.
+    pub frames: u64,
+    /// `rx_delivered`.
+    pub delivered: u64,
+    /// The sum of the `rx_drop_*` counters.
+    pub dropped: u64,
+}
+
+impl RxAccounting {
+    /// Sum counters given by name; names outside the identity are ignored.
+    pub fn from_named<S: AsRef<str>>(counters: impl IntoIterator<Item = (S, u64)>) -> Self {
+        let mut a = RxAccounting::default();
+        for (name, v) in counters {
+            match name.as_ref() {
+                "rx_frames" => a.frames += v,
+                "rx_delivered" => a.delivered += v,
+                n if n.starts_with(RX_DROP_PREFIX) => a.dropped += v,
+                _ => {}
+            }
+        }
+        a
+    }
+
+    /// Frames not accounted for: `rx_frames − rx_delivered − Σ rx_drop_*` (zero when the
+    /// identity holds; negative if a frame got two verdicts).
+    pub fn unaccounted(&self) -> i128 {
+        i128::from(self.frames) - i128::from(self.delivered) - i128::from(self.dropped)
+    }
+
+    /// True if every received frame has exactly one verdict.
+    pub fn holds(&self) -> bool {
+        self.unaccounted() == 0
+    }
+
+    /// `Ok` if the identity holds, else an error naming the three sums.
+    pub fn check(&self) -> Result<(), String> {
+        if self.holds() {
+            Ok(())
+        } else {
+            Err(format!("receive accounting broken: {self}"))
+        }
+    }
+}
+
+impl std::fmt::Display for RxAccounting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rx_frames {} = rx_delivered {} + rx_drop_* {} ({})",
+            self.frames,
+            self.delivered,
+            self.dropped,
+            match self.unaccounted() {
+                0 => "holds".to_string(),
+                n => format!("{n:+} unaccounted"),
+            }
+        )
     }
 }
 
 /// The drop counter for an IPv4 header that failed to parse.
 pub(crate) fn ipv4_drop_reason(e: WireError) -> Counter {
     match e {
-        WireError::BadVersion => Counter::drop_ipv4_bad_version,
-        WireError::BadHeaderLen => Counter::drop_ipv4_bad_header_len,
-        WireError::BadTotalLen | WireError::BadLength => Counter::drop_ipv4_bad_total_len,
-        WireError::BadChecksum => Counter::drop_ipv4_bad_checksum,
-        _ => Counter::drop_ipv4_truncated,
+        WireError::BadVersion => Counter::rx_drop_ipv4_bad_version,
+        WireError::BadHeaderLen => Counter::rx_drop_ipv4_bad_header_len,
+        WireError::BadTotalLen | WireError::BadLength => Counter::rx_drop_ipv4_bad_total_len,
+        WireError::BadChecksum => Counter::rx_drop_ipv4_bad_checksum,
+        _ => Counter::rx_drop_ipv4_truncated,
     }
 }
 
 /// The drop counter for an ARP packet that failed to parse.
 pub(crate) fn arp_drop_reason(e: WireError) -> Counter {
     match e {
-        WireError::Unsupported => Counter::drop_arp_unsupported,
-        _ => Counter::drop_arp_truncated,
+        WireError::Unsupported => Counter::rx_drop_arp_unsupported,
+        _ => Counter::rx_drop_arp_truncated,
     }
 }
 
@@ -369,11 +479,29 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), Counter::ALL.len());
         let mut c = Counters::default();
-        c.bump(Counter::drop_udp_no_socket);
+        c.bump(Counter::rx_drop_udp_no_socket);
         c.add(Counter::rx_frames, 3);
-        assert_eq!(c.by_name("drop_udp_no_socket"), Some(1));
+        assert_eq!(c.by_name("rx_drop_udp_no_socket"), Some(1));
         assert_eq!(c.by_name("rx_frames"), Some(3));
         assert_eq!(c.by_name("nope"), None);
         assert_eq!(c.total_drops(), 1);
+        c.bump(Counter::tx_drop_arp_unresolved);
+        c.bump(Counter::ipv4_reasm_evicted);
+        assert_eq!((c.rx_drops(), c.tx_drops(), c.total_drops()), (1, 1, 2));
+        c.add(Counter::rx_delivered, 2);
+        assert!(c.rx_accounting().holds(), "{}", c.rx_accounting());
+        c.bump(Counter::rx_drop_eth_truncated);
+        assert_eq!(c.rx_accounting().unaccounted(), -1);
+        assert!(c.rx_accounting().check().unwrap_err().contains("-1 unaccounted"));
+    }
+
+    #[test]
+    fn every_drop_is_in_exactly_one_family() {
+        for c in Counter::ALL {
+            let n = c.name();
+            let families = [n.starts_with(RX_DROP_PREFIX), n.starts_with(TX_DROP_PREFIX)];
+            assert!(!n.starts_with("drop_"), "{n}: a drop is rx_drop_* or tx_drop_*");
+            assert!(families.iter().filter(|f| **f).count() <= 1, "{n}");
+        }
     }
 }

@@ -217,7 +217,7 @@ impl Egress {
         let max = mtu - Ipv4Repr::HEADER_LEN;
         if l4_len > max {
             if !may_fragment {
-                self.counters.bump(Counter::drop_tx_too_big);
+                self.counters.bump(Counter::tx_drop_too_big);
                 return Err(TxError::TooLarge { len: l4_len, max });
             }
             return self.send_fragmented(link, dst, proto, l4_len, mtu, fill_l4);
@@ -266,7 +266,7 @@ impl Egress {
                 let queued =
                     self.pending.push_with(Pending { next_hop: hop }, reserve, |buf| Some(build(buf, MacAddr::ZERO)));
                 if !queued {
-                    self.counters.bump(Counter::drop_arp_pending_full);
+                    self.counters.bump(Counter::tx_drop_arp_pending_full);
                 } else if self.resolver.start(hop, self.now, self.cfg.arp_retry) {
                     self.send_arp_request(link, hop)?;
                 }
@@ -333,7 +333,7 @@ impl Egress {
                 Ok(true) => self.counters.bump(Counter::ipv4_frags_sent),
                 Ok(false) => {
                     // Only when one batch cannot hold the datagram: the rest is lost.
-                    self.counters.bump(Counter::drop_tx_link_full);
+                    self.counters.bump(Counter::tx_drop_link_full);
                     break;
                 }
                 Err(e) => {
@@ -509,7 +509,7 @@ impl Egress {
                 });
                 match sent {
                     Ok(true) => {}
-                    Ok(false) => self.counters.bump(Counter::drop_tx_link_full),
+                    Ok(false) => self.counters.bump(Counter::tx_drop_link_full),
                     Err(e) => result = Err(e),
                 }
             },
@@ -530,7 +530,7 @@ impl Egress {
                     ResolveAction::GiveUp(ip) => {
                         let mut dropped = 0;
                         self.pending.retain(|p, _| p.next_hop != ip, |_, _| dropped += 1);
-                        self.counters.add(Counter::drop_arp_unresolved, dropped);
+                        self.counters.add(Counter::tx_drop_arp_unresolved, dropped);
                     }
                 }
             }

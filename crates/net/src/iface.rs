@@ -17,7 +17,8 @@ use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
-use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, UdpPacket, UdpRepr};
+use wire::ipv4_options;
+use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
 
 /// Largest UDP payload: what fits in a 65,535-byte IPv4 datagram.
 pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
@@ -88,9 +89,9 @@ impl Core {
     }
 
     /// Process one received frame. Every frame ends in exactly one verdict: `rx_delivered`
-    /// or one `drop_*` counter of the receive path. Nothing in the frame can make this fail:
+    /// or one `rx_drop_*` counter of the receive path. Nothing in the frame can make this fail:
     /// a reply that cannot be sent is a counted drop. Only a failure of the link itself is
-    /// returned (the frame is then counted as `drop_rx_reply_failed`).
+    /// returned (the frame is then counted as `rx_drop_reply_failed`).
     pub fn handle_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), link::LinkError> {
         self.eg.counters.bump(Counter::rx_frames);
         self.eg.counters.add(Counter::rx_bytes, frame.len() as u64);
@@ -103,8 +104,8 @@ impl Core {
             Err(e) => {
                 if !dropped {
                     let reason = match e {
-                        TxError::NoRoute(_) => Counter::drop_ipv4_no_route,
-                        _ => Counter::drop_rx_reply_failed,
+                        TxError::NoRoute(_) => Counter::rx_drop_ipv4_no_route,
+                        _ => Counter::rx_drop_reply_failed,
                     };
                     let _ = self.drop(reason);
                 }
@@ -124,7 +125,7 @@ impl Core {
         }
         let mut expired = std::mem::take(&mut self.expired);
         self.reasm.expire(self.eg.now, &mut expired);
-        self.eg.counters.add(Counter::drop_ipv4_reasm_timeout, std::mem::take(&mut self.reasm.timed_out));
+        self.take_reasm_outcomes();
         let mut result = Ok(());
         for e in expired.drain(..) {
             if result.is_ok() && self.replies_routable(e.src) {
@@ -139,6 +140,16 @@ impl Core {
         result
     }
 
+    /// Move reassembly's per-datagram outcomes into the counters.
+    fn take_reasm_outcomes(&mut self) {
+        let r = &mut self.reasm;
+        let c = &mut self.eg.counters;
+        c.add(Counter::ipv4_reasm_started, std::mem::take(&mut r.started));
+        c.add(Counter::ipv4_reasm_overlap, std::mem::take(&mut r.overlapped));
+        c.add(Counter::ipv4_reasm_evicted, std::mem::take(&mut r.evicted));
+        c.add(Counter::ipv4_reasm_timeout, std::mem::take(&mut r.timed_out));
+    }
+
     /// True if something can be sent back to `src` (on our link, or through the gateway).
     fn replies_routable(&self, src: Ipv4Addr) -> bool {
         self.eg.cfg.on_link(src) || self.eg.cfg.gateway.is_some()
@@ -147,18 +158,18 @@ impl Core {
     fn dispatch_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), TxError> {
         let eth = match EthernetFrame::new_checked(frame) {
             Ok(e) => e,
-            Err(_) => return self.drop(Counter::drop_eth_truncated),
+            Err(_) => return self.drop(Counter::rx_drop_eth_truncated),
         };
         let dst = eth.dst();
         if dst != self.eg.cfg.mac && !dst.is_broadcast() {
-            return self.drop(Counter::drop_eth_not_for_us);
+            return self.drop(Counter::rx_drop_eth_not_for_us);
         }
         let src = eth.src();
         if !src.is_unicast() {
-            return self.drop(Counter::drop_eth_bad_src);
+            return self.drop(Counter::rx_drop_eth_bad_src);
         }
         if eth.vlan().is_some() {
-            return self.drop(Counter::drop_eth_unknown_ethertype);
+            return self.drop(Counter::rx_drop_eth_unknown_ethertype);
         }
         match eth.ethertype() {
             ethertype::ARP => self.handle_arp(link, eth.payload()),
@@ -169,10 +180,10 @@ impl Core {
                         self.eg.counters.bump(Counter::raw_rx_frames);
                         Ok(())
                     } else {
-                        self.drop(Counter::drop_raw_rx_queue_full)
+                        self.drop(Counter::rx_drop_raw_rx_queue_full)
                     }
                 }
-                None => self.drop(Counter::drop_eth_unknown_ethertype),
+                None => self.drop(Counter::rx_drop_eth_unknown_ethertype),
             },
         }
     }
@@ -191,13 +202,13 @@ impl Core {
             Err(e) => return self.drop(arp_drop_reason(e)),
         };
         if !matches!(arp.op, ArpOp::Request | ArpOp::Reply) {
-            return self.drop(Counter::drop_arp_bad_op);
+            return self.drop(Counter::rx_drop_arp_bad_op);
         }
         if !arp.sender_mac.is_unicast() {
-            return self.drop(Counter::drop_eth_bad_src);
+            return self.drop(Counter::rx_drop_eth_bad_src);
         }
         if arp.sender_ip == self.eg.cfg.ip {
-            return self.drop(Counter::drop_arp_conflict);
+            return self.drop(Counter::rx_drop_arp_conflict);
         }
         let for_us = arp.target_ip == self.eg.cfg.ip;
         let known = self.eg.arp.contains(arp.sender_ip);
@@ -208,7 +219,7 @@ impl Core {
             self.eg.release_pending(link, arp.sender_ip, arp.sender_mac)?;
         }
         if !for_us {
-            return if learn { Ok(()) } else { self.drop(Counter::drop_arp_not_for_us) };
+            return if learn { Ok(()) } else { self.drop(Counter::rx_drop_arp_not_for_us) };
         }
         if arp.op == ArpOp::Request {
             let reply = ArpRepr {
@@ -231,26 +242,46 @@ impl Core {
             Err(e) => return self.drop(ipv4_drop_reason(e)),
         };
         if !ip.verify_checksum() {
-            return self.drop(Counter::drop_ipv4_bad_checksum);
+            return self.drop(Counter::rx_drop_ipv4_bad_checksum);
         }
         let (src, dst) = (ip.src(), ip.dst());
         let broadcast = self.eg.cfg.is_broadcast(dst);
         if dst != self.eg.cfg.ip && !broadcast {
             return self.drop(if is_martian_dst(dst) {
-                Counter::drop_ipv4_martian_dst
+                Counter::rx_drop_ipv4_martian_dst
             } else {
-                Counter::drop_ipv4_not_for_us
+                Counter::rx_drop_ipv4_not_for_us
             });
         }
         if is_martian_src(src) || src == self.eg.cfg.ip || self.eg.cfg.is_broadcast(src) {
-            return self.drop(Counter::drop_ipv4_martian_src);
+            return self.drop(Counter::rx_drop_ipv4_martian_src);
         }
         if !self.replies_routable(src) {
-            return self.drop(Counter::drop_ipv4_no_route);
+            return self.drop(Counter::rx_drop_ipv4_no_route);
+        }
+        if ip.header_len() > Ipv4Repr::HEADER_LEN {
+            match ipv4_options::check(ip.options()) {
+                Err(bad) => {
+                    self.drop(Counter::rx_drop_ipv4_bad_options)?;
+                    if !broadcast && may_answer_with_error(&ip) {
+                        let pointer = (Ipv4Repr::HEADER_LEN + bad.offset) as u8;
+                        let total = usize::from(ip.total_len());
+                        let quote = &ip.as_bytes()[..total.min(ICMP_ERROR_MAX_QUOTE)];
+                        let repr =
+                            IcmpRepr { message: IcmpMessage::ParameterProblem { code: 0, pointer }, data: quote };
+                        if self.send_icmp_error_repr(link, src, &repr)? {
+                            self.eg.counters.bump(Counter::icmp_param_problems_sent);
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(o) if o.source_route.is_some() => return self.drop(Counter::rx_drop_ipv4_source_route),
+                Ok(_) => {}
+            }
         }
         if ip.is_fragment() {
             let verdict = self.reasm.insert(&ip, self.eg.now);
-            self.eg.counters.add(Counter::drop_ipv4_reasm_evicted, std::mem::take(&mut self.reasm.evicted));
+            self.take_reasm_outcomes();
             return match verdict {
                 FragVerdict::Queued => {
                     self.eg.counters.bump(Counter::ipv4_frags_queued);
@@ -285,7 +316,7 @@ impl Core {
         match ip.protocol() {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), ip.options(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
-            protocol::TCP if broadcast => self.drop(Counter::drop_tcp_broadcast),
+            protocol::TCP if broadcast => self.drop(Counter::rx_drop_tcp_broadcast),
             protocol::TCP => {
                 let mut out = LinkSink::new(&mut self.eg, link);
                 let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
@@ -298,7 +329,7 @@ impl Core {
                 sent
             }
             _ => {
-                self.drop(Counter::drop_ipv4_unknown_protocol)?;
+                self.drop(Counter::rx_drop_ipv4_unknown_protocol)?;
                 if !broadcast {
                     self.send_icmp_error(link, src, unreach_code::PROTOCOL, payload)?;
                 }
@@ -318,13 +349,13 @@ impl Core {
     ) -> Result<(), TxError> {
         let icmp = match IcmpRepr::parse(l4) {
             Ok(i) => i,
-            Err(wire::WireError::BadChecksum) => return self.drop(Counter::drop_icmp_bad_checksum),
-            Err(_) => return self.drop(Counter::drop_icmp_truncated),
+            Err(wire::WireError::BadChecksum) => return self.drop(Counter::rx_drop_icmp_bad_checksum),
+            Err(_) => return self.drop(Counter::rx_drop_icmp_truncated),
         };
         match icmp.message {
             IcmpMessage::EchoRequest { ident, seq } => {
                 if broadcast {
-                    return self.drop(Counter::drop_icmp_broadcast_echo);
+                    return self.drop(Counter::rx_drop_icmp_broadcast_echo);
                 }
                 let reply = IcmpRepr { message: IcmpMessage::EchoReply { ident, seq }, data: icmp.data };
                 let mut options = [0u8; 40];
@@ -339,7 +370,7 @@ impl Core {
                     self.eg.counters.bump(Counter::icmp_echo_reply_received);
                     Ok(())
                 } else {
-                    self.drop(Counter::drop_icmp_unmatched_reply)
+                    self.drop(Counter::rx_drop_icmp_unmatched_reply)
                 }
             }
             IcmpMessage::DestUnreachable { code: unreach_code::FRAG_NEEDED, next_hop_mtu } => {
@@ -347,12 +378,14 @@ impl Core {
                 self.on_frag_needed(link, next_hop_mtu, icmp.data)?;
                 Ok(())
             }
-            IcmpMessage::DestUnreachable { .. } | IcmpMessage::TimeExceeded { .. } => {
+            IcmpMessage::DestUnreachable { .. }
+            | IcmpMessage::TimeExceeded { .. }
+            | IcmpMessage::ParameterProblem { .. } => {
                 self.eg.counters.bump(Counter::icmp_errors_received);
                 self.note_icmp_error(icmp.data);
                 Ok(())
             }
-            IcmpMessage::Other { .. } => self.drop(Counter::drop_icmp_unhandled_type),
+            IcmpMessage::Other { .. } => self.drop(Counter::rx_drop_icmp_unhandled_type),
         }
     }
 
@@ -417,10 +450,10 @@ impl Core {
     ) -> Result<(), TxError> {
         let udp = match UdpPacket::new_checked(l4) {
             Ok(u) => u,
-            Err(_) => return self.drop(Counter::drop_udp_truncated),
+            Err(_) => return self.drop(Counter::rx_drop_udp_truncated),
         };
         if self.eg.cfg.verify_udp_checksum && !udp.verify_checksum(src, dst) {
-            return self.drop(Counter::drop_udp_bad_checksum);
+            return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
         let from = SocketAddrV4::new(src, udp.src_port());
         match self.udp.by_port_mut(udp.dst_port()) {
@@ -429,11 +462,11 @@ impl Core {
                     self.eg.counters.bump(Counter::udp_rx_datagrams);
                     Ok(())
                 } else {
-                    self.drop(Counter::drop_udp_rx_queue_full)
+                    self.drop(Counter::rx_drop_udp_rx_queue_full)
                 }
             }
             None => {
-                self.drop(Counter::drop_udp_no_socket)?;
+                self.drop(Counter::rx_drop_udp_no_socket)?;
                 if !broadcast {
                     self.send_icmp_error(link, src, unreach_code::PORT, ip_packet)?;
                 }
@@ -466,7 +499,7 @@ impl Core {
         repr: &IcmpRepr<'_>,
     ) -> Result<bool, TxError> {
         if !self.icmp_limit.allow(self.eg.now) {
-            self.eg.counters.bump(Counter::drop_icmp_rate_limited);
+            self.eg.counters.bump(Counter::tx_drop_icmp_rate_limited);
             return Ok(false);
         }
         self.eg.send_icmp(link, to, repr)
@@ -510,6 +543,22 @@ fn echo_reply_options(request: &[u8], ours: Ipv4Addr, out: &mut [u8; 40]) -> usi
     let padded = n.div_ceil(4) * 4;
     out[n..padded].fill(EOL);
     padded
+}
+
+/// True if an ICMP error may be sent about `ip` (RFC 1122 3.2.2): not about a fragment other
+/// than the first, nor about an ICMP error message (or one too short to tell).
+fn may_answer_with_error<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> bool {
+    if ip.frag_offset() != 0 {
+        return false;
+    }
+    if ip.protocol() != protocol::ICMP {
+        return true;
+    }
+    use wire::icmp::icmp_type as t;
+    match ip.payload().first() {
+        Some(&ty) => !matches!(ty, t::DEST_UNREACHABLE | 4 | 5 | t::TIME_EXCEEDED | t::PARAMETER_PROBLEM),
+        None => false,
+    }
 }
 
 /// The IPv4 header and the transport bytes that follow it in an ICMP error's quote (which

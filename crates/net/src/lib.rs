@@ -133,7 +133,7 @@ pub mod tcp;
 mod udp;
 
 pub use config::Config;
-pub use counters::{Counter, Counters};
+pub use counters::{Counter, Counters, RxAccounting, RX_DROP_PREFIX, TX_DROP_PREFIX};
 pub use error::{
     BadHandle, BindError, BypassError, ConfigError, ConnectError, ControlError, ListenError, NetError, PingError,
     RawBindError, RawSendError, RecvError, SendError, TooManyWatchers, UdpSendError,
@@ -144,5 +144,7 @@ pub use ping::PingReply;
 pub use raw::RawHandle;
 pub use reasm::ReasmLimits;
 pub use stack::Stack;
-pub use tcp::{CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
+pub use tcp::{
+    CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch,
+};
 pub use udp::UdpHandle;

@@ -119,6 +119,10 @@ pub struct Reassembler {
     pub timed_out: u64,
     /// Datagrams given up to make room.
     pub evicted: u64,
+    /// Datagrams begun (a first fragment of theirs stored).
+    pub started: u64,
+    /// Datagrams discarded for an overlap.
+    pub overlapped: u64,
 }
 
 /// Shortest transport header a first fragment must carry whole (RFC 1858).
@@ -142,12 +146,20 @@ impl Reassembler {
             complete: Vec::new(),
             timed_out: 0,
             evicted: 0,
+            started: 0,
+            overlapped: 0,
         }
     }
 
-    /// Datagrams in progress.
+    /// Datagrams in progress (discarded ones waiting out their timeout included).
     pub fn datagrams(&self) -> usize {
         self.map.len()
+    }
+
+    /// Datagrams still being reassembled (not discarded): with the per-datagram outcomes,
+    /// `started = reassembled + timed_out + evicted + overlapped + in_progress`.
+    pub fn in_progress(&self) -> usize {
+        self.map.values().filter(|d| !d.dead).count()
     }
 
     /// Bytes charged for datagrams in progress.
@@ -174,11 +186,11 @@ impl Reassembler {
         let end = start + data.len();
         let more = ip.more_frags();
         if data.is_empty() || (more && !data.len().is_multiple_of(8)) || ip.header_len() + end > 65535 {
-            return FragVerdict::Dropped(Counter::drop_ipv4_frag_malformed);
+            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_malformed);
         }
         let min_l4 = min_transport_header(key.proto);
         if (start == 0 && data.len() < min_l4) || (start > 0 && start < min_l4) {
-            return FragVerdict::Dropped(Counter::drop_ipv4_frag_tiny);
+            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_tiny);
         }
         let charge = data.len() + PIECE_OVERHEAD;
         if !self.map.contains_key(&key) {
@@ -201,18 +213,20 @@ impl Reassembler {
             );
             self.order.push_back((serial, key));
             self.charge(key, DATAGRAM_OVERHEAD as isize);
+            self.started += 1;
         } else {
             self.make_room(key.src, charge, Some(key));
         }
         let dg = self.map.get_mut(&key).expect("present");
         if dg.dead {
-            return FragVerdict::Dropped(Counter::drop_ipv4_frag_overlap);
+            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap);
         }
         match check_fit(dg, start, end, more) {
-            Fit::Duplicate => return FragVerdict::Dropped(Counter::drop_ipv4_frag_duplicate),
+            Fit::Duplicate => return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_duplicate),
             Fit::Conflict => {
+                self.overlapped += 1;
                 self.kill(key);
-                return FragVerdict::Dropped(Counter::drop_ipv4_frag_overlap);
+                return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap);
             }
             Fit::Ok(at) => {
                 dg.pieces.insert(at, (start as u16, data.into()));
@@ -438,16 +452,16 @@ mod tests {
         assert_eq!(put(&mut r, &frag(1, SRC, 0, true, &d), Instant::ZERO), FragVerdict::Queued);
         assert_eq!(
             put(&mut r, &frag(1, SRC, 0, true, &d), Instant::ZERO),
-            FragVerdict::Dropped(Counter::drop_ipv4_frag_duplicate)
+            FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_duplicate)
         );
         assert_eq!(
             put(&mut r, &frag(1, SRC, 8, true, &d), Instant::ZERO),
-            FragVerdict::Dropped(Counter::drop_ipv4_frag_overlap)
+            FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap)
         );
         // The datagram is gone for good: even the fragment that would complete it is dropped.
         assert_eq!(
             put(&mut r, &frag(1, SRC, 16, false, &d), Instant::ZERO),
-            FragVerdict::Dropped(Counter::drop_ipv4_frag_overlap)
+            FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap)
         );
         assert_eq!(r.bytes(), DATAGRAM_OVERHEAD, "only the tombstone is charged");
         let mut ex = Vec::new();
@@ -462,28 +476,28 @@ mod tests {
         let mut tcp_first = frag(2, SRC, 0, true, &[0; 16]);
         tcp_first[9] = protocol::TCP;
         Ipv4Packet::new_unchecked(&mut tcp_first[..]).fill_checksum();
-        assert_eq!(put(&mut r, &tcp_first, Instant::ZERO), drop(Counter::drop_ipv4_frag_tiny), "16 < a TCP header");
+        assert_eq!(put(&mut r, &tcp_first, Instant::ZERO), drop(Counter::rx_drop_ipv4_frag_tiny), "16 < a TCP header");
         let mut tcp_inside = frag(2, SRC, 8, false, &[0; 16]);
         tcp_inside[9] = protocol::TCP;
         Ipv4Packet::new_unchecked(&mut tcp_inside[..]).fill_checksum();
         assert_eq!(
             put(&mut r, &tcp_inside, Instant::ZERO),
-            drop(Counter::drop_ipv4_frag_tiny),
+            drop(Counter::rx_drop_ipv4_frag_tiny),
             "offset 8 rewrites the header"
         );
         assert_eq!(
             put(&mut r, &frag(2, SRC, 0, true, &[0; 12]), Instant::ZERO),
-            drop(Counter::drop_ipv4_frag_malformed)
+            drop(Counter::rx_drop_ipv4_frag_malformed)
         );
         assert_eq!(
             put(&mut r, &frag(2, SRC, 65528, false, &[0; 16]), Instant::ZERO),
-            drop(Counter::drop_ipv4_frag_malformed)
+            drop(Counter::rx_drop_ipv4_frag_malformed)
         );
         assert_eq!(put(&mut r, &frag(3, SRC, 64, false, &[0; 8]), Instant::ZERO), FragVerdict::Queued);
         // A second "last" fragment with another end contradicts the first.
         assert_eq!(
             put(&mut r, &frag(3, SRC, 80, false, &[0; 8]), Instant::ZERO),
-            drop(Counter::drop_ipv4_frag_overlap)
+            drop(Counter::rx_drop_ipv4_frag_overlap)
         );
     }
 

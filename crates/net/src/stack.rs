@@ -149,6 +149,13 @@ impl<L: Link> Stack<L> {
         (self.core.reasm.datagrams(), self.core.reasm.bytes())
     }
 
+    /// IPv4 datagrams being reassembled (not discarded for an overlap): with the counters,
+    /// `ipv4_reasm_started = ipv4_reassembled + ipv4_reasm_timeout + ipv4_reasm_evicted +
+    /// ipv4_reasm_overlap + this`.
+    pub fn reassembly_in_progress(&self) -> usize {
+        self.core.reasm.in_progress()
+    }
+
     /// The path MTU towards `dst` (the link's unless an ICMP message lowered it).
     pub fn path_mtu(&self, dst: Ipv4Addr) -> usize {
         self.core.eg.path_mtu(dst)

@@ -7,8 +7,8 @@ use crate::error::{
 };
 use crate::tcp::sink::LinkSink;
 use crate::tcp::timer::TimerKind;
-use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpState, TcpWatch};
-use crate::Stack;
+use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch};
+use crate::{Counter, Stack};
 use link::{Link, LinkError};
 use std::net::SocketAddrV4;
 
@@ -177,7 +177,11 @@ impl<L: Link> Stack<L> {
         if data.is_empty() || b.tx.free() == 0 || b.tx.has_transfers() {
             return Ok(0); // (the ring waits behind queued transfers, to keep the byte order)
         }
-        tcp.tx_storage.unpark(&mut b.tx.ring);
+        if !tcp.tx_storage.unpark(&mut b.tx.ring, &mut tcp.mem, tcp.cfg.buffer_min) {
+            // The memory budget's limit: back-pressure, as a full send buffer.
+            self.core.eg.counters.bump(Counter::tcp_mem_send_refused);
+            return Ok(0);
+        }
         let n = b.tx.enqueue(data);
         if n > 0 {
             self.kick(sid)?;
@@ -435,6 +439,12 @@ impl<L: Link> Stack<L> {
         out.finish_link()?;
         self.core.tcp.abort(sid);
         Ok(())
+    }
+
+    /// TCP's memory budget and its use (see [`crate::tcp::memory`]).
+    pub fn tcp_memory(&self) -> TcpMemory {
+        let m = &self.core.tcp.mem;
+        TcpMemory { used: m.used, peak: m.peak, pressure: m.pressure, limit: m.limit }
     }
 
     /// Statistics of a connection.

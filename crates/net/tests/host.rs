@@ -160,7 +160,7 @@ fn closed_udp_port_gets_port_unreachable_quoting_the_datagram() {
     let icmp = IcmpRepr::parse(&ip).unwrap();
     assert_eq!(icmp.message, IcmpMessage::DestUnreachable { code: 3, next_hop_mtu: 0 });
     assert_eq!(icmp.data, &sent[14..]);
-    assert_eq!(b.host.counters().get(Counter::drop_udp_no_socket), 1);
+    assert_eq!(b.host.counters().get(Counter::rx_drop_udp_no_socket), 1);
 }
 
 #[test]
@@ -208,9 +208,9 @@ fn arp_retries_on_schedule_then_drops_and_counts() {
     assert_eq!(b.advance(Duration::from_millis(1)).len(), 1, "retry after 500 ms");
     assert_eq!(b.advance(Duration::from_millis(500)).len(), 1);
     assert_eq!(b.advance(Duration::from_millis(500)).len(), 1);
-    assert_eq!(b.host.counters().get(Counter::drop_arp_unresolved), 0);
+    assert_eq!(b.host.counters().get(Counter::tx_drop_arp_unresolved), 0);
     assert_eq!(b.advance(Duration::from_millis(500)).len(), 0, "4 tries, then give up");
-    assert_eq!(b.host.counters().get(Counter::drop_arp_unresolved), 1);
+    assert_eq!(b.host.counters().get(Counter::tx_drop_arp_unresolved), 1);
 }
 
 #[test]
@@ -244,17 +244,17 @@ fn malformed_frames_are_counted_by_reason_and_accounted() {
         .unwrap();
     let stranger_arp = eth(MacAddr::BROADCAST, ethertype::ARP, &stranger);
     let cases: Vec<(Vec<u8>, Counter)> = vec![
-        (vec![1, 2, 3], Counter::drop_eth_truncated),
-        (ipv4(MacAddr([2, 9, 9, 9, 9, 9]), 1, &echo_request(1, b"x")), Counter::drop_eth_not_for_us),
-        (eth(me, 0x88b6, b"??"), Counter::drop_eth_unknown_ethertype),
-        (eth(me, ethertype::IPV4, &[0x45, 0, 0]), Counter::drop_ipv4_truncated),
-        (eth(me, ethertype::IPV4, &[0x65; 20]), Counter::drop_ipv4_bad_version),
-        (bad_ip_csum, Counter::drop_ipv4_bad_checksum),
-        (bad_icmp, Counter::drop_icmp_bad_checksum),
-        (fragment, Counter::drop_ipv4_frag_malformed),
-        (stranger_arp, Counter::drop_arp_not_for_us),
-        (eth(me, ethertype::ARP, &[0u8; 10]), Counter::drop_arp_truncated),
-        (ipv4(me, 6, &[0u8; 20]), Counter::drop_tcp_malformed),
+        (vec![1, 2, 3], Counter::rx_drop_eth_truncated),
+        (ipv4(MacAddr([2, 9, 9, 9, 9, 9]), 1, &echo_request(1, b"x")), Counter::rx_drop_eth_not_for_us),
+        (eth(me, 0x88b6, b"??"), Counter::rx_drop_eth_unknown_ethertype),
+        (eth(me, ethertype::IPV4, &[0x45, 0, 0]), Counter::rx_drop_ipv4_truncated),
+        (eth(me, ethertype::IPV4, &[0x65; 20]), Counter::rx_drop_ipv4_bad_version),
+        (bad_ip_csum, Counter::rx_drop_ipv4_bad_checksum),
+        (bad_icmp, Counter::rx_drop_icmp_bad_checksum),
+        (fragment, Counter::rx_drop_ipv4_frag_malformed),
+        (stranger_arp, Counter::rx_drop_arp_not_for_us),
+        (eth(me, ethertype::ARP, &[0u8; 10]), Counter::rx_drop_arp_truncated),
+        (ipv4(me, 6, &[0u8; 20]), Counter::rx_drop_tcp_malformed),
     ];
     for (frame, reason) in cases {
         let before = b.host.counters().get(reason);
@@ -321,7 +321,7 @@ fn broadcast_ping_is_not_answered() {
     frame = eth(MacAddr::BROADCAST, ethertype::IPV4, &ip);
     p.clear();
     assert!(b.exchange(&[frame]).is_empty());
-    assert_eq!(b.host.counters().get(Counter::drop_icmp_broadcast_echo), 1);
+    assert_eq!(b.host.counters().get(Counter::rx_drop_icmp_broadcast_echo), 1);
 }
 
 #[test]

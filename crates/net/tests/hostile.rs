@@ -69,9 +69,20 @@ impl Bench {
         }
     }
 
+    /// Every received frame has one verdict; every datagram reassembly began has one outcome
+    /// or is still in progress.
     fn assert_accounted(&self) {
         let c = self.host.counters();
-        assert_eq!(c.get(Counter::rx_delivered) + c.rx_drops(), c.get(Counter::rx_frames), "frame accounting");
+        c.rx_accounting().check().unwrap();
+        let ended = [
+            Counter::ipv4_reassembled,
+            Counter::ipv4_reasm_timeout,
+            Counter::ipv4_reasm_evicted,
+            Counter::ipv4_reasm_overlap,
+        ];
+        let ended: u64 = ended.iter().map(|&k| c.get(k)).sum();
+        let in_progress = self.host.reassembly_in_progress() as u64;
+        assert_eq!(c.get(Counter::ipv4_reasm_started), ended + in_progress, "reassembly outcomes per datagram");
     }
 
     fn count(&self, c: Counter) -> u64 {
@@ -142,18 +153,18 @@ fn off_link_and_martian_sources_are_counted_drops_and_the_batch_goes_on() {
     let mut b = Bench::new(Config::host("10.0.0.2/24"));
     b.host.tcp_listen(80, 128).unwrap();
     let cases = [
-        (echo_from(Ipv4Addr::new(192, 168, 99, 1), 1), Counter::drop_ipv4_no_route),
-        (syn_from(Ipv4Addr::new(192, 168, 99, 1), HOST), Counter::drop_ipv4_no_route),
-        (echo_from(Ipv4Addr::new(0, 0, 0, 0), 2), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(0, 1, 2, 3), 3), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(127, 0, 0, 1), 4), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(224, 0, 0, 1), 5), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(255, 255, 255, 255), 6), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(240, 0, 0, 1), 7), Counter::drop_ipv4_martian_src),
-        (echo_from(HOST, 8), Counter::drop_ipv4_martian_src),
-        (echo_from(Ipv4Addr::new(10, 0, 0, 255), 9), Counter::drop_ipv4_martian_src),
-        (syn_from(PEER, Ipv4Addr::new(127, 0, 0, 1)), Counter::drop_ipv4_martian_dst),
-        (syn_from(PEER, Ipv4Addr::new(255, 255, 255, 255)), Counter::drop_tcp_broadcast),
+        (echo_from(Ipv4Addr::new(192, 168, 99, 1), 1), Counter::rx_drop_ipv4_no_route),
+        (syn_from(Ipv4Addr::new(192, 168, 99, 1), HOST), Counter::rx_drop_ipv4_no_route),
+        (echo_from(Ipv4Addr::new(0, 0, 0, 0), 2), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(0, 1, 2, 3), 3), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(127, 0, 0, 1), 4), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(224, 0, 0, 1), 5), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(255, 255, 255, 255), 6), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(240, 0, 0, 1), 7), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(HOST, 8), Counter::rx_drop_ipv4_martian_src),
+        (echo_from(Ipv4Addr::new(10, 0, 0, 255), 9), Counter::rx_drop_ipv4_martian_src),
+        (syn_from(PEER, Ipv4Addr::new(127, 0, 0, 1)), Counter::rx_drop_ipv4_martian_dst),
+        (syn_from(PEER, Ipv4Addr::new(255, 255, 255, 255)), Counter::rx_drop_tcp_broadcast),
     ];
     let mut frames: Vec<Vec<u8>> = cases.iter().map(|(f, _)| f.clone()).collect();
     frames.push(echo_from(PEER, 100));
@@ -177,7 +188,7 @@ fn a_gateway_routes_replies_to_off_link_sources() {
     let far = Ipv4Addr::new(192, 168, 99, 1);
     let out = b.exchange(&[echo_from(far, 1)]);
     assert_eq!(echo_replies(&out), vec![(PEER_MAC, far, 1)], "sent to the gateway's MAC");
-    assert_eq!(b.count(Counter::drop_ipv4_no_route), 0);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_no_route), 0);
 }
 
 /// Two stacks on one mem link, polled together for `steps` rounds of 1 ms.
@@ -213,7 +224,7 @@ fn udp_datagrams_up_to_65507_bytes_cross_in_fragments() {
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &[0; 1472]).unwrap());
-    assert_eq!(a.counters().get(Counter::drop_tx_too_big), 1);
+    assert_eq!(a.counters().get(Counter::tx_drop_too_big), 1);
     assert_eq!(a.counters().get(Counter::ipv4_fragmented_sent), 3);
     assert_eq!(b.counters().get(Counter::ipv4_reassembled), 3);
     assert_eq!(b.reassembly_usage(), (0, 0));
@@ -269,19 +280,20 @@ fn hostile_fragment_sets_are_counted_and_bounded() {
         fragment(1, protocol::UDP, &whole, 2960, whole.len() - 2960, false),
     ]);
     assert!(out.is_empty());
-    assert_eq!(b.count(Counter::drop_ipv4_frag_overlap), 3);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_frag_overlap), 3);
+    assert_eq!((b.count(Counter::ipv4_reasm_started), b.count(Counter::ipv4_reasm_overlap)), (1, 1));
     let mut buf = [0u8; 4000];
     assert!(b.host.udp_recv_from(sock, &mut buf).unwrap().is_none());
     // Tiny TCP first fragment (RFC 1858) and a fragment of odd length with MF set.
     let tcp_whole = [0u8; 64];
     b.exchange(&[fragment(2, protocol::TCP, &tcp_whole, 0, 8, true), fragment(3, protocol::UDP, &whole, 0, 100, true)]);
-    assert_eq!(b.count(Counter::drop_ipv4_frag_tiny), 1);
-    assert_eq!(b.count(Counter::drop_ipv4_frag_malformed), 1);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_frag_tiny), 1);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_frag_malformed), 1);
     // A never-completed datagram times out and is answered with ICMP time exceeded.
     b.exchange(&[fragment(4, protocol::UDP, &whole, 0, 1480, true)]);
     b.now = b.now + Duration::from_secs(31);
     let out = b.exchange(&[]);
-    assert_eq!(b.count(Counter::drop_ipv4_reasm_timeout), 1);
+    assert_eq!(b.count(Counter::ipv4_reasm_timeout), 1);
     let time_exceeded = out.iter().any(|f| {
         let e = EthernetFrame::new_checked(&f[..]).unwrap();
         let ip = Ipv4Packet::new_checked(e.payload()).unwrap();
@@ -295,7 +307,7 @@ fn hostile_fragment_sets_are_counted_and_bounded() {
     let (datagrams, bytes) = b.host.reassembly_usage();
     assert!(bytes <= limits.max_bytes_per_source, "{bytes} bytes held");
     assert!(datagrams <= limits.max_datagrams);
-    assert!(b.count(Counter::drop_ipv4_reasm_evicted) >= 9_000);
+    assert!(b.count(Counter::ipv4_reasm_evicted) >= 9_000);
     // And a good fragmented datagram still gets through.
     b.exchange(&[
         fragment(7, protocol::UDP, &whole, 2960, whole.len() - 2960, false),
@@ -366,4 +378,86 @@ fn an_echo_request_with_record_route_comes_back_with_it_and_our_address() {
     options[7..11].copy_from_slice(&HOST.octets());
     options[15] = 0;
     assert_eq!(ip.options(), &options[..]);
+}
+
+/// An echo request from the peer carrying IPv4 `options` (padded to 4 bytes with EOL).
+fn echo_with_options(seq: u16, options: &[u8]) -> Vec<u8> {
+    let mut options = options.to_vec();
+    options.resize(options.len().div_ceil(4) * 4, 0);
+    let l4 = echo(seq, b"opts");
+    let repr = Ipv4Repr {
+        src: PEER,
+        dst: HOST,
+        protocol: protocol::ICMP,
+        payload_len: l4.len(),
+        ttl: 64,
+        ident: seq,
+        dont_frag: false,
+        dscp_ecn: 0,
+    };
+    let mut p = vec![0u8; 20 + options.len() + l4.len()];
+    let hl = repr.emit_with_options(&mut p, &options).unwrap();
+    p[hl..].copy_from_slice(&l4);
+    eth(ethertype::IPV4, &p)
+}
+
+/// The (pointer, quoted header length) of every ICMP parameter problem in `frames`.
+fn parameter_problems(frames: &[Vec<u8>]) -> Vec<(u8, usize)> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            let ip = Ipv4Packet::new_checked(&f[14..]).ok()?;
+            match IcmpRepr::parse(ip.payload()).ok()? {
+                IcmpRepr { message: IcmpMessage::ParameterProblem { code: 0, pointer }, data } => {
+                    assert!(ip.options().is_empty(), "an error carries no options of its own");
+                    Some((pointer, usize::from(data[0] & 0xf) * 4))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn source_routed_packets_are_dropped_and_malformed_options_get_a_parameter_problem_never_an_echo() {
+    let mut b = Bench::new(Config::host("10.0.0.2/24"));
+    // Loose and strict source routes, pointing at a hop or exhausted: dropped, as Linux does.
+    let routes = [
+        vec![131u8, 7, 4, 10, 0, 0, 9],
+        vec![137u8, 7, 4, 10, 0, 0, 9],
+        vec![131u8, 7, 8, 10, 0, 0, 9],
+        vec![1u8, 137, 11, 4, 10, 0, 0, 9, 10, 0, 0, 8],
+    ];
+    for (i, o) in routes.iter().enumerate() {
+        assert!(b.exchange(&[echo_with_options(i as u16, o)]).is_empty(), "source route {o:?} was answered");
+    }
+    assert_eq!(b.count(Counter::rx_drop_ipv4_source_route), 4);
+    // Malformed: answered with a parameter problem pointing at the byte at fault (counted
+    // from the start of the IPv4 header), never with an echo reply.
+    let malformed: [(&[u8], u8); 6] = [
+        (&[7, 7, 1, 0, 0, 0, 0], 22),        // record route, pointer 1
+        (&[7, 0, 4, 0], 20),                 // length 0
+        (&[1, 7, 1, 4], 21),                 // length 1 after a NOP
+        (&[148, 12, 0, 0], 20),              // length past the header
+        (&[68, 8, 4, 0, 0, 0, 0, 0], 22),    // timestamp, pointer 4
+        (&[68, 8, 9, 0xf0, 0, 0, 0, 0], 23), // timestamp full, overflow 15
+    ];
+    for (i, (o, pointer)) in malformed.iter().enumerate() {
+        let out = b.exchange(&[echo_with_options(100 + i as u16, o)]);
+        assert!(echo_replies(&out).is_empty(), "{o:?} was echoed");
+        assert_eq!(parameter_problems(&out), vec![(*pointer, 20 + o.len().div_ceil(4) * 4)], "{o:?}");
+    }
+    assert_eq!(b.count(Counter::rx_drop_ipv4_bad_options), 6);
+    assert_eq!(b.count(Counter::icmp_param_problems_sent), 6);
+    // Well-formed record route and timestamp still get their echo.
+    let mut rr = vec![7u8, 11, 4];
+    rr.resize(11, 0);
+    assert_eq!(echo_replies(&b.exchange(&[echo_with_options(200, &rr)])).len(), 1);
+    // The parameter problems are rate-limited like every ICMP error.
+    let flood: Vec<Vec<u8>> = (0..3000u16).map(|i| echo_with_options(1000 + i, &[7, 7, 1, 0, 0, 0, 0])).collect();
+    let out = b.exchange(&flood);
+    let sent = parameter_problems(&out).len() as u64;
+    assert!(sent < 3000 && sent > 0, "{sent} parameter problems for 3,000 bad packets in one instant");
+    assert_eq!(b.count(Counter::tx_drop_icmp_rate_limited), 3000 - sent);
+    assert_eq!(b.count(Counter::rx_drop_ipv4_bad_options), 3006);
 }

@@ -27,11 +27,11 @@ fn syn_sent_ignores_rst_without_ack_and_is_refused_by_rst_with_acceptable_ack() 
     let p = |flags: u8, seq: u32, ack: u32| Seg::new(80, 40000, flags, seq, ack, 0);
     // A reset without ACK cannot be verified against our SYN: dropped (RFC 9293 3.10.7.3).
     assert_eq!(b.send(p(RST, PEER_ISS, 0)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_rst_ignored), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_rst_ignored), 1);
     // A reset whose ACK is not SND.UNA < ACK <= SND.NXT: dropped without reply.
     assert_eq!(b.send(p(RST | ACK, 0, iss + 2)), vec![]);
     assert_eq!(b.send(p(RST | ACK, 0, iss)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_bad_ack), 2);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_bad_ack), 2);
     // A SYN-ACK with a bad ACK is answered with <SEQ=SEG.ACK><CTL=RST>.
     assert_eq!(b.send(p(SYN | ACK, PEER_ISS, iss + 100)), vec![Seg::new(40000, 80, RST, iss + 100, 0, 0)]);
     assert_eq!(b.host.tcp_connect_result(h).unwrap(), None);
@@ -76,7 +76,7 @@ fn syn_received_answers_an_unacceptable_ack_with_rst_and_stays_half_open() {
     assert_eq!(b.send(bad), vec![Seg::new(80, 40000, RST, iss + 1000, 0, 0)]);
     // An ACK that acknowledges nothing new (our ISS itself) is just as unacceptable.
     assert_eq!(b.send(Seg::new(40000, 80, ACK, PEER_ISS + 1, iss, 65535)), vec![Seg::new(80, 40000, RST, iss, 0, 0)]);
-    assert_eq!(b.counter(Counter::drop_tcp_unacceptable_ack), 2);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_unacceptable_ack), 2);
     assert_eq!(b.host.tcp_accept(l), None);
     assert_eq!(b.host.tcp_sessions(), 1, "the half-open session survives");
     // The right ACK still completes the handshake.
@@ -136,7 +136,7 @@ fn segments_to_a_closed_port_are_answered_with_rst() {
     assert_eq!(b.send(Seg::new(40000, 81, SYN | ACK, PEER_ISS, 777, 65535)), vec![rst(RST, 777, 0)]);
     // A reset is never answered.
     assert_eq!(b.send(Seg::new(40000, 81, RST | ACK, PEER_ISS, 1, 0)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_no_session), 6);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_no_session), 6);
     assert_eq!(b.counter(Counter::tcp_resets_sent), 5);
 }
 
@@ -160,7 +160,7 @@ fn rst_in_window_but_not_at_rcv_nxt_gets_a_challenge_ack() {
     let challenge = c.h(ACK, c.iss + 1, PEER_ISS + 1, 65535);
     assert_eq!(b.send(c.p(RST, PEER_ISS + 1 + 1000, 0)), vec![challenge.clone()]);
     assert_eq!(b.send(c.p(RST | ACK, PEER_ISS + 1 + 65534, c.iss + 1)), vec![challenge.clone()], "last in-window byte");
-    assert_eq!((b.counter(Counter::tcp_challenge_acks), b.counter(Counter::drop_tcp_rst_challenged)), (2, 2));
+    assert_eq!((b.counter(Counter::tcp_challenge_acks), b.counter(Counter::rx_drop_tcp_rst_challenged)), (2, 2));
     assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Established);
     // Outside the window (or just before it): silently dropped.
     assert_eq!(b.send(c.p(RST, PEER_ISS + 1 + 65535, 0)), vec![]);
@@ -182,7 +182,7 @@ fn syn_on_an_established_connection_gets_a_challenge_ack() {
     // In window (RFC 5961 4.2): challenge ACK, connection unchanged.
     assert_eq!(b.send(c.p(SYN, PEER_ISS + 1, 0).opts(mss_only())), vec![ack.clone()]);
     assert_eq!(b.send(c.p(SYN, PEER_ISS + 5000, 0).opts(mss_only())), vec![ack.clone()]);
-    assert_eq!((b.counter(Counter::drop_tcp_syn_challenged), b.counter(Counter::tcp_challenge_acks)), (2, 2));
+    assert_eq!((b.counter(Counter::rx_drop_tcp_syn_challenged), b.counter(Counter::tcp_challenge_acks)), (2, 2));
     // The old SYN again (before the window): a plain duplicate ACK.
     assert_eq!(b.send(peer_syn(40000, 80)), vec![ack.clone()]);
     assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Established);
@@ -204,7 +204,7 @@ fn an_ack_older_than_the_window_gets_a_challenge_ack_and_its_data_is_dropped() {
     // SEG.ACK < SND.UNA - MAX.SND.WND (65535): challenge ACK, segment dropped (RFC 5961 5.2).
     let out = b.send(c.p(ACK | PSH, PEER_ISS + 1, una.wrapping_sub(65536)).data(b"0123456789"));
     assert_eq!(out, vec![c.h(ACK, una, PEER_ISS + 1, 65535)]);
-    assert_eq!(b.counter(Counter::drop_tcp_ack_too_old), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_ack_too_old), 1);
     assert_eq!(b.host.tcp_recv_ready(c.h).unwrap(), 0);
     // SEG.ACK = SND.UNA - MAX.SND.WND is still acceptable: the data is taken.
     let out = b.send(c.p(ACK | PSH, PEER_ISS + 1, una.wrapping_sub(65535)).data(b"0123456789"));
@@ -213,7 +213,7 @@ fn an_ack_older_than_the_window_gets_a_challenge_ack_and_its_data_is_dropped() {
     // An ACK of data never sent gets an ACK too, and its data is dropped (RFC 9293).
     let out = b.send(c.p(ACK | PSH, PEER_ISS + 11, una + 1).data(b"x"));
     assert_eq!(out, vec![c.h(ACK, una, PEER_ISS + 11, 65535)]);
-    assert_eq!(b.counter(Counter::drop_tcp_ack_unsent), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_ack_unsent), 1);
 }
 
 #[test]
@@ -227,13 +227,31 @@ fn challenge_acks_are_rate_limited() {
     assert_eq!(b.send(bad[0].clone()), vec![challenge.clone()]);
     assert_eq!(b.send(bad[1].clone()), vec![challenge.clone()]);
     assert_eq!(b.send(bad[2].clone()), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_challenge_limited), 1);
+    assert_eq!(b.counter(Counter::tcp_challenge_acks_suppressed), 1);
     assert_eq!(b.send(c.p(SYN, PEER_ISS + 1, 0)), vec![], "the limit covers SYN challenges too");
-    assert_eq!(b.counter(Counter::drop_tcp_challenge_limited), 2);
+    assert_eq!(b.counter(Counter::tcp_challenge_acks_suppressed), 2);
     // A second later the budget is back.
     assert_eq!(b.advance(secs(1)), vec![]);
     assert_eq!(b.send(bad[0].clone()), vec![challenge]);
     assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Established);
+}
+
+#[test]
+fn challenge_acks_sent_and_suppressed_add_up_to_the_segments_that_called_for_one() {
+    let mut b = Bench::new(config());
+    let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
+    let challenge = c.h(ACK, c.iss + 1, PEER_ISS + 1, 65535);
+    // Five blind RSTs in one batch call for five challenges: one ACK leaves, so one is
+    // counted sent and the four folded into it suppressed.
+    let bad: Vec<Seg> = (0..5).map(|i| c.p(RST, PEER_ISS + 100 + i, 0)).collect();
+    assert_eq!(b.send_all(&bad), vec![challenge.clone()]);
+    let sent = b.counter(Counter::tcp_challenge_acks);
+    let suppressed = b.counter(Counter::tcp_challenge_acks_suppressed);
+    assert_eq!((sent, suppressed), (1, 4));
+    assert_eq!(sent + suppressed, b.counter(Counter::rx_drop_tcp_rst_challenged));
+    // The next one is a new challenge of its own.
+    assert_eq!(b.send(bad[0].clone()), vec![challenge]);
+    assert_eq!(b.counter(Counter::tcp_challenge_acks), 2);
 }
 
 // ---- Simultaneous open and close ----
@@ -335,7 +353,7 @@ fn paws_drops_a_segment_with_an_older_tsval_and_answers_with_an_ack() {
     // Older TSval than TS.Recent: dropped, answered with an ACK (RFC 7323 5.3).
     let out = b.send(c.p(ACK | PSH, p1 + 4, c.iss + 1).data(b"bbbb").ts(1999, 1));
     assert_eq!(out, vec![c.h(ACK, c.iss + 1, p1 + 4, 65535).ts(ts_of(b.now), 2000)]);
-    assert_eq!(b.counter(Counter::drop_tcp_paws), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_paws), 1);
     assert_eq!(b.host.tcp_recv_ready(c.h).unwrap(), 4);
     // An equal TSval is fine.
     let out = b.send(c.p(ACK | PSH, p1 + 4, c.iss + 1).data(b"bbbb").ts(2000, 1));
@@ -347,7 +365,7 @@ fn paws_drops_a_segment_with_an_older_tsval_and_answers_with_an_ack() {
     let older = newer.wrapping_add(0x8000_0001);
     let out = b.send(c.p(ACK | PSH, p1 + 10, c.iss + 1).data(b"dd").ts(older, 1));
     assert_eq!(out, vec![c.h(ACK, c.iss + 1, p1 + 10, 65535).ts(ts_of(b.now), newer)]);
-    assert_eq!(b.counter(Counter::drop_tcp_paws), 2);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_paws), 2);
     // PAWS does not apply to resets.
     assert_eq!(b.send(c.p(RST, p1 + 10, 0).ts(5, 0)), vec![]);
     assert_eq!(b.host.tcp_error(c.h).unwrap(), Some(TcpError::Reset));
@@ -387,14 +405,14 @@ fn syns_beyond_the_backlog_are_dropped_and_counted_without_syn_cookies() {
         out.iter().map(|s| (s.flags(), s.repr.dst_port)).collect::<Vec<_>>(),
         vec![(SYN | ACK, 40001), (SYN | ACK, 40002)]
     );
-    assert_eq!(b.counter(Counter::drop_tcp_backlog_full), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_backlog_full), 1);
     assert_eq!(b.host.tcp_sessions(), 2);
     // Complete and accept one: its slot frees; the third client's retransmitted SYN gets in.
     let iss1 = out[0].seq();
     assert_eq!(b.send(Seg::new(40001, 80, ACK, PEER_ISS + 1, iss1 + 1, 65535)), vec![]);
     // Established but not accepted still counts against the backlog.
     assert_eq!(b.send(peer_syn(40003, 80)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_backlog_full), 2);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_backlog_full), 2);
     assert!(b.host.tcp_accept(l).is_some());
     let out = b.send(peer_syn(40003, 80));
     assert_eq!(out.iter().map(|s| (s.flags(), s.repr.dst_port)).collect::<Vec<_>>(), vec![(SYN | ACK, 40003)]);
@@ -432,6 +450,6 @@ fn half_open_connections_that_time_out_give_their_backlog_slot_back() {
     assert_eq!(b.counter(Counter::tcp_timeouts_fatal), 1);
     let out = b.send(peer_syn(40001, 80));
     assert_eq!(out.iter().map(|s| (s.flags(), s.repr.dst_port)).collect::<Vec<_>>(), vec![(SYN | ACK, 40001)]);
-    assert_eq!(b.counter(Counter::drop_tcp_backlog_full), 0);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_backlog_full), 0);
     assert_eq!(b.host.tcp_accept(l), None);
 }

@@ -182,7 +182,7 @@ fn the_advertised_window_never_promises_more_than_the_receive_buffer() {
         }
     }
     assert_eq!(b.host.tcp_recv_ready(c.h).unwrap(), (seq - start) as usize);
-    assert_eq!(b.counter(Counter::drop_tcp_rx_buffer_full), 0);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_rx_buffer_full), 0);
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn a_forged_or_stale_cookie_is_reset_and_counted() {
     let iss = out[0].seq();
     let out = b.send(Seg::new(40002, 80, ACK, PEER_ISS + 1, iss + 2, 65535));
     assert_eq!(out.iter().map(|s| (s.flags(), s.seq())).collect::<Vec<_>>(), vec![(RST, iss + 2)]);
-    assert_eq!(b.counter(Counter::drop_tcp_bad_cookie), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_bad_cookie), 1);
     // Cookies expire after two 64-second slots.
     b.now = b.now + secs(129);
     let out = b.send(Seg::new(40002, 80, ACK, PEER_ISS + 1, iss + 1, 65535));
@@ -89,10 +89,10 @@ fn a_listener_drops_syn_fin_and_flagless_segments_and_resets_acks() {
     let mut b = Bench::new(config());
     b.host.tcp_listen(80, 8).unwrap();
     assert_eq!(b.send(Seg::new(40001, 80, SYN | FIN, PEER_ISS, 0, 65535)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_syn_fin), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_syn_fin), 1);
     assert_eq!(b.send(Seg::new(40001, 80, 0, PEER_ISS, 0, 65535)), vec![]);
     assert_eq!(b.send(Seg::new(40001, 80, FIN, PEER_ISS, 0, 65535)), vec![]);
-    assert_eq!(b.counter(Counter::drop_tcp_listen_no_syn), 2);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_listen_no_syn), 2);
     assert_eq!(b.send(Seg::new(40001, 80, RST, PEER_ISS, 0, 65535)), vec![]);
     let out = b.send(Seg::new(40001, 80, ACK, PEER_ISS, 777, 65535));
     assert_eq!(out.iter().map(|s| (s.flags(), s.seq())).collect::<Vec<_>>(), vec![(RST, 777)]);
@@ -166,7 +166,7 @@ fn time_wait_sessions_are_reclaimed_when_the_table_is_full() {
     }
     assert_eq!(b.host.tcp_sessions(), 4);
     assert_eq!(b.counter(Counter::tcp_time_wait_reclaimed), 16);
-    assert_eq!(b.counter(Counter::drop_tcp_table_full), 0);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_table_full), 0);
 }
 
 #[test]

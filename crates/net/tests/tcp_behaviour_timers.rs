@@ -37,10 +37,10 @@ fn syn_rto_starts_at_one_second_and_doubles_until_syn_retries_then_times_out() {
         assert_eq!(out, vec![host_syn(at, 40000, 80, iss)], "the same SYN (fresh TSval)");
         assert_eq!(b.host.tcp_connect_result(h).unwrap(), None);
     }
-    // 32 s doubled, capped at max_rto.
-    assert_eq!(b.host.tcp_stats(h).unwrap().rto, secs(60));
-    // The seventh expiry gives up, 60 s after the last SYN, and sends nothing.
-    assert_eq!(b.advance(at + secs(60) - b.now - ms(1)), vec![]);
+    // 32 s doubled, under max_rto (120 s): Linux gives up 127 s after the first SYN too.
+    assert_eq!(b.host.tcp_stats(h).unwrap().rto, secs(64));
+    // The seventh expiry gives up, 64 s after the last SYN, and sends nothing.
+    assert_eq!(b.advance(at + secs(64) - b.now - ms(1)), vec![]);
     assert_eq!(b.host.tcp_connect_result(h).unwrap(), None);
     assert_eq!(b.advance(ms(1)), vec![]);
     assert_eq!(b.host.tcp_connect_result(h).unwrap(), Some(Err(TcpError::TimedOut)));
@@ -141,11 +141,12 @@ fn zero_window_stops_sending_and_probes_with_backoff_until_the_window_opens() {
     assert_eq!(b.flush(), vec![], "nothing goes out into a zero window");
     let probe = c.h(ACK, x, PEER_ISS + 1, 65535).data(&data[3000..3001]);
     let mut at = b.now;
-    // Probes after one RTO, then with exponential backoff (capped at 64 RTOs); each answered
-    // with a zero window; the connection must survive it indefinitely (RFC 1122 4.2.2.17).
-    for interval in [300, 600, 1200, 2400, 4800, 9600, 19200, 19200, 19200, 19200] {
+    // Probes after one RTO, then with exponential backoff up to the maximum RTO (120 s, as
+    // Linux); each answered with a zero window; the connection survives it (RFC 1122
+    // 4.2.2.17) up to the zero-window limit (10 minutes by default).
+    for interval in [300, 600, 1200, 2400, 4800, 9600, 19200, 38400, 76800, 120_000] {
         at = at + ms(interval);
-        let (t, out) = b.next_output(secs(60)).expect("a window probe");
+        let (t, out) = b.next_output(secs(200)).expect("a window probe");
         assert_eq!((t, out), (at, vec![probe.clone()]), "probe {interval} ms after the previous");
         assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x).win(0)), vec![], "a probe's answer is no duplicate ACK");
     }
@@ -235,7 +236,7 @@ fn time_wait_reacks_a_retransmitted_fin_and_restarts_the_timer() {
     assert_eq!(b.advance(secs(1)), vec![]);
     let fin = c.p(FIN | ACK, PEER_ISS + 1, c.iss + 2);
     assert_eq!(b.send(fin.clone()), vec![c.h(ACK, c.iss + 2, PEER_ISS + 2, 65535)]);
-    assert_eq!(b.counter(Counter::drop_tcp_out_of_window), 1);
+    assert_eq!(b.counter(Counter::rx_drop_tcp_out_of_window), 1);
     // 2 MSL from the retransmitted FIN (RFC 9293 3.10.7.4, TIME-WAIT: restart the timer).
     assert_eq!(b.advance(tw + secs(3) - b.now - ms(1)), vec![]);
     assert_eq!(b.host.tcp_sessions(), 1);
@@ -293,4 +294,48 @@ fn no_keepalive_without_the_option() {
     let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
     assert_eq!(b.next_output(secs(7200)), None);
     assert_eq!(b.host.tcp_state(c.h).unwrap(), TcpState::Established);
+}
+
+#[test]
+fn a_peer_holding_a_zero_window_for_ten_minutes_sees_probes_back_off_to_120_s_and_the_connection_end_at_the_limit() {
+    let cfg = config();
+    assert_eq!(cfg.tcp.zero_window_limit, Some(secs(600)), "the documented default");
+    assert_eq!(cfg.tcp.max_rto, secs(120), "the documented default");
+    let mut b = Bench::new(cfg);
+    let (c, _, _) = passive_open(&mut b, 80, 40000, PeerOpts::default(), ms(1));
+    let data = pattern(1000);
+    b.host.tcp_send(c.h, &data).unwrap();
+    let x = c.iss + 1;
+    assert_eq!(b.flush().len(), 1);
+    // The peer takes the data and closes its window: it never reads again.
+    b.now = b.now + ms(1);
+    assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x + 1000).win(0)), vec![]);
+    b.host.tcp_send(c.h, &data).unwrap();
+    let closed_at = b.now;
+    let probe = c.h(ACK, x + 1000, PEER_ISS + 1, 65535).data(&data[..1]);
+    let mut gaps = vec![];
+    let mut last = closed_at;
+    let end = closed_at + secs(660);
+    let mut reset_at = None;
+    while let Some((t, out)) = b.next_output(end.saturating_since(b.now)) {
+        if out.iter().any(|s| s.flags() & RST != 0) {
+            reset_at = Some(t);
+            break;
+        }
+        assert_eq!(out, vec![probe.clone()]);
+        gaps.push((t - last).as_millis() as u64);
+        last = t;
+        assert_eq!(b.send(c.p(ACK, PEER_ISS + 1, x + 1000).win(0)), vec![]);
+    }
+    // Backoff from the RTO (10 ms here) doubling to the 120 s maximum, never beyond it.
+    assert!(gaps.windows(2).all(|w| w[1] >= w[0]), "{gaps:?}");
+    assert_eq!(gaps.iter().max(), Some(&120_000), "{gaps:?}");
+    assert!(gaps.iter().filter(|&&g| g == 120_000).count() >= 1, "{gaps:?}");
+    // At the 600 s limit the connection is reset, counted, and the application is told.
+    assert_eq!(reset_at, Some(closed_at + secs(600)), "gaps {gaps:?}");
+    assert_eq!(b.counter(Counter::tcp_zero_window_aborts), 1);
+    assert_eq!(b.host.tcp_error(c.h).unwrap(), Some(TcpError::TimedOut));
+    assert_eq!(b.counter(Counter::tcp_window_probes), gaps.len() as u64);
+    // Nothing more for the minute after.
+    assert_eq!(b.next_output(end.saturating_since(b.now)), None);
 }

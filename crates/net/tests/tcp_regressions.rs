@@ -71,8 +71,8 @@ fn ack_on_a_data_segment_is_taken_while_our_window_is_zero() {
     assert_eq!(
         st.bytes_acked,
         100,
-        "the ACK was dropped with the segment (drop_tcp_out_of_window = {}): {st:?}",
-        count(&b, "drop_tcp_out_of_window")
+        "the ACK was dropped with the segment (rx_drop_tcp_out_of_window = {}): {st:?}",
+        count(&b, "rx_drop_tcp_out_of_window")
     );
 }
 

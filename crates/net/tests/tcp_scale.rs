@@ -103,7 +103,10 @@ fn holds_65536_connections_and_moves_data_on_each() {
         "65536 connections: {per_session} bytes per session (tables {} + buffers 4096)",
         a.tcp_table_bytes_per_session()
     );
-    assert_eq!(a.counters().get(Counter::drop_tcp_table_full) + b.counters().get(Counter::drop_tcp_table_full), 0);
+    assert_eq!(
+        a.counters().get(Counter::rx_drop_tcp_table_full) + b.counters().get(Counter::rx_drop_tcp_table_full),
+        0
+    );
     assert_eq!(a.counters().get(Counter::tcp_rto_fired), 0, "no timeouts on a clean link");
 }
 
@@ -127,7 +130,7 @@ fn full_session_table_is_counted_not_a_crash() {
         accepted += 1;
     }
     assert_eq!(accepted, 8);
-    assert!(b.counters().get(Counter::drop_tcp_table_full) >= 12);
+    assert!(b.counters().get(Counter::rx_drop_tcp_table_full) >= 12);
     let established = clients.iter().filter(|&&c| a.tcp_connect_result(c).unwrap() == Some(Ok(()))).count();
     assert_eq!(established, 8);
 }

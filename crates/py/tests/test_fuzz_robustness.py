@@ -62,6 +62,6 @@ def test_a_million_random_and_mutated_frames():
     c = host.counters()
     assert c["rx_frames"] >= 1_020_000
     assert lr.rx_accounted(c), {k: v for k, v in c.items() if v}
-    reasons = {k: v for k, v in c.items() if k.startswith("drop_") and v}
+    reasons = {k: v for k, v in c.items() if k.startswith("rx_drop_") and v}
     print("drop reasons:", reasons)
     assert len(reasons) >= 10, reasons

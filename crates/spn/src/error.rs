@@ -12,6 +12,14 @@ pub enum SpnError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// What was wrong with a model file, named.
+    #[error("{path}: {source}")]
+    InFile {
+        /// The file.
+        path: String,
+        /// What was wrong in it.
+        source: Box<SpnError>,
+    },
     /// The model file is not well-formed JSON of the documented format.
     #[error("model JSON, line {line} column {column}: {msg}")]
     Json {

@@ -19,11 +19,13 @@ pub fn load(path: impl AsRef<Path>) -> Result<Spn, SpnError> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(io)?;
-    parse(&text)
+    parse(&text).map_err(|e| SpnError::InFile { path: path.display().to_string(), source: Box::new(e) })
 }
 
-/// Parse a model from text: JSON if it starts with `{`, SPFlow's text export otherwise.
+/// Parse a model from text: JSON if it starts with `{`, SPFlow's text export otherwise. A
+/// UTF-8 byte-order mark (as some Windows editors write) is skipped.
 pub fn parse(text: &str) -> Result<Spn, SpnError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim_start().starts_with('{') {
         from_json_str(text)
     } else {
@@ -49,5 +51,24 @@ mod tests {
         assert!(e.starts_with("model JSON"), "{e}");
         let e = load("/nonexistent/model.json").unwrap_err().to_string();
         assert!(e.starts_with("/nonexistent/model.json: "), "{e}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_errors_in_a_file_name_it() {
+        let json = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/nips10.json")).unwrap();
+        let plain = parse(&json);
+        let dir = std::env::temp_dir().join(format!("spn-bom-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let with_bom = dir.join("bom.json");
+        std::fs::write(&with_bom, format!("\u{feff}{json}")).unwrap();
+        match (plain, load(&with_bom)) {
+            (Ok(a), Ok(b)) => assert_eq!(a.num_vars(), b.num_vars()),
+            (a, b) => panic!("plain {a:?}, with a BOM {b:?}"),
+        }
+        let broken = dir.join("broken.json");
+        std::fs::write(&broken, "\u{feff}{\"nodes\": [").unwrap();
+        let e = load(&broken).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: model JSON", broken.display())), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,6 +14,8 @@ pub mod icmp_type {
     pub const ECHO_REQUEST: u8 = 8;
     /// Time exceeded.
     pub const TIME_EXCEEDED: u8 = 11;
+    /// Parameter problem.
+    pub const PARAMETER_PROBLEM: u8 = 12;
 }
 
 /// Codes of the destination-unreachable message.
@@ -62,6 +64,14 @@ pub enum IcmpMessage {
         /// Reason code.
         code: u8,
     },
+    /// Parameter problem (type 12, RFC 792): code 0 with `pointer` at the octet of the
+    /// quoted header where the error was found.
+    ParameterProblem {
+        /// Reason code (0: the pointer indicates the error).
+        code: u8,
+        /// Offset of the offending octet in the quoted IPv4 header.
+        pointer: u8,
+    },
     /// Anything else (including echo with a non-zero code); its 4 type-specific bytes are not kept.
     Other {
         /// Message type.
@@ -81,6 +91,7 @@ impl IcmpMessage {
             (icmp_type::ECHO_REPLY, 0) => IcmpMessage::EchoReply { ident, seq },
             (icmp_type::DEST_UNREACHABLE, code) => IcmpMessage::DestUnreachable { code, next_hop_mtu: seq },
             (icmp_type::TIME_EXCEEDED, code) => IcmpMessage::TimeExceeded { code },
+            (icmp_type::PARAMETER_PROBLEM, code) => IcmpMessage::ParameterProblem { code, pointer: rest[0] },
             (icmp_type, code) => IcmpMessage::Other { icmp_type, code },
         }
     }
@@ -99,6 +110,7 @@ impl IcmpMessage {
                 (icmp_type::DEST_UNREACHABLE, code, [0, 0, m[0], m[1]])
             }
             IcmpMessage::TimeExceeded { code } => (icmp_type::TIME_EXCEEDED, code, [0; 4]),
+            IcmpMessage::ParameterProblem { code, pointer } => (icmp_type::PARAMETER_PROBLEM, code, [pointer, 0, 0, 0]),
             IcmpMessage::Other { icmp_type, code } => (icmp_type, code, [0; 4]),
         }
     }
@@ -285,6 +297,9 @@ mod tests {
         p.fill_checksum();
         assert!(p.verify_checksum());
         assert_eq!(IcmpMessage::from_header(8, 1, [0; 4]), IcmpMessage::Other { icmp_type: 8, code: 1 });
+        let pp = IcmpMessage::ParameterProblem { code: 0, pointer: 22 };
+        assert_eq!(IcmpMessage::from_header(12, 0, [22, 0, 0, 0]), pp);
+        assert_eq!(pp.to_header(), (12, 0, [22, 0, 0, 0]));
     }
 
     fn arb_message() -> impl Strategy<Value = IcmpMessage> {

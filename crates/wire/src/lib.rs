@@ -63,6 +63,7 @@ mod field;
 pub mod flow;
 pub mod icmp;
 pub mod ipv4;
+pub mod ipv4_options;
 pub mod tcp;
 pub mod udp;
 

@@ -35,7 +35,7 @@ pub struct Iperf3Args {
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
     /// IP MTU of the TAP link.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
     mtu: usize,
     /// Prefix of the namespace's name.
     #[arg(long, default_value = "lr-iperf3")]

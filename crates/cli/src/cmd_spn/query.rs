@@ -181,7 +181,7 @@ fn read_batch(a: &QueryArgs) -> Result<Batch, String> {
         (std::fs::read(&a.input).map_err(|e| format!("{}: {e}", a.input))?, a.input.clone())
     };
     let model_vars = match &a.model {
-        Some(p) => Some(spn::load(p).map_err(|e| format!("{}: {e}", p.display()))?.num_vars()),
+        Some(p) => Some(spn::load(p).map_err(|e| e.to_string())?.num_vars()),
         None => None,
     };
     let (rows, vars) = if bytes.starts_with(b"\x93NUMPY") {

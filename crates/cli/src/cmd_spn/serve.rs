@@ -274,7 +274,7 @@ fn serve_until_done<L: Link>(
         drops: stack
             .counters()
             .iter()
-            .filter(|(k, v)| k.starts_with("drop") && *v > 0)
+            .filter(|(k, v)| k.contains("drop_") && *v > 0)
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         cpu_share: cpu.share(),

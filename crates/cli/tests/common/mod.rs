@@ -55,7 +55,8 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Run `linerate tap` with `extra` flags and `script` as its --run command; stdout and stderr
-/// are printed (cargo shows them for failing tests).
+/// are printed (cargo shows them for failing tests). A run that succeeded must end with the
+/// receive accounting identity holding (`linerate tap` prints it, and fails if it does not).
 pub fn tap_run(script: &str, extra: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
         .arg("tap")
@@ -68,7 +69,42 @@ pub fn tap_run(script: &str, extra: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    if out.status.success() {
+        assert_accounting_line(&out.stderr);
+    }
     out
+}
+
+/// Check the receive accounting line `linerate tap` (or `stats`) printed on stderr says the
+/// identity holds.
+pub fn assert_accounting_line(stderr: &[u8]) {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text.lines().find(|l| l.contains("receive accounting: rx_frames")).unwrap_or_else(|| {
+        panic!("no receive accounting line in the output: {text}");
+    });
+    assert!(line.ends_with("(holds)"), "{line}");
+}
+
+/// The final counters `linerate tap --json` printed, by name (stdout holds the JSON alone:
+/// the --run command's output goes to stderr).
+pub fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
+    let text = String::from_utf8_lossy(stdout);
+    let v: serde_json::Value = serde_json::from_str(text.trim()).expect("stdout is one JSON document");
+    let mut out = std::collections::HashMap::new();
+    for row in v["tables"][0]["rows"].as_array().expect("rows") {
+        let name = row["counter"].as_str().unwrap_or_default().to_string();
+        let value = row["value"].as_u64().unwrap_or_else(|| panic!("a counter is a number: {row}"));
+        out.insert(name, value);
+    }
+    out
+}
+
+/// Assert `rx_frames = rx_delivered + Σ rx_drop_*` on counters read by name.
+pub fn assert_rx_accounting(c: &std::collections::HashMap<String, u64>) {
+    let acc = net::RxAccounting::from_named(c.iter().map(|(k, v)| (k.as_str(), *v)));
+    if let Err(e) = acc.check() {
+        panic!("{e}: {c:?}");
+    }
 }
 
 /// A scratch directory, removed on drop.

@@ -142,7 +142,7 @@ pub(crate) fn parse(data: &[u8], name: &str) -> Result<Parsed, String> {
             block::SHB => {}
             block::IDB => {
                 if body.len() < 8 {
-                    p.malformed += 1;
+                    p.note_malformed(name, blocks + 1, at, "an interface description shorter than its fixed fields");
                     // Keep numbering: packets refer to interfaces by position.
                     ifaces.push(Interface { linktype: 0, snaplen: 0, resol: Resolution::Decimal(6), offset: 0 });
                 } else {
@@ -165,14 +165,24 @@ pub(crate) fn parse(data: &[u8], name: &str) -> Result<Parsed, String> {
                 // low, captured length, original length, data.
                 let fixed = 20;
                 if body.len() < fixed {
-                    p.malformed += 1;
+                    p.note_malformed(name, blocks + 1, at, "a packet block shorter than its fixed fields");
                 } else {
                     let iface = if btype == block::EPB { e.u32(body, 0) } else { u32::from(e.u16(body, 0)) };
                     let units = (u64::from(e.u32(body, 4)) << 32) | u64::from(e.u32(body, 8));
                     let (cap, orig) = (e.u32(body, 12) as usize, e.u32(body, 16));
                     match ifaces.get(iface as usize) {
-                        _ if body.len() - fixed < cap => p.malformed += 1,
-                        None => p.malformed += 1,
+                        _ if body.len() - fixed < cap => p.note_malformed(
+                            name,
+                            blocks + 1,
+                            at,
+                            &format!("a captured length of {cap} beyond its block"),
+                        ),
+                        None => p.note_malformed(
+                            name,
+                            blocks + 1,
+                            at,
+                            &format!("a packet on interface {iface}, which was never described"),
+                        ),
                         Some(i) if i.linktype != LINKTYPE_ETHERNET => p.other_link += 1,
                         Some(i) => p.records.push(CaptureRecord {
                             stamp: i.stamp(units),
@@ -193,7 +203,12 @@ pub(crate) fn parse(data: &[u8], name: &str) -> Result<Parsed, String> {
                     p.records.push(CaptureRecord { stamp: 0, orig_len: orig, start: base + 4, len: cap });
                 }
                 (true, Some(_)) => p.other_link += 1,
-                _ => p.malformed += 1,
+                (true, None) => {
+                    p.note_malformed(name, blocks + 1, at, "a simple packet block before any interface description")
+                }
+                (false, _) => {
+                    p.note_malformed(name, blocks + 1, at, "a simple packet block shorter than its fixed fields")
+                }
             },
             _ => p.unknown_blocks += 1,
         }

@@ -33,6 +33,8 @@ pub(crate) struct Parsed {
     pub other_link: u64,
     /// Packet blocks that were malformed (skipped, the file went on).
     pub malformed: u64,
+    /// What the first malformed block was, and where.
+    pub malformed_note: Option<String>,
     /// Blocks of kinds linerate does not use (name resolution, statistics, ...).
     pub unknown_blocks: u64,
 }
@@ -71,6 +73,16 @@ impl Capture {
     /// damaged); the packets before it are all here.
     pub fn warning(&self) -> Option<&str> {
         self.parsed.warning.as_deref()
+    }
+
+    /// What is wrong with the file, naming it and the record, if anything is: where reading
+    /// stopped (a cut or damaged record), else the first malformed block that was skipped.
+    /// A tool that must not pass off part of a file as the whole refuses it on this.
+    pub fn damage(&self) -> Option<&str> {
+        match self.parsed.warning.as_deref() {
+            Some(w) => Some(w.split_once("; the ").map_or(w, |(d, _)| d)),
+            None => self.parsed.malformed_note.as_deref(),
+        }
     }
 
     /// Packets skipped because their interface is not Ethernet.
@@ -120,6 +132,17 @@ pub fn open_capture(path: &Path) -> Result<Capture, LinkError> {
     read_capture(file, &name)
 }
 
+impl Parsed {
+    /// Count a malformed block (number `block`, 1-based, at byte `at`) skipped; the first one
+    /// is described.
+    pub(crate) fn note_malformed(&mut self, name: &str, block: usize, at: usize, what: &str) {
+        self.malformed += 1;
+        if self.malformed_note.is_none() {
+            self.malformed_note = Some(format!("{name}: block {block} (at byte {at}) is malformed: {what}"));
+        }
+    }
+}
+
 /// The warning for a file that ends inside record `n` (1-based).
 pub(crate) fn cut_short(name: &str, n: usize, have: usize, need: usize) -> String {
     format!(
@@ -150,7 +173,7 @@ fn parse_pcap(data: &[u8], e: Endian, frac_ns: u64, name: &str) -> Result<Parsed
         let (incl, orig) = (e.u32(data, at + 8) as usize, e.u32(data, at + 12));
         if incl > MAX_RECORD {
             p.warning = Some(format!(
-                "{name}: packet {n} claims {incl} bytes, more than any capture holds; the file is damaged from there and the {} packets before it are used",
+                "{name}: the capture is damaged at packet {n} (it claims {incl} bytes, more than any capture holds); the {} complete packets before it are used",
                 n - 1
             ));
             break;

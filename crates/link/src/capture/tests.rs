@@ -185,3 +185,28 @@ fn every_truncation_and_random_damage_is_read_without_panicking() {
         }
     }
 }
+
+#[test]
+fn damage_names_the_file_and_the_record() {
+    let e = Endian::Little;
+    // A packet block before any interface description, then a good interface and packet.
+    let mut f = Vec::new();
+    shb(e, &mut f);
+    epb(e, &mut f, 0, 1, &[0xab; 60]);
+    idb(e, &mut f, 1, None, None);
+    epb(e, &mut f, 0, 2, &[0xcd; 60]);
+    let c = read_capture(&f[..], "early.pcapng").unwrap();
+    assert_eq!((c.len(), c.malformed()), (1, 1));
+    assert!(c.warning().is_none());
+    let d = c.damage().expect("damage");
+    assert!(d.contains("early.pcapng") && d.contains("block 2") && d.contains("never described"), "{d}");
+    // A cut file: the damage is the warning without what a lenient reader keeps.
+    for format in [Format::Pcap, Format::PcapNg] {
+        let bytes = write(format, Endian::native());
+        let c = read_capture(&bytes[..bytes.len() - 10], "cut.cap").unwrap();
+        let d = c.damage().unwrap();
+        assert!(d.contains("cut.cap") && d.contains("packet 5") && !d.contains("are used"), "{d}");
+    }
+    // A clean file has none.
+    assert!(read_capture(&write(Format::PcapNg, e)[..], "ok").unwrap().damage().is_none());
+}

@@ -8,6 +8,7 @@
 //! stop at the configured maxima, so memory per session stays bounded.
 
 use super::engine::TcpEngine;
+use super::memory::MemLevel;
 use super::output::ts_clock;
 use super::sink::SegmentSink;
 use crate::counters::Counter;
@@ -48,8 +49,8 @@ impl TcpEngine {
     /// keeps up. Without an RTT estimate (no timestamps, nothing sent) the buffer stays.
     pub(super) fn autotune_rx<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         let max = self.cfg.rx_buffer_max;
-        if self.bufs[sid as usize].rx.capacity() >= max {
-            return;
+        if self.bufs[sid as usize].rx.capacity() >= max || self.mem.level() != MemLevel::Normal {
+            return; // (under memory pressure buffers do not grow)
         }
         let srtt = self.tx[sid as usize].rtt.srtt();
         let rx = &mut self.rx[sid as usize];
@@ -84,7 +85,9 @@ impl TcpEngine {
             return;
         }
         // At most a doubling per round trip, like the sender's slow start.
+        let before = ring.storage_len();
         ring.grow(want.next_power_of_two().min(cap * 2).min(max));
+        self.mem.charge(ring.storage_len().saturating_sub(before));
         rx.ack_now = true; // announce the wider window at once
         out.counters().bump(Counter::tcp_rx_buffer_grown);
     }
@@ -96,7 +99,7 @@ impl TcpEngine {
         let tx = &self.tx[sid as usize];
         let b = &mut self.bufs[sid as usize];
         let cap = b.tx.capacity();
-        if cap >= max || cap == 0 {
+        if cap >= max || cap == 0 || self.mem.level() != MemLevel::Normal {
             return;
         }
         let app_limited = b.tx.free() > cap / 4 && !b.tx.has_transfers();
@@ -105,7 +108,9 @@ impl TcpEngine {
             return;
         }
         let grown = (usable * 2).next_power_of_two().min(max);
+        let before = b.tx.ring.storage_len();
         b.tx.ring.grow(grown);
+        self.mem.charge(b.tx.ring.storage_len().saturating_sub(before));
         out.counters().bump(Counter::tcp_tx_buffer_grown);
     }
 }

@@ -30,6 +30,15 @@ pub struct TcpConfig {
     /// buffer auto-tuning). Equal to `rx_buffer` to switch growth off. The window-scale shift
     /// must allow it (`65535 << shift`).
     pub rx_buffer_max: usize,
+    /// Stack-wide limit of the bytes TCP's send and receive rings (and their pools) may hold
+    /// (see [`super::memory`]): 256 MiB by default. At the limit no ring gets new storage:
+    /// sends are refused (back-pressure) and data for a ring without storage is dropped.
+    pub mem_limit: usize,
+    /// Memory pressure threshold, bytes (a quarter of the default limit): at or above it buffers stop
+    /// growing, emptied rings give back their storage and new rings get `buffer_min` bytes.
+    pub mem_pressure: usize,
+    /// Ring size given under memory pressure (16 KiB, Linux's default `tcp_wmem` start).
+    pub buffer_min: usize,
     /// Congestion control for new connections.
     pub cc: CcAlgorithm,
     /// Nagle's algorithm (off by default).
@@ -48,8 +57,15 @@ pub struct TcpConfig {
     /// machine); the margin also stays above the 1 ms timestamp tick, so the original and
     /// the retransmission can be told apart.
     pub min_rto: Duration,
-    /// Upper bound of the RTO.
+    /// Upper bound of the RTO and of the zero-window probe interval: both back off
+    /// exponentially up to it (120 s by default, Linux's `TCP_RTO_MAX`).
     pub max_rto: Duration,
+    /// Longest a peer may keep its window closed while we have data for it before the
+    /// connection is aborted (with a reset, counted as `tcp_zero_window_aborts`; the
+    /// application sees `TimedOut`). `None` probes forever, as RFC 1122 4.2.2.17 allows; the
+    /// 10-minute default bounds what a reader that never reads can hold (Linux bounds it only
+    /// with `TCP_USER_TIMEOUT`).
+    pub zero_window_limit: Option<Duration>,
     /// TIME-WAIT duration (2 MSL; 60 s by default, as Linux). TIME-WAIT does not exhaust the
     /// table: a newer SYN reopens its 4-tuple at once (RFC 6191), and when the table is full
     /// the oldest released session in TIME-WAIT gives its slot to the new one.
@@ -92,11 +108,15 @@ impl Default for TcpConfig {
             rx_buffer: 256 * 1024,
             tx_buffer_max: 32 << 20,
             rx_buffer_max: 32 << 20,
+            mem_limit: 256 << 20,
+            mem_pressure: 64 << 20,
+            buffer_min: 16 << 10,
             cc: CcAlgorithm::NewReno,
             nagle: false,
             delayed_ack: Duration::from_millis(1),
             min_rto: Duration::from_millis(10),
-            max_rto: Duration::from_secs(60),
+            max_rto: Duration::from_secs(120),
+            zero_window_limit: Some(Duration::from_secs(600)),
             time_wait: Duration::from_secs(60),
             syn_retries: 6,
             max_retries: 15,

@@ -85,6 +85,8 @@ pub struct TxSar {
     pub sb: Scoreboard,
     /// Zero-window probes sent in a row (or the silly-window override timer fired).
     pub probes: u32,
+    /// When the peer's closed window started holding back our data (probing began).
+    pub zero_window_since: Option<Instant>,
     /// New data waits for a wider window (sender silly-window avoidance).
     pub sws_hold: bool,
     /// Keep-alive probes sent without answer.
@@ -201,6 +203,7 @@ impl TxSar {
             retries: 0,
             sb: Scoreboard::default(),
             probes: 0,
+            zero_window_since: None,
             sws_hold: false,
             keepalives: 0,
             retransmits: 0,
@@ -269,6 +272,8 @@ pub struct RxSar {
     pub segs_unacked: u32,
     /// An ACK must go out at the next output.
     pub ack_now: bool,
+    /// That ACK is a challenge ACK (RFC 5961), counted as sent when it leaves.
+    pub challenge_pending: bool,
     /// Window scaling agreed (both SYNs carried the option).
     pub ws_ok: bool,
     /// Timestamps agreed.

@@ -6,6 +6,7 @@ use super::bypass::RxBypass;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
+use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
 use super::timer::{TimerKind, Timers};
@@ -88,6 +89,8 @@ pub struct TcpEngine {
     pub(crate) tx_storage: StoragePool,
     /// Receive-ring storage likewise.
     pub(crate) rx_storage: StoragePool,
+    /// The memory budget of the rings and pools.
+    pub(crate) mem: MemAccount,
     /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
     pub(super) sack_before: Vec<(u32, u32)>,
     /// SYN cookies (RFC 4987 3.6).
@@ -127,6 +130,7 @@ impl TcpEngine {
             scratch_activity: Vec::new(),
             tx_storage: StoragePool::new(cfg.tx_buffer),
             rx_storage: StoragePool::new(cfg.rx_buffer),
+            mem: MemAccount::new(cfg.mem_pressure, cfg.mem_limit),
             sack_before: Vec::new(),
             cookies: super::syncookie::CookieJar::new(cfg.secret),
             last_cookie: None,
@@ -280,6 +284,9 @@ impl TcpEngine {
         self.timers.cancel_all(sid);
         self.free.push(sid);
         self.count_sessions();
+        // Its buffers' storage goes back now (to the pool or the allocator), not when the
+        // slot is next used: a crowd of ended sessions holds no memory.
+        self.release_buffers(sid);
     }
 
     /// Tell the storage pools how many sessions the stack holds.
@@ -347,8 +354,31 @@ impl TcpEngine {
         self.finish(sid, Some(TcpError::Aborted));
     }
 
+    /// Count the ring storage afresh (every `memory::RECOUNT_EVERY`): what freed rings gave
+    /// back lowers the use. Under pressure, emptied rings of live sessions shed their storage.
+    fn recount_memory(&mut self, now: Instant) {
+        if !self.mem.recount_due(now) {
+            return;
+        }
+        let shed = self.mem.level() != super::memory::MemLevel::Normal;
+        let mut used = 0;
+        for (s, b) in self.state.iter().zip(self.bufs.iter_mut()) {
+            if shed && s.in_use {
+                if b.tx.ring.is_empty() {
+                    self.tx_storage.shed(&mut b.tx.ring, &self.mem);
+                }
+                if b.asm.is_empty() {
+                    self.rx_storage.shed(&mut b.rx, &self.mem);
+                }
+            }
+            used += b.tx.ring.storage_len() + b.rx.storage_len();
+        }
+        self.mem.set_used(used + self.tx_storage.held() + self.rx_storage.held());
+    }
+
     /// Process timers due at `now`.
     pub(crate) fn on_timers<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
+        self.recount_memory(now);
         while let Some((sid, kind)) = self.timers.pop_due(now) {
             if !self.state[sid as usize].in_use {
                 continue;
@@ -359,7 +389,7 @@ impl TcpEngine {
                     self.rx[sid as usize].ack_now = true;
                     self.mark_dirty(sid);
                 }
-                TimerKind::Persist => self.on_persist(sid, now),
+                TimerKind::Persist => self.on_persist(out, sid, now),
                 TimerKind::Keepalive => self.on_keepalive(out, sid, now),
                 TimerKind::Linger => self.finish(sid, None),
                 TimerKind::Reorder => self.on_reorder_timeout(out, sid, now),
@@ -419,9 +449,20 @@ impl TcpEngine {
         self.mark_dirty(sid);
     }
 
-    /// Zero-window probe due: the output path sends one byte beyond the window.
-    fn on_persist(&mut self, sid: u32, _now: Instant) {
-        self.tx[sid as usize].probes += 1;
+    /// Zero-window probe due: the output path sends one byte beyond the window, unless the
+    /// window has been closed longer than `zero_window_limit` (then the connection is reset).
+    fn on_persist<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
+        let tx = &mut self.tx[sid as usize];
+        let held = tx.zero_window_since.map(|t| now - t);
+        if let (Some(held), Some(limit)) = (held, self.cfg.zero_window_limit) {
+            if held >= limit {
+                out.counters().bump(Counter::tcp_zero_window_aborts);
+                self.send_abort_reset(out, sid);
+                self.finish(sid, Some(TcpError::TimedOut));
+                return;
+            }
+        }
+        tx.probes += 1;
         self.mark_dirty(sid);
     }
 

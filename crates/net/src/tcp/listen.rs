@@ -35,19 +35,19 @@ impl TcpEngine {
         let len = payload.len() as u32;
         if !self.listeners.contains_key(&tuple.local_port) {
             self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
-            return Err(Counter::drop_tcp_no_session);
+            return Err(Counter::rx_drop_tcp_no_session);
         }
         if f & RST != 0 {
-            return Err(Counter::drop_tcp_rst_ignored);
+            return Err(Counter::rx_drop_tcp_rst_ignored);
         }
         if f & SYN != 0 && f & FIN != 0 {
-            return Err(Counter::drop_tcp_syn_fin);
+            return Err(Counter::rx_drop_tcp_syn_fin);
         }
         if f & ACK == 0 {
             return if f & SYN != 0 {
                 self.on_listen_syn(out, tuple, repr)
             } else {
-                Err(Counter::drop_tcp_listen_no_syn)
+                Err(Counter::rx_drop_tcp_listen_no_syn)
             };
         }
         let cookies_in_use = self.last_cookie.is_some_and(|t| out.now() - t <= COOKIE_WINDOW);
@@ -56,18 +56,18 @@ impl TcpEngine {
                 return v;
             }
             self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
-            return Err(Counter::drop_tcp_bad_cookie);
+            return Err(Counter::rx_drop_tcp_bad_cookie);
         }
         self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
-        Err(Counter::drop_tcp_no_session)
+        Err(Counter::rx_drop_tcp_no_session)
     }
 
     /// A SYN to a listener: a half-open session, or a SYN cookie when the half-open queue is
     /// full; dropped when the accept queue or the session table is full.
     fn on_listen_syn<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
-        let Some(l) = self.listeners.get(&tuple.local_port) else { return Err(Counter::drop_tcp_no_session) };
+        let Some(l) = self.listeners.get(&tuple.local_port) else { return Err(Counter::rx_drop_tcp_no_session) };
         if l.ready.len() >= l.backlog {
-            return Err(Counter::drop_tcp_backlog_full);
+            return Err(Counter::rx_drop_tcp_backlog_full);
         }
         let queue_full = l.half_open >= self.cfg.syn_backlog || l.half_open + l.ready.len() >= l.backlog;
         if !queue_full {
@@ -76,7 +76,7 @@ impl TcpEngine {
             return self.passive_open(out, tuple, repr);
         }
         if !self.cfg.syn_cookies {
-            return Err(Counter::drop_tcp_backlog_full);
+            return Err(Counter::rx_drop_tcp_backlog_full);
         }
         self.send_cookie_syn_ack(out, tuple, repr);
         Ok(())
@@ -84,7 +84,7 @@ impl TcpEngine {
 
     fn passive_open<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) -> Verdict {
         let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, out.now()) else {
-            return Err(Counter::drop_tcp_table_full);
+            return Err(Counter::rx_drop_tcp_table_full);
         };
         let s = &mut self.state[sid as usize];
         s.listener = Some(tuple.local_port);
@@ -146,10 +146,10 @@ impl TcpEngine {
         let l = self.listeners.get(&tuple.local_port)?;
         if l.ready.len() >= l.backlog {
             // As Linux: the peer retransmits and finds room later.
-            return Some(Err(Counter::drop_tcp_backlog_full));
+            return Some(Err(Counter::rx_drop_tcp_backlog_full));
         }
         let Ok(sid) = self.alloc(tuple, TcpState::Established, now) else {
-            return Some(Err(Counter::drop_tcp_table_full));
+            return Some(Err(Counter::rx_drop_tcp_table_full));
         };
         self.restore_from_cookie(sid, repr, iss, st);
         self.state[sid as usize].listener = Some(tuple.local_port);

@@ -17,6 +17,7 @@ pub(crate) mod engine;
 pub(crate) mod isn;
 mod listen;
 pub(crate) mod lookup;
+pub mod memory;
 pub(crate) mod output;
 mod pmtu;
 pub(crate) mod rack;
@@ -103,6 +104,19 @@ impl TcpHandle {
 /// A watcher of connection activity (see [`crate::Stack::tcp_watch`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TcpWatch(pub(crate) usize);
+
+/// TCP's memory budget and its use, bytes of ring storage (see [`memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpMemory {
+    /// Held now (pools included; an over-estimate by what was freed since the last recount).
+    pub used: usize,
+    /// The most held at once.
+    pub peak: usize,
+    /// The pressure threshold.
+    pub pressure: usize,
+    /// The hard limit.
+    pub limit: usize,
+}
 
 impl TcpWatch {
     /// The watcher's number (for bindings that pass it as an integer).

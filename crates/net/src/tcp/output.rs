@@ -332,6 +332,7 @@ impl TcpEngine {
         if tx.snd_wnd != 0 || !waiting {
             let tx = &mut self.tx[sid as usize];
             tx.probes = 0;
+            tx.zero_window_since = None;
             if !tx.sws_hold {
                 self.timers.cancel(sid, TimerKind::Persist);
             }
@@ -342,7 +343,17 @@ impl TcpEngine {
         if tx.snd_una != tx.snd_nxt && tx.probes == 0 {
             return false;
         }
-        let interval = (tx.rtt.rto() * (1u32 << tx.probes.min(6))).min(self.cfg.max_rto);
+        // Exponential backoff up to the maximum RTO (as Linux's `tcp_probe0_when`).
+        let interval = tx.rtt.rto().saturating_mul(1u32 << tx.probes.min(20)).min(self.cfg.max_rto);
+        if tx.probes == 0 && tx.zero_window_since.is_none() {
+            self.tx[sid as usize].zero_window_since = Some(now);
+        }
+        let tx = &self.tx[sid as usize];
+        // The timer fires at the zero-window limit at the latest, which ends the connection.
+        let interval = match (tx.zero_window_since, self.cfg.zero_window_limit) {
+            (Some(since), Some(limit)) => interval.min((since + limit).saturating_since(now)),
+            _ => interval,
+        };
         if tx.probes == 0 || self.timers.deadline(sid, TimerKind::Persist).is_some() {
             self.timers.arm_if_idle(sid, TimerKind::Persist, now + interval);
             self.timers.cancel(sid, TimerKind::Retransmit);
@@ -489,6 +500,10 @@ impl TcpEngine {
                     rx.dsack = None;
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);
+                }
+                if rx.challenge_pending {
+                    rx.challenge_pending = false;
+                    out.counters().bump(Counter::tcp_challenge_acks);
                 }
                 rx.last_ack_sent = Seq(ack);
                 rx.ack_now = false;

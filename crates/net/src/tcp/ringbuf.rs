@@ -52,6 +52,19 @@ impl RingBuf {
         Some(std::mem::take(&mut self.buf))
     }
 
+    /// Bytes of storage the ring holds (0 when parked).
+    #[inline]
+    pub fn storage_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Set the capacity of a parked, empty ring (its storage will come at that size).
+    pub fn set_parked_capacity(&mut self, capacity: usize) {
+        if self.buf.is_empty() && self.len == 0 {
+            self.cap = capacity;
+        }
+    }
+
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
         self.cap

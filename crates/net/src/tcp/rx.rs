@@ -48,17 +48,17 @@ impl TcpEngine {
     ) -> Verdict {
         let seg = match TcpSegment::new_checked(l4) {
             Ok(s) => s,
-            Err(_) => return Err(Counter::drop_tcp_malformed),
+            Err(_) => return Err(Counter::rx_drop_tcp_malformed),
         };
         if !seg.verify_checksum(src, dst) {
-            return Err(Counter::drop_tcp_bad_checksum);
+            return Err(Counter::rx_drop_tcp_bad_checksum);
         }
         let repr = match TcpRepr::parse(&seg) {
             Ok(r) => r,
-            Err(_) => return Err(Counter::drop_tcp_bad_options),
+            Err(_) => return Err(Counter::rx_drop_tcp_bad_options),
         };
         if repr.src_port == 0 || repr.dst_port == 0 {
-            return Err(Counter::drop_tcp_malformed);
+            return Err(Counter::rx_drop_tcp_malformed);
         }
         out.counters().bump(Counter::tcp_rx_segments);
         let payload = seg.payload();
@@ -82,7 +82,7 @@ impl TcpEngine {
                     self.on_syn_sent(out, sid, &repr)
                 } else {
                     let v = self.on_synchronized(out, sid, &repr, payload);
-                    if v == Err(Counter::drop_tcp_unacceptable_ack) {
+                    if v == Err(Counter::rx_drop_tcp_unacceptable_ack) {
                         // RFC 9293 3.10.7.4: in SYN-RECEIVED an ACK for something we never
                         // sent is answered with <SEQ=SEG.ACK><CTL=RST>; the session stays.
                         let tuple = self.state[sid as usize].tuple;
@@ -147,7 +147,7 @@ impl TcpEngine {
                 let tuple = self.state[sid as usize].tuple;
                 self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0);
             }
-            return Err(Counter::drop_tcp_bad_ack);
+            return Err(Counter::rx_drop_tcp_bad_ack);
         }
         if repr.flags & RST != 0 {
             if has_ack {
@@ -155,10 +155,10 @@ impl TcpEngine {
                 self.finish(sid, Some(TcpError::Refused));
                 return Ok(());
             }
-            return Err(Counter::drop_tcp_rst_ignored);
+            return Err(Counter::rx_drop_tcp_rst_ignored);
         }
         if repr.flags & SYN == 0 {
-            return Err(Counter::drop_tcp_no_ack);
+            return Err(Counter::rx_drop_tcp_no_ack);
         }
         self.accept_syn(sid, repr);
         if has_ack {
@@ -214,7 +214,7 @@ impl TcpEngine {
                         let end = seq + payload.len() as u32;
                         rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
                     }
-                    return Err(Counter::drop_tcp_paws);
+                    return Err(Counter::rx_drop_tcp_paws);
                 }
             }
         }
@@ -239,7 +239,7 @@ impl TcpEngine {
                     self.timers.arm(sid, TimerKind::Linger, now + self.cfg.time_wait);
                 }
             }
-            return Err(Counter::drop_tcp_out_of_window);
+            return Err(Counter::rx_drop_tcp_out_of_window);
         }
         if repr.flags & RST != 0 {
             return self.on_rst(out, sid, seq);
@@ -247,13 +247,13 @@ impl TcpEngine {
         if repr.flags & SYN != 0 {
             if self.state[sid as usize].state == TcpState::SynReceived && seq == self.rx[sid as usize].irs {
                 self.rx[sid as usize].ack_now = true;
-                return Err(Counter::drop_tcp_duplicate_syn);
+                return Err(Counter::rx_drop_tcp_duplicate_syn);
             }
             self.challenge_ack(out, sid);
-            return Err(Counter::drop_tcp_syn_challenged);
+            return Err(Counter::rx_drop_tcp_syn_challenged);
         }
         if repr.flags & ACK == 0 {
-            return Err(Counter::drop_tcp_no_ack);
+            return Err(Counter::rx_drop_tcp_no_ack);
         }
         // TS.Recent update (RFC 7323 4.3): the segment covers the last ACK we sent, so that
         // a delayed ACK echoes the earliest segment it acknowledges.
@@ -268,7 +268,7 @@ impl TcpEngine {
         if self.state[sid as usize].state == TcpState::SynReceived {
             let tx = &self.tx[sid as usize];
             if !(lt(tx.snd_una, repr.ack) && le(repr.ack, tx.snd_max)) {
-                return Err(Counter::drop_tcp_unacceptable_ack);
+                return Err(Counter::rx_drop_tcp_unacceptable_ack);
             }
             self.establish_passive(out, sid);
         }
@@ -306,7 +306,7 @@ impl TcpEngine {
     fn on_rst<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq) -> Verdict {
         if seq != self.rx[sid as usize].rcv_nxt {
             self.challenge_ack(out, sid);
-            return Err(Counter::drop_tcp_rst_challenged);
+            return Err(Counter::rx_drop_tcp_rst_challenged);
         }
         out.counters().bump(Counter::tcp_resets_received);
         let s = self.state[sid as usize];
@@ -319,12 +319,16 @@ impl TcpEngine {
         Ok(())
     }
 
+    /// Call for a challenge ACK: it goes out with the next output unless one is already
+    /// waiting on this connection or the rate limit is spent (then it is counted suppressed;
+    /// one that goes out is counted sent by `emit`).
     fn challenge_ack<S: SegmentSink>(&mut self, out: &mut S, sid: u32) {
-        if self.challenge.allow(out.now()) {
-            out.counters().bump(Counter::tcp_challenge_acks);
-            self.rx[sid as usize].ack_now = true;
+        let rx = &mut self.rx[sid as usize];
+        if !rx.challenge_pending && self.challenge.allow(out.now()) {
+            rx.challenge_pending = true;
+            rx.ack_now = true;
         } else {
-            out.counters().bump(Counter::drop_tcp_challenge_limited);
+            out.counters().bump(Counter::tcp_challenge_acks_suppressed);
         }
     }
 
@@ -344,11 +348,11 @@ impl TcpEngine {
         let tx = &self.tx[sid as usize];
         if gt(repr.ack, tx.snd_max) {
             self.rx[sid as usize].ack_now = true;
-            return Err(Counter::drop_tcp_ack_unsent);
+            return Err(Counter::rx_drop_tcp_ack_unsent);
         }
         if lt(repr.ack, tx.snd_una - (tx.max_snd_wnd.max(1))) {
             self.challenge_ack(out, sid);
-            return Err(Counter::drop_tcp_ack_too_old);
+            return Err(Counter::rx_drop_tcp_ack_too_old);
         }
         let window = (repr.window as u32) << tx.snd_shift;
         let window_changed = window != tx.snd_wnd;
@@ -553,7 +557,7 @@ impl TcpEngine {
     /// Payload: in-order data is appended, out-of-order data is stored ahead and tracked.
     fn on_data<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq, payload: &[u8], now: Instant) -> Verdict {
         if !self.state[sid as usize].state.can_receive() {
-            return Err(Counter::drop_tcp_data_after_fin);
+            return Err(Counter::rx_drop_tcp_data_after_fin);
         }
         let rx = &mut self.rx[sid as usize];
         let b = &mut self.bufs[sid as usize];
@@ -579,7 +583,7 @@ impl TcpEngine {
             out.counters().bump(Counter::tcp_rx_trimmed);
             rx.ack_now = true;
             if room == 0 {
-                return Err(Counter::drop_tcp_rx_buffer_full);
+                return Err(Counter::rx_drop_tcp_rx_buffer_full);
             }
             data = &data[..room];
         }
@@ -598,11 +602,14 @@ impl TcpEngine {
             rx.rcv_nxt += data.len() as u32;
             rx.bytes_received += data.len() as u64;
         } else {
-            self.rx_storage.unpark(&mut b.rx);
+            if !self.rx_storage.unpark(&mut b.rx, &mut self.mem, self.cfg.buffer_min) {
+                rx.ack_now = true;
+                return Err(Counter::rx_drop_tcp_mem_limit);
+            }
             let written = b.rx.write_at(off, data);
             if written == 0 {
                 rx.ack_now = true;
-                return Err(Counter::drop_tcp_rx_buffer_full);
+                return Err(Counter::rx_drop_tcp_rx_buffer_full);
             }
             let ready = if b.asm.add(off as u32, (off + written) as u32) {
                 b.asm.take_front() as usize
@@ -613,7 +620,7 @@ impl TcpEngine {
                 written + b.asm.take_front() as usize
             } else {
                 rx.ack_now = true;
-                return Err(Counter::drop_tcp_ooo_full);
+                return Err(Counter::rx_drop_tcp_ooo_full);
             };
             if ready > 0 {
                 b.rx.commit(ready);
@@ -732,7 +739,7 @@ mod tests {
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
         flush(&mut e, &mut out);
         // Counted as out of the window (RFC 9293 3.10.7.4), and answered with an ACK.
-        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Err(Counter::drop_tcp_out_of_window));
+        assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Err(Counter::rx_drop_tcp_out_of_window));
         let acks = flush(&mut e, &mut out);
         let ack = acks.last().expect("the duplicate is answered at once").0;
         assert_eq!(ack.ack, PEER_ISS + 501);

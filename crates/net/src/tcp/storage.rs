@@ -9,6 +9,7 @@
 //! of the configured starting size: a ring that auto-tuning grew belongs to a busy
 //! connection and keeps its storage. A session that ends parks its storage always.
 
+use super::memory::{MemAccount, MemLevel};
 use super::ringbuf::RingBuf;
 
 /// Most bytes one pool keeps for reuse; blocks parked beyond it go back to the allocator.
@@ -41,18 +42,48 @@ impl StoragePool {
     }
 
     /// Give `ring` storage if it has none: the most recently parked block if it is of this
-    /// pool's size, else a fresh one.
+    /// pool's size, else a fresh one, charged to `mem` (under memory pressure a fresh one of
+    /// `min` bytes, if smaller). False if the ring has no storage: the budget's limit is
+    /// reached.
     #[inline]
-    pub fn unpark(&mut self, ring: &mut RingBuf) {
-        if ring.is_parked() {
-            self.attach(ring);
-        }
+    pub fn unpark(&mut self, ring: &mut RingBuf, mem: &mut MemAccount, min: usize) -> bool {
+        !ring.is_parked() || self.attach(ring, mem, min)
     }
 
-    fn attach(&mut self, ring: &mut RingBuf) {
-        let cap = ring.capacity();
-        let parked = if cap == self.size { self.blocks.pop() } else { None };
-        ring.attach(parked.unwrap_or_else(|| vec![0u8; cap].into_boxed_slice()));
+    fn attach(&mut self, ring: &mut RingBuf, mem: &mut MemAccount, min: usize) -> bool {
+        if ring.capacity() == self.size {
+            if let Some(block) = self.blocks.pop() {
+                ring.attach(block);
+                return true;
+            }
+        }
+        let mut cap = ring.capacity();
+        if mem.level() != MemLevel::Normal && cap > min && ring.is_empty() {
+            cap = min;
+        }
+        if !mem.fits(cap) {
+            return false;
+        }
+        ring.set_parked_capacity(cap);
+        mem.charge(cap);
+        ring.attach(vec![0u8; cap].into_boxed_slice());
+        true
+    }
+
+    /// Under memory pressure, give back the storage of an emptied ring, grown or not (it
+    /// gets the pool's size back, its storage the next time it is written). True if it did.
+    #[inline]
+    pub fn shed(&mut self, ring: &mut RingBuf, mem: &MemAccount) -> bool {
+        if mem.level() == MemLevel::Normal || !ring.is_empty() || ring.is_parked() {
+            return false;
+        }
+        if ring.capacity() == self.size {
+            self.keep(ring);
+        } else {
+            drop(ring.detach());
+            ring.set_parked_capacity(self.size);
+        }
+        true
     }
 
     /// Take `ring`'s storage back if the ring is empty and of this pool's size, and the stack
@@ -65,12 +96,19 @@ impl StoragePool {
         }
     }
 
-    /// Take `ring`'s storage back if the ring is empty and of this pool's size, crowded or
-    /// not (its session ended).
+    /// Take `ring`'s storage back if the ring is empty, crowded or not (its session ended):
+    /// into the pool if it is of this pool's size, else back to the allocator (a grown or
+    /// shrunk ring; the ring gets the pool's size back).
     #[inline]
     pub fn park_now(&mut self, ring: &mut RingBuf) {
-        if ring.is_empty() && ring.capacity() == self.size && !ring.is_parked() {
+        if !ring.is_empty() || ring.is_parked() {
+            return;
+        }
+        if ring.capacity() == self.size {
             self.keep(ring);
+        } else {
+            drop(ring.detach());
+            ring.set_parked_capacity(self.size);
         }
     }
 
@@ -83,7 +121,6 @@ impl StoragePool {
     }
 
     /// Bytes the pool holds for reuse.
-    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.blocks.len() * self.size
     }
@@ -97,14 +134,14 @@ mod tests {
     fn an_emptied_ring_parks_and_the_next_takes_its_block() {
         let mut pool = StoragePool::new(4096);
         let mut a = RingBuf::parked(4096);
-        pool.unpark(&mut a);
+        pool.unpark(&mut a, &mut MemAccount::new(usize::MAX, usize::MAX), 0);
         pool.park(&mut a);
         assert!(!a.is_parked(), "with few sessions, rings keep their storage");
         assert_eq!(a.enqueue(b"x"), 1);
         a.consume(1);
         pool.set_sessions(CROWD + 1);
         let mut b = RingBuf::parked(4096);
-        pool.unpark(&mut a);
+        pool.unpark(&mut a, &mut MemAccount::new(usize::MAX, usize::MAX), 0);
         assert_eq!(a.enqueue(b"hello"), 5);
         pool.park(&mut a);
         assert!(!a.is_parked(), "a ring holding data keeps its storage");
@@ -112,7 +149,7 @@ mod tests {
         pool.park(&mut a);
         assert!(a.is_parked());
         assert_eq!((a.capacity(), a.free(), pool.held()), (4096, 4096, 4096));
-        pool.unpark(&mut b);
+        pool.unpark(&mut b, &mut MemAccount::new(usize::MAX, usize::MAX), 0);
         assert_eq!(pool.held(), 0);
         assert_eq!(b.enqueue(b"xyz"), 3);
         assert_eq!(b.contiguous(), b"xyz");
@@ -133,9 +170,10 @@ mod tests {
         grown.grow(128);
         let mut small = StoragePool::new(64);
         small.park_now(&mut grown);
-        assert!(!grown.is_parked());
+        assert!(grown.is_parked() && grown.capacity() == 64, "an ended session's grown ring is freed");
+        assert_eq!(small.held(), 0, "and not pooled");
         let mut other = RingBuf::parked(32);
-        pool.unpark(&mut other);
+        pool.unpark(&mut other, &mut MemAccount::new(usize::MAX, usize::MAX), 0);
         assert_eq!(pool.held(), POOL_BYTES, "a ring of another size takes a fresh block");
         assert_eq!(other.write_at(0, &[7; 32]), 32);
     }
@@ -150,5 +188,41 @@ mod tests {
         let mut out = [0u8; 4];
         assert_eq!(r.copy_out(0, &mut out), 4);
         assert_eq!(&out, b"xyab");
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_limits_fresh_storage_and_pressure_shrinks_new_rings() {
+        let mut pool = StoragePool::new(4096);
+        let mut mem = MemAccount::new(8192, 10_000);
+        let mut a = RingBuf::parked(4096);
+        assert!(pool.unpark(&mut a, &mut mem, 1024));
+        assert_eq!((a.storage_len(), mem.used), (4096, 4096));
+        let mut b = RingBuf::parked(4096);
+        assert!(pool.unpark(&mut b, &mut mem, 1024));
+        assert_eq!(mem.level(), MemLevel::Pressure);
+        // Under pressure a new ring gets the minimum size.
+        let mut c = RingBuf::parked(4096);
+        assert!(pool.unpark(&mut c, &mut mem, 1024));
+        assert_eq!((c.capacity(), c.storage_len(), mem.used), (1024, 1024, 9216));
+        // At the limit nothing more.
+        let mut d = RingBuf::parked(4096);
+        assert!(!pool.unpark(&mut d, &mut mem, 1024));
+        assert!(d.is_parked());
+        // An emptied ring sheds its storage under pressure (here into the pool), and the
+        // pool's block serves the next ring of its size without a new charge.
+        assert!(pool.shed(&mut a, &mem));
+        assert!(a.is_parked() && pool.held() == 4096);
+        assert!(pool.unpark(&mut d, &mut mem, 1024));
+        assert_eq!((d.storage_len(), mem.used), (4096, 9216));
+        // A grown ring that sheds frees its storage and gets the pool's size back.
+        let mut g = RingBuf::new(64);
+        g.grow(8192);
+        assert!(pool.shed(&mut g, &mem));
+        assert_eq!((g.capacity(), g.storage_len()), (4096, 0));
     }
 }
