@@ -91,6 +91,8 @@ pub struct SpnService {
     max_values: usize,
     /// The accepted connections of a TCP service.
     conns: Option<ConnSet<Stream>>,
+    /// Time from taking a request in to handing its answer to the stack.
+    latency: super::LatencyHistogram,
 }
 
 impl SpnService {
@@ -172,6 +174,7 @@ impl SpnService {
             record,
             max_values: if conns.is_some() { usize::from(u16::MAX) } else { record.saturating_sub(HEADER_LEN) / 8 },
             conns,
+            latency: super::LatencyHistogram::default(),
         })
     }
 
@@ -194,6 +197,12 @@ impl SpnService {
     /// datagram or frame).
     pub fn max_vectors(&self) -> usize {
         self.max_values
+    }
+
+    /// Service latency of every answer so far: from taking the request in (after the stack
+    /// received it) to handing the answer to the stack.
+    pub fn latency(&self) -> &super::LatencyHistogram {
+        &self.latency
     }
 
     /// Requests received and not yet answered.
@@ -282,6 +291,7 @@ impl SpnService {
             }
             sent += 1;
             self.counters.responses += 1;
+            self.latency.record(job.arrived.elapsed());
             self.free.push(job);
         }
         Ok(sent)
@@ -322,6 +332,7 @@ impl SpnService {
     /// be answered.
     fn dispatch(&mut self, mut job: Job, verdict: Result<Verdict, Dropped>) -> Option<u64> {
         self.counters.records += 1;
+        job.arrived = std::time::Instant::now();
         match verdict {
             Err(Dropped::Short) => {
                 self.counters.dropped_short += 1;
