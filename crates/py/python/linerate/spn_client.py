@@ -270,7 +270,7 @@ def _tcp_exchange(addr, records, chunks, timeout, lat):
     with conn as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         failure = []
-        sent_at: list[float] = []
+        sent_at = []  # when each request was handed to the socket
 
         def send_all():
             try:
@@ -353,10 +353,10 @@ def main(argv=None) -> int:
         print(f"spn_client: {e}", file=sys.stderr)
         return 1
     if a.stats:
-        f = figures
-        print(f"{f['vectors']} vectors in {f['requests']} requests, {f['seconds']:.3f} s: "
-              f"{f['vectors_per_s']:.0f} vectors/s; latency p50 {f['latency_p50_s'] * 1e6:.1f} us, "
-              f"p99 {f['latency_p99_s'] * 1e6:.1f} us; {f['resent']} resent", file=sys.stderr)
+        g = figures
+        print(f"{g['vectors']} vectors in {g['requests']} requests, {g['seconds']:.3f} s: "
+              f"{g['vectors_per_s']:.0f} vectors/s; latency p50 {g['latency_p50_s'] * 1e6:.1f} us, "
+              f"p99 {g['latency_p99_s'] * 1e6:.1f} us; {g['resent']} resent", file=sys.stderr)
     if a.json:
         print(json.dumps([None if math.isinf(v) or math.isnan(v) else v for v in values]))
     else:
