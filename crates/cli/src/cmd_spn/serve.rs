@@ -65,8 +65,9 @@ pub struct ServeArgs {
     /// UDP or TCP port.
     #[arg(long, default_value_t = 5005)]
     port: u16,
-    /// Evaluator worker threads, each with its own evaluator fed whole batches of requests
-    /// (0: evaluate in the polling thread; auto: one per CPU this process may use).
+    /// Evaluator worker threads besides the polling thread, which evaluates its share too
+    /// (requests go round robin over them; 0: the polling thread evaluates everything; auto:
+    /// one evaluator per CPU this process may use, i.e. CPUs - 1 workers).
     #[arg(long, default_value = "auto", value_parser = parse_workers)]
     workers: usize,
     /// Busy-poll instead of sleeping on the link when idle.
@@ -87,7 +88,7 @@ pub struct ServeArgs {
 /// `--workers`: a number, or `auto` for one per CPU this process may use.
 fn parse_workers(s: &str) -> Result<usize, String> {
     if s == "auto" {
-        return Ok(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        return Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1));
     }
     s.parse().map_err(|_| format!("{s:?} is not a number of workers or auto"))
 }
@@ -103,7 +104,7 @@ pub(crate) struct ServeReport {
     pub eval_share: f64,
     /// Share of wall time the polling thread was on a CPU at all.
     pub cpu_share: f64,
-    /// Evaluator worker threads (0: evaluation in the polling thread).
+    /// Evaluator worker threads besides the polling thread (which evaluates its share too).
     #[serde(default)]
     pub workers: usize,
     /// Vectors answered per second of the run, from the first request to the last answer.
@@ -283,7 +284,12 @@ fn serve_until_done<L: Link>(
                 if first.is_none() && services.iter().any(|s| s.counters().records > 0) {
                     first = Some(now);
                 }
-                if !a.busy {
+                // Requests on the workers: their answers do not wake a sleep on the link,
+                // so do not sleep while any is out; yield the CPU to the workers instead.
+                let waiting = services.iter().any(|s| s.in_flight() > 0);
+                if waiting && work == 0 {
+                    std::thread::yield_now();
+                } else if !a.busy {
                     idler.after_poll(stack.link(), work > 0);
                 }
             }
@@ -328,7 +334,7 @@ fn serve_until_done<L: Link>(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         cpu_share: cpu.share(),
-        eval_share: eval_ns as f64 / wall / a.workers.max(1) as f64,
+        eval_share: eval_ns as f64 / wall / (a.workers + 1) as f64,
     };
     eprintln!(
         "served {vectors} vectors in {} answers: {:.0} vectors/s from the first request to the last answer; \
