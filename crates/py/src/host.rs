@@ -427,7 +427,12 @@ impl PyHost {
     /// (`Host.run`, socket waits, the node's own `wait_*`). For a node that keeps serving on
     /// its own thread, see `linerate.rdma.Node`.
     #[pyo3(signature = (port = None, config = None))]
-    fn rdma(&self, py: Python<'_>, port: Option<u16>, config: Option<&Bound<'_, PyDict>>) -> PyResult<rdma::PyRdmaNode> {
+    fn rdma(
+        &self,
+        py: Python<'_>,
+        port: Option<u16>,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<rdma::PyRdmaNode> {
         let cfg = rdma::config_from(config, port)?;
         match &self.host {
             HostRef::Virtual { tb, .. } => {

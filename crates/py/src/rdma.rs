@@ -33,8 +33,8 @@
 use crate::{rt, val, PyTestbed};
 use numpy::PyReadwriteArrayDyn;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
 use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyDict};
 use rdma::{
     Completion, CompletionKind, ExternalMem, Peer, RdmaConfig, RdmaNode, RegionKey, RegionMem, SettingValue, Status,
     WriteOptions,
@@ -79,14 +79,18 @@ struct ArrayOwner {
 pub(crate) fn region_mem(data: &Bound<'_, PyAny>, copy: bool) -> PyResult<RegionMem> {
     let in_place = !copy
         && data.hasattr("__array_interface__")?
-        && data.getattr("flags").and_then(|f| Ok(f.getattr("c_contiguous")?.is_truthy()? && f.getattr("writeable")?.is_truthy()?))?;
+        && data
+            .getattr("flags")
+            .and_then(|f| Ok(f.getattr("c_contiguous")?.is_truthy()? && f.getattr("writeable")?.is_truthy()?))?;
     if !in_place {
         return Ok(RegionMem::Owned(bytes_of(data)?.into_boxed_slice()));
     }
     let view = data.call_method1("view", ("u1",))?.call_method1("reshape", (-1,))?;
     let arr = view.downcast::<numpy::PyArray1<u8>>().map_err(|e| val(e.to_string()))?;
     let len = numpy::PyUntypedArrayMethods::len(arr);
-    let ptr = if len == 0 { std::ptr::NonNull::dangling() } else {
+    let ptr = if len == 0 {
+        std::ptr::NonNull::dangling()
+    } else {
         std::ptr::NonNull::new(numpy::PyArrayMethods::data(arr)).ok_or_else(|| val("the array has no memory"))?
     };
     let owner = ArrayOwner { array: data.clone().unbind(), _view: view.clone().unbind() };

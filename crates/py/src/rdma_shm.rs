@@ -37,11 +37,11 @@ use net::{Config, Stack};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rdma::{Completion, NotifyQueue, Peer, RdmaConfig, RdmaNode, RegionKey, WriteOptions};
-use testbed::Netns;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use testbed::Netns;
 
 /// Longest park of an idle polling thread (the worst added delay before it sees a packet):
 /// well below the senders' 1 ms minimum retransmission timeout, so a parked receiver does
@@ -283,7 +283,8 @@ impl PyShmNode {
         let (ns, tap) = py
             .allow_threads(|| -> Result<_, String> {
                 let ns = Netns::create(prefix).map_err(|e| e.to_string())?;
-                let tap = link::tap::create_in_netns(ns.name(), testbed::tap::TAP_IFNAME, mtu).map_err(|e| e.to_string())?;
+                let tap =
+                    link::tap::create_in_netns(ns.name(), testbed::tap::TAP_IFNAME, mtu).map_err(|e| e.to_string())?;
                 let dev = testbed::tap::TAP_IFNAME;
                 for args in [&["addr", "add", linux_cidr, "dev", dev][..], &["link", "set", dev, "up"]] {
                     ns.ip(args).map_err(|e| e.to_string())?;
