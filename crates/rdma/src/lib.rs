@@ -123,6 +123,7 @@
 
 pub mod config;
 pub mod counters;
+pub(crate) mod crc;
 pub mod error;
 pub(crate) mod escape;
 pub mod node;
