@@ -125,3 +125,30 @@ fn rdma_refusals_over_a_tap_are_one_sentence_each() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("unknown setting \"segment_sise\""), "{e}");
 }
+
+#[test]
+fn raw_ethernet_transport_over_a_tap() {
+    if !common::can_run(&[]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("rdma24-eth");
+    let out = t.file("eth.json");
+    // A host's MAC is 02:00 and its IPv4 address (10.77.0.2).
+    let script = format!(
+        "{BIN} rdma write --af-packet lrtap0 --ip 10.77.0.3/24 --transport eth --to 02:00:0a:4d:00:02 \
+         --key 0x10001 --size 1MiB --seed 4 --limit 20s --json > {out}"
+    );
+    let o = Command::new(BIN)
+        .args(["rdma", "serve", "--tap", "--ip", "10.77.0.2/24", "--transport", "eth", "--region", "1MiB"])
+        .args(["--limit", "60s", "--json", "--run", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (w, r) = (&table(&w, "rdma write")[0], &table(&s, "rdma regions")[0]);
+    assert_eq!(w["outcome"], "ok", "{w}");
+    assert_eq!(r["region_fnv1a"], w["data_fnv1a"], "{r} {w}");
+    assert_eq!(r["notifications"].as_u64(), Some((1 << 20) / SEGMENT), "{r}");
+}

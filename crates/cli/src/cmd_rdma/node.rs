@@ -391,6 +391,9 @@ fn report(
         ]);
         tables.push(t);
     }
+    if keys.is_empty() {
+        return finish(node, tables, json, failed);
+    }
     let mut t = Table::new(
         "rdma regions",
         &["key", "size", "region fnv1a", "notifications", "registered", "notified bytes", "ops notified twice"],
@@ -409,6 +412,11 @@ fn report(
         ]);
     }
     tables.push(t);
+    finish(node, tables, json, failed)
+}
+
+/// Add the node's non-zero counters to `tables`, print them all, and pass `failed` on.
+fn finish(node: &RdmaNode, mut tables: Vec<Table>, json: bool, failed: Option<String>) -> Option<String> {
     let mut c = Table::new("rdma counters (non-zero)", &["counter", "value"]);
     for (k, v) in node.counters().iter().filter(|(_, v)| *v > 0) {
         c.row(vec![Cell::Text(k.to_string()), Cell::count_u64(v)]);
