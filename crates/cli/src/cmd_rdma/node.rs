@@ -10,7 +10,8 @@
 //! `--until-notified` bytes have landed in their regions, at `--limit`, or on SIGINT/SIGTERM,
 //! and print what happened: the write (bytes, time, goodput, FNV-1a of the data), each
 //! region (size, FNV-1a of its bytes, notifications, segments notified more than once) and
-//! the node's non-zero counters. Every receiver and sender setting of `rdma::RdmaConfig` is
+//! the node's non-zero counters (while it runs, `linerate stats` shows the node's and the
+//! stack's counters). Every receiver and sender setting of `rdma::RdmaConfig` is
 //! `--set NAME=VALUE` (the names of `RdmaConfig`, as in Python).
 
 use crate::bench_common::msg;
@@ -224,6 +225,9 @@ fn drive(
         eprintln!("region {:#x} {size}", key.0);
         keys.push(key);
     }
+    let command = if job.is_some() { "rdma write" } else { "rdma serve" };
+    let mut stats = crate::statsfile::StatsPublisher::new(&format!("rdma-{}", std::process::id()), command)
+        .map_err(|e| format!("stats file: {e}"))?;
     let start = Instant::now();
     let deadline = start + a.limit;
     let mut idler = Idler::new();
@@ -300,6 +304,10 @@ fn drive(
             break Ok(());
         }
         stack.flush().map_err(msg)?;
+        stats.publish_every(|| {
+            let rdma = node.counters().iter().map(|(k, v)| (format!("rdma_{k}"), v));
+            rdma.chain(stack.counters().iter().map(|(k, v)| (k.to_string(), v))).collect::<Vec<_>>()
+        });
         idler.after_poll(stack.link(), work > 0 || node.pending_writes() > 0);
     };
     if let Some(mut c) = child {
