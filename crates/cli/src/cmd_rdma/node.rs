@@ -110,6 +110,9 @@ pub struct WriteArgs {
     wait_peer: Duration,
 }
 
+/// How long a node that served regions keeps answering after it is done.
+const LINGER: Duration = Duration::from_millis(300);
+
 /// A size or number: digits with an optional K/M/G (KiB/MiB/GiB) suffix, or 0x hex.
 fn parse_bytes(s: &str) -> Result<u64, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 256K, 64MiB, 0x10001)"))
@@ -313,6 +316,17 @@ fn drive(
     if let Some(mut c) = child {
         let _ = c.kill();
         let _ = c.wait();
+    }
+    // Stay a moment to answer what a peer still resends (an ACK of ours the link dropped):
+    // leaving at once would fail a write whose data all arrived.
+    if outcome.is_ok() && !keys.is_empty() {
+        let until = Instant::now() + LINGER;
+        while Instant::now() < until && !stop_requested() {
+            let now = Instant::now();
+            let work = stack.poll(now).map_err(msg)? + node.poll(stack, now).map_err(msg)?;
+            stack.flush().map_err(msg)?;
+            idler.after_poll(stack.link(), work > 0);
+        }
     }
     let failed = report(&node, &keys, &seen, &job, write_done.as_ref(), a.json);
     outcome?;
