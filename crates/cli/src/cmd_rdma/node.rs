@@ -110,6 +110,9 @@ pub struct WriteArgs {
     wait_peer: Duration,
 }
 
+/// Datagrams the node's socket queues (the stack's default is 512).
+const SOCKET_RX_QUEUE: usize = 4096;
+
 /// How long a node that served regions keeps answering after it is done.
 const LINGER: Duration = Duration::from_millis(300);
 
@@ -167,7 +170,9 @@ fn config(a: &NodeArgs) -> Result<RdmaConfig, String> {
 fn run(a: &NodeArgs, job: Option<WriteJob>) -> Result<ExitCode, String> {
     install_stop_handler();
     let rcfg = config(a)?;
-    let cfg = Config::parse_host(&a.ip).map_err(msg)?.mtu(a.mtu);
+    let mut cfg = Config::parse_host(&a.ip).map_err(msg)?.mtu(a.mtu);
+    // Room for a burst from several senders' windows while this process is descheduled.
+    cfg.socket_rx_queue = SOCKET_RX_QUEUE;
     cfg.validate().map_err(msg)?;
     if let Some(ifname) = &a.af_packet {
         let link = link::packet::PacketLink::open(ifname, a.mtu)
@@ -328,7 +333,9 @@ fn drive(
             idler.after_poll(stack.link(), work > 0);
         }
     }
-    let failed = report(&node, &keys, &seen, &job, write_done.as_ref(), a.json);
+    let drops: Vec<(&'static str, u64)> =
+        stack.counters().iter().filter(|(k, v)| k.starts_with("drop") && *v > 0).collect();
+    let failed = report(&node, &keys, &seen, &job, write_done.as_ref(), &drops, a.json);
     outcome?;
     if let Some(e) = failed {
         return Err(e);
@@ -386,6 +393,7 @@ fn report(
     seen: &HashMap<u32, RegionSeen>,
     job: &Option<WriteJob>,
     done: Option<&(Duration, Result<(), String>)>,
+    drops: &[(&'static str, u64)],
     json: bool,
 ) -> Option<String> {
     let mut tables = Vec::new();
@@ -414,7 +422,7 @@ fn report(
         tables.push(t);
     }
     if keys.is_empty() {
-        return finish(node, tables, json, failed);
+        return finish(node, tables, drops, json, failed);
     }
     let mut t = Table::new(
         "rdma regions",
@@ -434,16 +442,28 @@ fn report(
         ]);
     }
     tables.push(t);
-    finish(node, tables, json, failed)
+    finish(node, tables, drops, json, failed)
 }
 
-/// Add the node's non-zero counters to `tables`, print them all, and pass `failed` on.
-fn finish(node: &RdmaNode, mut tables: Vec<Table>, json: bool, failed: Option<String>) -> Option<String> {
+/// Add the node's non-zero counters and the stack's drops to `tables`, print them all, and
+/// pass `failed` on.
+fn finish(
+    node: &RdmaNode,
+    mut tables: Vec<Table>,
+    drops: &[(&'static str, u64)],
+    json: bool,
+    failed: Option<String>,
+) -> Option<String> {
     let mut c = Table::new("rdma counters (non-zero)", &["counter", "value"]);
     for (k, v) in node.counters().iter().filter(|(_, v)| *v > 0) {
         c.row(vec![Cell::Text(k.to_string()), Cell::count_u64(v)]);
     }
     tables.push(c);
+    let mut d = Table::new("stack drops (non-zero)", &["counter", "value"]);
+    for (k, v) in drops {
+        d.row(vec![Cell::Text(k.to_string()), Cell::count_u64(*v)]);
+    }
+    tables.push(d);
     let refs: Vec<&Table> = tables.iter().collect();
     crate::output::print_all(&refs, json);
     failed
