@@ -333,8 +333,15 @@ fn drive(
             idler.after_poll(stack.link(), work > 0);
         }
     }
-    let drops: Vec<(&'static str, u64)> =
-        stack.counters().iter().filter(|(k, v)| k.starts_with("drop") && *v > 0).collect();
+    let link_drops =
+        stack.link().stats().fields().into_iter().filter(|(k, _)| k.contains("drop") || k.contains("lost"));
+    let drops: Vec<(&'static str, u64)> = stack
+        .counters()
+        .iter()
+        .filter(|(k, _)| k.starts_with("drop"))
+        .chain(link_drops)
+        .filter(|(_, v)| *v > 0)
+        .collect();
     let failed = report(&node, &keys, &seen, &job, write_done.as_ref(), &drops, a.json);
     outcome?;
     if let Some(e) = failed {
@@ -459,7 +466,7 @@ fn finish(
         c.row(vec![Cell::Text(k.to_string()), Cell::count_u64(v)]);
     }
     tables.push(c);
-    let mut d = Table::new("stack drops (non-zero)", &["counter", "value"]);
+    let mut d = Table::new("stack and link drops (non-zero)", &["counter", "value"]);
     for (k, v) in drops {
         d.row(vec![Cell::Text(k.to_string()), Cell::count_u64(*v)]);
     }
