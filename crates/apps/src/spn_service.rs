@@ -5,8 +5,9 @@
 //! transfer-based send).
 //!
 //! - [`record`]: the request/response record format (documented there).
-//! - [`SpnService`]: the server on a [`net::Stack`]; evaluation inline or on replicated worker
-//!   threads (bounded queues), answers re-sequenced into arrival order; a malformed request
+//! - [`SpnService`]: the server on a [`net::Stack`]; evaluation in the polling thread and on
+//!   replicated worker threads (round robin, bounded queues), answers re-sequenced into
+//!   arrival order; a malformed request
 //!   is answered with an error record, or dropped and counted if it is not one of ours.
 //! - [`SpnClient`], [`run_load`]: a client and a load generator with a latency histogram.
 //!
@@ -91,7 +92,7 @@ pub struct SpnCounters {
     pub dropped_bad_magic: u64,
     /// Vectors whose linear result was below the guard, recomputed in log space.
     pub fallbacks: u64,
-    /// Times every worker queue was full (the request waited).
+    /// Requests whose worker's queue was full, evaluated by the polling thread instead.
     pub stalls: u64,
     /// Nanoseconds spent evaluating (summed over workers).
     pub eval_ns: u64,

@@ -1,4 +1,5 @@
-//! `linerate rdma bench`: the paper's Fig. 7 (send, unregistered receive and registered
+//! `linerate rdma serve|write` (in `node`: an RDMA node on AF_PACKET or a TAP for real use)
+//! and `linerate rdma bench`: the paper's Fig. 7 (send, unregistered receive and registered
 //! receive latency, 64 B .. 1 MiB), large-write goodput beside our UDP and TCP goodput on
 //! the same link in the same run, and the registration table's memory for the paper's
 //! Table 1 grid.
@@ -14,6 +15,8 @@
 //! 10-20 ms now and then (measured here), which the overall rate of a short run mostly
 //! measures; the median shows what each transfer does while both threads run, as the
 //! latency medians do.
+
+mod node;
 
 use crate::bench_common::{bench_cpus, msg, pin_side, print_tables, progress, step, unique_name};
 use crate::output::{Cell, Table};
@@ -57,6 +60,12 @@ pub enum RdmaCommand {
     /// Latency (send, unregistered and registered receive), large-write goodput beside UDP
     /// and TCP, and registration-table memory, over a shared-memory link.
     Bench(BenchArgs),
+    /// Serve memory regions that peers write into, on AF_PACKET or a TAP device; report
+    /// their hashes and notifications.
+    Serve(node::ServeArgs),
+    /// Write a file or a generated buffer into a remote node's region (and optionally serve
+    /// regions at the same time).
+    Write(node::WriteArgs),
 }
 
 /// Options of `linerate rdma bench`.
@@ -82,6 +91,8 @@ pub struct BenchArgs {
 pub fn run(c: RdmaCommand) -> Result<ExitCode, String> {
     match c {
         RdmaCommand::Bench(a) => bench(a),
+        RdmaCommand::Serve(a) => node::serve(a),
+        RdmaCommand::Write(a) => node::write(a),
     }
 }
 
@@ -444,12 +455,12 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
         pin_side(0);
         let mut stack = Stack::new(Config::host("10.0.0.1/24").mtu(MTU), link).map_err(msg)?;
         let lat = RdmaNode::new(&mut stack, target_cfg()).map_err(msg)?;
+        // Segmentation and registration as the defaults have them (256 KiB registered segments).
         let gp_cfg = RdmaConfig {
             window: a.window,
             max_in_flight: a.window.max(4096),
             rto: BENCH_MIN_RTO,
-            register_threshold: 64 << 10,
-            ..RdmaConfig::default().segmentation(256 << 10, 64 << 10)
+            ..RdmaConfig::default()
         }
         .udp(RDMA_GOODPUT_PORT);
         let gp = RdmaNode::new(&mut stack, gp_cfg).map_err(msg)?;
@@ -506,7 +517,7 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
         let tcp = step(&pb, "TCP goodput", || w.tcp_goodput(a.mib, &shared));
         let mut gp_t = Table::new(
             &format!(
-                "Large-write goodput on the same link (1 MiB writes in 64 KiB registered segments; median of {GOODPUT_CHUNKS} chunks, and overall)"
+                "Large-write goodput on the same link (1 MiB writes in 256 KiB registered segments, the defaults; median of {GOODPUT_CHUNKS} chunks, and overall)"
             ),
             &["transfer", "goodput (median)", "RDMA / this", "goodput (overall)", "RDMA / this (overall)"],
         );

@@ -401,3 +401,88 @@ fn udp_clients_resend_what_an_impaired_service_loses() {
     let resent = j["resent"].as_u64().unwrap();
     assert!(report["counters"]["requests"].as_u64().unwrap() >= 7 + 7 + 1 + resent, "{report}");
 }
+
+/// Python: `clients` concurrent UDP clients, each keeping 8 requests of 64 vectors
+/// outstanding (no resends), `reqs` requests each. Prints one JSON line per client: the
+/// request ids in the order their answers came, and whether each answer held the values of
+/// the first answer to the same vectors.
+const ORDER_CHECK: &str = r#"
+import importlib.util, json, socket, struct, sys, threading
+spec = importlib.util.spec_from_file_location("spn_client", sys.argv[1])
+c = importlib.util.module_from_spec(spec); spec.loader.exec_module(c)
+host, port = sys.argv[2].split(":"); addr = (host, int(port))
+vars_, clients, reqs = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+out = [None] * clients
+def client(k):
+    rows = [[(k * 7 + i * 3 + j * 5) % 256 for j in range(vars_)] for i in range(64)]
+    recs = [c.encode_request(i, rows) for i in range(reqs)]
+    got, same, first = [], True, None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(addr); s.settimeout(1.0)
+        sent = outstanding = 0
+        while len(got) < reqs:
+            while sent < reqs and outstanding < 8:
+                s.send(recs[sent]); sent += 1; outstanding += 1
+            try:
+                rid, status, vals = c.decode_response(s.recv(4096))
+            except socket.timeout:
+                if sent == reqs:
+                    break
+                outstanding = 0  # lost: count them at the end, keep going
+                continue
+            outstanding -= 1
+            got.append(rid)
+            first = first or vals
+            same = same and status == 0 and vals == first
+    out[k] = {"ids": got, "same": same}
+ts = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(json.dumps(out))
+"#;
+
+#[test]
+fn two_workers_answer_every_request_once_in_order_per_client_on_a_learned_model() {
+    if !common::can_run(&["python3"]) {
+        return;
+    }
+    let _serial = common::serial();
+    let t = Scratch::new("spn-workers");
+    let (model, inputs) = (t.file("m.json"), t.file("x.csv"));
+    let g = Command::new(BIN)
+        .args(["spn", "generate", "--shape", "learnspn", "--vars", "10", "--seed", "3", "-o", &model])
+        .args(["--samples", "900", "--samples-out", &inputs, "--missing", "0.05"])
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let want = values(&Command::new(BIN).args(["spn", "eval", &model, &inputs]).output().unwrap());
+    assert_eq!(want.len(), 900);
+    let svc = Service::start_tap(&model, &format!("spn-w{}", std::process::id()), &["--workers", "2"]);
+    for transport in ["--udp", "--tcp"] {
+        let o = svc.exec(BIN, &["spn", "query", transport, "--server", SERVER, "--input", &inputs, "--json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
+        let got: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_same(&format!("spn query {transport}, 2 workers, LearnSPN model"), &got, &want);
+        assert!(j["vectors_per_s"].as_f64().unwrap() > 0.0 && j["latency_p99_s"].as_f64().unwrap() > 0.0, "{j}");
+    }
+    let (clients, reqs) = (3usize, 200usize);
+    let o = svc.exec("python3", &["-c", ORDER_CHECK, PY_CLIENT, SERVER, "10", &clients.to_string(), &reqs.to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let per: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).expect("the clients print JSON");
+    let mut answered = 0;
+    for (k, c) in per.iter().enumerate() {
+        let ids: Vec<u64> = c["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "client {k}: answers out of order or twice: {ids:?}");
+        assert!(c["same"].as_bool().unwrap(), "client {k}: an answer differed");
+        let lost = reqs - ids.len();
+        assert!(lost * 100 < reqs, "client {k}: {lost} of {reqs} requests unanswered (1% allowed)");
+        answered += ids.len() as u64;
+    }
+    let report = svc.stop();
+    assert_eq!(report["workers"].as_u64(), Some(2), "{report}");
+    let c = &report["counters"];
+    // Every request taken in was answered exactly once (both CLI exchanges and the clients).
+    assert_eq!(c["requests"], c["responses"], "{report}");
+    assert!(c["responses"].as_u64().unwrap() >= answered, "{report}");
+    assert!(report["vectors_per_s"].as_f64().unwrap() > 0.0 && report["latency_p99_s"].as_f64().unwrap() > 0.0);
+}

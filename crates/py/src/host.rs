@@ -32,28 +32,41 @@ enum Medium {
 
 /// A host on a real link, polled on the wall clock.
 pub(crate) struct LiveHost {
-    stack: HostStack,
+    pub(crate) stack: HostStack,
     medium: Medium,
     /// Exceptions of RX-bypass callables, re-raised by `Host.run`.
     handler_errors: rx_bypass::HandlerErrors,
+    /// RDMA nodes on this host (`Host.rdma()`), polled with the stack.
+    pub(crate) rdma: Vec<::rdma::RdmaNode>,
 }
 
 /// How often a live host that found nothing to do sleeps before polling again.
 const IDLE_SLEEP: Duration = Duration::from_micros(50);
 
 impl LiveHost {
+    /// Poll the stack and its RDMA nodes once; returns the frames and packets moved.
+    pub(crate) fn poll_once(&mut self) -> PyResult<usize> {
+        let now = link::Instant::now();
+        let mut moved = self.stack.poll(now).map_err(errors::net)?;
+        for n in &mut self.rdma {
+            moved += n.poll(&mut self.stack, now).map_err(|e| errors::rt(e.to_string()))?;
+            moved += usize::from(n.pending_writes() > 0);
+        }
+        Ok(moved)
+    }
+
     /// Poll until `done` says so or `limit` has passed; true if `done` said so.
-    fn poll_until(
+    pub(crate) fn poll_until(
         &mut self,
         py: Python<'_>,
         limit: Duration,
-        mut done: impl FnMut(&mut HostStack) -> bool,
+        mut done: impl FnMut(&mut LiveHost) -> bool,
     ) -> PyResult<bool> {
         let end = StdInstant::now() + limit;
         let mut last_signal_check = StdInstant::now();
         loop {
-            let moved = self.stack.poll(link::Instant::now()).map_err(errors::net)?;
-            if done(&mut self.stack) {
+            let moved = self.poll_once()?;
+            if done(self) {
                 return Ok(true);
             }
             let now = StdInstant::now();
@@ -136,7 +149,7 @@ impl HostRef {
             }
             HostRef::Live(l) => {
                 let mut l = l.try_borrow_mut().map_err(errors::rt)?;
-                l.as_mut().ok_or_else(|| closed("host"))?.poll_until(py, limit, done)
+                l.as_mut().ok_or_else(|| closed("host"))?.poll_until(py, limit, |l| done(&mut l.stack))
             }
         }
     }
@@ -152,7 +165,9 @@ impl HostRef {
                 }
                 Ok(())
             }
-            HostRef::Live(_) => self.with(py, |s| s.poll(link::Instant::now()).map(drop).map_err(errors::net)),
+            HostRef::Live(l) => {
+                l.try_borrow_mut().map_err(errors::rt)?.as_mut().ok_or_else(|| closed("host"))?.poll_once().map(drop)
+            }
         }
     }
 
@@ -193,7 +208,7 @@ impl PyHost {
             Medium::Shm { .. } => "shm",
             Medium::Link { .. } => "link",
         };
-        let live = LiveHost { stack, medium, handler_errors: Default::default() };
+        let live = LiveHost { stack, medium, handler_errors: Default::default(), rdma: Vec::new() };
         PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))), kind }
     }
 
@@ -449,20 +464,38 @@ impl PyHost {
         Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst)))
     }
 
-    /// An RDMA node on this testbed host, over UDP `port` (reliable connectionless writes,
-    /// seed 001); the testbed polls it as it runs.
-    #[pyo3(signature = (port = ::rdma::DEFAULT_UDP_PORT))]
-    fn rdma(&self, py: Python<'_>, port: u16) -> PyResult<rdma::PyRdmaNode> {
-        let HostRef::Virtual { tb, .. } = &self.host else {
-            return Err(unsupported("Host.rdma needs a testbed host (use linerate.rdma.ShmNode)"));
-        };
-        let idx = self.host.with_testbed(py, "Host.rdma", |t, id| {
-            let node = ::rdma::RdmaNode::new(t.tb.host(id), ::rdma::RdmaConfig::default().udp(port))
-                .map_err(|e| val(e.to_string()))?;
-            t.rdma.push((id, node));
-            Ok(t.rdma.len() - 1)
-        })?;
-        Ok(rdma::PyRdmaNode { tb: tb.clone_ref(py), idx })
+    /// An RDMA node on this host, over UDP `port` (reliable connectionless writes, seed 001).
+    /// `config`: settings by name over the defaults (`linerate.rdma.default_config()`;
+    /// `transport="eth"` for raw Ethernet). A testbed polls it as it runs; on a live host
+    /// (TAP, shared memory) it is polled with the host, whenever Python runs the host
+    /// (`Host.run`, socket waits, the node's own `wait_*`). For a node that keeps serving on
+    /// its own thread, see `linerate.rdma.Node`.
+    #[pyo3(signature = (port = None, config = None))]
+    fn rdma(
+        &self,
+        py: Python<'_>,
+        port: Option<u16>,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<rdma::PyRdmaNode> {
+        let cfg = rdma::config_from(config, port)?;
+        match &self.host {
+            HostRef::Virtual { tb, .. } => {
+                let idx = self.host.with_testbed(py, "Host.rdma", |t, id| {
+                    let node = ::rdma::RdmaNode::new(t.tb.host(id), cfg).map_err(|e| val(e.to_string()))?;
+                    t.rdma.push((id, node));
+                    Ok(t.rdma.len() - 1)
+                })?;
+                Ok(rdma::PyRdmaNode { at: rdma::NodeAt::Testbed(tb.clone_ref(py)), idx })
+            }
+            HostRef::Live(l) => {
+                let idx = self.with_live(|h| {
+                    let node = ::rdma::RdmaNode::new(&mut h.stack, cfg).map_err(|e| val(e.to_string()))?;
+                    h.rdma.push(node);
+                    Ok(h.rdma.len() - 1)
+                })?;
+                Ok(rdma::PyRdmaNode { at: rdma::NodeAt::Live(l.clone()), idx })
+            }
+        }
     }
 
     /// Bind a raw Ethernet socket to an EtherType.

@@ -12,27 +12,36 @@
 //! x = np.empty(100, dtype=np.float32); b.read_into(key, x)  # or np.frombuffer(b.region(key), ...)
 //! ```
 //!
-//! Regions are copies: `register` copies the array into memory the node owns (the array
-//! stays the caller's, and later changes to it are not seen by peers); remote writes land in
-//! that copy, read back with `region(key)` (bytes) or `read_into(key, array)` (into a
-//! contiguous numpy array), and `deregister(key)` returns the final bytes.
+//! The same class runs a node on an existing interface through AF_PACKET
+//! (`ShmNode.on_af_packet("veth0", "10.66.0.1/24")`) or on a TAP device in a namespace of
+//! its own (`ShmNode.on_tap("10.77.0.2/24")`); `linerate.rdma.Node` names it too. Every
+//! constructor takes `config={...}`, the settings of `rdma::RdmaConfig` by name.
+//!
+//! `register(array)` registers a writable C-contiguous numpy array in place: remote writes
+//! land in the array's memory as the polling thread receives them (read it after the
+//! notification; the node holds the array until `deregister(key)` returns it). Other data is
+//! copied into memory the node owns, read back with `region(key)` (bytes) or
+//! `read_into(key, array)`.
 //!
 //! The thread polls without pause while writes are in flight or packets arrive, and when
 //! idle parks for a growing interval (up to [`MAX_IDLE_PARK`]); posting a write wakes it.
 
-use crate::rdma::{bytes_of, completion, read_region_into};
-use crate::{parse_ip, rt, val};
+use crate::rdma::{
+    address_of, bytes_of, completion, config_dict, config_from, deregistered, peer_of, read_region_into, region_mem,
+    register_mem,
+};
+use crate::{rt, val};
 use link::shm::ShmLink;
 use link::{Instant, Link, LinkConfig};
 use net::{Config, Stack};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rdma::{Completion, NotifyQueue, Peer, RdmaConfig, RdmaNode, RegionKey, WriteOptions};
-use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use testbed::Netns;
 
 /// Longest park of an idle polling thread (the worst added delay before it sees a packet):
 /// well below the senders' 1 ms minimum retransmission timeout, so a parked receiver does
@@ -47,7 +56,7 @@ const STEP_ASIDE: Duration = Duration::from_millis(1);
 
 /// The stack and node, owned by the polling thread between Python calls.
 struct Core {
-    stack: Stack<ShmLink>,
+    stack: Stack<Box<dyn Link>>,
     node: RdmaNode,
 }
 
@@ -126,27 +135,28 @@ fn run(shared: Arc<Shared>) {
     }
 }
 
-/// An RDMA node on one end of a shared-memory link between two processes, driven by its
-/// own background thread (`lr.rdma.ShmNode.create(...)` / `.open(...)`).
+/// An RDMA node on a live link, driven by its own background thread: one end of a
+/// shared-memory link between two processes (`ShmNode.create` / `.open`), an existing
+/// interface through AF_PACKET (`ShmNode.on_af_packet`) or a TAP device in a namespace of its
+/// own (`ShmNode.on_tap`). `linerate.rdma.Node` is the same class.
 #[pyclass(name = "ShmNode", module = "linerate.rdma")]
 pub(crate) struct PyShmNode {
     shared: Arc<Shared>,
     poller: Option<JoinHandle<()>>,
     recv_q: NotifyQueue,
     send_q: NotifyQueue,
-    address: SocketAddrV4,
+    address: Peer,
+    cfg: RdmaConfig,
+    /// The namespace of a TAP node (deleted when the node closes).
+    ns: Option<Netns>,
 }
 
 impl PyShmNode {
-    fn start(link: ShmLink, cidr: &str, port: u16) -> PyResult<Self> {
-        let mtu = link.max_frame() - 18;
+    fn start(link: Box<dyn Link>, mtu: usize, cidr: &str, rcfg: RdmaConfig, ns: Option<Netns>) -> PyResult<Self> {
         let cfg = Config::parse_host(cidr).map_err(val)?.mtu(mtu);
         let mut stack = Stack::new(cfg, link).map_err(rt)?;
-        let node = RdmaNode::new(&mut stack, RdmaConfig::default().udp(port)).map_err(val)?;
-        let address = match node.address(&stack) {
-            Peer::Udp(a) => a,
-            Peer::Eth(m) => return Err(rt(format!("node is on raw Ethernet ({m})"))),
-        };
+        let node = RdmaNode::new(&mut stack, rcfg.clone()).map_err(val)?;
+        let address = node.address(&stack);
         let (recv_q, send_q) = (node.notifications().clone(), node.completions().clone());
         let shared = Arc::new(Shared {
             core: Mutex::new(Some(Core { stack, node })),
@@ -156,7 +166,7 @@ impl PyShmNode {
         });
         let s = shared.clone();
         let poller = std::thread::Builder::new().name("linerate-rdma".into()).spawn(move || run(s)).map_err(rt)?;
-        Ok(PyShmNode { shared, poller: Some(poller), recv_q, send_q, address })
+        Ok(PyShmNode { shared, poller: Some(poller), recv_q, send_q, address, cfg: rcfg, ns })
     }
 
     /// Run `f` on the node with the GIL released; fails once the polling thread stopped.
@@ -180,7 +190,8 @@ impl PyShmNode {
         c.map(|c| completion(py, &c)).transpose()
     }
 
-    /// Stop the polling thread, then drop the stack and its end of the link.
+    /// Stop the polling thread, then drop the stack and its end of the link (and the TAP's
+    /// namespace).
     fn shutdown(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(p) = self.poller.take() {
@@ -188,6 +199,7 @@ impl PyShmNode {
             let _ = p.join();
         }
         self.shared.core().take();
+        self.ns.take();
     }
 }
 
@@ -200,27 +212,104 @@ impl Drop for PyShmNode {
 #[pymethods]
 impl PyShmNode {
     /// Create the link `/dev/shm/linerate-<name>` (side A) and a node at `cidr` on it.
+    /// `config`: settings by name over the defaults (see `default_config()`).
     #[staticmethod]
-    #[pyo3(signature = (name, cidr, port = rdma::DEFAULT_UDP_PORT, mtu = 1500))]
-    fn create(py: Python<'_>, name: &str, cidr: &str, port: u16, mtu: usize) -> PyResult<Self> {
+    #[pyo3(signature = (name, cidr, port = None, mtu = 1500, config = None))]
+    fn create(
+        py: Python<'_>,
+        name: &str,
+        cidr: &str,
+        port: Option<u16>,
+        mtu: usize,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let rcfg = config_from(config, port)?;
         let link = py.allow_threads(|| ShmLink::create(name, LinkConfig::default().mtu(mtu))).map_err(rt)?;
-        Self::start(link, cidr, port)
+        let mtu = link.max_frame() - 18;
+        Self::start(Box::new(link), mtu, cidr, rcfg, None)
     }
 
     /// Open the link `name` another process created (side B), waiting up to `timeout`
     /// seconds for it, and start a node at `cidr` on it.
     #[staticmethod]
-    #[pyo3(signature = (name, cidr, port = rdma::DEFAULT_UDP_PORT, timeout = 10.0))]
-    fn open(py: Python<'_>, name: &str, cidr: &str, port: u16, timeout: f64) -> PyResult<Self> {
+    #[pyo3(signature = (name, cidr, port = None, timeout = 10.0, config = None))]
+    fn open(
+        py: Python<'_>,
+        name: &str,
+        cidr: &str,
+        port: Option<u16>,
+        timeout: f64,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let rcfg = config_from(config, port)?;
         let t = crate::duration_ms(timeout * 1e3)?;
         let link = py.allow_threads(|| ShmLink::open(name, t)).map_err(rt)?;
-        Self::start(link, cidr, port)
+        let mtu = link.max_frame() - 18;
+        Self::start(Box::new(link), mtu, cidr, rcfg, None)
     }
 
-    /// `(ip, port)` that peers write to.
+    /// A node at `cidr` on the existing interface `ifname` through AF_PACKET (needs root;
+    /// the interface should have no address of its own).
+    #[staticmethod]
+    #[pyo3(signature = (ifname, cidr, mtu = 1500, config = None))]
+    fn on_af_packet(
+        py: Python<'_>,
+        ifname: &str,
+        cidr: &str,
+        mtu: usize,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let rcfg = config_from(config, None)?;
+        let link = py
+            .allow_threads(|| link::packet::PacketLink::open(ifname, mtu))
+            .map_err(|e| rt(format!("cannot open AF_PACKET on {ifname:?}: {e}")))?;
+        Self::start(Box::new(link), mtu, cidr, rcfg, None)
+    }
+
+    /// A node at `cidr` on a TAP device in a new namespace (`namespace` names it) whose Linux
+    /// side is `linux_cidr` (needs root). Linux programs in the namespace reach the node, and
+    /// an AF_PACKET node there (`linerate rdma write --af-packet lrtap0`) can write into it.
+    #[staticmethod]
+    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, prefix = "lr-pyrdma", config = None))]
+    fn on_tap(
+        py: Python<'_>,
+        cidr: &str,
+        linux_cidr: &str,
+        mtu: usize,
+        prefix: &str,
+        config: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let rcfg = config_from(config, None)?;
+        let (ns, tap) = py
+            .allow_threads(|| -> Result<_, String> {
+                let ns = Netns::create(prefix).map_err(|e| e.to_string())?;
+                let tap =
+                    link::tap::create_in_netns(ns.name(), testbed::tap::TAP_IFNAME, mtu).map_err(|e| e.to_string())?;
+                let dev = testbed::tap::TAP_IFNAME;
+                for args in [&["addr", "add", linux_cidr, "dev", dev][..], &["link", "set", dev, "up"]] {
+                    ns.ip(args).map_err(|e| e.to_string())?;
+                }
+                Ok((ns, tap))
+            })
+            .map_err(rt)?;
+        Self::start(Box::new(tap), mtu, cidr, rcfg, Some(ns))
+    }
+
+    /// The namespace of a node on a TAP (None otherwise).
     #[getter]
-    fn address(&self) -> (String, u16) {
-        (self.address.ip().to_string(), self.address.port())
+    fn namespace(&self) -> Option<String> {
+        self.ns.as_ref().map(|n| n.name().to_string())
+    }
+
+    /// `(ip, port)` that peers write to (over raw Ethernet: the MAC address).
+    #[getter]
+    fn address(&self, py: Python<'_>) -> PyResult<PyObject> {
+        address_of(py, self.address)
+    }
+
+    /// Every setting of the node's configuration by name.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        config_dict(py, &self.cfg)
     }
 
     /// Why the polling thread stopped (for instance the peer closed the link), or None
@@ -230,10 +319,13 @@ impl PyShmNode {
         self.shared.failure()
     }
 
-    /// Register a copy of `data` (a numpy array, bytes, ...) as a region; returns its key.
-    fn register(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let bytes = bytes_of(data)?;
-        self.with(py, |c| c.node.register(bytes).map(|k| k.0).map_err(val))
+    /// Register `data` as a region; returns its key. A writable C-contiguous numpy array is
+    /// registered in place (remote writes land in it while the polling thread runs) unless
+    /// `copy`; anything else is copied.
+    #[pyo3(signature = (data, copy = false))]
+    fn register(&self, py: Python<'_>, data: &Bound<'_, PyAny>, copy: bool) -> PyResult<u32> {
+        let mem = region_mem(data, copy)?;
+        self.with(py, |c| register_mem(&mut c.node, mem))
     }
 
     /// The current bytes of region `key` (a copy).
@@ -254,10 +346,11 @@ impl PyShmNode {
         })
     }
 
-    /// Deregister region `key`; returns its final bytes. Writes still in flight are refused.
-    fn deregister<'py>(&self, py: Python<'py>, key: u32) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.with(py, |c| c.node.deregister(RegionKey(key)).map_err(val))?;
-        Ok(PyBytes::new(py, &bytes))
+    /// Deregister region `key`: returns the array registered in place (now the caller's
+    /// alone), or a copied region's final bytes. Writes still in flight are refused.
+    fn deregister(&self, py: Python<'_>, key: u32) -> PyResult<PyObject> {
+        let mem = self.with(py, |c| c.node.deregister_mem(RegionKey(key)).map_err(val))?;
+        Ok(deregistered(py, mem))
     }
 
     /// Write `data` into region `key` of the node at `dst` = `(ip, port)`, at `offset`.
@@ -267,7 +360,7 @@ impl PyShmNode {
     fn write(
         &self,
         py: Python<'_>,
-        dst: (String, u16),
+        dst: &Bound<'_, PyAny>,
         key: u32,
         offset: u64,
         data: &Bound<'_, PyAny>,
@@ -276,7 +369,7 @@ impl PyShmNode {
         if let Some(e) = self.shared.failure() {
             return Err(rt(format!("the node stopped: {e}")));
         }
-        let to = Peer::Udp(SocketAddrV4::new(parse_ip(&dst.0)?, dst.1));
+        let to = peer_of(dst)?;
         let bytes = bytes_of(data)?;
         let id = self.with(py, |c| {
             c.node.post_write_with(to, RegionKey(key), offset, bytes, WriteOptions { registered }).map_err(val)
@@ -343,5 +436,7 @@ impl PyShmNode {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyShmNode>()?;
     m.add_class::<crate::rdma::PyRdmaNode>()?;
+    m.add_function(wrap_pyfunction!(crate::rdma::default_config, m)?)?;
+    m.add("SETTINGS", crate::rdma::setting_names(m.py())?)?;
     Ok(())
 }

@@ -37,7 +37,9 @@ def expected_region(writer):
 
 def segments(nbytes):
     """Receive notifications a write of `nbytes` produces with the default configuration."""
-    return -(-nbytes // (64 * 1024)) if nbytes > 256 * 1024 else 1
+    cfg = lr.rdma.default_config()
+    seg = cfg["segment_size"]
+    return -(-nbytes // seg) if nbytes > cfg["segment_threshold"] else 1
 
 
 def line(prefix):

@@ -4,6 +4,13 @@ use crate::error::RdmaError;
 use crate::peer::Transport;
 use std::time::Duration;
 
+/// Default segment size, segmentation threshold and registration threshold: large writes are
+/// cut into 256 KiB segments, each registered (receive-side completion per segment, as the
+/// paper combines them). At a 1500-byte MTU a segment is 185 packets, within the default
+/// 256-packet mask; with smaller packets (`packet_payload`) a segment wider than the mask
+/// goes unregistered, so keep `segment_size / packet_payload <= mask_width`.
+pub const DEFAULT_SEGMENT: usize = 256 * 1024;
+
 /// How an [`RdmaNode`](crate::RdmaNode) is configured.
 #[derive(Debug, Clone)]
 pub struct RdmaConfig {
@@ -77,9 +84,9 @@ impl Default for RdmaConfig {
             notify_capacity: 65536,
             recent_capacity: 8192,
             recent_linger: Duration::from_secs(2),
-            register_threshold: 32 * 1024,
-            segment_threshold: 256 * 1024,
-            segment_size: 64 * 1024,
+            register_threshold: DEFAULT_SEGMENT,
+            segment_threshold: DEFAULT_SEGMENT,
+            segment_size: DEFAULT_SEGMENT,
             command_queue: 1024,
             max_ops: 256,
             max_in_flight: 4096,

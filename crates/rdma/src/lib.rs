@@ -15,7 +15,15 @@
 //! - **Unregistered ops** (paper 3.4): data is placed as it arrives; after the last ACK the
 //!   sender completes and sends a Notify, which the receiver posts.
 //! - **Segmentation** (paper 3.1): writes above a threshold are cut into segment ops of a
-//!   configured size, posted one after another; the receiver is notified per segment.
+//!   configured size, posted one after another; the receiver is notified per segment. By
+//!   default ([`config::DEFAULT_SEGMENT`]) segments are 256 KiB and registered, so a large
+//!   write is completed segment by segment at the receiver, as the paper combines them.
+//!
+//! Regions are buffers the node owns ([`RdmaNode::register`]) or the caller's memory in place
+//! ([`RdmaNode::register_mem`] with an [`ExternalMem`]: writes land in it directly; the Python
+//! package registers numpy arrays this way). Every setting of [`RdmaConfig`] can be read and
+//! set by name ([`settings`]), which the CLI (`--set NAME=VALUE`) and Python (`config={...}`)
+//! use.
 //!
 //! # Wire format
 //!
@@ -115,6 +123,7 @@
 
 pub mod config;
 pub mod counters;
+pub(crate) mod crc;
 pub mod error;
 pub(crate) mod escape;
 pub mod node;
@@ -125,6 +134,7 @@ pub(crate) mod recent;
 pub mod region;
 pub mod regtable;
 pub(crate) mod sender;
+pub mod settings;
 pub mod wire;
 
 pub use config::RdmaConfig;
@@ -133,6 +143,7 @@ pub use error::RdmaError;
 pub use node::RdmaNode;
 pub use notify::{Completion, CompletionKind, NotifyQueue, Status};
 pub use peer::{Peer, Transport, DEFAULT_ETHERTYPE, DEFAULT_UDP_PORT};
-pub use region::RegionKey;
+pub use region::{ExternalMem, RegionKey, RegionMem};
 pub use sender::WriteOptions;
+pub use settings::SettingValue;
 pub use wire::NackReason;

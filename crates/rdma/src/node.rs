@@ -5,7 +5,7 @@ use crate::counters::{Counter, Counters};
 use crate::notify::NotifyQueue;
 use crate::peer::{Peer, Transport};
 use crate::receiver::{Answer, Receiver};
-use crate::region::RegionKey;
+use crate::region::{ExternalMem, RegionKey, RegionMem};
 use crate::regtable::RegTable;
 use crate::sender::{Emit, Sender, TxOutcome, WriteOptions};
 use crate::wire::{PacketType, RdmaPacket, RdmaRepr, RdmaWireError, HEADER_LEN};
@@ -180,14 +180,28 @@ impl RdmaNode {
 
     /// Register `buf` as a region peers may write into; returns its key.
     pub fn register(&mut self, buf: impl Into<Box<[u8]>>) -> Result<RegionKey, RdmaError> {
-        self.rx.regions.register(buf.into()).ok_or(RdmaError::TooManyRegions)
+        self.rx.regions.register(RegionMem::Owned(buf.into())).ok_or(RdmaError::TooManyRegions)
+    }
+
+    /// Register the caller's memory in place as a region: remote writes land in it directly
+    /// (no copy in or out). The memory stays registered until [`RdmaNode::deregister_mem`]
+    /// (or [`RdmaNode::deregister`]) or the node is dropped; then `mem`'s owner is dropped.
+    pub fn register_mem(&mut self, mem: ExternalMem) -> Result<RegionKey, RdmaError> {
+        self.rx.regions.register(RegionMem::External(mem)).ok_or(RdmaError::TooManyRegions)
+    }
+
+    /// Deregister a region and take its memory back as it is (an owned buffer, or the
+    /// caller's memory with its owner). Writes still in flight are refused from now on.
+    pub fn deregister_mem(&mut self, key: RegionKey) -> Result<RegionMem, RdmaError> {
+        self.rx.deregister(key, &mut self.ctr).ok_or(RdmaError::NoSuchRegion(key.0))
     }
 
     /// Deregister a region and take its buffer back. Writes into it that are still in
     /// flight are refused from now on (NACK `deregistered`); pending registered ops into it
     /// are dropped and counted.
+    /// (Memory registered in place comes back as a copy; see [`RdmaNode::deregister_mem`].)
     pub fn deregister(&mut self, key: RegionKey) -> Result<Box<[u8]>, RdmaError> {
-        self.rx.deregister(key, &mut self.ctr).ok_or(RdmaError::NoSuchRegion(key.0))
+        self.deregister_mem(key).map(RegionMem::into_boxed)
     }
 
     /// The bytes of a registered region.

@@ -78,7 +78,7 @@ impl Receiver {
 
     /// Deregister a region: pending registered ops into it and their parked packets are
     /// dropped (counted); later packets for it are NACKed as deregistered.
-    pub fn deregister(&mut self, key: RegionKey, ctr: &mut Counters) -> Option<Box<[u8]>> {
+    pub fn deregister(&mut self, key: RegionKey, ctr: &mut Counters) -> Option<crate::region::RegionMem> {
         let buf = self.regions.deregister(key).ok()?;
         for slot in self.table.slots_where(|e| e.key == key.0) {
             self.table.remove(slot);

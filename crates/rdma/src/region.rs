@@ -3,8 +3,83 @@
 //! A key is `generation << 16 | slot + 1`: a slot reused after deregistration gets a new
 //! generation, so a stale key never names the new buffer. Writes are checked against the
 //! region's bounds before a byte moves.
+//!
+//! A region's memory is either owned by the node ([`RegionMem::Owned`], given to
+//! [`Regions::register`]) or the caller's ([`RegionMem::External`], for registering memory in
+//! place, such as a numpy array from Python: writes land in it directly).
 
 use crate::wire::NackReason;
+use std::ptr::NonNull;
+
+/// Memory the caller lends to a node as a region, kept alive by an owner object.
+pub struct ExternalMem {
+    ptr: NonNull<u8>,
+    len: usize,
+    /// Whatever keeps the memory alive and in place (dropped when the region is).
+    owner: Box<dyn std::any::Any + Send>,
+}
+
+// SAFETY: the memory is only reached through the region table, which hands out `&`/`&mut`
+// borrows tied to the table's own borrows; `ExternalMem::new`'s contract makes the memory
+// valid from any thread for as long as the owner lives.
+unsafe impl Send for ExternalMem {}
+
+impl ExternalMem {
+    /// Memory of `len` bytes at `ptr`, kept alive by `owner`.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `len` bytes, and stay so (not freed, not
+    /// moved) until `owner` is dropped. Nothing else may write the memory while it is
+    /// registered (readers see writes as they land, as with any RDMA region).
+    pub unsafe fn new(ptr: NonNull<u8>, len: usize, owner: Box<dyn std::any::Any + Send>) -> ExternalMem {
+        ExternalMem { ptr, len, owner }
+    }
+
+    /// Give up the memory: its owner, to be downcast by whoever registered it.
+    pub fn into_owner(self) -> Box<dyn std::any::Any + Send> {
+        self.owner
+    }
+}
+
+/// The memory of one region.
+pub enum RegionMem {
+    /// A buffer the node owns.
+    Owned(Box<[u8]>),
+    /// The caller's memory, registered in place.
+    External(ExternalMem),
+}
+
+impl std::ops::Deref for RegionMem {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            RegionMem::Owned(b) => b,
+            // SAFETY: valid for `len` bytes while the owner lives (ExternalMem::new).
+            RegionMem::External(e) => unsafe { std::slice::from_raw_parts(e.ptr.as_ptr(), e.len) },
+        }
+    }
+}
+
+impl std::ops::DerefMut for RegionMem {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            RegionMem::Owned(b) => b,
+            // SAFETY: as above; `&mut self` makes this the only borrow through the table.
+            RegionMem::External(e) => unsafe { std::slice::from_raw_parts_mut(e.ptr.as_ptr(), e.len) },
+        }
+    }
+}
+
+impl RegionMem {
+    /// The bytes as an owned buffer: the buffer itself, or a copy of external memory
+    /// (whose owner is then dropped).
+    pub fn into_boxed(self) -> Box<[u8]> {
+        match self {
+            RegionMem::Owned(b) => b,
+            ext @ RegionMem::External(_) => ext.to_vec().into_boxed_slice(),
+        }
+    }
+}
 
 /// The key that names a registered region in remote writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -12,7 +87,7 @@ pub struct RegionKey(pub u32);
 
 struct Slot {
     gen: u16,
-    buf: Option<Box<[u8]>>,
+    buf: Option<RegionMem>,
 }
 
 /// The regions of one node.
@@ -28,7 +103,7 @@ impl Regions {
     }
 
     /// Register `buf`; returns its key, or `None` when `max` regions are registered.
-    pub fn register(&mut self, buf: Box<[u8]>) -> Option<RegionKey> {
+    pub fn register(&mut self, buf: RegionMem) -> Option<RegionKey> {
         let i = match self.slots.iter().position(|s| s.buf.is_none()) {
             Some(i) => i,
             None if self.slots.len() < self.max => {
@@ -59,8 +134,8 @@ impl Regions {
         }
     }
 
-    /// Remove a region and give its buffer back.
-    pub fn deregister(&mut self, key: RegionKey) -> Result<Box<[u8]>, NackReason> {
+    /// Remove a region and give its memory back.
+    pub fn deregister(&mut self, key: RegionKey) -> Result<RegionMem, NackReason> {
         let i = self.locate(key.0)?;
         self.slots[i].buf.take().ok_or(NackReason::Deregistered)
     }
@@ -117,9 +192,10 @@ mod tests {
     #[test]
     fn register_write_bounds_and_stale_keys() {
         let mut r = Regions::new(2);
-        let a = r.register(vec![0u8; 16].into_boxed_slice()).unwrap();
-        let b = r.register(vec![0u8; 4].into_boxed_slice()).unwrap();
-        assert!(r.register(vec![0u8; 1].into_boxed_slice()).is_none());
+        let owned = |n: usize| RegionMem::Owned(vec![0u8; n].into_boxed_slice());
+        let a = r.register(owned(16)).unwrap();
+        let b = r.register(owned(4)).unwrap();
+        assert!(r.register(owned(1)).is_none());
         assert_ne!(a, b);
         r.write(a.0, 14, &[1, 2]).unwrap();
         assert_eq!(&r.get(a).unwrap()[12..], &[0, 0, 1, 2]);
@@ -133,7 +209,7 @@ mod tests {
         assert_eq!(r.write(a.0, 0, &[9]), Err(NackReason::Deregistered));
         assert!(r.get(a).is_none());
         // The slot is reused under a new generation; the old key stays dead.
-        let c = r.register(vec![0u8; 16].into_boxed_slice()).unwrap();
+        let c = r.register(owned(16)).unwrap();
         assert_ne!(c, a);
         assert_eq!(c.0 & 0xffff, a.0 & 0xffff);
         assert_eq!(r.write(a.0, 0, &[9]), Err(NackReason::Deregistered));
@@ -141,6 +217,23 @@ mod tests {
         // A generation from the future is unknown, not deregistered.
         assert_eq!(r.write(c.0 + 0x1_0000, 0, &[9]), Err(NackReason::UnknownKey));
         assert_eq!(r.len(), 2);
-        assert_eq!(r.deregister(a), Err(NackReason::Deregistered));
+        assert!(matches!(r.deregister(a), Err(NackReason::Deregistered)));
+    }
+
+    #[test]
+    fn external_memory_is_written_in_place_and_kept_alive() {
+        let mut mem = vec![0u8; 8].into_boxed_slice();
+        let ptr = std::ptr::NonNull::new(mem.as_mut_ptr()).unwrap();
+        // SAFETY: the box is the owner: it lives (unmoved on the heap) as long as the region.
+        let ext = unsafe { ExternalMem::new(ptr, 8, Box::new(mem)) };
+        let mut r = Regions::new(1);
+        let k = r.register(RegionMem::External(ext)).unwrap();
+        r.write(k.0, 6, &[7, 8]).unwrap();
+        assert_eq!(r.write(k.0, 7, &[1, 2]), Err(NackReason::OutOfBounds));
+        assert_eq!(r.get(k).unwrap(), &[0, 0, 0, 0, 0, 0, 7, 8]);
+        let back = r.deregister(k).ok().unwrap();
+        // SAFETY: the region is gone; the owner still holds the bytes written in place.
+        assert_eq!(unsafe { std::slice::from_raw_parts(ptr.as_ptr(), 8) }, &[0, 0, 0, 0, 0, 0, 7, 8]);
+        assert_eq!(&back.into_boxed()[..], &[0, 0, 0, 0, 0, 0, 7, 8]);
     }
 }

@@ -35,6 +35,8 @@ pub(crate) struct Job {
     pub eval_ns: u64,
     /// Evaluations this job started (1 for the first job of each gathered evaluation).
     pub evaluations: u64,
+    /// When the request was taken in (its answer's latency is measured from here).
+    pub arrived: std::time::Instant,
 }
 
 impl Job {
@@ -51,6 +53,7 @@ impl Job {
             fallbacks: 0,
             eval_ns: 0,
             evaluations: 0,
+            arrived: std::time::Instant::now(),
         }
     }
 

@@ -9,13 +9,15 @@ use crate::tcp_conns::{is_connection_error, ConnSet, Step};
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
 use spn::{CompiledSpn, Evaluator};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// How the service evaluates.
 #[derive(Debug, Clone)]
 pub struct SpnServiceConfig {
-    /// Worker threads with their own evaluator (0: evaluate in the polling thread).
+    /// Worker threads with their own evaluator, besides the polling thread, which evaluates
+    /// its share too (requests go round robin over the polling thread and the workers, and to
+    /// the polling thread whenever the workers' queues are full). 0: the polling thread
+    /// evaluates everything. One evaluator per core is `workers = cores - 1`.
     pub workers: usize,
     /// Requests each worker's queue holds.
     pub queue_depth: usize,
@@ -72,11 +74,12 @@ impl SpnCounters {
 pub struct SpnService {
     model: Arc<CompiledSpn>,
     transport: Transport,
-    inline: Option<Evaluator>,
+    /// The polling thread's own evaluator.
+    inline: Evaluator,
     pool: Option<Pool>,
+    /// Requests dispatched so far (for the round robin over the polling thread and the pool).
+    dispatched: u64,
     reorder: Reorder,
-    /// Jobs received but refused by full worker queues, submitted first next time.
-    stalled: VecDeque<Job>,
     /// Requests waiting for inline evaluation, gathered until nothing more is waiting to be
     /// received or they fill [`GATHER_BATCHES`] batches of the evaluator's lanes.
     pending: Vec<Job>,
@@ -91,6 +94,8 @@ pub struct SpnService {
     max_values: usize,
     /// The accepted connections of a TCP service.
     conns: Option<ConnSet<Stream>>,
+    /// Time from taking a request in to handing its answer to the stack.
+    latency: super::LatencyHistogram,
 }
 
 impl SpnService {
@@ -150,20 +155,22 @@ impl SpnService {
         model: Arc<CompiledSpn>,
         cfg: SpnServiceConfig,
     ) -> Result<SpnService, NetError> {
-        let (inline, pool) = if cfg.workers == 0 {
-            (Some(Evaluator::new(Arc::clone(&model))), None)
+        let inline = Evaluator::new(Arc::clone(&model));
+        let pool = if cfg.workers == 0 {
+            None
         } else {
-            let pool = Pool::new(&model, cfg.workers, cfg.queue_depth)
-                .map_err(|e| NetError::BadConfig(format!("cannot start SPN workers: {e}")))?;
-            (None, Some(pool))
+            Some(
+                Pool::new(&model, cfg.workers, cfg.queue_depth)
+                    .map_err(|e| NetError::BadConfig(format!("cannot start SPN workers: {e}")))?,
+            )
         };
         Ok(SpnService {
             model,
             transport,
             inline,
             pool,
+            dispatched: 0,
             reorder: Reorder::default(),
-            stalled: VecDeque::new(),
             pending: Vec::new(),
             pending_vectors: 0,
             free: Vec::new(),
@@ -172,6 +179,7 @@ impl SpnService {
             record,
             max_values: if conns.is_some() { usize::from(u16::MAX) } else { record.saturating_sub(HEADER_LEN) / 8 },
             conns,
+            latency: super::LatencyHistogram::default(),
         })
     }
 
@@ -194,6 +202,12 @@ impl SpnService {
     /// datagram or frame).
     pub fn max_vectors(&self) -> usize {
         self.max_values
+    }
+
+    /// Service latency of every answer so far: from taking the request in (after the stack
+    /// received it) to handing the answer to the stack.
+    pub fn latency(&self) -> &super::LatencyHistogram {
+        &self.latency
     }
 
     /// Requests received and not yet answered.
@@ -231,7 +245,7 @@ impl SpnService {
 
     /// True if another request may be taken in.
     fn has_room(&self) -> bool {
-        self.reorder.len() < self.cfg.max_in_flight.max(1) && self.stalled.is_empty()
+        self.reorder.len() < self.cfg.max_in_flight.max(1)
     }
 
     /// A recycled (or new) job with nothing received yet.
@@ -241,18 +255,12 @@ impl SpnService {
         job
     }
 
-    /// Move finished jobs into the re-sequencing buffer and resubmit stalled ones.
+    /// Move finished jobs into the re-sequencing buffer.
     fn collect(&mut self) {
         let Some(pool) = self.pool.as_mut() else { return };
         while let Some(job) = pool.try_result() {
             self.counters.add_evaluated(&job);
             self.reorder.complete(job);
-        }
-        while let Some(job) = self.stalled.pop_front() {
-            if let Err(job) = pool.submit(job) {
-                self.stalled.push_front(job);
-                break;
-            }
         }
     }
 
@@ -282,6 +290,7 @@ impl SpnService {
             }
             sent += 1;
             self.counters.responses += 1;
+            self.latency.record(job.arrived.elapsed());
             self.free.push(job);
         }
         Ok(sent)
@@ -322,6 +331,7 @@ impl SpnService {
     /// be answered.
     fn dispatch(&mut self, mut job: Job, verdict: Result<Verdict, Dropped>) -> Option<u64> {
         self.counters.records += 1;
+        job.arrived = std::time::Instant::now();
         match verdict {
             Err(Dropped::Short) => {
                 self.counters.dropped_short += 1;
@@ -348,23 +358,25 @@ impl SpnService {
                 job.header = h;
                 job.seq = self.reorder.reserve();
                 let seq = job.seq;
-                match (self.inline.as_ref(), self.pool.as_mut()) {
-                    (Some(ev), _) => {
-                        self.pending_vectors += job.vectors();
-                        self.pending.push(job);
-                        if self.pending_vectors >= GATHER_BATCHES * ev.lanes() {
-                            self.evaluate_pending();
-                        }
-                    }
-                    (None, Some(pool)) => {
-                        if let Err(job) = pool.submit(job) {
+                // Round robin over the polling thread (turn 0) and the workers; a job the
+                // workers have no room for is evaluated here rather than waiting.
+                let turn = self.dispatched % (self.cfg.workers as u64 + 1);
+                self.dispatched += 1;
+                let job = match self.pool.as_mut() {
+                    Some(pool) if turn != 0 => match pool.submit(job) {
+                        Ok(()) => None,
+                        Err(job) => {
                             self.counters.stalls += 1;
-                            self.stalled.push_back(job);
+                            Some(job)
                         }
-                    }
-                    (None, None) => {
-                        job.reject(Status::Internal);
-                        self.reorder.complete(job);
+                    },
+                    _ => Some(job),
+                };
+                if let Some(job) = job {
+                    self.pending_vectors += job.vectors();
+                    self.pending.push(job);
+                    if self.pending_vectors >= GATHER_BATCHES * self.inline.lanes() {
+                        self.evaluate_pending();
                     }
                 }
                 Some(seq)
@@ -375,11 +387,10 @@ impl SpnService {
     /// Evaluate the requests gathered for inline evaluation, together (in batches of the
     /// evaluator's lanes across requests), and queue their answers.
     fn evaluate_pending(&mut self) {
-        let Some(ev) = self.inline.as_mut() else { return };
         if self.pending.is_empty() {
             return;
         }
-        evaluate_jobs(self.pending.iter_mut(), ev);
+        evaluate_jobs(self.pending.iter_mut(), &mut self.inline);
         let mut done = std::mem::take(&mut self.pending);
         for job in done.drain(..) {
             self.counters.add_evaluated(&job);

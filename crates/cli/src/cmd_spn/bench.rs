@@ -55,7 +55,8 @@ pub struct BenchArgs {
     /// Requests kept outstanding by the load generator.
     #[arg(long, default_value_t = 8)]
     window: usize,
-    /// Worker threads of the service (0: evaluate in its polling thread).
+    /// Worker threads of the service besides its polling thread, which evaluates its share
+    /// too (0: the polling thread evaluates everything).
     #[arg(long, default_value_t = 0)]
     workers: usize,
     /// Nominal line rate for the link's theoretical limit, in Gbit/s.
@@ -410,7 +411,7 @@ fn service_rows(
     let resp = wire_bytes(16 + per * 8, transport);
     let line_limit = a.line_rate_gbps * 1e9 / 8.0 * per as f64 / req.max(resp);
     let rate = r.vectors_per_sec();
-    let eval_target = single * a.workers.max(1) as f64;
+    let eval_target = single * (a.workers + 1) as f64;
     let target = eval_target.min(line_limit);
     let label = match transport {
         "udp" => "UDP",
@@ -422,7 +423,7 @@ fn service_rows(
         Cell::Text(format!("service over {label}, 2 processes")),
         Cell::Num(rate, Unit::OpsPerSec),
         Cell::Text(format!(
-            "{per} vectors/request, window {}, {} server worker(s); {:.1}% of the 1-core evaluator; request goodput {}",
+            "{per} vectors/request, window {}, {} server worker(s) + the polling thread; {:.1}% of the 1-core evaluator; request goodput {}",
             a.window,
             a.workers,
             100.0 * rate / single.max(1e-9),

@@ -58,6 +58,9 @@ pub struct QueryArgs {
     /// Print JSON: the values (log-likelihoods unless --prob; -inf as null) and the exchange's figures.
     #[arg(long)]
     json: bool,
+    /// Print the rate (vectors/s) and latency percentiles on stderr (always in --json).
+    #[arg(long)]
+    stats: bool,
 }
 
 /// The vectors to send, as the service carries them.
@@ -109,6 +112,8 @@ struct Exchange {
     sent: u64,
     /// Requests resent after a timeout (UDP).
     resent: u64,
+    /// Per request: from its first send to its answer.
+    latency: apps::spn_service::LatencyHistogram,
 }
 
 /// Run `linerate spn query`.
@@ -239,8 +244,10 @@ fn udp_exchange(
     sock.set_read_timeout(Some(Duration::from_millis(20))).map_err(msg)?;
     let total: usize = chunks.iter().map(|c| c.len()).sum();
     let mut answers: Vec<Option<Vec<f64>>> = vec![None; requests.len()];
-    // Per request: when it was last sent and how many times.
+    // Per request: when it was last sent and how many times; when it was first sent.
     let mut sent_at: Vec<Option<(Instant, u32)>> = vec![None; requests.len()];
+    let mut first_sent: Vec<Option<Instant>> = vec![None; requests.len()];
+    let mut latency = apps::spn_service::LatencyHistogram::default();
     let (mut next, mut done, mut sent, mut resent) = (0usize, 0usize, 0u64, 0u64);
     let mut buf = vec![0u8; 65536];
     while done < requests.len() {
@@ -264,6 +271,7 @@ fn udp_exchange(
         while next < requests.len() && next < done + UDP_WINDOW {
             send_datagram(&sock, &requests[next], server)?;
             sent_at[next] = Some((now, 1));
+            first_sent[next] = Some(Instant::now());
             sent += 1;
             next += 1;
         }
@@ -281,11 +289,14 @@ fn udp_exchange(
             continue; // a duplicate or a late answer to a resent request
         }
         answers[i] = Some(check_answer(&buf[..n], id, chunks[i].len())?);
+        if let Some(t) = first_sent[i] {
+            latency.record(t.elapsed());
+        }
         done += 1;
     }
     let values: Vec<f64> = answers.into_iter().flatten().flatten().collect();
     debug_assert_eq!(values.len(), total);
-    Ok(Exchange { values, sent, resent })
+    Ok(Exchange { values, sent, resent, latency })
 }
 
 /// Send one datagram.
@@ -319,8 +330,17 @@ fn tcp_exchange(
     stream.set_read_timeout(Some(timeout)).map_err(msg)?;
     stream.set_write_timeout(Some(timeout)).map_err(msg)?;
     let mut writer = stream.try_clone().map_err(msg)?;
-    let payload: Vec<u8> = requests.concat();
-    let sender = std::thread::spawn(move || writer.write_all(&payload));
+    // The writer sends request by request and notes when each was handed to the socket.
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel::<Instant>();
+    let owned: Vec<Vec<u8>> = requests.to_vec();
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        for r in &owned {
+            writer.write_all(r)?;
+            let _ = sent_tx.send(Instant::now());
+        }
+        Ok(())
+    });
+    let mut latency = apps::spn_service::LatencyHistogram::default();
     let mut values = Vec::with_capacity(chunks.iter().map(|c| c.len()).sum());
     let mut rec = vec![0u8; HEADER_LEN];
     for (i, c) in chunks.iter().enumerate() {
@@ -335,6 +355,10 @@ fn tcp_exchange(
             return Err(format!("{server} answered request {id} where request {i} was due"));
         }
         values.extend(check_answer(&rec, id, c.len())?);
+        // Answers come in request order: this one's send time is the next noted.
+        if let Ok(t) = sent_rx.recv_timeout(timeout) {
+            latency.record(t.elapsed());
+        }
     }
     let _ = stream.shutdown(std::net::Shutdown::Both);
     match sender.join() {
@@ -342,7 +366,7 @@ fn tcp_exchange(
         Ok(Err(e)) => return Err(format!("sending to {server}: {e}")),
         Err(_) => return Err("the sending thread failed".into()),
     }
-    Ok(Exchange { values, sent: requests.len() as u64, resent: 0 })
+    Ok(Exchange { values, sent: requests.len() as u64, resent: 0, latency })
 }
 
 /// Fill `buf` from the stream, with errors that say what happened.
@@ -369,12 +393,27 @@ fn print_values(a: &QueryArgs, server: SocketAddr, ex: &Exchange, requests: usiz
             "datagrams_sent": if a.tcp { None } else { Some(ex.sent) },
             "resent": ex.resent,
             "seconds": secs,
+            "vectors_per_s": ex.values.len() as f64 / secs.max(1e-9),
+            "latency_p50_s": ex.latency.percentile_ns(50.0) as f64 / 1e9,
+            "latency_p99_s": ex.latency.percentile_ns(99.0) as f64 / 1e9,
+            "latency_max_s": ex.latency.min_max_ns().1 as f64 / 1e9,
             "values": ex.values,
         });
         writeln!(w, "{v}").map_err(msg)?;
     } else {
         for v in &ex.values {
             writeln!(w, "{v:?}").map_err(msg)?;
+        }
+        if a.stats {
+            eprintln!(
+                "{} vectors in {requests} requests, {secs:.3} s: {:.0} vectors/s; latency p50 {:.1} us, p99 {:.1} us, max {:.1} us{}",
+                ex.values.len(),
+                ex.values.len() as f64 / secs.max(1e-9),
+                ex.latency.percentile_ns(50.0) as f64 / 1e3,
+                ex.latency.percentile_ns(99.0) as f64 / 1e3,
+                ex.latency.min_max_ns().1 as f64 / 1e3,
+                if a.tcp { String::new() } else { format!("; {} resent", ex.resent) }
+            );
         }
     }
     w.flush().map_err(msg)

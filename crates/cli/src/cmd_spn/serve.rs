@@ -65,8 +65,10 @@ pub struct ServeArgs {
     /// UDP or TCP port.
     #[arg(long, default_value_t = 5005)]
     port: u16,
-    /// Worker threads (0: evaluate in the polling thread).
-    #[arg(long, default_value_t = 0)]
+    /// Evaluator worker threads besides the polling thread, which evaluates its share too
+    /// (requests go round robin over them; 0: the polling thread evaluates everything; auto:
+    /// one evaluator per CPU this process may use, i.e. CPUs - 1 workers).
+    #[arg(long, default_value = "auto", value_parser = parse_workers)]
     workers: usize,
     /// Busy-poll instead of sleeping on the link when idle.
     #[arg(long)]
@@ -83,6 +85,14 @@ pub struct ServeArgs {
     child: bool,
 }
 
+/// `--workers`: a number, or `auto` for one per CPU this process may use.
+fn parse_workers(s: &str) -> Result<usize, String> {
+    if s == "auto" {
+        return Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1));
+    }
+    s.parse().map_err(|_| format!("{s:?} is not a number of workers or auto"))
+}
+
 /// What `serve` prints as its last line (JSON) when it stops.
 #[derive(serde::Serialize, serde::Deserialize, Default, Clone)]
 pub(crate) struct ServeReport {
@@ -94,6 +104,22 @@ pub(crate) struct ServeReport {
     pub eval_share: f64,
     /// Share of wall time the polling thread was on a CPU at all.
     pub cpu_share: f64,
+    /// Evaluator worker threads besides the polling thread (which evaluates its share too).
+    #[serde(default)]
+    pub workers: usize,
+    /// Vectors answered per second of the run, from the first request to the last answer.
+    #[serde(default)]
+    pub vectors_per_s: f64,
+    /// Service latency percentiles in seconds (request taken in to answer handed to the
+    /// stack): 50th, 99th and the largest.
+    #[serde(default)]
+    pub latency_p50_s: f64,
+    /// See `latency_p50_s`.
+    #[serde(default)]
+    pub latency_p99_s: f64,
+    /// See `latency_p50_s`.
+    #[serde(default)]
+    pub latency_max_s: f64,
 }
 
 /// Run `linerate spn serve`.
@@ -223,6 +249,8 @@ fn serve_until_done<L: Link>(
     let mut idler = Idler::new();
     let mut last_check = start;
     let mut code = None;
+    // When the first request came and the last answer left (for the rate).
+    let (mut first, mut last, mut answered) = (None, start, 0u64);
     let outcome = loop {
         let now = Instant::now();
         if now >= deadline || stop_requested() {
@@ -247,8 +275,24 @@ fn serve_until_done<L: Link>(
         match r {
             Err(NetError::Link(LinkError::Closed)) => break Ok(()),
             Err(e) => break Err(msg(e)),
-            Ok(work) if !a.busy => idler.after_poll(stack.link(), work > 0),
-            Ok(_) => {}
+            Ok(work) => {
+                let now_answered: u64 = services.iter().map(|s| s.counters().responses).sum();
+                if now_answered > answered {
+                    answered = now_answered;
+                    last = Instant::now();
+                }
+                if first.is_none() && services.iter().any(|s| s.counters().records > 0) {
+                    first = Some(now);
+                }
+                // Requests on the workers: their answers do not wake a sleep on the link,
+                // so do not sleep while any is out; yield the CPU to the workers instead.
+                let waiting = services.iter().any(|s| s.in_flight() > 0);
+                if waiting && work == 0 {
+                    std::thread::yield_now();
+                } else if !a.busy {
+                    idler.after_poll(stack.link(), work > 0);
+                }
+            }
         }
         stats.publish_every(|| {
             let mut all = std::collections::BTreeMap::new();
@@ -269,7 +313,19 @@ fn serve_until_done<L: Link>(
         eval_ns += c.eval_ns;
         add_counters(&mut counters, &c);
     }
+    let mut latency = apps::spn_service::LatencyHistogram::default();
+    for s in &services {
+        latency.merge(s.latency());
+    }
+    let busy = first.map_or(0.0, |f| (last - f).as_secs_f64());
+    let vectors = counters.get("vectors").copied().unwrap_or(0);
+    let pct = |p: f64| if latency.count() > 0 { latency.percentile_ns(p) as f64 / 1e9 } else { 0.0 };
     let report = ServeReport {
+        workers: a.workers,
+        vectors_per_s: if busy > 0.0 { vectors as f64 / busy } else { 0.0 },
+        latency_p50_s: pct(50.0),
+        latency_p99_s: pct(99.0),
+        latency_max_s: latency.min_max_ns().1 as f64 / 1e9,
         counters,
         drops: stack
             .counters()
@@ -278,8 +334,17 @@ fn serve_until_done<L: Link>(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         cpu_share: cpu.share(),
-        eval_share: eval_ns as f64 / wall / a.workers.max(1) as f64,
+        eval_share: eval_ns as f64 / wall / (a.workers + 1) as f64,
     };
+    eprintln!(
+        "served {vectors} vectors in {} answers: {:.0} vectors/s from the first request to the last answer; \
+         service latency p50 {:.1} us, p99 {:.1} us ({} workers)",
+        latency.count(),
+        report.vectors_per_s,
+        report.latency_p50_s * 1e6,
+        report.latency_p99_s * 1e6,
+        a.workers
+    );
     println!("{}", serde_json::to_string(&report).unwrap_or_default());
     outcome.map(|_| code)
 }

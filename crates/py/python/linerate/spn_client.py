@@ -146,7 +146,7 @@ def _udp_per_request(rows: list[list]) -> int:
 
 
 def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: float = 1.0,
-          retries: int = 5, per_request: int | None = None) -> list[float]:
+          retries: int = 5, per_request: int | None = None, stats: dict | None = None) -> list[float]:
     """Evaluate ``vectors`` on the service at ``addr`` ((host, port) or "host:port").
 
     ``vectors``: a sequence of equal-length sequences (or a 2-D numpy array) of 8-bit values,
@@ -154,6 +154,10 @@ def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: floa
     ``log`` is False), in order. ``transport`` is "udp" (requests resent after ``timeout``
     seconds, up to ``retries`` times) or "tcp". Raises SpnError if the service answers with an
     error record or does not answer, ValueError for bad input.
+
+    ``stats``: a dict to fill with the exchange's figures: ``vectors``, ``requests``,
+    ``seconds``, ``vectors_per_s``, ``latency_p50_s``, ``latency_p99_s``, ``latency_max_s``
+    (per request, from its first send to its answer) and ``resent`` (UDP).
     """
     if isinstance(addr, str):
         host, _, port = addr.rpartition(":")
@@ -166,11 +170,33 @@ def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: floa
         raise ValueError(f"one vector of {len(rows[0])} values does not fit a datagram: use transport='tcp'")
     chunks = _chunks(rows, per)
     records = [encode_request(i, c, log) for i, c in enumerate(chunks)]
+    lat: list[float] = []
+    resent = [0]
+    start = time.monotonic()
     if transport == "tcp":
-        answers = _tcp_exchange(addr, records, chunks, timeout)
+        answers = _tcp_exchange(addr, records, chunks, timeout, lat)
     else:
-        answers = _udp_exchange(addr, records, chunks, timeout, retries)
-    return [v for a in answers for v in a]
+        answers = _udp_exchange(addr, records, chunks, timeout, retries, lat, resent)
+    secs = time.monotonic() - start
+    values = [v for a in answers for v in a]
+    if stats is not None:
+        stats.update(_figures(lat, len(values), len(records), secs, resent[0]))
+    return values
+
+
+def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent: int) -> dict:
+    """Rate and latency percentiles of an exchange (nearest-rank percentiles)."""
+    s = sorted(lat)
+
+    def pct(p: float) -> float:
+        return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))] if s else 0.0
+
+    return {
+        "vectors": vectors, "requests": requests, "seconds": secs,
+        "vectors_per_s": vectors / secs if secs > 0 else 0.0,
+        "latency_p50_s": pct(50), "latency_p99_s": pct(99), "latency_max_s": s[-1] if s else 0.0,
+        "resent": resent,
+    }
 
 
 def _refused(addr) -> SpnError:
@@ -184,9 +210,10 @@ def _send(s: socket.socket, rec: bytes, addr) -> None:
         raise _refused(addr) from None
 
 
-def _udp_exchange(addr, records, chunks, timeout, retries):
+def _udp_exchange(addr, records, chunks, timeout, retries, lat, resent):
     answers = [None] * len(records)
     sent = [None] * len(records)  # (time last sent, tries)
+    first = [0.0] * len(records)
     done = nxt = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect(addr)
@@ -199,9 +226,11 @@ def _udp_exchange(addr, records, chunks, timeout, retries):
                         raise SpnError(f"no answer from {addr[0]}:{addr[1]} (UDP) to request {i} after {sent[i][1]} tries")
                     _send(s, records[i], addr)
                     sent[i] = (now, sent[i][1] + 1)
+                    resent[0] += 1
             while nxt < len(records) and nxt < done + UDP_WINDOW:
                 _send(s, records[nxt], addr)
                 sent[nxt] = (now, 1)
+                first[nxt] = time.monotonic()
                 nxt += 1
             try:
                 rec = s.recv(65536)
@@ -215,6 +244,7 @@ def _udp_exchange(addr, records, chunks, timeout, retries):
             if i >= len(records) or answers[i] is not None:
                 continue  # a duplicate, or a late answer to a resent request
             answers[i] = _check(rec, i, len(chunks[i]))
+            lat.append(time.monotonic() - first[i])
             done += 1
     return answers
 
@@ -229,7 +259,7 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def _tcp_exchange(addr, records, chunks, timeout):
+def _tcp_exchange(addr, records, chunks, timeout, lat):
     import threading
 
     answers = []
@@ -240,10 +270,13 @@ def _tcp_exchange(addr, records, chunks, timeout):
     with conn as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         failure = []
+        sent_at = []  # when each request was handed to the socket
 
         def send_all():
             try:
-                s.sendall(b"".join(records))
+                for r in records:
+                    s.sendall(r)
+                    sent_at.append(time.monotonic())
             except OSError as e:
                 failure.append(e)
 
@@ -256,6 +289,8 @@ def _tcp_exchange(addr, records, chunks, timeout):
                     raise SpnError(f"the service sent something other than a response record (request {i})")
                 count = struct.unpack_from("<H", head, 6)[0]
                 answers.append(_check(head + _recv_exact(s, 8 * count), i, len(c)))
+                if i < len(sent_at):
+                    lat.append(time.monotonic() - sent_at[i])
         except socket.timeout:
             raise SpnError(f"{addr[0]}:{addr[1]} sent nothing for {timeout} s") from None
         sender.join(timeout)
@@ -296,6 +331,7 @@ def main(argv=None) -> int:
     p.add_argument("--prob", action="store_true", help="likelihoods instead of log-likelihoods")
     p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for an answer")
     p.add_argument("--json", action="store_true", help="print the values as a JSON list")
+    p.add_argument("--stats", action="store_true", help="print vectors/s and latency percentiles on stderr")
     a = p.parse_args(argv)
     try:
         if a.input == "-":
@@ -310,10 +346,17 @@ def main(argv=None) -> int:
         else:
             with open(a.input) as f:
                 rows = read_csv(f)
-        values = query(a.server, rows, transport="tcp" if a.tcp else "udp", log=not a.prob, timeout=a.timeout)
+        figures: dict = {}
+        values = query(a.server, rows, transport="tcp" if a.tcp else "udp", log=not a.prob, timeout=a.timeout,
+                       stats=figures)
     except (SpnError, ValueError, OSError) as e:
         print(f"spn_client: {e}", file=sys.stderr)
         return 1
+    if a.stats:
+        g = figures
+        print(f"{g['vectors']} vectors in {g['requests']} requests, {g['seconds']:.3f} s: "
+              f"{g['vectors_per_s']:.0f} vectors/s; latency p50 {g['latency_p50_s'] * 1e6:.1f} us, "
+              f"p99 {g['latency_p99_s'] * 1e6:.1f} us; {g['resent']} resent", file=sys.stderr)
     if a.json:
         print(json.dumps([None if math.isinf(v) or math.isnan(v) else v for v in values]))
     else:
