@@ -984,6 +984,25 @@ impl Endpoint {
         Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
     }
 
+    /// The first point-to-point message that has arrived and is not yet taken by a receive,
+    /// from `peer` (any peer if `None`, looked at in rank order) whose tag `t` satisfies
+    /// `t & tag_mask == tag & tag_mask` (a mask of 0 takes any tag): `(peer, tag, bytes)`.
+    /// Like `MPI_Iprobe`: a receive posted next for that peer and tag gets this message.
+    pub fn probe(&self, peer: Option<usize>, tag: u32, tag_mask: u32) -> Option<(usize, u32, usize)> {
+        let found = |p: usize| {
+            self.peers
+                .get(p)?
+                .inbox
+                .iter()
+                .find(|m| m.kind == Kind::P2p && m.tag & tag_mask == tag & tag_mask)
+                .map(|m| (p, m.tag, m.payload.len()))
+        };
+        match peer {
+            Some(p) => found(p),
+            None => (0..self.size()).find_map(found),
+        }
+    }
+
     /// Point-to-point receive of exactly `count` elements from `peer` with `tag`.
     pub fn irecv<T: Element>(&mut self, peer: usize, tag: u32, count: usize) -> Result<Request<T>, CollectiveError> {
         self.check_peer(peer)?;
