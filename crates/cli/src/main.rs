@@ -21,6 +21,7 @@ mod cmd_rdma;
 mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
+mod collective_job;
 mod duration;
 mod examples;
 mod logging;

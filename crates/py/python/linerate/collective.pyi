@@ -5,6 +5,8 @@ from typing import Any, Dict, final, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
+from . import _mpi as MPI
+
 _Array = npt.NDArray[Any]
 
 @final
@@ -66,4 +68,4 @@ def kmeans(
 ) -> Tuple[npt.NDArray[np.float32], npt.NDArray[Any], int]: ...
 def covertype_like(n: int, seed: int = 1) -> npt.NDArray[np.float32]: ...
 
-__all__ = ["Communicator", "Request", "init", "kmeans", "covertype_like"]
+__all__ = ["Communicator", "Request", "init", "kmeans", "covertype_like", "MPI"]
