@@ -46,6 +46,9 @@ pub struct CleanupArgs {
     /// Leave files changed less than this many seconds ago (a job may be creating them).
     #[arg(long, default_value_t = 2.0)]
     min_age: f64,
+    /// Only the files of this fabric (`linerate-FABRIC-…`); default: every linerate file.
+    #[arg(long)]
+    fabric: Option<String>,
 }
 
 /// Runs a `collective` subcommand.
@@ -70,7 +73,7 @@ fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
 }
 
 fn cleanup(a: CleanupArgs) -> Result<ExitCode, String> {
-    let removed = crate::collective_job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)))?;
+    let removed = crate::collective_job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)), a.fabric.as_deref())?;
     for p in &removed {
         println!("removed {}", p.display());
     }

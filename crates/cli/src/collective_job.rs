@@ -244,11 +244,13 @@ fn remove_files(fabric: &str) {
 /// Files in `/dev/shm` that carry linerate's prefix and that no live process maps or holds
 /// open, unchanged for `min_age` (so a file being created is not taken): what jobs killed
 /// before they could clean up left behind.
-pub fn stale_shm_files(min_age: Duration) -> Vec<PathBuf> {
+/// With `fabric`, only that fabric's files.
+pub fn stale_shm_files(min_age: Duration, fabric: Option<&str>) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(SHM_DIR) else { return Vec::new() };
+    let prefix = fabric.map_or_else(|| "linerate-".to_string(), |f| format!("linerate-{f}-"));
     let ours: Vec<PathBuf> = dir
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("linerate-"))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .filter(|e| {
             let m = e.metadata().and_then(|m| m.modified()).unwrap_or(SystemTime::now());
             m.elapsed().unwrap_or_default() >= min_age
@@ -292,9 +294,9 @@ fn files_in_use() -> std::collections::HashSet<PathBuf> {
 }
 
 /// `linerate collective cleanup`: removes [`stale_shm_files`]; returns what it removed.
-pub fn cleanup(min_age: Duration) -> Result<Vec<PathBuf>, String> {
+pub fn cleanup(min_age: Duration, fabric: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let mut removed = Vec::new();
-    for p in stale_shm_files(min_age) {
+    for p in stale_shm_files(min_age, fabric) {
         std::fs::remove_file(&p).map_err(|e| format!("cannot remove {}: {e}", p.display()))?;
         removed.push(p);
     }

@@ -80,6 +80,11 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Whether the operator is a logical one (its result is 0 or 1).
+    pub fn is_logical(self) -> bool {
+        matches!(self, ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor)
+    }
+
     /// The operator named `name` (`sum prod max min band bor bxor land lor lxor`, any case).
     pub fn parse(name: &str) -> Option<ReduceOp> {
         Some(match name.to_ascii_lowercase().as_str() {
@@ -370,6 +375,14 @@ pub fn reduce_bytes(dtype: DType, op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
     }
 }
 
+/// Every element of `buf` (little-endian `dtype`) replaced by its truth value, 1 or 0: the
+/// input of a logical reduction, so that a value no other rank's was combined with (one
+/// rank, or a part only this rank holds) comes out as 0 or 1 too.
+pub fn truth_in_place(dtype: DType, buf: &mut [u8]) {
+    let zeros = vec![0u8; buf.len()];
+    reduce_bytes(dtype, ReduceOp::Lor, buf, &zeros);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +411,9 @@ mod tests {
             assert!(ReduceOp::parse(op).is_some(), "{op}");
         }
         assert_eq!(ReduceOp::parse("avg"), None);
+        let mut b = to_bytes(&[0i16, -3, 7, 1]);
+        truth_in_place(DType::I16, &mut b);
+        assert_eq!(from_bytes::<i16>(&b), [0, 1, 1, 1]);
     }
 
     #[test]

@@ -892,7 +892,10 @@ impl Endpoint {
     fn coll<T: Element>(&mut self, name: &'static str, rop: ReduceOp, sched: Schedule, data: &[T]) -> Request<T> {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
-        let input = self.bytes_of(data);
+        let mut input = self.bytes_of(data);
+        if rop.is_logical() {
+            crate::dtype::truth_in_place(T::DTYPE, &mut input);
+        }
         self.start_op(name, Kind::Coll, seq, rop, sched, input)
     }
 

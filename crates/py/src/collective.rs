@@ -18,9 +18,11 @@
 //! is the input). `linerate.collective.kmeans(data, init)` is the single-process K-Means of
 //! `accel`; `comm.kmeans(local, init)` its distributed form.
 //!
-//! Element types: float16, float32, float64, int32, int64, and bfloat16, which numpy lacks:
-//! pass `bf16=True` with a uint16 array holding bfloat16 bit patterns (results come back the
-//! same way).
+//! Element types: float16, float32, float64, (u)int8/16/32/64, bool (carried as bytes of
+//! 0/1), and bfloat16, which numpy lacks: pass `bf16=True` with a uint16 array holding
+//! bfloat16 bit patterns (results come back the same way). Operators: sum, prod, max, min,
+//! band, bor, bxor, land, lor, lxor. `comm.probe(...)` looks at point-to-point messages not
+//! yet received (what `linerate.collective.MPI`'s `ANY_SOURCE`, `ANY_TAG` and `Probe` use).
 
 use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
@@ -684,7 +686,7 @@ impl PyComm {
     /// (any rank if None) whose tag `t` has `t & tag_mask == tag & tag_mask` (mask 0: any
     /// tag), as `(source, tag, bytes)`; None if there is none. With `block=True` it polls
     /// until one arrives, or raises at the communicator's timeout (`timeout` seconds if given).
-    #[pyo3(signature = (source = None, tag = 0, tag_mask = u32::MAX, block = false, timeout = None))]
+    #[pyo3(signature = (source = None, tag = 0, tag_mask = 4294967295, block = false, timeout = None))]
     fn probe(
         &mut self,
         py: Python<'_>,

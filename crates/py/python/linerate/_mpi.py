@@ -445,18 +445,18 @@ def _vmsg(spec: Any, size: int, writable: bool) -> Tuple[_Array, List[int], List
         a = _typed_view(_flat(_as_array(items[0]), writable), datatype)
         counts: Any = items[1] if len(items) > 1 else None
         displs: Any = items[2] if len(items) > 2 else None
-        if isinstance(counts, tuple) and len(counts) == 2 and displs is None and not np.isscalar(counts[0]):
+        if isinstance(counts, tuple) and len(counts) == 2 and displs is None and not isinstance(counts[0], (int, np.integer)):
             counts, displs = counts
     else:
         a, counts, displs = _flat(_as_array(spec), writable), None, None
     if counts is None:
         counts = [a.size // size] * size
-    elif np.isscalar(counts):
+    elif isinstance(counts, (int, np.integer)):
         counts = [int(counts)] * size
     counts = [int(c) for c in counts]
     if displs is None:
-        displs = list(np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)) if counts else []
-    elif np.isscalar(displs):
+        displs = [sum(counts[:i]) for i in range(len(counts))]
+    elif isinstance(displs, (int, np.integer)):
         displs = [int(displs) + i * counts[0] for i in range(size)]
     displs = [int(d) for d in displs]
     if len(counts) != size or len(displs) != size:
@@ -699,7 +699,7 @@ class Comm:
     def _new_ctx(self) -> int:
         """A context free on every rank of this communicator (collective)."""
         node = _node()
-        ctx = max(self.allgather(node.next_ctx))
+        ctx = int(max(self.allgather(node.next_ctx)))
         if ctx + 2 > (_CTX_MASK >> _TAG_BITS):
             raise Exception("too many communicators")
         node.next_ctx = ctx + 2
@@ -1090,6 +1090,9 @@ class Comm:
         """Reduces every rank's bytes, in rank order, with numpy."""
         xs = [p.view(dtype) for p in parts]
         acc = xs[0].copy()
+        if op in (LAND, LOR, LXOR):
+            # A logical reduction's result is 0 or 1, also where one rank's value stands alone.
+            acc = LOR._arrays(acc, np.zeros_like(acc))
         for x in xs[1:]:
             acc = op._arrays(acc, x)
         return np.asarray(acc, dtype=dtype)
@@ -1292,4 +1295,91 @@ def Get_library_version() -> str:
     return "linerate collectives (mpi4py-compatible API)"
 
 
-__all__ = [n for n in dir() if n.isupper() or n[:1].isupper()]
+__all__ = [
+    "ANY_SOURCE",
+    "ANY_TAG",
+    "PROC_NULL",
+    "UNDEFINED",
+    "SUCCESS",
+    "TAG_UB",
+    "THREAD_SINGLE",
+    "THREAD_FUNNELED",
+    "THREAD_SERIALIZED",
+    "THREAD_MULTIPLE",
+    "IDENT",
+    "CONGRUENT",
+    "SIMILAR",
+    "UNEQUAL",
+    "Exception",
+    "IN_PLACE",
+    "Datatype",
+    "BYTE",
+    "CHAR",
+    "SIGNED_CHAR",
+    "UNSIGNED_CHAR",
+    "SHORT",
+    "UNSIGNED_SHORT",
+    "INT",
+    "UNSIGNED",
+    "LONG",
+    "UNSIGNED_LONG",
+    "LONG_LONG",
+    "UNSIGNED_LONG_LONG",
+    "INT8_T",
+    "INT16_T",
+    "INT32_T",
+    "INT64_T",
+    "UINT8_T",
+    "UINT16_T",
+    "UINT32_T",
+    "UINT64_T",
+    "FLOAT",
+    "DOUBLE",
+    "BOOL",
+    "C_BOOL",
+    "COMPLEX",
+    "DOUBLE_COMPLEX",
+    "C_FLOAT_COMPLEX",
+    "C_DOUBLE_COMPLEX",
+    "C_COMPLEX",
+    "DOUBLE_INT",
+    "FLOAT_INT",
+    "LONG_INT",
+    "INT_INT",
+    "TWOINT",
+    "DATATYPE_NULL",
+    "Op",
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "MAXLOC",
+    "MINLOC",
+    "REPLACE",
+    "OP_NULL",
+    "Status",
+    "Request",
+    "REQUEST_NULL",
+    "Comm",
+    "Intracomm",
+    "COMM_WORLD",
+    "COMM_SELF",
+    "COMM_NULL",
+    "Wtime",
+    "Wtick",
+    "Init",
+    "Init_thread",
+    "Query_thread",
+    "Is_initialized",
+    "Is_finalized",
+    "Finalize",
+    "Get_processor_name",
+    "Get_version",
+    "Get_library_version",
+]
