@@ -283,6 +283,41 @@ fn copy_into(target: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<(
     Err(PyTypeError::new_err("out= must be a writable numpy array of a supported dtype"))
 }
 
+/// Waits for `r` with its result written into `target` if `target` is a writable, contiguous
+/// array of the result's element type; otherwise hands `r` back untouched.
+fn wait_into_out(
+    py: Python<'_>,
+    c: &mut Communicator<ShmFabric>,
+    r: AnyRequest,
+    target: &Bound<'_, PyAny>,
+) -> PyResult<Result<(), AnyRequest>> {
+    macro_rules! into {
+        ($v:ident, $t:ty, $r:expr) => {{
+            let Ok(mut dst) = target.extract::<PyReadwriteArrayDyn<'_, $t>>() else {
+                return Ok(Err(AnyRequest::$v($r)));
+            };
+            let Ok(slice) = dst.as_slice_mut() else { return Ok(Err(AnyRequest::$v($r))) };
+            py.allow_threads(|| c.wait_into($r, slice)).map_err(rt)?;
+            Ok(Ok(()))
+        }};
+    }
+    match r {
+        AnyRequest::F16(r) => into!(F16, f16, r),
+        AnyRequest::F32(r) => into!(F32, f32, r),
+        AnyRequest::F64(r) => into!(F64, f64, r),
+        AnyRequest::I32(r) => into!(I32, i32, r),
+        AnyRequest::I64(r) => into!(I64, i64, r),
+        AnyRequest::U8(r) => into!(U8, u8, r),
+        AnyRequest::I8(r) => into!(I8, i8, r),
+        AnyRequest::U16(r) => into!(U16, u16, r),
+        AnyRequest::I16(r) => into!(I16, i16, r),
+        AnyRequest::U32(r) => into!(U32, u32, r),
+        AnyRequest::U64(r) => into!(U64, u64, r),
+        // bfloat16 travels as its own type, numpy holds uint16 bits: the copying path.
+        other @ AnyRequest::BF16(_) => Ok(Err(other)),
+    }
+}
+
 /// A non-blocking operation in progress: `wait()` blocks for its result, `test()` polls.
 #[pyclass(name = "Request", module = "linerate.collective", unsendable)]
 pub struct PyRequest {
@@ -323,6 +358,15 @@ impl PyRequest {
         let r = self.req.take().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
         let mut pc = self.comm.bind(py).borrow_mut();
         let c = pc.c()?;
+        // The result straight into the caller's out= array when it is contiguous and of the
+        // result's type and size (no intermediate array).
+        let r = match (&self.out, self.as_bool) {
+            (Some(t), false) => match wait_into_out(py, c, r, t.bind(py))? {
+                Ok(()) => return Ok(Some(t.bind(py).clone())),
+                Err(r) => r,
+            },
+            _ => r,
+        };
         let shape = &self.shape;
         let out = each_request!(r, |r| {
             let v = py.allow_threads(|| c.wait(r)).map_err(rt)?;
