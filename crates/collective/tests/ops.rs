@@ -476,7 +476,11 @@ fn narrow_and_unsigned_integers_reduce_with_bitwise_and_logical_operators() {
     for n in [1, 2, 3, 4] {
         let mut w = World::new(n);
         let xs: Vec<Vec<u8>> = (0..n).map(|r| vec![r as u8 * 100, 0b1010 | r as u8, 255, (r % 2) as u8]).collect();
-        let fold = |f: fn(u8, u8) -> u8| (0..4).map(|i| xs.iter().map(|x| x[i]).reduce(f).unwrap()).collect::<Vec<_>>();
+        // A logical operator sees every input as its truth value (also a rank's value alone).
+        let fold = |f: fn(u8, u8) -> u8, logical: bool| {
+            let truth = |v: u8| if logical { u8::from(v != 0) } else { v };
+            (0..4).map(|i| xs.iter().map(|x| truth(x[i])).reduce(f).unwrap()).collect::<Vec<_>>()
+        };
         for (op, f) in [
             (ReduceOp::Sum, (|a: u8, b: u8| a.wrapping_add(b)) as fn(u8, u8) -> u8),
             (ReduceOp::Band, |a, b| a & b),
@@ -485,7 +489,7 @@ fn narrow_and_unsigned_integers_reduce_with_bitwise_and_logical_operators() {
             (ReduceOp::Land, |a, b| u8::from(a != 0 && b != 0)),
             (ReduceOp::Lor, |a, b| u8::from(a != 0 || b != 0)),
         ] {
-            let want = fold(f);
+            let want = fold(f, op.is_logical());
             for algo in [AllreduceAlgo::Ring, AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::ReduceBcast] {
                 let got = w.all(|r, ep| ep.iallreduce_with(&xs[r], op, algo));
                 assert!(got.iter().all(|g| *g == want), "{n} ranks {op:?} {algo:?}: {got:?} != {want:?}");
