@@ -7,15 +7,20 @@ use crate::statsfile::StatsPublisher;
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
 use collective::{Communicator, Config as CollConfig, Endpoint, ShmFabric};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// The `collective` subcommands.
 #[derive(clap::Subcommand)]
 pub enum CollectiveCommand {
     /// Start N local processes of PROGRAM as ranks 0..N on one shared-memory fabric
-    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC).
+    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC). Output comes
+    /// whole lines at a time; when a rank fails the others are stopped and the launcher exits
+    /// with the failed rank's status; the fabric's /dev/shm files are removed on any exit.
     Launch(LaunchArgs),
+    /// Remove the /dev/shm files of linerate jobs that were killed (files no live process
+    /// maps or holds open).
+    Cleanup(CleanupArgs),
 }
 
 /// Options of `linerate collective launch`.
@@ -27,15 +32,30 @@ pub struct LaunchArgs {
     /// Name of the fabric (default: `lr-PID`).
     #[arg(long)]
     fabric: Option<String>,
+    /// Put `[rank]<stdout>:` (or `<stderr>`) in front of every line a rank prints.
+    #[arg(long)]
+    tag_output: bool,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<String>,
+}
+
+/// Options of `linerate collective cleanup`.
+#[derive(clap::Args)]
+pub struct CleanupArgs {
+    /// Leave files changed less than this many seconds ago (a job may be creating them).
+    #[arg(long, default_value_t = 2.0)]
+    min_age: f64,
+    /// Only the files of this fabric (`linerate-FABRIC-…`); default: every linerate file.
+    #[arg(long)]
+    fabric: Option<String>,
 }
 
 /// Runs a `collective` subcommand.
 pub fn run(c: CollectiveCommand) -> Result<ExitCode, String> {
     match c {
         CollectiveCommand::Launch(a) => launch(a),
+        CollectiveCommand::Cleanup(a) => cleanup(a),
     }
 }
 
@@ -44,49 +64,21 @@ fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
         return Err(format!("-n {} is not a rank count between 1 and 254", a.n));
     }
     let fabric = a.fabric.unwrap_or_else(|| format!("lr-{}", std::process::id()));
-    let (prog, args) = a.program.split_first().ok_or("no program given")?;
-    let mut children = Vec::new();
-    for r in 0..a.n {
-        let child = Command::new(prog)
-            .args(args)
-            .env("LINERATE_RANK", r.to_string())
-            .env("LINERATE_WORLD_SIZE", a.n.to_string())
-            .env("LINERATE_LOCAL_RANK", r.to_string())
-            .env("LINERATE_FABRIC", &fabric)
-            .spawn();
-        match child {
-            Ok(c) => children.push(c),
-            Err(e) => {
-                for mut c in children {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
-                return Err(format!("cannot start {prog}: {e}"));
-            }
-        }
+    crate::collective_job::run(crate::collective_job::Job {
+        n: a.n,
+        fabric,
+        program: a.program,
+        tag_output: a.tag_output,
+    })
+}
+
+fn cleanup(a: CleanupArgs) -> Result<ExitCode, String> {
+    let removed = crate::collective_job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)), a.fabric.as_deref())?;
+    for p in &removed {
+        println!("removed {}", p.display());
     }
-    let mut failed = Vec::new();
-    for (r, mut c) in children.into_iter().enumerate() {
-        match c.wait() {
-            Ok(s) if s.success() => {}
-            Ok(s) => failed.push(format!("rank {r}: {s}")),
-            Err(e) => failed.push(format!("rank {r}: {e}")),
-        }
-    }
-    // Rings a crashed rank created stay behind: remove what is left of this fabric.
-    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-        let prefix = format!("linerate-{fabric}-");
-        for e in dir.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    if failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Err(format!("{} of {} ranks failed: {}", failed.len(), a.n, failed.join("; ")))
-    }
+    println!("{} stale shared-memory file(s) removed", removed.len());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Options of `linerate kmeans`.

@@ -22,6 +22,7 @@ mod cmd_rdma;
 mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
+mod collective_job;
 mod duration;
 mod examples;
 mod flag_values;

@@ -27,15 +27,28 @@ pub enum DType {
     I32,
     /// 64-bit two's complement.
     I64,
+    /// Unsigned 8-bit (also bytes, and booleans as 0/1).
+    U8,
+    /// 8-bit two's complement.
+    I8,
+    /// Unsigned 16-bit.
+    U16,
+    /// 16-bit two's complement.
+    I16,
+    /// Unsigned 32-bit.
+    U32,
+    /// Unsigned 64-bit.
+    U64,
 }
 
 impl DType {
     /// Bytes per element.
     pub const fn size(self) -> usize {
         match self {
-            DType::F16 | DType::BF16 => 2,
-            DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 => 8,
+            DType::U8 | DType::I8 => 1,
+            DType::F16 | DType::BF16 | DType::U16 | DType::I16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
 }
@@ -52,6 +65,52 @@ pub enum ReduceOp {
     Max,
     /// Minimum.
     Min,
+    /// Bitwise and (on a float: of its IEEE bits).
+    Band,
+    /// Bitwise or (on a float: of its IEEE bits).
+    Bor,
+    /// Bitwise exclusive or (on a float: of its IEEE bits).
+    Bxor,
+    /// Logical and: 1 if both operands are non-zero, else 0.
+    Land,
+    /// Logical or: 1 if either operand is non-zero, else 0.
+    Lor,
+    /// Logical exclusive or: 1 if exactly one operand is non-zero, else 0.
+    Lxor,
+}
+
+impl ReduceOp {
+    /// Whether the operator is a logical one (its result is 0 or 1).
+    pub fn is_logical(self) -> bool {
+        matches!(self, ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor)
+    }
+
+    /// The operator named `name` (`sum prod max min band bor bxor land lor lxor`, any case).
+    pub fn parse(name: &str) -> Option<ReduceOp> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sum" => ReduceOp::Sum,
+            "prod" => ReduceOp::Prod,
+            "max" => ReduceOp::Max,
+            "min" => ReduceOp::Min,
+            "band" => ReduceOp::Band,
+            "bor" => ReduceOp::Bor,
+            "bxor" => ReduceOp::Bxor,
+            "land" => ReduceOp::Land,
+            "lor" => ReduceOp::Lor,
+            "lxor" => ReduceOp::Lxor,
+            _ => return None,
+        })
+    }
+}
+
+/// The logical operators on "is non-zero" truth values.
+#[inline(always)]
+fn logical(op: ReduceOp, a: bool, b: bool) -> bool {
+    match op {
+        ReduceOp::Land => a && b,
+        ReduceOp::Lor => a || b,
+        _ => a != b,
+    }
 }
 
 mod sealed {
@@ -92,6 +151,10 @@ macro_rules! int_element {
                     ReduceOp::Prod => a.wrapping_mul(b),
                     ReduceOp::Max => a.max(b),
                     ReduceOp::Min => a.min(b),
+                    ReduceOp::Band => a & b,
+                    ReduceOp::Bor => a | b,
+                    ReduceOp::Bxor => a ^ b,
+                    ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor => <$t>::from(logical(op, a != 0, b != 0)),
                 }
             }
         }
@@ -99,6 +162,12 @@ macro_rules! int_element {
 }
 int_element!(i32, DType::I32);
 int_element!(i64, DType::I64);
+int_element!(u8, DType::U8);
+int_element!(i8, DType::I8);
+int_element!(u16, DType::U16);
+int_element!(i16, DType::I16);
+int_element!(u32, DType::U32);
+int_element!(u64, DType::U64);
 
 /// Defines a commutative IEEE maximum/minimum on one float type (NaN wins, `+0 > -0`), so
 /// that the result does not depend on the order of the operands.
@@ -153,6 +222,16 @@ macro_rules! float_element {
                     ReduceOp::Prod => a * b,
                     ReduceOp::Max => $m(a, b, true),
                     ReduceOp::Min => $m(a, b, false),
+                    ReduceOp::Band => <$t>::from_bits(a.to_bits() & b.to_bits()),
+                    ReduceOp::Bor => <$t>::from_bits(a.to_bits() | b.to_bits()),
+                    ReduceOp::Bxor => <$t>::from_bits(a.to_bits() ^ b.to_bits()),
+                    ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor => {
+                        if logical(op, a != 0.0, b != 0.0) {
+                            1.0
+                        } else {
+                            0.0
+                        }
+                    }
                 }
             }
         }
@@ -182,6 +261,12 @@ macro_rules! half_element {
                     ReduceOp::Prod => x * y,
                     ReduceOp::Max => fmax32(x, y, true),
                     ReduceOp::Min => fmax32(x, y, false),
+                    ReduceOp::Band => return <$t>::from_bits(a.to_bits() & b.to_bits()),
+                    ReduceOp::Bor => return <$t>::from_bits(a.to_bits() | b.to_bits()),
+                    ReduceOp::Bxor => return <$t>::from_bits(a.to_bits() ^ b.to_bits()),
+                    ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor => {
+                        f32::from(u8::from(logical(op, x != 0.0, y != 0.0)))
+                    }
                 })
             }
         }
@@ -262,6 +347,12 @@ fn reduce_typed<T: Element>(op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
         ReduceOp::Prod => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Prod, a, b)),
         ReduceOp::Max => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Max, a, b)),
         ReduceOp::Min => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Min, a, b)),
+        ReduceOp::Band => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Band, a, b)),
+        ReduceOp::Bor => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Bor, a, b)),
+        ReduceOp::Bxor => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Bxor, a, b)),
+        ReduceOp::Land => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Land, a, b)),
+        ReduceOp::Lor => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Lor, a, b)),
+        ReduceOp::Lxor => apply::<T>(acc, inc, |a, b| T::combine(ReduceOp::Lxor, a, b)),
     }
 }
 
@@ -275,7 +366,21 @@ pub fn reduce_bytes(dtype: DType, op: ReduceOp, acc: &mut [u8], inc: &[u8]) {
         DType::F64 => reduce_typed::<f64>(op, acc, inc),
         DType::I32 => reduce_typed::<i32>(op, acc, inc),
         DType::I64 => reduce_typed::<i64>(op, acc, inc),
+        DType::U8 => reduce_typed::<u8>(op, acc, inc),
+        DType::I8 => reduce_typed::<i8>(op, acc, inc),
+        DType::U16 => reduce_typed::<u16>(op, acc, inc),
+        DType::I16 => reduce_typed::<i16>(op, acc, inc),
+        DType::U32 => reduce_typed::<u32>(op, acc, inc),
+        DType::U64 => reduce_typed::<u64>(op, acc, inc),
     }
+}
+
+/// Every element of `buf` (little-endian `dtype`) replaced by its truth value, 1 or 0: the
+/// input of a logical reduction, so that a value no other rank's was combined with (one
+/// rank, or a part only this rank holds) comes out as 0 or 1 too.
+pub fn truth_in_place(dtype: DType, buf: &mut [u8]) {
+    let zeros = vec![0u8; buf.len()];
+    reduce_bytes(dtype, ReduceOp::Lor, buf, &zeros);
 }
 
 #[cfg(test)]
@@ -287,6 +392,28 @@ mod tests {
         assert_eq!(i32::combine(ReduceOp::Sum, i32::MAX, 1), i32::MIN);
         assert_eq!(i64::combine(ReduceOp::Prod, i64::MAX, 2), -2);
         assert_eq!(i32::combine(ReduceOp::Min, -3, 2), -3);
+    }
+
+    #[test]
+    fn bitwise_and_logical_operators() {
+        assert_eq!(u8::combine(ReduceOp::Band, 0b1100, 0b1010), 0b1000);
+        assert_eq!(u32::combine(ReduceOp::Bor, 0b1100, 0b1010), 0b1110);
+        assert_eq!(i16::combine(ReduceOp::Bxor, -1, 0), -1);
+        assert_eq!(i64::combine(ReduceOp::Land, 7, -3), 1);
+        assert_eq!(u64::combine(ReduceOp::Land, 7, 0), 0);
+        assert_eq!(i8::combine(ReduceOp::Lor, 0, -128), 1);
+        assert_eq!(u16::combine(ReduceOp::Lxor, 5, 9), 0);
+        assert_eq!(u8::combine(ReduceOp::Sum, 255, 2), 1);
+        assert_eq!(f64::combine(ReduceOp::Land, 0.5, -2.0), 1.0);
+        assert_eq!(f32::combine(ReduceOp::Lor, 0.0, -0.0), 0.0);
+        assert_eq!(f16::combine(ReduceOp::Lxor, f16::ONE, f16::ZERO), f16::ONE);
+        for op in ["sum", "PROD", "max", "min", "band", "bor", "bxor", "land", "lor", "lxor"] {
+            assert!(ReduceOp::parse(op).is_some(), "{op}");
+        }
+        assert_eq!(ReduceOp::parse("avg"), None);
+        let mut b = to_bytes(&[0i16, -3, 7, 1]);
+        truth_in_place(DType::I16, &mut b);
+        assert_eq!(from_bytes::<i16>(&b), [0, 1, 1, 1]);
     }
 
     #[test]

@@ -892,7 +892,10 @@ impl Endpoint {
     fn coll<T: Element>(&mut self, name: &'static str, rop: ReduceOp, sched: Schedule, data: &[T]) -> Request<T> {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
-        let input = self.bytes_of(data);
+        let mut input = self.bytes_of(data);
+        if rop.is_logical() {
+            crate::dtype::truth_in_place(T::DTYPE, &mut input);
+        }
         self.start_op(name, Kind::Coll, seq, rop, sched, input)
     }
 
@@ -982,6 +985,25 @@ impl Endpoint {
         self.peers[peer].outbox.push_back(encode_elems_in(buf, Kind::P2p, tag, 0, data));
         let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
         Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
+    }
+
+    /// The first point-to-point message that has arrived and is not yet taken by a receive,
+    /// from `peer` (any peer if `None`, looked at in rank order) whose tag `t` satisfies
+    /// `t & tag_mask == tag & tag_mask` (a mask of 0 takes any tag): `(peer, tag, bytes)`.
+    /// Like `MPI_Iprobe`: a receive posted next for that peer and tag gets this message.
+    pub fn probe(&self, peer: Option<usize>, tag: u32, tag_mask: u32) -> Option<(usize, u32, usize)> {
+        let found = |p: usize| {
+            self.peers
+                .get(p)?
+                .inbox
+                .iter()
+                .find(|m| m.kind == Kind::P2p && m.tag & tag_mask == tag & tag_mask)
+                .map(|m| (p, m.tag, m.payload.len()))
+        };
+        match peer {
+            Some(p) => found(p),
+            None => (0..self.size()).find_map(found),
+        }
     }
 
     /// Point-to-point receive of exactly `count` elements from `peer` with `tag`.

@@ -13,7 +13,16 @@
 //! `a.b.c.d` with the default port), or from `MASTER_ADDR` / `MASTER_PORT` in the style of
 //! torch.distributed; it is optional (deterministic addressing needs none). The name of the
 //! shared-memory fabric of the job on one machine comes from `LINERATE_FABRIC` (set by
-//! `linerate collective launch`). Parsing is a
+//! `linerate collective launch`), or else from the launcher's job id, so that `mpirun` and
+//! `srun` need no extra variable:
+//!
+//! | launcher | fabric name |
+//! | --- | --- |
+//! | OpenMPI | `ompi-` + `OMPI_MCA_ess_base_jobid` (or `PMIX_NAMESPACE`) |
+//! | Slurm | `slurm-` + `SLURM_JOB_ID` + `.` + `SLURM_STEP_ID` |
+//! | PMI | `pmi-` + `PMI_KVSNAME` (MPICH's Hydra) |
+//!
+//! Parsing is a
 //! pure function of a variable lookup, [`parse_launch`], so it is tested without touching
 //! the process environment; [`from_env`] applies it to the real one.
 
@@ -98,6 +107,23 @@ fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddrV
     Ok(Some(SocketAddrV4::new(ip, port)))
 }
 
+/// The fabric name derived from the launcher's job id (see the module docs), if it has one.
+fn job_fabric(get: &impl Fn(&str) -> Option<String>, launcher: Launcher) -> Option<String> {
+    let first =
+        |vars: &[&str]| vars.iter().find_map(|v| get(v).map(|x| x.trim().to_string()).filter(|x| !x.is_empty()));
+    let id = match launcher {
+        Launcher::Explicit => return None,
+        Launcher::OpenMpi => format!("ompi-{}", first(&["OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"])?),
+        Launcher::Slurm => {
+            let step = first(&["SLURM_STEP_ID"]).unwrap_or_else(|| "0".into());
+            format!("slurm-{}.{step}", first(&["SLURM_JOB_ID", "SLURM_JOBID"])?)
+        }
+        Launcher::Pmi => format!("pmi-{}", first(&["PMI_KVSNAME"])?),
+    };
+    // A file name in /dev/shm: keep letters, digits and `-_.`; the rest becomes `_`.
+    Some(id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect())
+}
+
 /// Reads a rank's description through `get` (a variable lookup, such as
 /// `|k| std::env::var(k).ok()`). Errors name the variable that is missing or malformed.
 pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, CollectiveError> {
@@ -112,7 +138,10 @@ pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, Coll
         if size == 0 || rank >= size {
             return Err(CollectiveError::Env(format!("{rank_var}={rank} is not a rank of {size_var}={size}")));
         }
-        let fabric = get("LINERATE_FABRIC").map(|f| f.trim().to_string()).filter(|f| !f.is_empty());
+        let fabric = get("LINERATE_FABRIC")
+            .map(|f| f.trim().to_string())
+            .filter(|f| !f.is_empty())
+            .or_else(|| job_fabric(&get, launcher));
         return Ok(Launch {
             rank,
             size,
@@ -170,6 +199,31 @@ mod tests {
         }
         let l = parse_launch(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("LINERATE_FABRIC", "job-7")])).unwrap();
         assert_eq!(l.fabric.as_deref(), Some("job-7"));
+    }
+
+    #[test]
+    fn the_fabric_name_comes_from_the_launchers_job_id() {
+        let fab = |vars: &[(&str, &str)]| parse_launch(env(vars)).unwrap().fabric;
+        let ompi = [("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "2")];
+        assert_eq!(
+            fab(&[ompi[0], ompi[1], ("OMPI_MCA_ess_base_jobid", "1209597953")]).as_deref(),
+            Some("ompi-1209597953")
+        );
+        assert_eq!(fab(&[ompi[0], ompi[1], ("PMIX_NAMESPACE", "prterun-h@1")]).as_deref(), Some("ompi-prterun-h_1"));
+        let slurm = [("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_ID", "77")];
+        assert_eq!(fab(&slurm).as_deref(), Some("slurm-77.0"));
+        assert_eq!(fab(&[slurm[0], slurm[1], slurm[2], ("SLURM_STEP_ID", "3")]).as_deref(), Some("slurm-77.3"));
+        assert_eq!(
+            fab(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("PMI_KVSNAME", "kvs_9_0")]).as_deref(),
+            Some("pmi-kvs_9_0")
+        );
+        // The explicit name wins; explicit ranks have no job id.
+        assert_eq!(
+            fab(&[ompi[0], ompi[1], ("OMPI_MCA_ess_base_jobid", "5"), ("LINERATE_FABRIC", "mine")]).as_deref(),
+            Some("mine")
+        );
+        assert_eq!(fab(&[("LINERATE_RANK", "0"), ("LINERATE_WORLD_SIZE", "1"), ("SLURM_JOB_ID", "7")]), None);
+        assert_eq!(fab(&ompi[..]), None);
     }
 
     #[test]

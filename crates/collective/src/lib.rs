@@ -16,6 +16,21 @@
 //!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
 //!   to sleep on while idle; [`bind`]: a rank per core when they fit; [`pool`]: message
 //!   buffers reused across operations.
+//!
+//! Which algorithm runs (defaults of [`Config`]; each can be forced with the `*_with` calls):
+//!
+//! | operation | size / ranks | algorithm |
+//! | --- | --- | --- |
+//! | all-reduce | up to [`Config::small_allreduce`] (16 KiB) | recursive doubling |
+//! | all-reduce | larger, at least one element per rank | ring: reduce-scatter + all-gather (bandwidth-optimal) |
+//! | all-reduce | larger, fewer elements than ranks | reduce to rank 0 + broadcast |
+//! | broadcast, reduce | any ([`Config::bcast`], [`Config::reduce`]: flat) | flat; a binomial tree or a chain pipelined in [`Config::chain_segment`] pieces on request |
+//! | scatter, gather, all-to-all | any | direct exchange between the root (or every pair) |
+//! | all-gather, reduce-scatter | any | ring |
+//! | barrier | any | dissemination of empty messages |
+//!
+//! Element types: f16, bf16, f32, f64 and 8- to 64-bit signed and unsigned integers;
+//! operators: sum, prod, max, min, bitwise and logical and/or/xor ([`ReduceOp`]).
 
 pub mod bench;
 pub mod bind;

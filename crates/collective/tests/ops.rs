@@ -440,3 +440,63 @@ fn repeated_large_messages_and_receives_into_caller_memory() {
     };
     assert!(matches!(err, CollectiveError::BadArgument(_)), "{err}");
 }
+
+#[test]
+fn probe_finds_the_first_unreceived_message_by_peer_and_tag_mask() {
+    let mut w = World::new(3);
+    // Rank 0 and rank 1 each send two messages to rank 2, on tags of two contexts.
+    let sends = vec![
+        (0, w.eps[0].isend(2, 0x10_0005, &[1u8, 2, 3]).unwrap()),
+        (0, w.eps[0].isend(2, 0x20_0001, &[9u8; 10]).unwrap()),
+        (1, w.eps[1].isend(2, 0x20_0007, &[7u8; 8]).unwrap()),
+    ];
+    w.run_pairs(sends, Duration::from_secs(10)).into_iter().for_each(|r| assert!(r.is_ok()));
+    for _ in 0..2000 {
+        if w.eps[2].probe(Some(1), 0, 0).is_some() && w.eps[2].probe(Some(0), 0x20_0000, 0xFFF0_0000).is_some() {
+            break;
+        }
+        w.step();
+    }
+    // Exact tag, any peer; a context's any tag from one peer; any tag from anyone.
+    assert_eq!(w.eps[2].probe(None, 0x10_0005, u32::MAX), Some((0, 0x10_0005, 3)));
+    assert_eq!(w.eps[2].probe(Some(1), 0x20_0000, 0xFFF0_0000), Some((1, 0x20_0007, 8)));
+    assert_eq!(w.eps[2].probe(Some(0), 0x20_0000, 0xFFF0_0000), Some((0, 0x20_0001, 10)));
+    assert_eq!(w.eps[2].probe(None, 0, 0), Some((0, 0x10_0005, 3)));
+    assert_eq!(w.eps[2].probe(None, 0x30_0000, 0xFFF0_0000), None);
+    assert_eq!(w.eps[0].probe(None, 0, 0), None);
+    // A receive takes the probed message; the probe then sees the next one.
+    let rx = w.eps[2].irecv::<u8>(0, 0x10_0005, 3).unwrap();
+    let got = w.run_pairs(vec![(2, rx)], Duration::from_secs(10));
+    assert_eq!(got[0].as_ref().unwrap(), &vec![1u8, 2, 3]);
+    assert_eq!(w.eps[2].probe(Some(0), 0, 0), Some((0, 0x20_0001, 10)));
+}
+
+#[test]
+fn narrow_and_unsigned_integers_reduce_with_bitwise_and_logical_operators() {
+    for n in [1, 2, 3, 4] {
+        let mut w = World::new(n);
+        let xs: Vec<Vec<u8>> = (0..n).map(|r| vec![r as u8 * 100, 0b1010 | r as u8, 255, (r % 2) as u8]).collect();
+        // A logical operator sees every input as its truth value (also a rank's value alone).
+        let fold = |f: fn(u8, u8) -> u8, logical: bool| {
+            let truth = |v: u8| if logical { u8::from(v != 0) } else { v };
+            (0..4).map(|i| xs.iter().map(|x| truth(x[i])).reduce(f).unwrap()).collect::<Vec<_>>()
+        };
+        for (op, f) in [
+            (ReduceOp::Sum, (|a: u8, b: u8| a.wrapping_add(b)) as fn(u8, u8) -> u8),
+            (ReduceOp::Band, |a, b| a & b),
+            (ReduceOp::Bor, |a, b| a | b),
+            (ReduceOp::Bxor, |a, b| a ^ b),
+            (ReduceOp::Land, |a, b| u8::from(a != 0 && b != 0)),
+            (ReduceOp::Lor, |a, b| u8::from(a != 0 || b != 0)),
+        ] {
+            let want = fold(f, op.is_logical());
+            for algo in [AllreduceAlgo::Ring, AllreduceAlgo::RecursiveDoubling, AllreduceAlgo::ReduceBcast] {
+                let got = w.all(|r, ep| ep.iallreduce_with(&xs[r], op, algo));
+                assert!(got.iter().all(|g| *g == want), "{n} ranks {op:?} {algo:?}: {got:?} != {want:?}");
+            }
+        }
+        let ys: Vec<Vec<u32>> = (0..n).map(|r| vec![u32::MAX - r as u32, r as u32]).collect();
+        let got = w.all(|r, ep| ep.iallreduce(&ys[r], ReduceOp::Max).unwrap());
+        assert_eq!(got[0], vec![u32::MAX, n as u32 - 1]);
+    }
+}

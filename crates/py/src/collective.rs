@@ -18,9 +18,11 @@
 //! is the input). `linerate.collective.kmeans(data, init)` is the single-process K-Means of
 //! `accel`; `comm.kmeans(local, init)` its distributed form.
 //!
-//! Element types: float16, float32, float64, int32, int64, and bfloat16, which numpy lacks:
-//! pass `bf16=True` with a uint16 array holding bfloat16 bit patterns (results come back the
-//! same way).
+//! Element types: float16, float32, float64, (u)int8/16/32/64, bool (carried as bytes of
+//! 0/1), and bfloat16, which numpy lacks: pass `bf16=True` with a uint16 array holding
+//! bfloat16 bit patterns (results come back the same way). Operators: sum, prod, max, min,
+//! band, bor, bxor, land, lor, lxor. `comm.probe(...)` looks at point-to-point messages not
+//! yet received (what `linerate.collective.MPI`'s `ANY_SOURCE`, `ANY_TAG` and `Probe` use).
 
 use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
@@ -38,13 +40,9 @@ fn rt<E: std::fmt::Display>(e: E) -> PyErr {
 }
 
 fn parse_op(op: &str) -> PyResult<ReduceOp> {
-    match op.to_ascii_lowercase().as_str() {
-        "sum" => Ok(ReduceOp::Sum),
-        "prod" => Ok(ReduceOp::Prod),
-        "max" => Ok(ReduceOp::Max),
-        "min" => Ok(ReduceOp::Min),
-        _ => Err(PyValueError::new_err(format!("op {op:?} is not one of sum, prod, max, min"))),
-    }
+    ReduceOp::parse(op).ok_or_else(|| {
+        PyValueError::new_err(format!("op {op:?} is not one of sum, prod, max, min, band, bor, bxor, land, lor, lxor"))
+    })
 }
 
 /// K-Means results to Python: (centres, labels, iterations).
@@ -73,7 +71,7 @@ macro_rules! native_elem {
         }
     )*};
 }
-native_elem!(f16, f32, f64, i32, i64);
+native_elem!(f16, f32, f64, i32, i64, u8, i8, u16, i16, u32, u64);
 
 impl PyElem for bf16 {
     type Np = u16;
@@ -124,13 +122,14 @@ impl Coll {
     }
 
     /// The shape of this rank's result for an input of shape `shape` (axis 0 is the one
-    /// split or concatenated; a 0-d input counts as 1-d).
+    /// split or concatenated; a 0-d input keeps its shape where the result has the input's
+    /// size, and counts as 1-d where it is split or concatenated).
     fn result_shape(self, rank: usize, size: usize, shape: &[usize]) -> Vec<usize> {
         let mut s = if shape.is_empty() { vec![1] } else { shape.to_vec() };
         match self {
-            Coll::Allreduce(_) | Coll::Bcast(_) | Coll::Alltoall | Coll::Recv(..) => {}
             Coll::Reduce(_, root) | Coll::Gather(root) if rank != root => s = vec![0],
-            Coll::Reduce(..) => {}
+            Coll::Allreduce(_) | Coll::Bcast(_) | Coll::Recv(..) | Coll::Reduce(..) => s = shape.to_vec(),
+            Coll::Alltoall => {}
             Coll::Gather(_) | Coll::Allgather => s[0] *= size,
             Coll::Scatter(root) if rank != root => {}
             Coll::Scatter(_) | Coll::ReduceScatter(_) => s[0] /= size,
@@ -148,6 +147,12 @@ enum AnyRequest {
     F64(Request<f64>),
     I32(Request<i32>),
     I64(Request<i64>),
+    U8(Request<u8>),
+    I8(Request<i8>),
+    U16(Request<u16>),
+    I16(Request<i16>),
+    U32(Request<u32>),
+    U64(Request<u64>),
 }
 
 /// Applies `$body` to the typed request inside an [`AnyRequest`].
@@ -160,6 +165,12 @@ macro_rules! each_request {
             AnyRequest::F64($x) => $body,
             AnyRequest::I32($x) => $body,
             AnyRequest::I64($x) => $body,
+            AnyRequest::U8($x) => $body,
+            AnyRequest::I8($x) => $body,
+            AnyRequest::U16($x) => $body,
+            AnyRequest::I16($x) => $body,
+            AnyRequest::U32($x) => $body,
+            AnyRequest::U64($x) => $body,
         }
     };
 }
@@ -201,15 +212,32 @@ fn start_any(ep: &mut Endpoint, coll: Coll, arr: &Bound<'_, PyAny>, bf16: bool) 
     try_type!(f64, F64);
     try_type!(i32, I32);
     try_type!(i64, I64);
+    try_type!(u8, U8);
+    try_type!(i8, I8);
+    try_type!(u16, U16);
+    try_type!(i16, I16);
+    try_type!(u32, U32);
+    try_type!(u64, U64);
+    if let Some(r) = try_bool(ep, coll, arr) {
+        return r;
+    }
     Err(PyTypeError::new_err(
-        "expected a numpy array of float16, float32, float64, int32 or int64 (or uint16 with bf16=True)",
+        "expected a numpy array of float16/32/64, (u)int8/16/32/64 or bool (or uint16 with bf16=True)",
     ))
+}
+
+/// Starts `coll` on a bool array as its bytes (0 or 1); `None` if `arr` is not one.
+fn try_bool(ep: &mut Endpoint, coll: Coll, arr: &Bound<'_, PyAny>) -> Option<PyResult<(AnyRequest, Vec<usize>)>> {
+    let a = arr.extract::<PyReadonlyArrayDyn<'_, bool>>().ok()?;
+    let shape = a.shape().to_vec();
+    let bytes: Vec<u8> = a.as_array().iter().map(|&b| u8::from(b)).collect();
+    Some(coll.start(ep, &bytes).map(|r| (AnyRequest::U8(r), shape)).map_err(rt))
 }
 
 /// A finished result as a numpy array of `shape` (1-d if the element count differs).
 fn to_numpy<'py, T: PyElem>(py: Python<'py>, v: Vec<T>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     let a = PyArray1::from_vec(py, T::into_np(v));
-    if shape.iter().product::<usize>() == a.len() && shape.len() > 1 {
+    if shape.iter().product::<usize>() == a.len() && shape.len() != 1 {
         Ok(a.reshape(shape.to_vec())?.into_any())
     } else {
         Ok(a.into_any())
@@ -246,7 +274,48 @@ fn copy_into(target: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<(
     try_copy!(f64);
     try_copy!(i32);
     try_copy!(i64);
+    try_copy!(u8);
+    try_copy!(i8);
+    try_copy!(i16);
+    try_copy!(u32);
+    try_copy!(u64);
+    try_copy!(bool);
     Err(PyTypeError::new_err("out= must be a writable numpy array of a supported dtype"))
+}
+
+/// Waits for `r` with its result written into `target` if `target` is a writable, contiguous
+/// array of the result's element type; otherwise hands `r` back untouched.
+fn wait_into_out(
+    py: Python<'_>,
+    c: &mut Communicator<ShmFabric>,
+    r: AnyRequest,
+    target: &Bound<'_, PyAny>,
+) -> PyResult<Result<(), AnyRequest>> {
+    macro_rules! into {
+        ($v:ident, $t:ty, $r:expr) => {{
+            let Ok(mut dst) = target.extract::<PyReadwriteArrayDyn<'_, $t>>() else {
+                return Ok(Err(AnyRequest::$v($r)));
+            };
+            let Ok(slice) = dst.as_slice_mut() else { return Ok(Err(AnyRequest::$v($r))) };
+            py.allow_threads(|| c.wait_into($r, slice)).map_err(rt)?;
+            Ok(Ok(()))
+        }};
+    }
+    match r {
+        AnyRequest::F16(r) => into!(F16, f16, r),
+        AnyRequest::F32(r) => into!(F32, f32, r),
+        AnyRequest::F64(r) => into!(F64, f64, r),
+        AnyRequest::I32(r) => into!(I32, i32, r),
+        AnyRequest::I64(r) => into!(I64, i64, r),
+        AnyRequest::U8(r) => into!(U8, u8, r),
+        AnyRequest::I8(r) => into!(I8, i8, r),
+        AnyRequest::U16(r) => into!(U16, u16, r),
+        AnyRequest::I16(r) => into!(I16, i16, r),
+        AnyRequest::U32(r) => into!(U32, u32, r),
+        AnyRequest::U64(r) => into!(U64, u64, r),
+        // bfloat16 travels as its own type, numpy holds uint16 bits: the copying path.
+        other @ AnyRequest::BF16(_) => Ok(Err(other)),
+    }
 }
 
 /// A non-blocking operation in progress: `wait()` blocks for its result, `test()` polls.
@@ -258,6 +327,8 @@ pub struct PyRequest {
     out: Option<PyObject>,
     /// The operation has no result (barrier, send): `wait()` returns None.
     returns_none: bool,
+    /// The input was a bool array, carried as bytes: the result is viewed as bool again.
+    as_bool: bool,
 }
 
 impl PyRequest {
@@ -266,6 +337,7 @@ impl PyRequest {
         if self.returns_none {
             return Ok(None);
         }
+        let out = if self.as_bool { out.call_method1("view", ("?",))? } else { out };
         match &self.out {
             Some(t) => {
                 let t = t.bind(py);
@@ -286,6 +358,15 @@ impl PyRequest {
         let r = self.req.take().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
         let mut pc = self.comm.bind(py).borrow_mut();
         let c = pc.c()?;
+        // The result straight into the caller's out= array when it is contiguous and of the
+        // result's type and size (no intermediate array).
+        let r = match (&self.out, self.as_bool) {
+            (Some(t), false) => match wait_into_out(py, c, r, t.bind(py))? {
+                Ok(()) => return Ok(Some(t.bind(py).clone())),
+                Err(r) => r,
+            },
+            _ => r,
+        };
         let shape = &self.shape;
         let out = each_request!(r, |r| {
             let v = py.allow_threads(|| c.wait(r)).map_err(rt)?;
@@ -342,12 +423,15 @@ impl PyComm {
         let mut me = slf.borrow_mut();
         let (rank, size) = (me.rank, me.size);
         let (req, shape) = start_any(me.c()?.endpoint(), coll, arr, bf16)?;
+        // As MPI does, a receive buffer on a rank that receives nothing is ignored.
+        let no_result = matches!(coll, Coll::Reduce(_, root) | Coll::Gather(root) if root != rank);
         Ok(PyRequest {
             comm: slf.clone().unbind(),
             req: Some(req),
             shape: coll.result_shape(rank, size, &shape),
-            out: out.map(|o| o.clone().unbind()),
+            out: out.filter(|_| !no_result).map(|o| o.clone().unbind()),
             returns_none: matches!(coll, Coll::Barrier | Coll::Send(..)),
+            as_bool: arr.extract::<PyReadonlyArrayDyn<'_, bool>>().is_ok(),
         })
     }
 
@@ -640,6 +724,54 @@ impl PyComm {
     /// Non-blocking barrier; `.wait()` returns None.
     fn ibarrier(slf: &Bound<'_, Self>) -> PyResult<PyRequest> {
         Self::begin(slf, slf.as_any(), Coll::Barrier, None, false)
+    }
+
+    /// The first point-to-point message that arrived and is not yet received, from `source`
+    /// (any rank if None) whose tag `t` has `t & tag_mask == tag & tag_mask` (mask 0: any
+    /// tag), as `(source, tag, bytes)`; None if there is none. With `block=True` it polls
+    /// until one arrives, or raises at the communicator's timeout (`timeout` seconds if given).
+    #[pyo3(signature = (source = None, tag = 0, tag_mask = 4294967295, block = false, timeout = None))]
+    fn probe(
+        &mut self,
+        py: Python<'_>,
+        source: Option<usize>,
+        tag: u32,
+        tag_mask: u32,
+        block: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<(usize, u32, usize)>> {
+        if source.is_some_and(|s| s >= self.size || s == self.rank) {
+            return Err(PyValueError::new_err(format!("source {source:?} is not a peer of rank {}", self.rank)));
+        }
+        let c = self.c()?;
+        let limit = match timeout {
+            Some(t) => crate::duration_ms(t * 1e3)?,
+            None => c.endpoint().config().timeout,
+        };
+        let found = py.allow_threads(|| -> Result<Option<(usize, u32, usize)>, CollectiveError> {
+            let deadline = std::time::Instant::now() + limit;
+            let mut idle = 0;
+            loop {
+                c.poll()?;
+                if let Some(m) = c.endpoint().probe(source, tag, tag_mask) {
+                    return Ok(Some(m));
+                }
+                if !block {
+                    return Ok(None);
+                }
+                if std::time::Instant::now() >= deadline {
+                    let peers = (0..c.size()).filter(|&p| p != c.rank() && source.is_none_or(|s| s == p));
+                    return Err(CollectiveError::Timeout {
+                        op: "probe",
+                        step: 0,
+                        waiting_for: peers.collect(),
+                        timeout: limit,
+                    });
+                }
+                c.poll_or_yield(&mut idle)?;
+            }
+        });
+        found.map_err(rt)
     }
 
     /// Counters of this rank's collective layer (messages, bytes, operations, unmatched

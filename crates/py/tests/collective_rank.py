@@ -11,7 +11,13 @@ import numpy as np
 
 import linerate as lr
 
-OPS = ["sum", "prod", "max", "min"]
+OPS = ["sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor", "lxor"]
+BITWISE = {"band", "bor", "bxor"}
+UFUNC = {
+    "sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+    "band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor,
+    "land": np.logical_and, "lor": np.logical_or, "lxor": np.logical_xor,
+}
 
 
 class DType:
@@ -20,6 +26,13 @@ class DType:
     def __init__(self, name, np_dtype, bf16=False):
         self.name, self.np, self.bf16 = name, np_dtype, bf16
         self.integer = np.issubdtype(np_dtype, np.integer) and not bf16
+        self.boolean = np_dtype is np.bool_
+
+    def ops(self):
+        """The operators linerate reduces this type with: bitwise ones on integers and bool."""
+        if self.integer or self.boolean:
+            return OPS
+        return [op for op in OPS if op not in BITWISE and not (self.bf16 and op.startswith("l"))]
 
     def wire(self, x):
         """Numeric values (exact in the type) as the array passed to linerate."""
@@ -41,6 +54,13 @@ DTYPES = [
     DType("float64", np.float64),
     DType("int32", np.int32),
     DType("int64", np.int64),
+    DType("uint8", np.uint8),
+    DType("int8", np.int8),
+    DType("uint16", np.uint16),
+    DType("int16", np.int16),
+    DType("uint32", np.uint32),
+    DType("uint64", np.uint64),
+    DType("bool", np.bool_),
 ]
 
 
@@ -48,6 +68,8 @@ def data(rank, t, op, n=12, salt=0):
     """Rank `rank`'s data, reproducible by every rank: the full range for integers (sums and
     products wrap like numpy's), small integers for floats so every reduction is exact."""
     rng = np.random.default_rng([rank, DTYPES.index(t), OPS.index(op), salt])
+    if t.boolean:
+        return rng.integers(0, 2, size=n).astype(np.bool_)
     if t.integer:
         info = np.iinfo(t.np)
         return t.wire(rng.integers(info.min, info.max, size=n, dtype=t.np, endpoint=True))
@@ -60,7 +82,7 @@ def reference(t, xs, op):
     """numpy's reduction over ranks, in the element type (as linerate returns it)."""
     stack = np.stack([t.numeric(x) for x in xs])
     with np.errstate(over="ignore"):
-        red = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[op](stack, axis=0)
+        red = UFUNC[op].reduce(stack, axis=0, dtype=None if op[0] == "l" else stack.dtype)
     return t.wire(red.astype(stack.dtype))
 
 
@@ -155,14 +177,124 @@ def main():
     comm = lr.collective.init(timeout=60)
     r, n = comm.rank, comm.size
     for t in DTYPES:
-        for op in OPS:
+        for op in t.ops():
             check_reductions(comm, t, op)
         check_movement(comm, t)
         comm.barrier()
     assert comm.ibarrier().wait() is None
+    check_large(comm)
     c = comm.counters()
     assert c["ops_failed"] == 0 and c["ops_completed"] > 100, c
     comm.finalize()
+    print(f"OK rank {r} of {n}")
+
+
+LARGE = 64 << 20
+
+
+def check_large(comm):
+    """64 MiB messages: the ring all-reduce, the chained broadcast, send/recv of the largest
+    size, each against numpy."""
+    r, n = comm.rank, comm.size
+    elems = LARGE // 4
+    base = np.arange(elems, dtype=np.int64) % 1000
+    x = (base * (r + 1) % 997).astype(np.float32)
+    want = sum(((base * (k + 1)) % 997) for k in range(n)).astype(np.float32)
+    got = comm.allreduce(x, op="sum", out=x)
+    assert np.array_equal(got, want), "64 MiB allreduce"
+    b = np.full(LARGE, r, dtype=np.uint8)
+    comm.bcast_inplace(b, root=n - 1)
+    assert b[0] == n - 1 and b[-1] == n - 1 and np.count_nonzero(b != n - 1) == 0, "64 MiB bcast"
+    if n > 1:
+        buf = np.empty(LARGE, dtype=np.uint8)
+        comm.send(np.full(LARGE, r, dtype=np.uint8), (r + 1) % n, tag=77)
+        comm.recv(buf, (r - 1) % n, tag=77)
+        assert np.count_nonzero(buf != (r - 1) % n) == 0, "64 MiB send/recv"
+
+
+MPI_TYPES = [np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int8, np.uint8, np.int16,
+             np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.bool_]
+
+
+def mpi_main():
+    """The same checks through linerate.collective.MPI (mpi4py's API): every buffer
+    operation, dtype (complex too) and operator against numpy, and 64 MiB messages."""
+    from linerate.collective import MPI
+
+    comm = MPI.COMM_WORLD
+    r, n = comm.Get_rank(), comm.Get_size()
+    ops = {"SUM": "sum", "PROD": "prod", "MAX": "max", "MIN": "min", "LAND": "land", "LOR": "lor",
+           "LXOR": "lxor", "BAND": "band", "BOR": "bor", "BXOR": "bxor"}
+    for dt in MPI_TYPES:
+        kind = np.dtype(dt).kind
+        for name, op in ops.items():
+            if kind in "fc" and op in BITWISE or kind == "c" and op in ("max", "min"):
+                continue
+            rng = [np.random.default_rng([k, MPI_TYPES.index(dt), list(ops).index(name)]) for k in range(n)]
+            if kind == "b":
+                xs = [g.integers(0, 2, 12).astype(dt) for g in rng]
+            elif kind in "iu":
+                info = np.iinfo(dt)
+                xs = [g.integers(info.min, info.max, 12, dtype=dt, endpoint=True) for g in rng]
+            elif op == "prod":
+                xs = [g.choice(np.array([-2, -1, 1, 2]), 12).astype(dt) for g in rng]
+            else:
+                xs = [(g.integers(-8, 9, 12) + (1j * g.integers(-8, 9, 12) if kind == "c" else 0)).astype(dt) for g in rng]
+            with np.errstate(over="ignore"):
+                want = UFUNC[op].reduce(np.stack(xs), axis=0, dtype=None if op[0] == "l" else dt).astype(dt)
+            mop = getattr(MPI, name)
+            out = np.empty_like(xs[r])
+            comm.Allreduce(xs[r], out, op=mop)
+            assert np.array_equal(out, want), (dt, name, "Allreduce", out, want)
+            out = xs[r].copy()
+            comm.Allreduce(MPI.IN_PLACE, out, op=mop)
+            assert np.array_equal(out, want), (dt, name, "Allreduce IN_PLACE")
+            root = n - 1
+            red = np.empty_like(xs[r])
+            comm.Reduce(xs[r], red if r == root else None, op=mop, root=root)
+            assert r != root or np.array_equal(red, want), (dt, name, "Reduce")
+            ys = [np.tile(x, n) for x in xs]
+            part = np.empty(12, dtype=dt)
+            comm.Reduce_scatter_block(ys[r], part, op=mop)
+            assert np.array_equal(part, want), (dt, name, "Reduce_scatter_block")
+        # Movement of every dtype.
+        x = np.arange(3 * n).astype(dt) if kind != "b" else (np.arange(3 * n) % 2).astype(dt)
+        y = x.copy() if r == 0 else np.zeros_like(x)
+        comm.Bcast(y, root=0)
+        assert np.array_equal(y, x), (dt, "Bcast")
+        part = np.empty(3, dtype=dt)
+        comm.Scatter(x if r == 0 else None, part, root=0)
+        assert np.array_equal(part, x[3 * r : 3 * r + 3]), (dt, "Scatter")
+        every = np.empty(3 * n, dtype=dt)
+        comm.Allgather(part, every)
+        assert np.array_equal(every, x), (dt, "Allgather")
+        g = np.empty(3 * n, dtype=dt) if r == n - 1 else None
+        comm.Gather(part, g, root=n - 1)
+        assert r != n - 1 or np.array_equal(g, x), (dt, "Gather")
+        a2a = np.empty(3 * n, dtype=dt)
+        comm.Alltoall(np.repeat(part[:1], 3 * n), a2a)
+        assert np.array_equal(a2a, np.repeat(x[::3], 3)), (dt, "Alltoall")
+        if n > 1:
+            got = np.empty(3, dtype=dt)
+            comm.Sendrecv(part, dest=(r + 1) % n, recvbuf=got, source=(r - 1) % n)
+            assert np.array_equal(got, x[3 * ((r - 1) % n) : 3 * ((r - 1) % n) + 3]), (dt, "Sendrecv")
+    # MAXLOC/MINLOC on (value, index) pairs, buffers and objects.
+    v = np.array([(float((r * 5) % 3), r)], dtype=MPI.DOUBLE_INT.dtype)
+    best = np.empty_like(v)
+    comm.Allreduce([v, MPI.DOUBLE_INT], [best, MPI.DOUBLE_INT], op=MPI.MAXLOC)
+    vals = [float((k * 5) % 3) for k in range(n)]
+    assert best["val"][0] == max(vals) and best["loc"][0] == vals.index(max(vals)), best
+    assert comm.allreduce((vals[r], r), op=MPI.MINLOC) == (min(vals), vals.index(min(vals)))
+    # 64 MiB through the MPI API.
+    elems = LARGE // 8
+    x = np.full(elems, r + 1, dtype=np.float64)
+    out = np.empty_like(x)
+    comm.Allreduce(x, out, op=MPI.SUM)
+    assert np.count_nonzero(out != n * (n + 1) / 2) == 0, "64 MiB Allreduce"
+    b = np.full(LARGE, r, dtype=np.uint8)
+    comm.Bcast(b, root=0)
+    assert np.count_nonzero(b) == 0, "64 MiB Bcast"
+    MPI.Finalize()
     print(f"OK rank {r} of {n}")
 
 
@@ -191,6 +323,8 @@ def kmeans_main(name, outdir):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["mpi"]:
+        sys.exit(mpi_main())
     if len(sys.argv) == 4 and sys.argv[1] == "kmeans":
         sys.exit(kmeans_main(sys.argv[2], sys.argv[3]))
     sys.exit(main())

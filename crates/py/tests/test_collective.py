@@ -37,6 +37,13 @@ def test_every_operation_and_dtype_against_numpy(n):
         assert f"OK rank {r} of {n}" in out
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
+def test_every_operation_and_dtype_through_the_mpi_api_against_numpy(n):
+    for r, (code, out, err) in enumerate(launch(n, f"mpi{n}", ["mpi"])):
+        assert code == 0, f"rank {r}: {out}\n{err}"
+        assert f"OK rank {r} of {n}" in out
+
+
 def test_init_without_launcher_says_what_is_missing():
     import linerate as lr
 

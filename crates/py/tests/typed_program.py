@@ -39,11 +39,26 @@ def likelihoods() -> npt.NDArray[np.float64]:
     return m.log_likelihood(np.zeros((3, m.num_vars), dtype=np.uint8))
 
 
+def mpi_world_of_one() -> float:
+    """mpi4py's API, typed: a program started alone is rank 0 of a world of one."""
+    from linerate.collective import MPI
+
+    comm: MPI.Comm = MPI.COMM_WORLD
+    x = np.arange(4, dtype=np.float64)
+    y = np.empty_like(x)
+    comm.Allreduce([x, MPI.DOUBLE], [y, MPI.DOUBLE], op=MPI.SUM)
+    st = MPI.Status()
+    comm.send({"n": comm.Get_size()}, dest=comm.Get_rank(), tag=3)
+    got: dict[str, int] = comm.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+    assert st.Get_source() == 0 and st.Get_tag() == 3 and got == {"n": 1}
+    return float(y.sum()) + MPI.Wtime() * 0
+
+
 def main() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     version: str = lr.__version__
-    print(version, echo_once(net, a, b), a.ping(b.ip, count=1), likelihoods().shape)
+    print(version, echo_once(net, a, b), a.ping(b.ip, count=1), likelihoods().shape, mpi_world_of_one())
     host: lr.Host
     for host in (a, b):
         counters: dict[str, int] = host.counters()

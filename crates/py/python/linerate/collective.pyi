@@ -5,6 +5,8 @@ from typing import Any, Dict, final, Optional, Tuple
 import numpy as np
 import numpy.typing as npt
 
+from . import _mpi as MPI
+
 _Array = npt.NDArray[Any]
 
 @final
@@ -54,6 +56,14 @@ class Communicator:
     def irecv(self, buf: _Array, source: int, tag: int = 0, bf16: bool = False) -> Request: ...
     def barrier(self) -> None: ...
     def ibarrier(self) -> Request: ...
+    def probe(
+        self,
+        source: Optional[int] = None,
+        tag: int = 0,
+        tag_mask: int = 4294967295,
+        block: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Optional[Tuple[int, int, int]]: ...
     def counters(self) -> Dict[str, int]: ...
     def kmeans(
         self, local: npt.NDArray[np.float32], init: npt.NDArray[np.float32], max_iter: int = 300, tol: float = 0.0
@@ -66,4 +76,4 @@ def kmeans(
 ) -> Tuple[npt.NDArray[np.float32], npt.NDArray[Any], int]: ...
 def covertype_like(n: int, seed: int = 1) -> npt.NDArray[np.float32]: ...
 
-__all__ = ["Communicator", "Request", "init", "kmeans", "covertype_like"]
+__all__ = ["Communicator", "Request", "init", "kmeans", "covertype_like", "MPI"]
