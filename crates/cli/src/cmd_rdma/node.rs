@@ -20,6 +20,7 @@
 use crate::bench_common::msg;
 use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, stop_requested, Idler};
+use link::spec::{LinkSpec, OpenOptions};
 use link::{Instant, Link};
 use net::{Config, Stack};
 use rdma::settings::parse_size;
@@ -31,8 +32,12 @@ use std::time::Duration;
 
 /// Where the node runs and how it is configured (shared by `serve` and `write`).
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("link").required(true).args(["af_packet", "tap"])))]
+#[command(group(clap::ArgGroup::new("on").required(true).args(["link", "af_packet", "tap"])))]
 pub struct NodeArgs {
+    /// Run on this link: af_xdp:IFACE, af_packet:IFACE, tap:IFNAME or shm:NAME (in the
+    /// namespace this command runs in; the node takes the interface's MAC).
+    #[arg(long, value_name = "SPEC")]
+    link: Option<LinkSpec>,
     /// Run on this existing interface through an AF_PACKET socket (the interface should
     /// have no address of its own, so that the kernel stays out of the exchange).
     #[arg(long, value_name = "IFACE")]
@@ -177,6 +182,19 @@ fn run(a: &NodeArgs, job: Option<WriteJob>) -> Result<ExitCode, String> {
     // Room for a burst from several senders' windows while this process is descheduled.
     cfg.socket_rx_queue = SOCKET_RX_QUEUE;
     cfg.validate().map_err(msg)?;
+    if let Some(spec) = &a.link {
+        // Raw-Ethernet RDMA is not IPv4: an AF_XDP program then takes every frame.
+        let addresses = if matches!(rcfg.transport, rdma::Transport::Udp { .. }) { vec![cfg.ip] } else { Vec::new() };
+        let opts = OpenOptions { mtu: Some(a.mtu), addresses, ..OpenOptions::default() };
+        let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
+        if let Some(mac) = opened.mac {
+            cfg.mac = wire::MacAddr(mac);
+        }
+        let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;
+        let mut stack = Stack::new(cfg, link).map_err(msg)?;
+        eprintln!("RDMA node {} on {spec} ({}, {}).", a.ip, opened.mode, stack.mac());
+        return drive(&mut stack, rcfg, a, job, None);
+    }
     if let Some(ifname) = &a.af_packet {
         let link = link::packet::PacketLink::open(ifname, a.mtu)
             .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"))?;
