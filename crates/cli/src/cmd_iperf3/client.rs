@@ -1,7 +1,7 @@
 //! `linerate iperf3 -c ADDR`: one test from the TAP host against a stock `iperf3 -s` on the
 //! Linux side, with both sides' figures.
 
-use super::{exit_of, spawn_in, Iperf3Args};
+use super::{exit_of, Iperf3Args, IperfHost};
 use crate::output::{fmt_si, Table};
 use crate::runloop::{now, stop_requested, Idler};
 use apps::iperf3::{ClientReport, Iperf3Client, Params, Protocol, Side};
@@ -9,22 +9,16 @@ use serde_json::{json, Value};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::ExitCode;
 use std::time::Duration;
-use testbed::TapSetup;
 
 /// How long the --run command (the stock server) may take to exit after the test.
 const CHILD_LINGER: Duration = Duration::from_secs(5);
 
 /// Run one test.
-pub fn run(a: &Iperf3Args, mut setup: TapSetup, addr: Ipv4Addr, params: Params) -> Result<ExitCode, String> {
+pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params) -> Result<ExitCode, String> {
     let server = SocketAddrV4::new(addr, a.port);
     let wait = crate::bench_common::check_secs(a.wait)?;
-    let ns = setup.ns.name().to_string();
-    eprintln!(
-        "linerate iperf3 client {} -> {server} on TAP {} in namespace {ns}",
-        setup.stack.ip(),
-        testbed::tap::TAP_IFNAME
-    );
-    let mut child = a.run.as_deref().map(|c| spawn_in(&setup, c)).transpose()?;
+    eprintln!("linerate iperf3 client {} -> {server} on {}", setup.stack.ip(), setup.place);
+    let mut child = a.run.as_deref().map(|c| setup.spawn(c)).transpose()?;
     let mut client = Iperf3Client::new(server, params.clone()).retry_for(wait);
     let start = now();
     // Every step of the client is bounded; this bounds the whole in case of a bug.

@@ -9,10 +9,14 @@ mod serve;
 
 use crate::runloop::install_stop_handler;
 use apps::iperf3::{Params, Protocol, DEFAULT_PORT};
+use link::spec::{LinkSpec, OpenOptions};
+use link::Link;
 use net::Config;
+use net::Stack;
 use std::net::Ipv4Addr;
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
+use testbed::netns::Netns;
 use testbed::TapSetup;
 
 /// Options of `linerate iperf3`.
@@ -28,6 +32,11 @@ pub struct Iperf3Args {
     /// Port of the iperf3 server.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
+    /// Run on this link instead of a TAP of our own: af_xdp:IFACE, af_packet:IFACE, tap:IFNAME
+    /// or shm:NAME, in the namespace this command runs in (--host-ip is then the host's
+    /// address there; --run runs in this namespace).
+    #[arg(long, value_name = "SPEC")]
+    link: Option<LinkSpec>,
     /// Address of the Linux side of the TAP (in the new namespace).
     #[arg(long, default_value = "10.77.0.1/24")]
     linux_ip: String,
@@ -98,16 +107,50 @@ pub fn run(a: Iperf3Args) -> Result<ExitCode, String> {
     if cpu >= 0 {
         crate::bench_common::pin_cpu(cpu as usize);
     }
-    match a.client {
-        Some(addr) => {
-            let params = test_params(&a)?;
-            let setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
-            client::run(&a, setup, addr, params)
+    let params = a.client.map(|_| test_params(&a)).transpose()?;
+    let host = IperfHost::open(&a, cfg)?;
+    match (a.client, params) {
+        (Some(addr), Some(params)) => client::run(&a, host, addr, params),
+        _ => serve::run(&a, host),
+    }
+}
+
+/// The stack iperf3 runs on: a TAP of our own in a new namespace, or a link named by --link.
+pub struct IperfHost {
+    /// The linerate host.
+    pub stack: Stack<Box<dyn Link>>,
+    /// The namespace of our TAP (deleted on drop), where --run runs; None on --link.
+    pub ns: Option<Netns>,
+    /// Where the host runs, for the user.
+    pub place: String,
+}
+
+impl IperfHost {
+    /// Open what `a` asks for with host configuration `cfg`.
+    fn open(a: &Iperf3Args, mut cfg: Config) -> Result<IperfHost, String> {
+        let Some(spec) = &a.link else {
+            let TapSetup { ns, stack, linux_ip } =
+                TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
+            let place = format!("TAP {} in namespace {}; Linux side {linux_ip}", testbed::tap::TAP_IFNAME, ns.name());
+            return Ok(IperfHost { stack, ns: Some(ns), place });
+        };
+        let opts = OpenOptions { mtu: Some(a.mtu), addresses: vec![cfg.ip], ..OpenOptions::default() };
+        let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
+        if let Some(mac) = opened.mac {
+            cfg.mac = wire::MacAddr(mac);
         }
-        None => {
-            let setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
-            serve::run(&a, setup)
-        }
+        let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;
+        let stack = Stack::new(cfg, link).map_err(|e| e.to_string())?;
+        Ok(IperfHost { stack, ns: None, place: format!("{spec} ({})", opened.mode) })
+    }
+
+    /// Start `cmd` with `sh -c` in the host's namespace (ours with a TAP, else this one).
+    fn spawn(&self, cmd: &str) -> Result<Child, String> {
+        let mut c = match &self.ns {
+            Some(ns) => ns.command("sh"),
+            None => std::process::Command::new("sh"),
+        };
+        c.args(["-c", cmd]).stdin(Stdio::null()).spawn().map_err(|e| format!("cannot run '{cmd}': {e}"))
     }
 }
 
@@ -163,17 +206,6 @@ fn parse_scaled(s: &str, base: u64) -> Result<u64, String> {
         return Err(format!("'{s}' is not a positive amount"));
     }
     Ok((v * mult as f64) as u64)
-}
-
-/// Start `cmd` with `sh -c` in the set-up's namespace.
-fn spawn_in(setup: &TapSetup, cmd: &str) -> Result<Child, String> {
-    setup
-        .ns
-        .command("sh")
-        .args(["-c", cmd])
-        .stdin(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run '{cmd}': {e}"))
 }
 
 /// The exit status of a finished --run command as a number (1 if killed by a signal).

@@ -1,31 +1,27 @@
 //! `linerate iperf3 -s`: the iperf3 server on the TAP host, serving until Ctrl-C, the end of
 //! --run, --duration or (with --one-off) the first test.
 
-use super::{exit_of, spawn_in, Iperf3Args};
+use super::{exit_of, Iperf3Args, IperfHost};
 use crate::output::{fmt_si, Table};
 use crate::runloop::{now, stop_requested, Idler};
 use apps::iperf3::{Iperf3Server, Protocol, TestReport};
 use serde_json::{json, Value};
 use std::process::{Child, ExitCode};
 use std::time::Duration;
-use testbed::TapSetup;
 
 /// How long a test still in progress may take to close after the --run command ended.
 const LINGER: Duration = Duration::from_secs(3);
 
 /// Run the server.
-pub fn run(a: &Iperf3Args, mut setup: TapSetup) -> Result<ExitCode, String> {
-    let ns = setup.ns.name().to_string();
+pub fn run(a: &Iperf3Args, mut setup: IperfHost) -> Result<ExitCode, String> {
     let host = setup.stack.ip();
     let mut server = Iperf3Server::listen(&mut setup.stack, a.port).map_err(|e| format!("port {}: {e}", a.port))?;
-    eprintln!(
-        "linerate iperf3 server {host}:{} on TAP {} in namespace {ns}; Linux side {}.",
-        a.port,
-        testbed::tap::TAP_IFNAME,
-        setup.linux_ip
-    );
-    eprintln!("  try: ip netns exec {ns} iperf3 -c {host} -p {}", a.port);
-    let mut child: Option<Child> = a.run.as_deref().map(|c| spawn_in(&setup, c)).transpose()?;
+    eprintln!("linerate iperf3 server {host}:{} on {}.", a.port, setup.place);
+    match &setup.ns {
+        Some(ns) => eprintln!("  try: ip netns exec {} iperf3 -c {host} -p {}", ns.name(), a.port),
+        None => eprintln!("  try: iperf3 -c {host} -p {}", a.port),
+    }
+    let mut child: Option<Child> = a.run.as_deref().map(|c| setup.spawn(c)).transpose()?;
     let start = now();
     let deadline = a.duration.map(|d| start + d);
     let (mut idler, mut last_child_check) = (Idler::new(), start);
