@@ -104,6 +104,12 @@ pub(crate) fn tcp_stack_config(ip: &str, mtu: usize, sessions: usize, buffer: Op
         (cfg.tcp.tx_buffer, cfg.tcp.rx_buffer) = (b, b);
         (cfg.tcp.tx_buffer_max, cfg.tcp.rx_buffer_max) = (b, b);
     }
+    // TCP's memory budget for comparisons (`bench tcp` with and without it): MiB, 0 for none.
+    if let Ok(v) = std::env::var("LINERATE_TCP_MEM_MIB") {
+        let mib: usize = v.parse().map_err(|_| format!("LINERATE_TCP_MEM_MIB={v} is not a number of MiB"))?;
+        let limit = if mib == 0 { usize::MAX } else { mib << 20 };
+        (cfg.tcp.mem_limit, cfg.tcp.mem_pressure) = (limit, if mib == 0 { usize::MAX } else { limit / 4 });
+    }
     Ok(cfg)
 }
 

@@ -298,3 +298,24 @@ print("rss_after_kib", rss(), flush=True)
     // Their buffers came back: what stays is at most the pools' blocks.
     assert!(c.get("tcp_mem_bytes").copied().unwrap_or(0) <= 32 << 20, "{c:?}");
 }
+
+#[test]
+fn a_linux_client_killed_with_sigkill_mid_transfer_is_reset_and_the_host_serves_the_next() {
+    if !can_run(&["curl"]) {
+        return;
+    }
+    let _one = serial();
+    // A 1 GB download killed after a second (the kernel resets the connection for the dead
+    // process); then a new client fetches a page.
+    let script = format!(
+        "curl -s -o /dev/null http://{HOST}/size/1000000000 & P=$!; sleep 1; kill -9 $P; wait $P; \
+         echo got $(curl -s -m 10 http://{HOST}/size/1000 | wc -c)"
+    );
+    let out = tap_run(&script, &["--json"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("got 1000"), "the next client was not served: {text}");
+    let c = counters(&out.stdout);
+    common::assert_rx_accounting(&c);
+    assert!(c.get("tcp_resets_received").copied().unwrap_or(0) >= 1, "the reset of the killed client: {c:?}");
+}

@@ -441,10 +441,17 @@ impl<L: Link> Stack<L> {
         Ok(())
     }
 
+    /// TCP timers armed now, over every session (a leak check: zero once every session ended).
+    pub fn tcp_timers_armed(&self) -> usize {
+        self.core.tcp.timers.armed().0
+    }
+
     /// TCP's memory budget and its use (see [`crate::tcp::memory`]).
     pub fn tcp_memory(&self) -> TcpMemory {
-        let m = &self.core.tcp.mem;
-        TcpMemory { used: m.used, peak: m.peak, pressure: m.pressure, limit: m.limit }
+        let t = &self.core.tcp;
+        let m = &t.mem;
+        let pooled = t.tx_storage.held() + t.rx_storage.held();
+        TcpMemory { used: m.used, peak: m.peak, pooled, pressure: m.pressure, limit: m.limit }
     }
 
     /// Statistics of a connection.

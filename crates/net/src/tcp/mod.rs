@@ -112,6 +112,8 @@ pub struct TcpMemory {
     pub used: usize,
     /// The most held at once.
     pub peak: usize,
+    /// Of `used`, what the pools keep of emptied rings for the next ones.
+    pub pooled: usize,
     /// The pressure threshold.
     pub pressure: usize,
     /// The hard limit.

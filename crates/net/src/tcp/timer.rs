@@ -52,6 +52,12 @@ impl Timers {
         }
     }
 
+    /// Timers armed (over every session and kind) and entries in the heap: a session that
+    /// ended leaves neither (the heap's stale entries go as they come due).
+    pub fn armed(&self) -> (usize, usize) {
+        (self.want.iter().flatten().filter(|w| w.is_some()).count(), self.heap.len())
+    }
+
     /// Arm `kind` unless it is already armed.
     pub fn arm_if_idle(&mut self, sid: u32, kind: TimerKind, at: Instant) {
         if self.want[sid as usize][kind as usize].is_none() {
