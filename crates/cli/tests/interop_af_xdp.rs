@@ -133,6 +133,13 @@ fn counter(out: &Output, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Every counter's total from the host's JSON table.
+fn totals(out: &Output) -> std::collections::HashMap<String, u64> {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the host prints JSON");
+    let rows = v.pointer("/tables/0/rows").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+    rows.iter().filter_map(|r| Some((r.get("counter")?.as_str()?.to_string(), r.get("total")?.as_u64()?))).collect()
+}
+
 /// bits_per_second of the receiver in iperf3 -J output.
 fn iperf3_bps(out: &Output) -> f64 {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -229,6 +236,7 @@ fn af_xdp_host_serves_linux_tools_and_passes_the_kernels_traffic() {
     assert_eq!(counter(&out, "http_ok"), 1);
     assert_eq!(counter(&out, "iperf3_tests"), 2);
     assert!(counter(&out, "icmp_echo_replied") >= 5);
+    common::assert_rx_accounting(&totals(&out));
     assert!(!rig.xdp_attached(), "the XDP program outlived the host");
 }
 
@@ -323,6 +331,7 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
             rows.iter().find(|r| r.get("counter").and_then(|c| c.as_str()) == Some(name)).cloned().unwrap_or_default();
         ["total", "shard_0", "shard_1"].iter().map(|k| r.get(*k).and_then(|x| x.as_u64()).unwrap_or(0)).collect()
     };
+    common::assert_rx_accounting(&totals(&out));
     let opens = row("tcp_passive_opens");
     assert_eq!(opens[0], 64, "{opens:?}");
     assert!(opens[1] > 0 && opens[2] > 0, "one shard took every connection: {opens:?}");

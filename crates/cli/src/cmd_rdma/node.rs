@@ -538,6 +538,7 @@ mod tests {
     #[test]
     fn settings_come_from_the_flags_and_bad_ones_are_one_sentence() {
         let mut a = NodeArgs {
+            link: None,
             af_packet: Some("x".into()),
             tap: false,
             ip: "10.0.0.1/24".into(),
