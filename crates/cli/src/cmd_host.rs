@@ -7,7 +7,7 @@
 use crate::duration::parse_duration;
 use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
-use crate::services::{ServicePorts, TcpServices};
+use crate::services::{ServiceArgs, ServicePorts, TcpServices};
 use crate::statsfile::StatsPublisher;
 use apps::UdpEcho;
 use link::spec::{LinkSpec, OpenOptions};
@@ -38,18 +38,9 @@ pub struct HostArgs {
     /// IP MTU (default: the interface's; 1500 for shm and tap).
     #[arg(long)]
     mtu: Option<usize>,
-    /// UDP port of the echo service (0: none).
-    #[arg(long, default_value_t = 7)]
-    echo_port: u16,
-    /// TCP port of the echo service (0: none).
-    #[arg(long, default_value_t = 7)]
-    tcp_echo: u16,
-    /// TCP port of the HTTP responder (0: none): GET `/BYTES` or `/size/BYTES`.
-    #[arg(long, default_value_t = 80)]
-    http: u16,
-    /// TCP port of the discard sink (0: none).
-    #[arg(long, default_value_t = 9)]
-    tcp_sink: u16,
+    /// The services' ports.
+    #[command(flatten)]
+    services: ServiceArgs,
     /// TCP port of the iperf3 server (0: none); with several queues it runs on shard 0 and
     /// the other shards hand its frames there.
     #[arg(long, default_value_t = 5201)]
@@ -82,7 +73,8 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
         eprintln!("linerate: warning: {} takes no native XDP; running in generic (SKB) mode, which is slower", a.link);
     }
     install_stop_handler();
-    let ports = ServicePorts { tcp_echo: a.tcp_echo, tcp_sink: a.tcp_sink, http: a.http, iperf3: a.iperf3 };
+    let ports = a.services.ports(a.iperf3);
+    let echo_port = a.services.echo_port;
     let deadline = a.duration.map(|d| now() + d);
     let n = opened.links.len();
     eprintln!(
@@ -97,7 +89,7 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     let reports: Vec<Result<ShardReport, String>> = if n == 1 {
         let link = opened.links.into_iter().next().expect("one link");
         let stack = Stack::new(cfg.clone(), link).map_err(|e| e.to_string())?;
-        vec![serve(stack, ports, a.echo_port, deadline, &instance_name(None))]
+        vec![serve(stack, ports, echo_port, deadline, &instance_name(None))]
     } else {
         let mut shards = shard_links(opened.links);
         if a.iperf3 != 0 {
@@ -116,7 +108,7 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
                     scope.spawn(move || {
                         pin_to_shard_cpu(q);
                         let stack = Stack::new(c, link).map_err(|e| e.to_string())?;
-                        serve(stack, ports, a.echo_port, deadline, &instance_name(Some(q)))
+                        serve(stack, ports, echo_port, deadline, &instance_name(Some(q)))
                     })
                 })
                 .collect();

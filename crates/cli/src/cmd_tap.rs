@@ -5,7 +5,7 @@
 use crate::duration::parse_duration;
 use crate::output::{Cell, Table};
 use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
-use crate::services::{ServicePorts, TcpServices};
+use crate::services::{ServiceArgs, TcpServices};
 use crate::statsfile::StatsPublisher;
 use apps::{TcpSource, UdpEcho};
 use link::capture::Format;
@@ -43,18 +43,9 @@ pub struct TapArgs {
     /// limit sends wait. Its use is `tcp_mem_bytes` in `linerate stats`.
     #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     tcp_mem: u32,
-    /// UDP port of the echo service (0: none).
-    #[arg(long, default_value_t = 7)]
-    echo_port: u16,
-    /// TCP port of the echo service (0: none).
-    #[arg(long, default_value_t = 7)]
-    tcp_echo: u16,
-    /// TCP port of the HTTP responder (0: none): GET `/BYTES` or `/size/BYTES`.
-    #[arg(long, default_value_t = 80)]
-    http: u16,
-    /// TCP port of the discard sink, which counts bytes (0: none).
-    #[arg(long, default_value_t = 9)]
-    tcp_sink: u16,
+    /// The services' ports.
+    #[command(flatten)]
+    services: ServiceArgs,
     /// Connect to HOST:PORT (retrying while refused) and send --send-file, then close.
     #[arg(long, requires = "send_file", value_name = "HOST:PORT")]
     tcp_send: Option<SocketAddrV4>,
@@ -159,11 +150,11 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     let ns = setup.ns.name().to_string();
     tracing::info!(namespace = %ns, host = %host_ip, mtu = a.mtu, "TAP host up");
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
-    let mut echo = match a.echo_port {
+    let mut echo = match a.services.echo_port {
         0 => None,
         p => Some(UdpEcho::bind(&mut setup.stack, p).map_err(|e| e.to_string())?),
     };
-    let ports = ServicePorts { tcp_echo: a.tcp_echo, tcp_sink: a.tcp_sink, http: a.http, iperf3: 0 };
+    let ports = a.services.ports(0);
     let send = a.tcp_send.zip(a.send_file.clone()).map(|(to, file)| (to, file, a.send_retry));
     let mut tcp = TcpServices::start(&mut setup.stack, &ports, send)?;
     eprintln!(
@@ -173,8 +164,9 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         setup.linux_ip
     );
     eprintln!("  try: ip netns exec {ns} ping {host_ip}");
-    if a.echo_port != 0 {
-        eprintln!("  UDP echo on port {}: ip netns exec {ns} socat - UDP:{host_ip}:{}", a.echo_port, a.echo_port);
+    if a.services.echo_port != 0 {
+        let p = a.services.echo_port;
+        eprintln!("  UDP echo on port {p}: ip netns exec {ns} socat - UDP:{host_ip}:{p}");
     }
     tcp.print_hints(&ns, host_ip);
     let mut publisher = StatsPublisher::new(&format!("tap-{ns}"), "tap")

@@ -10,6 +10,30 @@ use std::net::SocketAddrV4;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The services' ports on the command line (`tap`, `host`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct ServiceArgs {
+    /// UDP port of the echo service (0: none).
+    #[arg(long, default_value_t = 7)]
+    pub echo_port: u16,
+    /// TCP port of the echo service (0: none).
+    #[arg(long, default_value_t = 7)]
+    pub tcp_echo: u16,
+    /// TCP port of the HTTP responder (0: none): GET `/BYTES` or `/size/BYTES`.
+    #[arg(long, default_value_t = 80)]
+    pub http: u16,
+    /// TCP port of the discard sink, which counts bytes (0: none).
+    #[arg(long, default_value_t = 9)]
+    pub tcp_sink: u16,
+}
+
+impl ServiceArgs {
+    /// The TCP services' ports, with an iperf3 server on `iperf3` (0: none).
+    pub fn ports(&self, iperf3: u16) -> ServicePorts {
+        ServicePorts { tcp_echo: self.tcp_echo, tcp_sink: self.tcp_sink, http: self.http, iperf3 }
+    }
+}
+
 /// TCP ports of the services (0: that service is off).
 #[derive(Debug, Clone, Copy)]
 pub struct ServicePorts {

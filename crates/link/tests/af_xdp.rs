@@ -7,25 +7,10 @@ mod common;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::{can_run_as_root, poll_until, Netns};
+use common::{can_run_as_root, frame, poll_until, Netns, ETHERTYPE};
 use link::af_xdp::{self, Steer, XdpConfig, XdpLink};
 use link::packet::PacketLink;
 use link::{FrameBatch, Instant, Link, LinkError};
-
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5]; // local experimental
-
-fn frame(seq: u32) -> Vec<u8> {
-    let len = 60 + (seq as usize * 37) % 1455;
-    let mut f = vec![0u8; len];
-    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xbb]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
-    f[12..14].copy_from_slice(&ETHERTYPE);
-    f[14..18].copy_from_slice(&seq.to_be_bytes());
-    for (i, b) in f[18..].iter_mut().enumerate() {
-        *b = (seq as usize + i) as u8;
-    }
-    f
-}
 
 /// An IPv4/UDP-looking frame to `dst` (only the fields the steering program reads matter).
 fn ipv4_frame(dst: Ipv4Addr, seq: u8) -> Vec<u8> {

@@ -4,24 +4,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{can_run_as_root, poll_until, Netns};
+use common::{can_run_as_root, frame, poll_until, Netns, ETHERTYPE};
 use link::packet::PacketLink;
 use link::{FrameBatch, Instant, Link};
-
-const ETHERTYPE: [u8; 2] = [0x88, 0xb5]; // local experimental
-
-fn frame(seq: u32) -> Vec<u8> {
-    let len = 60 + (seq as usize * 37) % 1455;
-    let mut f = vec![0u8; len];
-    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xbb]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
-    f[12..14].copy_from_slice(&ETHERTYPE);
-    f[14..18].copy_from_slice(&seq.to_be_bytes());
-    for (i, b) in f[18..].iter_mut().enumerate() {
-        *b = (seq as usize + i) as u8;
-    }
-    f
-}
 
 /// Send `n` frames from `a`, collect the test frames arriving on `b` (bounded in time).
 fn transfer(a: &mut PacketLink, b: &mut PacketLink, n: u32) -> Vec<Vec<u8>> {

@@ -101,3 +101,20 @@ pub fn poll_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// The local experimental EtherType of the test frames.
+pub const ETHERTYPE: [u8; 2] = [0x88, 0xb5];
+
+/// Test frame `seq`: 60..1514 bytes, the sequence number after the header, then a pattern.
+pub fn frame(seq: u32) -> Vec<u8> {
+    let len = 60 + (seq as usize * 37) % 1455;
+    let mut f = vec![0u8; len];
+    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xbb]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
+    f[12..14].copy_from_slice(&ETHERTYPE);
+    f[14..18].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in f[18..].iter_mut().enumerate() {
+        *b = (seq as usize + i) as u8;
+    }
+    f
+}
