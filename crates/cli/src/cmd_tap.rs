@@ -4,7 +4,7 @@
 
 use crate::duration::parse_duration;
 use crate::output::{Cell, Table};
-use crate::runloop::{install_stop_handler, now, stop_requested, Idler};
+use crate::runloop::{install_stop_handler, now, spawn_run, stop_requested, Idler};
 use crate::services::{ServiceArgs, TcpServices};
 use crate::statsfile::StatsPublisher;
 use apps::{TcpSource, UdpEcho};
@@ -173,16 +173,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         .and_then(|p| p.with_namespace(&ns))
         .map_err(|e| format!("stats file: {e}"))?;
     let mut child: Option<Child> = match &a.run {
-        Some(cmd) => Some(
-            setup
-                .ns
-                .command("sh")
-                .args(["-c", cmd])
-                .stdin(Stdio::null())
-                .stdout(child_stdout(pcap_to_stdout || a.json)?)
-                .spawn()
-                .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
-        ),
+        Some(cmd) => Some(spawn_run(Some(&setup.ns), cmd, child_stdout(pcap_to_stdout || a.json)?)?),
         None => None,
     };
     let start = now();

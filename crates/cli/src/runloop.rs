@@ -84,3 +84,21 @@ pub fn polls_for(connections: usize) -> usize {
 pub fn now() -> Instant {
     Instant::now()
 }
+
+/// Start the `--run` command `cmd` with `sh -c`, in namespace `ns` if given (else in this
+/// one), stdin closed and stdout to `stdout`.
+pub fn spawn_run(
+    ns: Option<&testbed::Netns>,
+    cmd: &str,
+    stdout: std::process::Stdio,
+) -> Result<std::process::Child, String> {
+    let mut c = match ns {
+        Some(ns) => ns.command("sh"),
+        None => std::process::Command::new("sh"),
+    };
+    c.args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .spawn()
+        .map_err(|e| format!("cannot run '{cmd}': {e}"))
+}

@@ -146,11 +146,7 @@ impl IperfHost {
 
     /// Start `cmd` with `sh -c` in the host's namespace (ours with a TAP, else this one).
     fn spawn(&self, cmd: &str) -> Result<Child, String> {
-        let mut c = match &self.ns {
-            Some(ns) => ns.command("sh"),
-            None => std::process::Command::new("sh"),
-        };
-        c.args(["-c", cmd]).stdin(Stdio::null()).spawn().map_err(|e| format!("cannot run '{cmd}': {e}"))
+        crate::runloop::spawn_run(self.ns.as_ref(), cmd, Stdio::inherit())
     }
 }
 

@@ -212,19 +212,8 @@ fn run(a: &NodeArgs, job: Option<WriteJob>) -> Result<ExitCode, String> {
         setup.stack.mac(),
         setup.linux_ip
     );
-    let child = match &a.run {
-        Some(cmd) => Some(
-            setup
-                .ns
-                .command("sh")
-                .args(["-c", cmd])
-                .stdin(Stdio::null())
-                .stdout(Stdio::inherit())
-                .spawn()
-                .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
-        ),
-        None => None,
-    };
+    let child =
+        a.run.as_deref().map(|cmd| crate::runloop::spawn_run(Some(&setup.ns), cmd, Stdio::inherit())).transpose()?;
     drive(&mut setup.stack, rcfg, a, job, child)
 }
 

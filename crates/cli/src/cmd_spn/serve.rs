@@ -184,19 +184,11 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
                 setup.linux_ip
             );
             eprintln!("  try: ip netns exec {ns} linerate spn query --server {host}:{} --input FILE.csv", a.port);
-            let child = match &a.run {
-                Some(cmd) => Some(
-                    setup
-                        .ns
-                        .command("sh")
-                        .args(["-c", cmd])
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::inherit())
-                        .spawn()
-                        .map_err(|e| format!("cannot run '{cmd}': {e}"))?,
-                ),
-                None => None,
-            };
+            let child = a
+                .run
+                .as_deref()
+                .map(|cmd| crate::runloop::spawn_run(Some(&setup.ns), cmd, Stdio::inherit()))
+                .transpose()?;
             say_ready(Some(&ns))?;
             let code = serve_until_done(&mut setup.stack, services, &a, limit, child)?;
             Ok(code.map_or(ExitCode::SUCCESS, |c| ExitCode::from(c.clamp(0, 255) as u8)))
