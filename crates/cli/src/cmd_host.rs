@@ -17,7 +17,6 @@ use net::{Config, Stack};
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::time::Duration;
-use wire::MacAddr;
 
 /// Options of `linerate host`.
 #[derive(clap::Args)]
@@ -64,14 +63,9 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     cfg.gateway = a.gateway;
     let opts = OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![cfg.ip], ..OpenOptions::default() };
     let opened = a.link.open(&opts).map_err(|e| format!("{}: {e}", a.link))?;
-    if let Some(mac) = opened.mac {
-        cfg.mac = MacAddr(mac);
-    }
-    cfg = cfg.mtu(opened.mtu);
+    cfg = crate::link_stack::fit_config(cfg, opened.mtu, opened.mac);
     cfg.validate().map_err(|e| e.to_string())?;
-    if opened.mode.contains("generic") {
-        eprintln!("linerate: warning: {} takes no native XDP; running in generic (SKB) mode, which is slower", a.link);
-    }
+    crate::link_stack::warn_if_generic(&a.link, &opened.mode);
     install_stop_handler();
     let ports = a.services.ports(a.iperf3);
     let echo_port = a.services.echo_port;

@@ -1,6 +1,7 @@
-//! `linerate iperf`: TCP goodput between two linerate processes over a shared-memory link,
-//! with the small protocol of [`apps::iperf`]. `-s` creates the link and serves a counting
-//! sink; `-c HOST` opens the link and sends for `--duration` on `--parallel` connections.
+//! `linerate iperf`: TCP goodput between two linerate processes over a shared-memory link (or,
+//! with `--link`, over any link: two namespaces joined by a veth on AF_XDP, two machines), with
+//! the small protocol of [`apps::iperf`]. `-s` creates the link and serves a counting sink;
+//! `-c HOST` opens the link and sends for `--duration` on `--parallel` connections.
 //! Both print a progress line per interval and a summary; both busy-poll while there is
 //! traffic.
 
@@ -12,6 +13,7 @@ use crate::statsfile::StatsPublisher;
 use apps::iperf::{IperfClient, DEFAULT_PORT};
 use apps::TcpSink;
 use link::shm::ShmLink;
+use link::spec::LinkSpec;
 use link::{Instant, Link, LinkConfig, LinkError};
 use net::{Config, NetError, Stack};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -34,12 +36,18 @@ pub struct IperfArgs {
     /// Name of the shared-memory link (/dev/shm/linerate-NAME).
     #[arg(long, default_value = "iperf")]
     shm: String,
+    /// Run on this link instead of the shared-memory one: af_xdp:IFACE, af_packet:IFACE or
+    /// tap:IFNAME, in the network namespace this command runs in (the two sides then run in
+    /// two namespaces joined by a veth, or on two machines; MTU: the interface's).
+    #[arg(long, value_name = "SPEC", conflicts_with = "shm")]
+    link: Option<LinkSpec>,
     /// Our address (default 10.0.0.1/24 for the server, 10.0.0.2/24 for the client).
     #[arg(long)]
     ip: Option<String>,
-    /// IP MTU of the link, set by the server (the client takes the link's); MSS = MTU - 40.
-    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
-    mtu: usize,
+    /// IP MTU of the link, set by the server (the client takes the link's; on --link both
+    /// default to the interface's); MSS = MTU - 40.
+    #[arg(long, value_parser = crate::flag_values::parse_mtu)]
+    mtu: Option<usize>,
     /// Client: how long to send (default 10s). Server: stop after this long (default: when
     /// the client's side of the link closes, or on Ctrl-C). A duration: 5s, 500ms, 2m; a
     /// bare number is seconds.
@@ -160,22 +168,64 @@ fn link_closed<T>(r: &Result<T, NetError>) -> bool {
     matches!(r, Err(NetError::Link(LinkError::Closed)))
 }
 
+/// This side's stack at `ip` (CIDR) with room for `sessions` connections: on --link, that
+/// link (MTU: --mtu or the interface's); else the shared-memory link, created by the server
+/// (`open_wait` None, MTU --mtu or 1500) or opened by the client within `open_wait` (MTU: the
+/// link's). Also where it runs, for the user.
+fn open_stack(
+    a: &IperfArgs,
+    ip: &str,
+    sessions: usize,
+    open_wait: Option<Duration>,
+) -> Result<(Stack<Box<dyn Link>>, String), String> {
+    let (link, mtu, mac, place): (Box<dyn Link>, usize, Option<[u8; 6]>, String) = match (&a.link, open_wait) {
+        (Some(spec), _) => {
+            let addr = Config::parse_host(ip).map_err(msg)?.ip;
+            let one = crate::link_stack::open_one(spec, addr, a.mtu)?;
+            (one.link, one.mtu, one.mac, one.label)
+        }
+        (None, None) => {
+            let mtu = a.mtu.unwrap_or(1500);
+            let link = ShmLink::create(&a.shm, LinkConfig::default().mtu(mtu)).map_err(msg)?;
+            (Box::new(link), mtu, None, format!("shared-memory link {:?}", a.shm))
+        }
+        (None, Some(wait)) => {
+            let link = ShmLink::open(&a.shm, wait).map_err(msg)?;
+            let mtu = link.max_frame() - 18;
+            (Box::new(link), mtu, None, format!("shared-memory link {:?}", a.shm))
+        }
+    };
+    let mut cfg = tcp_stack_config(ip, mtu, sessions, a.buffer)?;
+    if let Some(mac) = mac {
+        cfg.mac = wire::MacAddr(mac);
+    }
+    Ok((Stack::new(cfg, link).map_err(msg)?, place))
+}
+
+/// The name of this side's link in instance names: the interface or the shm link.
+fn instance(a: &IperfArgs) -> String {
+    match &a.link {
+        Some(spec) => spec.to_string().replace(':', "-"),
+        None => a.shm.clone(),
+    }
+}
+
 /// `linerate iperf -s`: create the link, serve a reporting sink until the client's side
 /// closes (or the duration passes, or Ctrl-C).
 fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
     let ip = a.ip.clone().unwrap_or_else(|| "10.0.0.1/24".into());
     let sessions = a.sessions.unwrap_or(4096);
-    let cfg = tcp_stack_config(&ip, a.mtu, sessions, a.buffer)?;
-    let link = ShmLink::create(&a.shm, LinkConfig::default().mtu(a.mtu)).map_err(msg)?;
-    let mut stack = Stack::new(cfg, link).map_err(msg)?;
+    let (mut stack, place) = open_stack(a, &ip, sessions, None)?;
     let mut sink = TcpSink::listen(&mut stack, a.port, sessions).map_err(msg)?.with_report();
     let mut publisher =
-        StatsPublisher::new(&format!("iperf-s-{}", a.shm), "iperf -s").map_err(|e| format!("stats file: {e}"))?;
+        StatsPublisher::new(&format!("iperf-s-{}", instance(a)), "iperf -s").map_err(|e| format!("stats file: {e}"))?;
     let host = stack.ip();
-    eprintln!(
-        "iperf server {host}:{} on shared-memory link {:?} (MTU {}); run: linerate iperf -c {host} --shm {}",
-        a.port, a.shm, a.mtu, a.shm
-    );
+    let mtu = stack.config().mtu;
+    let how = match &a.link {
+        Some(_) => "--link SPEC --ip ADDR/24 on the other side".to_string(),
+        None => format!("--shm {}", a.shm),
+    };
+    eprintln!("iperf server {host}:{} on {place} (MTU {mtu}); run: linerate iperf -c {host} {how}", a.port);
     let start = now();
     let deadline = a.duration.map(|d| start + d);
     let mut idler = Idler::new();
@@ -242,13 +292,12 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
     if a.parallel == 0 || a.parallel > 60_000 {
         return Err(format!("--parallel {} is outside 1..=60000", a.parallel));
     }
-    let link = ShmLink::open(&a.shm, wait).map_err(msg)?;
-    let mtu = link.max_frame() - 18;
     let ip = a.ip.clone().unwrap_or_else(|| "10.0.0.2/24".into());
-    let cfg = tcp_stack_config(&ip, mtu, a.sessions.unwrap_or((a.parallel + 64).max(4096)), a.buffer)?;
-    let mut stack = Stack::new(cfg, link).map_err(msg)?;
+    let sessions = a.sessions.unwrap_or((a.parallel + 64).max(4096));
+    let (mut stack, _) = open_stack(a, &ip, sessions, Some(wait))?;
+    let mtu = stack.config().mtu;
     let mut client = IperfClient::new(server, a.parallel, time, wait);
-    let name = format!("iperf-c-{}-{}", a.shm, std::process::id());
+    let name = format!("iperf-c-{}-{}", instance(a), std::process::id());
     let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
     eprintln!(
         "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}",

@@ -8,6 +8,7 @@ use crate::statsfile::{read_all, run_dir, StatsPublisher};
 use link::capture::Format;
 use link::pcap::{PcapReplay, PcapWriter};
 use link::shm::ShmLink;
+use link::spec::{LinkSpec, OpenOptions};
 use link::{Link, LinkConfig};
 use middlebox::testlinks::NullLink;
 use middlebox::{HostPacket, Runtime, RuntimeStats};
@@ -20,7 +21,8 @@ use std::time::{Duration, Instant};
 pub struct IoArgs {
     /// Where frames come from (port 0): a pcap or pcapng file (`PATH` or `pcap:PATH`, `-` for
     /// standard input; the format is detected), `shm:NAME` (open an existing shared-memory
-    /// link), `shm-new:NAME` (create one), `packet:IFACE` (AF_PACKET, root) or `tap:IFACE` (root).
+    /// link), `shm-new:NAME` (create one), `af_packet:IFACE` (or `packet:IFACE`; AF_PACKET, root),
+    /// `af_xdp:IFACE` (AF_XDP on the interface's queue 0, every frame; root) or `tap:IFACE` (root).
     #[arg(long)]
     pub input: Option<String>,
     /// Where forwarded frames go (port 1): a capture file to write (`-` for standard output;
@@ -35,7 +37,7 @@ pub struct IoArgs {
     /// Replay a pcap input at its recorded pace (default: as fast as possible).
     #[arg(long)]
     pub paced: bool,
-    /// IP MTU of shm/packet/tap links. 9000, not the 1500 of the other commands: a
+    /// IP MTU of shm/af_packet/tap links (af_xdp takes the interface's). 9000, not the 1500 of the other commands: a
     /// bump-in-the-wire must pass the jumbo frames either side may send.
     #[arg(long, default_value_t = 9000, value_parser = crate::flag_values::parse_mtu)]
     pub mtu: usize,
@@ -90,15 +92,16 @@ fn link_spec(spec: &str, mtu: usize) -> Result<Option<Box<dyn Link>>, String> {
             .map(|l| Some(Box::new(l) as Box<dyn Link>))
             .map_err(|e| format!("cannot create shared-memory link '{name}': {e}"));
     }
-    if let Some(ifname) = spec.strip_prefix("packet:") {
-        return link::packet::PacketLink::open(ifname, mtu)
-            .map(|l| Some(Box::new(l) as Box<dyn Link>))
-            .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"));
-    }
-    if let Some(ifname) = spec.strip_prefix("tap:") {
-        return link::tap::TapLink::open(ifname, mtu)
-            .map(|l| Some(Box::new(l) as Box<dyn Link>))
-            .map_err(|e| format!("cannot open TAP '{ifname}': {e}"));
+    let live = ["packet:", "af_packet:", "af-packet:", "af_xdp:", "af-xdp:", "tap:"];
+    if live.iter().any(|p| spec.starts_with(p)) {
+        let parsed: LinkSpec = spec.parse()?;
+        // AF_XDP takes every frame of the queue (no addresses: a bump in the wire owns its
+        // interface) at the interface's MTU; AF_PACKET and TAP take --mtu.
+        let mtu = if matches!(parsed, LinkSpec::AfXdp(_)) { None } else { Some(mtu) };
+        let opts = OpenOptions { mtu, ..OpenOptions::default() };
+        let opened = parsed.open(&opts).map_err(|e| format!("cannot open {parsed}: {e}"))?;
+        crate::link_stack::warn_if_generic(&parsed, &opened.mode);
+        return Ok(opened.links.into_iter().next());
     }
     Ok(None)
 }

@@ -26,6 +26,7 @@ mod collective_job;
 mod duration;
 mod examples;
 mod flag_values;
+mod link_stack;
 mod logging;
 mod output;
 mod reproduce;

@@ -30,6 +30,11 @@ struct Rig {
 impl Rig {
     /// Create the namespaces and the veth (`queues` queues each way).
     fn new(queues: u32) -> Rig {
+        Rig::with_mtu(queues, 1500)
+    }
+
+    /// [`Rig::new`] with IP MTU `mtu` on both ends of the veth.
+    fn with_mtu(queues: u32, mtu: usize) -> Rig {
         let host_ns = Netns::create("lr-xdp-h").unwrap();
         let linux_ns = Netns::create("lr-xdp-l").unwrap();
         let q = queues.to_string();
@@ -57,8 +62,9 @@ impl Rig {
             .unwrap();
         host_ns.ip(&["addr", "add", &format!("{KERNEL}/24"), "dev", "lrx0"]).unwrap();
         linux_ns.ip(&["addr", "add", &format!("{LINUX}/24"), "dev", "lrx1"]).unwrap();
-        host_ns.ip(&["link", "set", "lrx0", "up"]).unwrap();
-        linux_ns.ip(&["link", "set", "lrx1", "up"]).unwrap();
+        let mtu = mtu.to_string();
+        host_ns.ip(&["link", "set", "lrx0", "mtu", &mtu, "up"]).unwrap();
+        linux_ns.ip(&["link", "set", "lrx1", "mtu", &mtu, "up"]).unwrap();
         // Between veths Linux leaves checksums to an offload that never happens: compute them.
         let o = linux_ns.run("ethtool", &["-K", "lrx1", "tx", "off"]).unwrap();
         assert!(o.status.success(), "ethtool -K lrx1 tx off: {}", String::from_utf8_lossy(&o.stderr));
@@ -238,6 +244,61 @@ fn af_xdp_host_serves_linux_tools_and_passes_the_kernels_traffic() {
     assert!(counter(&out, "icmp_echo_replied") >= 5);
     common::assert_rx_accounting(&totals(&out));
     assert!(!rig.xdp_attached(), "the XDP program outlived the host");
+}
+
+#[test]
+fn af_xdp_host_carries_jumbo_frames_with_an_mss_that_fills_them() {
+    if !can_run(&["ping", "nc", "tshark", "ethtool"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("af-xdp-jumbo");
+    let mut rig = Rig::with_mtu(1, 9000);
+    let (input, echoed, pcap) = (dir.file("in"), dir.file("echoed"), dir.file("jumbo.pcap"));
+    std::fs::write(&input, (0..8_000_000u32).map(|i| (i.wrapping_mul(40503) >> 7) as u8).collect::<Vec<u8>>()).unwrap();
+    rig.start_host(&[]);
+    let mut tshark = rig
+        .linux_ns
+        .command("tshark")
+        .args(["-i", "lrx1", "-q", "-w", &pcap, "-s", "96", "-a", "duration:60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Whole 9000-byte IP packets both ways (DF set: no fragmentation), then TCP both ways.
+    let script = format!(
+        "set -e; ping -c 2 -i 0.2 -M do -s 8972 {HOST}; nc -N {HOST} 7 < {input} > {echoed}; nc -N {HOST} 9 < {input}"
+    );
+    let t = rig.linux(&script);
+    // SAFETY: kill(2) on our own child's pid: tshark finishes its file on SIGINT.
+    unsafe { libc::kill(tshark.id() as i32, libc::SIGINT) };
+    let _ = tshark.wait();
+    assert!(
+        t.status.success(),
+        "jumbo transfers: {}{}",
+        String::from_utf8_lossy(&t.stdout),
+        String::from_utf8_lossy(&t.stderr)
+    );
+    assert_eq!(sha256_file(&echoed), sha256_file(&input), "the echo changed the bytes");
+    let fields = |filter: &str, field: &str| -> Vec<u64> {
+        let o = Command::new("tshark")
+            .args(["-n", "-r", &pcap, "-Y", filter, "-T", "fields", "-e", field])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "tshark: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect()
+    };
+    // The host announces the MSS of its interface's MTU, as Linux does, and fills it.
+    let mss = fields(&format!("ip.src == {HOST} && tcp.flags.syn == 1"), "tcp.options.mss_val");
+    assert!(!mss.is_empty() && mss.iter().all(|&m| m == 8960), "the host's SYN-ACKs announce MSS {mss:?}, not 8960");
+    let big = fields(&format!("ip.src == {HOST} && tcp.len > 8000"), "frame.len");
+    assert!(big.len() > 100, "the host sent only {} TCP frames over 8000 bytes", big.len());
+    assert!(big.iter().all(|&l| l <= 9014), "a frame over the MTU: {:?}", big.iter().max());
+    let out = rig.stop_host();
+    assert!(out.status.success(), "the host failed");
+    assert_eq!(counter(&out, "tcp_sink_bytes"), 8_000_000);
+    common::assert_rx_accounting(&totals(&out));
 }
 
 #[test]

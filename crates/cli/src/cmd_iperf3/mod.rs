@@ -9,7 +9,7 @@ mod serve;
 
 use crate::runloop::install_stop_handler;
 use apps::iperf3::{Params, Protocol, DEFAULT_PORT};
-use link::spec::{LinkSpec, OpenOptions};
+use link::spec::LinkSpec;
 use link::Link;
 use net::Config;
 use net::Stack;
@@ -43,9 +43,10 @@ pub struct Iperf3Args {
     /// Address of the linerate host.
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
-    /// IP MTU of the TAP link.
-    #[arg(long, default_value_t = 1500, value_parser = crate::flag_values::parse_mtu)]
-    mtu: usize,
+    /// IP MTU of the link (default: 1500 on our TAP, the interface's on --link); the MSS
+    /// fills it (MTU - 40).
+    #[arg(long, value_parser = crate::flag_values::parse_mtu)]
+    mtu: Option<usize>,
     /// Prefix of the namespace's name.
     #[arg(long, default_value = "lr-iperf3")]
     ns_prefix: String,
@@ -98,8 +99,7 @@ pub struct Iperf3Args {
 /// Run `linerate iperf3`.
 pub fn run(a: Iperf3Args) -> Result<ExitCode, String> {
     install_stop_handler();
-    let cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
-    cfg.validate().map_err(|e| e.to_string())?;
+    let cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?;
     // Stay on one CPU (as `linerate tap`): frames a thread writes to a TAP from several CPUs
     // can reach the kernel out of order.
     // SAFETY: sched_getcpu has no preconditions.
@@ -107,8 +107,8 @@ pub fn run(a: Iperf3Args) -> Result<ExitCode, String> {
     if cpu >= 0 {
         crate::bench_common::pin_cpu(cpu as usize);
     }
-    let params = a.client.map(|_| test_params(&a)).transpose()?;
     let host = IperfHost::open(&a, cfg)?;
+    let params = a.client.map(|_| test_params(&a, host.stack.config().mtu)).transpose()?;
     match (a.client, params) {
         (Some(addr), Some(params)) => client::run(&a, host, addr, params),
         _ => serve::run(&a, host),
@@ -127,21 +127,17 @@ pub struct IperfHost {
 
 impl IperfHost {
     /// Open what `a` asks for with host configuration `cfg`.
-    fn open(a: &Iperf3Args, mut cfg: Config) -> Result<IperfHost, String> {
+    fn open(a: &Iperf3Args, cfg: Config) -> Result<IperfHost, String> {
         let Some(spec) = &a.link else {
+            let cfg = crate::link_stack::fit_config(cfg, a.mtu.unwrap_or(1500), None);
+            cfg.validate().map_err(|e| e.to_string())?;
             let TapSetup { ns, stack, linux_ip } =
                 TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
             let place = format!("TAP {} in namespace {}; Linux side {linux_ip}", testbed::tap::TAP_IFNAME, ns.name());
             return Ok(IperfHost { stack, ns: Some(ns), place });
         };
-        let opts = OpenOptions { mtu: Some(a.mtu), addresses: vec![cfg.ip], ..OpenOptions::default() };
-        let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
-        if let Some(mac) = opened.mac {
-            cfg.mac = wire::MacAddr(mac);
-        }
-        let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;
-        let stack = Stack::new(cfg, link).map_err(|e| e.to_string())?;
-        Ok(IperfHost { stack, ns: None, place: format!("{spec} ({})", opened.mode) })
+        let (stack, place) = crate::link_stack::open_one(spec, cfg.ip, a.mtu)?.stack(cfg)?;
+        Ok(IperfHost { stack, ns: None, place })
     }
 
     /// Start `cmd` with `sh -c` in the host's namespace (ours with a TAP, else this one).
@@ -150,8 +146,8 @@ impl IperfHost {
     }
 }
 
-/// The parameters of the client's test.
-fn test_params(a: &Iperf3Args) -> Result<Params, String> {
+/// The parameters of the client's test on a link of IP MTU `mtu`.
+fn test_params(a: &Iperf3Args, mtu: usize) -> Result<Params, String> {
     let mut p = Params::new(if a.udp { Protocol::Udp } else { Protocol::Tcp });
     if !(1..=128).contains(&a.parallel) {
         return Err(format!("-P {} is outside 1..=128", a.parallel));
@@ -172,7 +168,7 @@ fn test_params(a: &Iperf3Args) -> Result<Params, String> {
         (Some(l), _) => l as usize,
         // A datagram that fits the MTU after the IP and UDP headers and TCP-like options,
         // as iperf3 picks from the control connection's MSS.
-        (None, true) => a.mtu.saturating_sub(52),
+        (None, true) => mtu.saturating_sub(52),
         (None, false) => p.len,
     };
     // The same checks the server applies.

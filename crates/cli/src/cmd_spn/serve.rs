@@ -2,7 +2,8 @@
 //! opened by another linerate process (`linerate spn bench`), on a TAP device in a new
 //! network namespace (`--tap`), where Linux programs reach it (`linerate spn query` and the
 //! Python client `linerate/spn_client.py`, run with `ip netns exec NS ...`), or on an existing
-//! interface through AF_PACKET (`--af-packet IFACE`), for Linux hosts on that segment.
+//! interface through AF_PACKET (`--af-packet IFACE`), or on any link (`--link af_xdp:IFACE`,
+//! ...), for Linux hosts on that segment.
 
 use super::ModelArgs;
 use crate::bench_common::{check_secs, die_with_parent, msg, pin_cpu, CpuMeter, READY};
@@ -20,7 +21,7 @@ use testbed::TapSetup;
 
 /// Options of `linerate spn serve`.
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("link").required(true).args(["shm", "tap", "af_packet"])))]
+#[command(group(clap::ArgGroup::new("where").required(true).args(["shm", "tap", "af_packet", "link"])))]
 pub struct ServeArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -34,6 +35,11 @@ pub struct ServeArgs {
     /// veths the checksums are never computed.
     #[arg(long, value_name = "IFACE")]
     af_packet: Option<String>,
+    /// Serve on this link in this network namespace: af_xdp:IFACE (AF_XDP; IPv4 and ARP for
+    /// --ip come to the service, the rest stays with the kernel), af_packet:IFACE, tap:IFNAME
+    /// or shm:NAME; MTU: the interface's unless --mtu.
+    #[arg(long, value_name = "SPEC")]
+    link: Option<link::spec::LinkSpec>,
     /// Serve on a TAP device in a new network namespace instead: programs in that namespace
     /// reach the service through its Linux stack (the namespace's name is printed; it is
     /// deleted on exit).
@@ -56,9 +62,9 @@ pub struct ServeArgs {
     /// `linerate tap --impair` (seeded), e.g. to see UDP clients resend.
     #[arg(long, requires = "tap", value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = crate::cmd_tap::parse_impairment)]
     impair: Option<link::impair::Impairment>,
-    /// IP MTU of the link.
-    #[arg(long, default_value_t = 1500)]
-    mtu: usize,
+    /// IP MTU of the link (default: 1500; the interface's on --link and --af-packet).
+    #[arg(long, value_parser = crate::flag_values::parse_mtu)]
+    mtu: Option<usize>,
     /// Transports, comma-separated (UDP and TCP share --port).
     #[arg(long, value_delimiter = ',', default_value = "udp", value_parser = ["udp", "tcp", "raw"])]
     transport: Vec<String>,
@@ -144,24 +150,27 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
     let limit = check_secs(a.limit_secs)?;
     let model = CompiledSpn::new(a.model.load()?).map_err(msg)?;
     let default_ip = if a.tap { "10.77.0.2/24" } else { "10.0.0.2/24" };
-    let cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?.mtu(a.mtu);
-    cfg.validate().map_err(msg)?;
-    match (&a.shm, &a.af_packet) {
+    let cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?;
+    let spec = match (&a.link, &a.af_packet) {
+        (Some(spec), _) => Some(spec.clone()),
+        (None, Some(ifname)) => Some(link::spec::LinkSpec::AfPacket(ifname.clone())),
+        (None, None) => None,
+    };
+    match (&a.shm, spec) {
         (Some(name), _) => {
             let link = ShmLink::open(name, Duration::from_secs(5)).map_err(msg)?;
+            let cfg = crate::link_stack::fit_config(cfg, link.max_frame() - 18, None);
             let mut stack = Stack::new(cfg, link).map_err(msg)?;
             let services = bind(&mut stack, &a, &model)?;
             say_ready(None)?;
             serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
         }
-        (None, Some(ifname)) => {
-            let link = link::packet::PacketLink::open(ifname, a.mtu)
-                .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"))?;
+        (None, Some(spec)) => {
             let host = cfg.ip;
-            let mut stack = Stack::new(cfg, link).map_err(msg)?;
+            let (mut stack, place) = crate::link_stack::open_one(&spec, host, a.mtu)?.stack(cfg)?;
             let services = bind(&mut stack, &a, &model)?;
             eprintln!(
-                "SPN service ({} inputs) on {host} port {} ({}), on {ifname} through AF_PACKET ({}).",
+                "SPN service ({} inputs) on {host} port {} ({}), on {place} ({}).",
                 model.spn().num_vars(),
                 a.port,
                 a.transport.join(", "),
@@ -172,6 +181,8 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
         }
         (None, None) => {
             let host = cfg.ip;
+            let cfg = crate::link_stack::fit_config(cfg, a.mtu.unwrap_or(1500), None);
+            cfg.validate().map_err(msg)?;
             let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, None, a.impair).map_err(msg)?;
             let services = bind(&mut setup.stack, &a, &model)?;
             let ns = setup.ns.name().to_string();
