@@ -38,8 +38,8 @@ pub enum SpnCommand {
     Eval(EvalArgs),
     /// Serve a model over a shared-memory link (the other end: `linerate spn bench`, or any
     /// linerate host opening the link), or for Linux clients on a TAP in a new namespace (--tap)
-    /// or on an existing interface (--af-packet).
-    Serve(serve::ServeArgs),
+    /// or on any link (--link af_xdp:IFACE, --af-packet IFACE).
+    Serve(Box<serve::ServeArgs>),
     /// Send input vectors to a running service over UDP or TCP (ordinary Linux sockets) and
     /// print one log-likelihood per vector.
     Query(query::QueryArgs),
@@ -54,7 +54,7 @@ pub fn run(cmd: SpnCommand) -> Result<ExitCode, String> {
         SpnCommand::Generate(a) => run_generate(a),
         SpnCommand::Compile(a) => run_compile(a),
         SpnCommand::Eval(a) => run_eval(a),
-        SpnCommand::Serve(a) => serve::run(a),
+        SpnCommand::Serve(a) => serve::run(*a),
         SpnCommand::Query(a) => query::run(a),
         SpnCommand::Bench(a) => bench::run(a),
     }
