@@ -39,11 +39,12 @@ impl Service {
         s
     }
 
-    /// The service in namespace `ns` on interface `ifname` through AF_PACKET, at `cidr`;
-    /// clients run in `client_ns`.
-    fn start_af_packet(model: &str, ns: &str, ifname: &str, cidr: &str, client_ns: &str) -> Service {
+    /// The service in namespace `ns` on the link `where_` (`--af-packet IFACE`, `--link
+    /// af_xdp:IFACE`), at `cidr`; clients run in `client_ns`.
+    fn start_on(model: &str, ns: &str, where_: &[&str], cidr: &str, client_ns: &str) -> Service {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns, BIN, "spn", "serve", "--af-packet", ifname, "--ip", cidr, "--model", model]);
+        cmd.args(["netns", "exec", ns, BIN, "spn", "serve"]).args(where_);
+        cmd.args(["--ip", cidr, "--model", model]);
         cmd.args(["--transport", "udp,tcp"]);
         Service::spawn(cmd, Some(client_ns.to_string()))
     }
@@ -247,11 +248,22 @@ fn ip(args: &[&str]) {
 
 #[test]
 fn spn_service_on_af_packet_answers_a_linux_peer_on_a_veth() {
+    spn_service_on_a_veth_answers_a_linux_peer("AF_PACKET");
+}
+
+#[test]
+fn spn_service_on_af_xdp_answers_a_linux_peer_on_a_veth() {
+    spn_service_on_a_veth_answers_a_linux_peer("AF_XDP");
+}
+
+/// The service on one end of a veth through `kind` (AF_PACKET or AF_XDP), Linux clients
+/// (`spn query` over UDP and TCP, the Python client) on the other, answers as the evaluator.
+fn spn_service_on_a_veth_answers_a_linux_peer(kind: &str) {
     if !common::can_run(&["python3"]) {
         return;
     }
     let _serial = common::serial();
-    let t = Scratch::new("spn-af-packet");
+    let t = Scratch::new(&format!("spn-{}", kind.to_lowercase()));
     let (model, inputs, want) = model_and_inputs(&t);
     let pid = std::process::id();
     let (srv, cli) = (format!("spn-p{pid}-srv"), format!("spn-p{pid}-cli"));
@@ -265,14 +277,15 @@ fn spn_service_on_af_packet_answers_a_linux_peer_on_a_veth() {
     // carries them computed. Turn Linux's transmit checksum offload off (ethtool -K tx off).
     let o = Command::new("ip").args(["netns", "exec", &cli, "python3", "-c", TX_CSUM_OFF, "spncli0"]).output().unwrap();
     assert!(o.status.success(), "checksum offload off: {}", String::from_utf8_lossy(&o.stderr));
-    let svc = Service::start_af_packet(&model, &srv, "spnsrv0", "10.78.0.2/24", &cli);
+    let where_: &[&str] = if kind == "AF_XDP" { &["--link", "af_xdp:spnsrv0"] } else { &["--af-packet", "spnsrv0"] };
+    let svc = Service::start_on(&model, &srv, where_, "10.78.0.2/24", &cli);
     let server = "10.78.0.2:5005";
     for transport in ["--udp", "--tcp"] {
         let o = svc.exec(BIN, &["spn", "query", transport, "--server", server, "--input", &inputs]);
-        assert_same(&format!("spn query {transport} over AF_PACKET"), &values(&o), &want);
+        assert_same(&format!("spn query {transport} over {kind}"), &values(&o), &want);
     }
     let o = svc.exec("python3", &[PY_CLIENT, "--server", server, "--input", &inputs]);
-    assert_same("python client over AF_PACKET", &values(&o), &want);
+    assert_same(&format!("python client over {kind}"), &values(&o), &want);
     let report = svc.stop();
     assert_eq!(report["counters"]["vectors"].as_u64(), Some(3 * 700), "{report}");
 }
