@@ -23,6 +23,7 @@ use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, poll_burst, polls_for, stop_requested};
 use apps::{TcpEcho, TcpSink};
 use link::shm::ShmLink;
+use link::spec::OpenOptions;
 use link::{Instant, Link, LinkError};
 use net::{NetError, Stack};
 use std::net::Ipv4Addr;
@@ -78,6 +79,11 @@ pub struct TcpArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// What joins the two linerate processes: shm (a shared-memory link), af_xdp or af_packet
+    /// (a veth between two new namespaces, that socket on each end). Linux always runs over
+    /// veth.
+    #[arg(long, default_value = "shm", value_parser = ["shm", "af_xdp", "af_packet"])]
+    link: String,
     /// Concurrent connections of the aggregate goodput run (1..=65536).
     #[arg(long, default_value_t = MANY, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..=MAX_MANY as i64), |n| n as usize))]
     many: usize,
@@ -104,11 +110,17 @@ pub struct TcpArgs {
 /// processes of their own, so that no process needs more open files than its share (the hard
 /// limit cannot be raised without CAP_SYS_RESOURCE).
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "kernel_netns", "kernel_client"])))]
+#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "link", "kernel_netns", "kernel_client"])))]
 pub struct PeerArgs {
     /// Name of the shared-memory link to open (side B).
     #[arg(long)]
     shm: Option<String>,
+    /// Open this link (side B) instead, in --netns (the interface's MTU).
+    #[arg(long, value_name = "SPEC")]
+    link: Option<link::spec::LinkSpec>,
+    /// The network namespace of --link (default: this process's).
+    #[arg(long, requires = "link")]
+    netns: Option<String>,
     /// Serve the kernel sink in this network namespace instead.
     #[arg(long)]
     kernel_netns: Option<String>,
@@ -199,7 +211,13 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     if a.repeat == 0 || a.repeat > 99 {
         return Err(format!("--repeat {} is outside 1..=99", a.repeat));
     }
-    let ours = ours::measure(secs, a.repeat, a.many, &pb);
+    let cable = ours::Cable::parse(&a.link)?;
+    if cable != ours::Cable::Shm {
+        if let Some(why) = netns_unavailable() {
+            return Err(format!("--link {} needs network namespaces: {why}", a.link));
+        }
+    }
+    let ours = ours::measure(cable, secs, a.repeat, a.many, &pb);
     let skipped = netns_unavailable();
     let kernel =
         if skipped.is_none() && !stop_requested() { Some(kernel::measure(secs, a.repeat, a.many, &pb)) } else { None };
@@ -210,7 +228,7 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     let ours = ours?;
     let peer = peer_or_reason(&kernel, skipped);
     let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
-    print_tables(&[table(&ours, kernel_figures, a.repeat, a.many)], a.json);
+    print_tables(&[table(cable, &ours, kernel_figures, a.repeat, a.many)], a.json);
     let failed = matches!(kernel, Some(Err(_))) || ours.many.is_err() || kernel_figures.is_ok_and(|k| k.many.is_err());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -247,15 +265,30 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         pin_cpu(cpu);
     }
     let limit = check_secs(a.limit_secs)?;
-    let shm = match (&a.shm, &a.kernel_netns) {
-        (_, Some(ns)) => return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit),
-        (Some(shm), None) => shm,
-        (None, None) => return Err("--shm, --kernel-netns or --kernel-client is required".into()),
+    let (link, mtu, mac): (Box<dyn Link>, usize, Option<[u8; 6]>) = match (&a.shm, &a.link, &a.kernel_netns) {
+        (_, _, Some(ns)) => return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit),
+        (_, Some(spec), None) => {
+            let opts = OpenOptions { addresses: vec![ours::PEER_IP], ..OpenOptions::default() };
+            let opened = match &a.netns {
+                Some(ns) => spec.open_in_netns(ns, &opts),
+                None => spec.open(&opts),
+            }
+            .map_err(|e| format!("{spec}: {e}"))?;
+            let link = opened.links.into_iter().next().ok_or("no queue opened")?;
+            (link, opened.mtu, opened.mac)
+        }
+        (Some(shm), None, None) => {
+            let link = ShmLink::open(shm, Duration::from_secs(5)).map_err(msg)?;
+            let mtu = link.max_frame() - 18;
+            (Box::new(link), mtu, None)
+        }
+        (None, None, None) => return Err("--shm, --link, --kernel-netns or --kernel-client is required".into()),
     };
-    let link = ShmLink::open(shm, Duration::from_secs(5)).map_err(msg)?;
-    let mtu = link.max_frame() - 18;
-    let mut stack =
-        Stack::new(tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?, link).map_err(msg)?;
+    let mut cfg = tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?;
+    if let Some(mac) = mac {
+        cfg.mac = wire::MacAddr(mac);
+    }
+    let mut stack = Stack::new(cfg, link).map_err(msg)?;
     // The stack has one RX-bypass handler, so a sink in bypass is one sink on one port.
     if a.rx_bypass && a.sink_ports > 1 {
         return Err("--rx-bypass takes one sink port".into());
@@ -298,12 +331,19 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
+fn table(cable: ours::Cable, ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
+    let joined = match cable {
+        ours::Cable::Shm => "on the shared-memory link",
+        ours::Cable::VethXdp => "in two namespaces over veth, AF_XDP on each end",
+        ours::Cable::VethPacket => "in two namespaces over veth, AF_PACKET on each end",
+    };
     let mut t = Table::new(
-        "TCP: linerate, two processes on the shared-memory link, both busy-polling, vs Linux kernel TCP \
-         between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
-         the two sides pinned to two CPUs; goodput = receiver's byte count / (first connection up .. last report)",
-        &["metric", "linerate (shm)", "Linux (veth)", "ratio"],
+        &format!(
+            "TCP: linerate, two processes {joined}, both busy-polling, vs Linux kernel TCP \
+             between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
+             the two sides pinned to two CPUs; goodput = receiver's byte count / (first connection up .. last report)"
+        ),
+        &["metric", cable.label(), "Linux (veth)", "ratio"],
     );
     let bits = Unit::BitsPerSec;
     let ns = |v: f64| v / 1e9;

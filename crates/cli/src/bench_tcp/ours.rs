@@ -1,6 +1,7 @@
 //! The linerate side of `bench tcp`: this process (host 10.0.0.1, side 0) against a
-//! `bench-peer tcp` child (host 10.0.0.2, side 1) on a fresh shared-memory link per
-//! measurement, both busy-polling.
+//! `bench-peer tcp` child (host 10.0.0.2, side 1) on a fresh [`Cable`] per measurement (a
+//! shared-memory link, or a veth between two new namespaces with AF_XDP or AF_PACKET on
+//! each end), both busy-polling.
 
 use super::{
     request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD, SINK_PORT,
@@ -12,10 +13,12 @@ use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
 use indicatif::ProgressBar;
 use link::shm::ShmLink;
-use link::{Instant, LinkConfig};
+use link::spec::{LinkSpec, OpenOptions};
+use link::{Instant, Link, LinkConfig};
 use net::{Recv, Stack, TcpHandle};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
+use testbed::Netns;
 
 /// Our address on the shared-memory link (a /24).
 pub(super) const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -49,12 +52,75 @@ impl Bypass {
     }
 }
 
+/// What joins the two linerate processes of a measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cable {
+    /// A shared-memory link: no network, memory speed.
+    Shm,
+    /// A veth pair between two new namespaces, AF_XDP on each end.
+    VethXdp,
+    /// A veth pair between two new namespaces, AF_PACKET on each end.
+    VethPacket,
+}
+
+impl Cable {
+    /// The cable `bench tcp --link KIND` names: shm, af_xdp or af_packet.
+    pub(crate) fn parse(kind: &str) -> Result<Cable, String> {
+        match kind {
+            "shm" => Ok(Cable::Shm),
+            "af_xdp" | "af-xdp" | "xdp" => Ok(Cable::VethXdp),
+            "af_packet" | "af-packet" | "packet" => Ok(Cable::VethPacket),
+            other => Err(format!("--link {other}: use shm, af_xdp or af_packet")),
+        }
+    }
+
+    /// How the table names our side.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Cable::Shm => "linerate (shm)",
+            Cable::VethXdp => "linerate (AF_XDP, veth)",
+            Cable::VethPacket => "linerate (AF_PACKET, veth)",
+        }
+    }
+
+    /// The link spec on veth end `ifname`.
+    fn spec(self, ifname: &str) -> LinkSpec {
+        match self {
+            Cable::VethPacket => LinkSpec::AfPacket(ifname.into()),
+            _ => LinkSpec::AfXdp(ifname.into()),
+        }
+    }
+}
+
+/// Two new namespaces joined by a veth (`lrb0` in `ours`, `lrb1` in `theirs`) with no kernel
+/// address on it; both are deleted on drop, with the veth.
+struct Veth {
+    ours: Netns,
+    theirs: Netns,
+}
+
+impl Veth {
+    /// The namespaces and the veth, IP MTU `mtu`, up.
+    fn create(mtu: usize) -> Result<Veth, String> {
+        let ours = Netns::create("lrbt-a").map_err(msg)?;
+        let theirs = Netns::create("lrbt-b").map_err(msg)?;
+        let m = mtu.to_string();
+        ours.ip(&["link", "add", "lrb0", "mtu", &m, "type", "veth", "peer", "name", "lrb1", "netns", theirs.name()])
+            .map_err(msg)?;
+        theirs.ip(&["link", "set", "lrb1", "mtu", &m, "up"]).map_err(msg)?;
+        ours.ip(&["link", "set", "lrb0", "mtu", &m, "up"]).map_err(msg)?;
+        Ok(Veth { ours, theirs })
+    }
+}
+
 /// One measurement's set-up: our stack on a fresh link to a new child.
 struct Pair {
     /// Our stack; dropped first, which closes the link and lets the child exit.
-    stack: Stack<ShmLink>,
+    stack: Stack<Box<dyn Link>>,
     /// The child (killed on drop if it is still there).
     _peer: PeerProcess,
+    /// The namespaces of a veth cable, deleted after the child is gone.
+    _veth: Option<Veth>,
     /// The child's sink ports (from [`SINK_PORT`] on).
     sink_ports: u16,
 }
@@ -71,12 +137,41 @@ impl Pair {
         limit: Duration,
         bypass: Bypass,
     ) -> Result<Pair, String> {
+        Pair::start_on(Cable::Shm, mtu, sessions, buffer, limit, bypass)
+    }
+
+    /// [`Pair::start`] on `cable`.
+    fn start_on(
+        cable: Cable,
+        mtu: usize,
+        sessions: usize,
+        buffer: Option<usize>,
+        limit: Duration,
+        bypass: Bypass,
+    ) -> Result<Pair, String> {
         let name = unique_name("bench-tcp");
-        let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
+        let (veth, peer_spec) = match cable {
+            Cable::Shm => (None, None),
+            _ => (Some(Veth::create(mtu)?), Some(cable.spec("lrb1").to_string())),
+        };
+        let (link, mac): (Box<dyn Link>, Option<[u8; 6]>) = match &veth {
+            None => (Box::new(ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?), None),
+            Some(v) => {
+                let opts = OpenOptions { mtu: Some(mtu), addresses: vec![OUR_IP], ..OpenOptions::default() };
+                let spec = cable.spec("lrb0");
+                let opened = spec.open_in_netns(v.ours.name(), &opts).map_err(|e| format!("{spec}: {e}"))?;
+                let link = opened.links.into_iter().next().ok_or("no queue opened")?;
+                (link, opened.mac)
+            }
+        };
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
         let sink_ports = if bypass == Bypass::Sink { 1 } else { super::sink_ports(sessions) };
         let ports_arg = sink_ports.to_string();
-        let mut args = vec!["tcp", "--shm", &name, "--sessions", &sessions_arg, "--limit", &limit_arg];
+        let mut args = vec!["tcp", "--sessions", &sessions_arg, "--limit", &limit_arg];
+        match (&veth, &peer_spec) {
+            (Some(v), Some(spec)) => args.extend(["--link", spec, "--netns", v.theirs.name()]),
+            _ => args.extend(["--shm", &name]),
+        }
         args.extend(["--sink-ports", &ports_arg]);
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
@@ -85,8 +180,12 @@ impl Pair {
         args.extend(bypass.arg());
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
-        let stack = Stack::new(tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?, link).map_err(msg)?;
-        let mut pair = Pair { stack, _peer: peer, sink_ports };
+        let mut cfg = tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?;
+        if let Some(mac) = mac {
+            cfg.mac = wire::MacAddr(mac);
+        }
+        let stack = Stack::new(cfg, link).map_err(msg)?;
+        let mut pair = Pair { stack, _peer: peer, _veth: veth, sink_ports };
         pair.resolve_peer()?;
         Ok(pair)
     }
@@ -113,7 +212,7 @@ impl Pair {
         &mut self,
         limit: Duration,
         polls: usize,
-        mut f: impl FnMut(&mut Stack<ShmLink>) -> Result<bool, String>,
+        mut f: impl FnMut(&mut Stack<Box<dyn Link>>) -> Result<bool, String>,
     ) -> Result<(), String> {
         let deadline = Instant::now() + limit;
         loop {
@@ -234,24 +333,31 @@ impl Pair {
 
 /// Every linerate figure, the aggregate run with `many` connections (advancing `pb` by seven
 /// steps).
-pub(super) fn measure(secs: Duration, repeat: usize, many: usize, pb: &ProgressBar) -> Result<Figures, String> {
+pub(super) fn measure(
+    cable: Cable,
+    secs: Duration,
+    repeat: usize,
+    many: usize,
+    pb: &ProgressBar,
+) -> Result<Figures, String> {
     pin_side(0);
     let limit = secs + GRACE * 6;
+    let start = |mtu, sessions, buffer| Pair::start_on(cable, mtu, sessions, buffer, limit, Bypass::Off);
     let goodput = |mtu: usize, bypass: Bypass| {
-        median_of(repeat, || Pair::start(mtu, 256, None, limit, bypass)?.iperf(1, secs, 1))
+        median_of(repeat, || Pair::start_on(cable, mtu, 256, None, limit, bypass)?.iperf(1, secs, 1))
     };
     let g1500 = step(pb, "linerate: goodput, MTU 1500", || goodput(MTUS[0], Bypass::Off))?;
-    let rtt = step(pb, "linerate: round trips", || Pair::start(MTUS[0], 256, None, limit, Bypass::Off)?.rtt())?;
+    let rtt = step(pb, "linerate: round trips", || start(MTUS[0], 256, None)?.rtt())?;
     let g9000 = step(pb, "linerate: goodput, MTU 9000", || goodput(MTUS[1], Bypass::Off))?;
     let mut bypass = [0.0; 2];
     for (i, mtu) in MTUS.into_iter().enumerate() {
         bypass[i] = step(pb, &format!("linerate: goodput, MTU {mtu}, RX bypass"), || goodput(mtu, Bypass::Sink))?;
     }
     let cycles = step(pb, "linerate: connection cycles", || {
-        Pair::start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER), limit, Bypass::Off)?.cycles(secs)
+        start(MTUS[0], MAX_CYCLES + WARMUP_CYCLES + 64, Some(CYCLE_BUFFER))?.cycles(secs)
     })?;
     let many = step(pb, &format!("linerate: {many} connections"), || {
-        Pair::start(MTUS[0], many + 64, Some(MANY_BUFFER), limit, Bypass::Off)?.iperf(many, secs, polls_for(many))
+        start(MTUS[0], many + 64, Some(MANY_BUFFER))?.iperf(many, secs, polls_for(many))
     });
     Ok(Figures { goodput: [g1500, g9000], goodput_bypass: Some(bypass), rtt, rtt_blocking: None, cycles, many })
 }
