@@ -197,10 +197,11 @@ fn every_benchmark_prints_typed_json() {
         return;
     }
     let _one = serial();
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 8] = [
         &["bench", "link", "--duration", "100ms", "--sizes", "64", "--kinds", "mem,shm", "--json"],
         &["bench", "udp", "--duration", "200ms", "--json"],
         &["bench", "tcp", "--duration", "200ms", "--repeat", "1", "--json"],
+        &["bench", "tcp", "--link", "af_xdp", "--duration", "200ms", "--repeat", "1", "--many", "200", "--json"],
         &["bench", "middlebox", "--duration", "50ms", "--sizes", "64", "--units", "1", "--swaps", "2", "--json"],
         &["bench", "collective", "--ranks", "2", "--json"],
         &["rdma", "bench", "--reps", "5", "--mib", "1", "--json"],
