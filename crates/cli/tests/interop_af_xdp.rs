@@ -302,6 +302,47 @@ fn af_xdp_host_carries_jumbo_frames_with_an_mss_that_fills_them() {
 }
 
 #[test]
+fn damaged_frames_and_a_syn_flood_over_af_xdp_are_counted_and_the_host_keeps_serving() {
+    let python = common::venv_python();
+    if !common::skip_unless(common::unavailable(&["ping", "curl", "ethtool"]).or(python.clone().err())) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let py = python.unwrap();
+    let dir = Scratch::new("af-xdp-hostile");
+    let mut rig = Rig::new(1);
+    rig.start_host(&[]);
+    let mac = rig.host_ns.run("cat", &["/sys/class/net/lrx0/address"]).unwrap();
+    let mac = String::from_utf8_lossy(&mac.stdout).trim().to_string();
+    let gen = common::HOSTILE_FRAMES;
+    let (go, codes) = (dir.file("go"), dir.file("codes"));
+    // 20,000 damaged frames, then 30,000 spoofed SYNs at 5,000/s while curl starts a request
+    // every 100 ms (each with a 5 s limit); then the host must still answer everything.
+    let script = format!(
+        "set -e; {py} {gen} mutate lrx1 {mac} {HOST} 20000; \
+         ping -c 2 -i 0.2 -W 1 {HOST} >/dev/null; \
+         {py} {gen} syn-flood lrx1 {mac} {HOST} 30000 5000 {go} & F=$!; \
+         while [ ! -e {go} ]; do sleep 0.2; done; \
+         for i in $(seq 60); do (curl -s -o /dev/null -m 5 -w '%{{http_code}}\\n' http://{HOST}/size/1000 >> {codes}) & sleep 0.1; done; \
+         wait $F; wait; \
+         ping -c 3 -i 0.2 -W 1 {HOST} >/dev/null && curl -sS --fail -m 5 -o /dev/null http://{HOST}/size/100000"
+    );
+    let t = rig.linux(&script);
+    let out = rig.stop_host();
+    eprintln!("{}{}", String::from_utf8_lossy(&t.stdout), String::from_utf8_lossy(&t.stderr));
+    assert!(t.status.success(), "the host stopped serving after the damaged frames or the flood");
+    assert!(out.status.success(), "the host failed");
+    let codes = std::fs::read_to_string(&codes).unwrap_or_default();
+    let ok = codes.lines().filter(|l| l.trim() == "200").count();
+    assert!(ok >= 59, "only {ok} of 60 curl requests succeeded during the flood");
+    let c = totals(&out);
+    common::assert_rx_accounting(&c);
+    let dropped: u64 = c.iter().filter(|(k, _)| k.starts_with("rx_drop_")).map(|(_, v)| v).sum();
+    assert!(dropped > 5_000, "only {dropped} damaged frames counted as dropped: {c:?}");
+    assert!(c.get("tcp_syncookies_sent").copied().unwrap_or(0) > 20_000, "{c:?}");
+}
+
+#[test]
 fn a_killed_af_xdp_host_leaves_no_xdp_program_and_faults_have_sentences() {
     if !can_run(&["ping", "ethtool"]) {
         return;

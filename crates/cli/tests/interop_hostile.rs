@@ -6,18 +6,7 @@
 
 mod common;
 
-use common::{can_run, counters, serial, sha256_file, skip_unless, tap_run, Scratch, HOST, LINUX};
-use std::path::PathBuf;
-
-/// The venv's Python (with scapy), or why it is missing.
-fn venv_python() -> Result<String, String> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    if p.exists() {
-        Ok(p.to_string_lossy().into_owned())
-    } else {
-        Err(format!("{} is missing (make setup creates it)", p.display()))
-    }
-}
+use common::{can_run, counters, serial, sha256_file, skip_unless, tap_run, venv_python, Scratch, HOST, LINUX};
 
 #[test]
 fn pings_of_1473_8000_and_65000_bytes_from_linux_get_every_reply() {
@@ -119,58 +108,7 @@ fn a_flood_of_100000_spoofed_syns_leaves_99_percent_of_curl_requests_successful(
     let _one = serial();
     let py = python.unwrap();
     let dir = Scratch::new("synflood");
-    let flood = dir.file("flood.py");
-    // Frames are built with scapy before the clock starts, then sent from a raw socket at
-    // 5,000 per second (scapy's sendp cannot keep that pace on two cores).
-    std::fs::write(
-        &flood,
-        format!(
-            r#"
-import random, socket, struct, time, sys
-from scapy.all import Ether, IP, TCP, get_if_hwaddr
-random.seed(7)
-mac = get_if_hwaddr("lrtap0")
-tmpl = Ether(src=mac, dst="02:00:0a:4d:00:02") / IP(dst="{HOST}") / TCP(dport=80, flags="S", options=[("MSS", 1460)])
-base = bytearray(bytes(tmpl))
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-# Each frame is scapy's template with its own source address, port and sequence number,
-# checksums recomputed (building 100,000 packets one by one in scapy takes minutes).
-frames = []
-for i in range(100000):
-    f = bytearray(base)
-    f[26:30] = bytes([10, 77, 0, random.randint(100, 250)])
-    struct.pack_into("!H", f, 34, random.randint(1024, 65535))
-    struct.pack_into("!I", f, 38, random.getrandbits(32))
-    f[24:26] = b"\0\0"
-    struct.pack_into("!H", f, 24, csum(bytes(f[14:34])))
-    f[50:52] = b"\0\0"
-    tcp = bytes(f[34:])
-    pseudo = bytes(f[26:34]) + struct.pack("!BBH", 0, 6, len(tcp))
-    struct.pack_into("!H", f, 50, csum(pseudo + tcp))
-    frames.append(bytes(f))
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind(("lrtap0", 0))
-open(sys.argv[1], "w").write("go")
-t0 = time.monotonic()
-for i in range(0, len(frames), 50):
-    for f in frames[i:i + 50]:
-        s.send(f)
-    ahead = t0 + (i + 50) / 5000.0 - time.monotonic()
-    if ahead > 0:
-        time.sleep(ahead)
-print("flood: %d SYNs in %.1f s" % (len(frames), time.monotonic() - t0))
-"#
-        ),
-    )
-    .unwrap();
+    let flood = format!("{} syn-flood lrtap0 02:00:0a:4d:00:02 {HOST} 100000 5000", common::HOSTILE_FRAMES);
     let (go, codes) = (dir.file("go"), dir.file("codes"));
     // curl starts a request every 100 ms while the flood runs, each with a 5 s limit.
     let script = format!(

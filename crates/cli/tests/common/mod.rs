@@ -152,3 +152,17 @@ pub fn sha256_file(path: &str) -> (String, u64) {
     }
     (format!("{:x}", h.finalize()), len)
 }
+
+/// The venv's Python (with scapy), or why it is missing.
+pub fn venv_python() -> Result<String, String> {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    if p.exists() {
+        Ok(p.to_string_lossy().into_owned())
+    } else {
+        Err(format!("{} is missing (make setup creates it)", p.display()))
+    }
+}
+
+/// The hostile-frame generator the interop tests run with the venv's Python
+/// (`hostile_frames.py syn-flood|mutate ...`, see its docstring).
+pub const HOSTILE_FRAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/hostile_frames.py");
