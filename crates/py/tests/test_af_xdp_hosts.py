@@ -122,3 +122,65 @@ def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
             server.wait()
         for ns in (ns_a, ns_b):
             subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+
+
+def _linerate_bin():
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    for p in (os.environ.get("LINERATE_BIN"), f"{root}/target/release/linerate", f"{root}/target/ci/linerate"):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_place():
+    """Host.on_link("af_xdp:...").rdma(): `linerate rdma write --link af_xdp:...` in the other
+    namespace writes 4 MiB into a numpy array registered in place; the bytes are checked."""
+    require_root()
+    binary = _linerate_bin()
+    if binary is None:
+        pytest.fail("NOT RUN: no linerate binary (make build-release)")
+    import json
+
+    import numpy as np
+
+    tag = f"{os.getpid()}"
+    ns_a, ns_b = f"lr-pyxdr-a-{tag}", f"lr-pyxdr-b-{tag}"
+    writer = None
+    try:
+        ip("netns", "add", ns_a)
+        ip("netns", "add", ns_b)
+        ip("-n", ns_a, "link", "add", "lrra", "type", "veth", "peer", "name", "lrrb", "netns", ns_b)
+        ip("-n", ns_a, "link", "set", "lrra", "up")
+        ip("-n", ns_b, "link", "set", "lrrb", "up")
+        with lr.Host.on_link("af_xdp:lrra", f"{SERVER}/24", netns=ns_a) as h:
+            node = h.rdma()
+            arr = np.zeros(4 << 20, dtype=np.uint8)
+            key = node.register(arr)
+            writer = subprocess.Popen(
+                ["ip", "netns", "exec", ns_b, binary, "rdma", "write", "--link", "af_xdp:lrrb",
+                 "--ip", f"{CLIENT}/24", "--to", SERVER, "--key", hex(key), "--size", "4MiB", "--seed", "3",
+                 "--limit", "60s", "--json"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            landed = 0
+            for _ in range(1200):
+                n = node.wait_notification(ms=100)
+                if n is not None:
+                    assert n["kind"] == "recv_registered" and n["status"] == "ok", n
+                    landed += n["len"]
+                if landed >= arr.size and writer.poll() is not None:
+                    break
+            out, err = writer.communicate(timeout=30)
+            assert writer.returncode == 0, err
+            assert landed == arr.size, f"{landed} of {arr.size} bytes notified"
+            rows = [t for t in json.loads(out)["tables"] if t["title"] == "rdma write"][0]["rows"]
+            fnv = 0xCBF29CE484222325
+            for b in arr.tobytes():
+                fnv = ((fnv ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+            assert rows[0]["data_fnv1a"] == f"{fnv:016x}", "the array holds what was written"
+    finally:
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        for ns in (ns_a, ns_b):
+            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
