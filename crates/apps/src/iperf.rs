@@ -35,7 +35,7 @@ pub struct IperfClient {
 }
 
 /// The outcome of a finished run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct IperfResult {
     /// Connections that finished with a report.
     pub reported: usize,

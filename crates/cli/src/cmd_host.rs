@@ -186,13 +186,24 @@ fn print_reports(cfg: &Config, reports: Vec<Result<ShardReport, String>>, json: 
     }
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut t = Table::new(&format!("linerate host {}: counters", cfg.ip), &head);
-    for (i, (name, _)) in ok[0].counters.iter().enumerate() {
-        let each: Vec<u64> = ok.iter().map(|r| r.counters.get(i).map_or(0, |c| c.1)).collect();
+    // Every name any shard reports, in first-seen order (shards run different services: the
+    // iperf3 server is on shard 0 only), each shard's value looked up by name.
+    let mut names: Vec<&str> = Vec::new();
+    for r in &ok {
+        for (name, _) in &r.counters {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    for name in names {
+        let value = |r: &ShardReport| r.counters.iter().find(|c| c.0 == name).map_or(0, |c| c.1);
+        let each: Vec<u64> = ok.iter().map(value).collect();
         let total: u64 = each.iter().sum();
         if total == 0 {
             continue;
         }
-        let mut row = vec![Cell::from(name.as_str()), Cell::count_u64(total)];
+        let mut row = vec![Cell::from(name), Cell::count_u64(total)];
         if ok.len() > 1 {
             row.extend(each.iter().map(|&v| Cell::count_u64(v)));
         }

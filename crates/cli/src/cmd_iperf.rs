@@ -41,6 +41,11 @@ pub struct IperfArgs {
     /// two namespaces joined by a veth, or on two machines; MTU: the interface's).
     #[arg(long, value_name = "SPEC", conflicts_with = "shm")]
     link: Option<LinkSpec>,
+    /// Client on --link af_xdp:IFACE: open this many queues, one stack (shard) per queue on a
+    /// thread of its own, and spread the --parallel connections over them; each shard opens its
+    /// connections from ports whose flow hash leads back to it.
+    #[arg(long, default_value_t = 1, requires = "link")]
+    queues: u32,
     /// Our address (default 10.0.0.1/24 for the server, 10.0.0.2/24 for the client).
     #[arg(long)]
     ip: Option<String>,
@@ -285,7 +290,8 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `linerate iperf -c HOST`: open the link, run one test, print the summary.
+/// `linerate iperf -c HOST`: open the link (one stack per queue with --queues), run one test,
+/// print the summary.
 fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result<ExitCode, String> {
     let time = a.duration.unwrap_or(DEFAULT_TIME);
     let wait = a.timeout;
@@ -294,24 +300,107 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
     }
     let ip = a.ip.clone().unwrap_or_else(|| "10.0.0.2/24".into());
     let sessions = a.sessions.unwrap_or((a.parallel + 64).max(4096));
-    let (mut stack, _) = open_stack(a, &ip, sessions, Some(wait))?;
-    let mtu = stack.config().mtu;
-    let mut client = IperfClient::new(server, a.parallel, time, wait);
-    let name = format!("iperf-c-{}-{}", instance(a), std::process::id());
-    let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
+    let stacks = match (&a.link, a.queues) {
+        (Some(spec), q) if q > 1 => open_shards(a, spec, &ip, sessions)?,
+        _ => vec![open_stack(a, &ip, sessions, Some(wait))?.0],
+    };
+    let (n, mtu) = (stacks.len(), stacks[0].config().mtu);
     eprintln!(
-        "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}",
-        stack.ip(),
+        "iperf client {} -> {server}: {} connection(s) for {:.1} s, MTU {mtu}{}",
+        stacks[0].ip(),
         a.parallel,
-        time.as_secs_f64()
+        time.as_secs_f64(),
+        if n > 1 { format!(", {n} shards") } else { String::new() }
     );
+    let share = |q: usize| a.parallel / n + usize::from(q < a.parallel % n);
+    let outcomes: Vec<Result<ShareOutcome, String>> = if n == 1 {
+        let stack = stacks.into_iter().next().expect("one stack");
+        vec![run_share(a, stack, server, a.parallel, Some(interval), &format!("iperf-c-{}", instance(a)))]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = stacks
+                .into_iter()
+                .enumerate()
+                .map(|(q, stack)| {
+                    let name = format!("iperf-c-{}.shard{q}", instance(a));
+                    scope.spawn(move || run_share(a, stack, server, share(q), None, &name))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a shard's thread panicked".into()))).collect()
+        })
+    };
+    let outcomes: Vec<ShareOutcome> = outcomes.into_iter().collect::<Result<_, _>>()?;
+    let mut t = Table::new(
+        &format!("iperf client -> {server}"),
+        &["shard", "connections", "reported", "sent", "received", "duration", "goodput"],
+    );
+    let row = |t: &mut Table, name: &str, r: &apps::iperf::IperfResult, bps: f64| {
+        t.row(vec![
+            Cell::from(name),
+            Cell::count(r.connections as f64),
+            Cell::count(r.reported as f64),
+            Cell::bytes(r.sent),
+            Cell::bytes(r.received),
+            Cell::secs(r.elapsed.as_secs_f64()),
+            Cell::bps(bps),
+        ]);
+    };
+    let mut total = apps::iperf::IperfResult::default();
+    for (q, o) in outcomes.iter().enumerate() {
+        let r = &o.result;
+        if n > 1 {
+            row(&mut t, &format!("shard {q}"), r, r.bits_per_sec());
+        }
+        total.connections += r.connections;
+        total.reported += r.reported;
+        total.sent += r.sent;
+        total.received += r.received;
+        total.elapsed = total.elapsed.max(r.elapsed);
+    }
+    // The shards run at once: their goodputs add up.
+    let bps: f64 = outcomes.iter().map(|o| o.result.bits_per_sec()).sum();
+    row(&mut t, if n > 1 { "all" } else { "-" }, &total, bps);
+    t.print(a.json);
+    let first_error = outcomes.iter().find_map(|o| o.first_error.clone());
+    if first_error.is_some() || total.reported < total.connections {
+        eprintln!(
+            "linerate: {} of {} connections failed; first: {}",
+            total.connections - total.reported,
+            total.connections,
+            first_error.as_deref().unwrap_or("no report")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What one stack's share of a client run ended with.
+struct ShareOutcome {
+    result: apps::iperf::IperfResult,
+    first_error: Option<String>,
+}
+
+/// Run `parallel` connections of the test on `stack` until they end; progress lines every
+/// `interval` if given; counters published as instance `name`.
+fn run_share(
+    a: &IperfArgs,
+    mut stack: Stack<Box<dyn Link>>,
+    server: SocketAddrV4,
+    parallel: usize,
+    interval: Option<Duration>,
+    name: &str,
+) -> Result<ShareOutcome, String> {
+    let (time, wait) = (a.duration.unwrap_or(DEFAULT_TIME), a.timeout);
+    let mut client = IperfClient::new(server, parallel, time, wait);
+    let name = format!("{name}-{}", std::process::id());
+    let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
     let start = now();
     let deadline = start + wait + time + GRACE;
     let mut idler = Idler::new();
     let mut progress: Option<Progress> = None;
     while !client.is_finished() {
         let t = now();
-        let received = poll_burst(&mut stack, polls_for(a.parallel)).map_err(msg)?;
+        let received = poll_burst(&mut stack, polls_for(parallel)).map_err(msg)?;
         let worked = received + client.step(&mut stack).map_err(msg)? > 0;
         idler.after_poll(stack.link(), worked);
         publisher.publish_every(|| {
@@ -319,8 +408,8 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
             v.extend(stack.counters().iter().filter(|(_, n)| *n > 0));
             v
         });
-        if let Some(s) = client.started_at() {
-            progress.get_or_insert_with(|| Progress::new(s, interval, a.json)).tick(t, client.acked(), "acked");
+        if let (Some(s), Some(every)) = (client.started_at(), interval) {
+            progress.get_or_insert_with(|| Progress::new(s, every, a.json)).tick(t, client.acked(), "acked");
         }
         if stop_requested() {
             return Err("interrupted".into());
@@ -329,29 +418,28 @@ fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result
             return Err(format!("the test did not finish within {:?}", deadline - start));
         }
     }
-    let r = client.result();
-    let mut t = Table::new(
-        &format!("iperf client -> {server}"),
-        &["connections", "reported", "sent", "received", "duration", "goodput"],
-    );
-    t.row(vec![
-        Cell::count(r.connections as f64),
-        Cell::count(r.reported as f64),
-        Cell::bytes(r.sent),
-        Cell::bytes(r.received),
-        Cell::secs(r.elapsed.as_secs_f64()),
-        Cell::bps(r.bits_per_sec()),
-    ]);
-    t.print(a.json);
-    let errors: Vec<String> = client.errors().map(|e| e.to_string()).collect();
-    if !errors.is_empty() || r.reported < r.connections {
-        eprintln!(
-            "linerate: {} of {} connections failed; first: {}",
-            r.connections - r.reported,
-            r.connections,
-            errors.first().map_or("no report", String::as_str)
-        );
-        return Ok(ExitCode::FAILURE);
+    let first_error = client.errors().next().map(|e| e.to_string());
+    Ok(ShareOutcome { result: client.result(), first_error })
+}
+
+/// One stack per queue of `spec` at `ip` (CIDR), each shard `q` of `n` opening connections
+/// from ports that hash back to it, frames of other shards' flows handed over (`net::shard`).
+fn open_shards(a: &IperfArgs, spec: &LinkSpec, ip: &str, sessions: usize) -> Result<Vec<Stack<Box<dyn Link>>>, String> {
+    let addr = Config::parse_host(ip).map_err(msg)?.ip;
+    let opts = link::spec::OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![addr], ..Default::default() };
+    let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
+    crate::link_stack::warn_if_generic(spec, &opened.mode);
+    let n = opened.links.len() as u16;
+    let mut cfg = tcp_stack_config(ip, opened.mtu, sessions, a.buffer)?;
+    if let Some(mac) = opened.mac {
+        cfg.mac = wire::MacAddr(mac);
     }
-    Ok(ExitCode::SUCCESS)
+    net::shard::shard_links(opened.links)
+        .into_iter()
+        .map(|link| {
+            let mut c = cfg.clone();
+            c.tcp.shard = (link.shard(), n);
+            Stack::new(c, Box::new(link) as Box<dyn Link>).map_err(msg)
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! The services a linerate host runs for Linux tools (`tap`, `host`): TCP echo, a discard
-//! sink, an HTTP responder, an iperf3 server and a file sender, each optional.
+//! sink, an HTTP responder, an iperf3 server, the sink of linerate's iperf protocol and a file
+//! sender, each optional.
 
 use apps::iperf3::Iperf3Server;
 use apps::tcp_source::{Payload, SourceOptions};
@@ -25,12 +26,16 @@ pub struct ServiceArgs {
     /// TCP port of the discard sink, which counts bytes (0: none).
     #[arg(long, default_value_t = 9)]
     pub tcp_sink: u16,
+    /// TCP port of the sink of linerate's iperf protocol (`linerate iperf -c HOST -p PORT`),
+    /// which reports each connection's byte count back (0: none).
+    #[arg(long, default_value_t = 5001)]
+    pub iperf: u16,
 }
 
 impl ServiceArgs {
     /// The TCP services' ports, with an iperf3 server on `iperf3` (0: none).
     pub fn ports(&self, iperf3: u16) -> ServicePorts {
-        ServicePorts { tcp_echo: self.tcp_echo, tcp_sink: self.tcp_sink, http: self.http, iperf3 }
+        ServicePorts { tcp_echo: self.tcp_echo, tcp_sink: self.tcp_sink, http: self.http, iperf3, iperf: self.iperf }
     }
 }
 
@@ -45,6 +50,8 @@ pub struct ServicePorts {
     pub http: u16,
     /// iperf3 server.
     pub iperf3: u16,
+    /// Sink of linerate's iperf protocol.
+    pub iperf: u16,
 }
 
 /// The TCP side of the host: echo, sink, HTTP responder and the file sender, each optional.
@@ -61,6 +68,8 @@ pub struct TcpServices {
     iperf3: Option<Iperf3Server>,
     /// iperf3 tests the server finished.
     iperf3_tests: u64,
+    /// The reporting sink of linerate's iperf protocol.
+    iperf: Option<TcpSink>,
 }
 
 impl TcpServices {
@@ -76,6 +85,9 @@ impl TcpServices {
         let sink = on(ports.tcp_sink).map(|p| TcpSink::listen(stack, p, 1024).map_err(why("sink", p))).transpose()?;
         let http = on(ports.http).map(|p| HttpServer::listen(stack, p).map_err(why("HTTP", p))).transpose()?;
         let iperf3 = on(ports.iperf3).map(|p| Iperf3Server::listen(stack, p).map_err(why("iperf3", p))).transpose()?;
+        let iperf = on(ports.iperf)
+            .map(|p| TcpSink::listen(stack, p, 1024).map(TcpSink::with_report).map_err(why("iperf sink", p)))
+            .transpose()?;
         let send = match send {
             Some((to, path, retry_for)) => {
                 let file = std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
@@ -84,7 +96,7 @@ impl TcpServices {
             }
             None => None,
         };
-        Ok(TcpServices { echo, sink, http, send, iperf3, iperf3_tests: 0 })
+        Ok(TcpServices { echo, sink, http, send, iperf3, iperf3_tests: 0, iperf })
     }
 
     /// Tell the user how to reach the services.
@@ -104,6 +116,12 @@ impl TcpServices {
         if let Some(s) = &self.iperf3 {
             eprintln!("  iperf3 server on port {p}: ip netns exec {ns} iperf3 -c {host} -p {p}", p = s.port());
         }
+        if let Some(s) = &self.iperf {
+            eprintln!(
+                "  linerate iperf sink on port {p}: ip netns exec {ns} linerate iperf -c {host} -p {p} --link ...",
+                p = s.port()
+            );
+        }
         if let Some(s) = &self.send {
             eprintln!("  sending the file to {} (retrying while refused)", s.remote());
         }
@@ -116,6 +134,9 @@ impl TcpServices {
             work += e.serve(stack)?;
         }
         if let Some(s) = self.sink.as_mut() {
+            work += s.serve(stack)?;
+        }
+        if let Some(s) = self.iperf.as_mut() {
             work += s.serve(stack)?;
         }
         if let Some(h) = self.http.as_mut() {
@@ -147,6 +168,9 @@ impl TcpServices {
         if let Some(s) = &self.sink {
             conns("tcp_sink", s.connections());
         }
+        if let Some(s) = &self.iperf {
+            conns("iperf", s.connections());
+        }
         if let Some(h) = &self.http {
             conns("http", h.connections());
         }
@@ -155,6 +179,9 @@ impl TcpServices {
         }
         if let Some(s) = &self.sink {
             f.push(("tcp_sink_bytes".into(), s.bytes));
+        }
+        if let Some(s) = &self.iperf {
+            f.push(("iperf_bytes".into(), s.bytes));
         }
         if let Some(h) = &self.http {
             let c = h.counts();

@@ -18,6 +18,8 @@ const HOST: &str = "10.88.0.2";
 const KERNEL: &str = "10.88.0.3";
 /// The Linux peer's address.
 const LINUX: &str = "10.88.0.1";
+/// A linerate client's address on the Linux peer's interface.
+const CLIENT: &str = "10.88.0.4";
 
 /// Two namespaces joined by a veth: `host_ns` (veth `lrx0`, kernel address KERNEL) where
 /// linerate runs, `linux_ns` (veth `lrx1`, LINUX) where the Linux tools run.
@@ -413,6 +415,23 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
         let (inp, out) = (dir.file(&format!("in{i}")), dir.file(&format!("out{i}")));
         assert_eq!(sha256_file(&out), sha256_file(&inp), "connection {i} changed its bytes");
     }
+    // A sharded linerate client on the other end (AF_XDP on lrx1's two queues, its own
+    // address): each shard opens its connections from ports that hash back to it, so every
+    // connection's replies reach the shard that opened it (else they would be reset), and the
+    // host's shards take the same split by the same hash.
+    let client = rig
+        .linux_ns
+        .command(BIN)
+        .args(["iperf", "-c", HOST, "-p", "5001", "--link", "af_xdp:lrx1", "--queues", "2"])
+        .args(["--ip", &format!("{CLIENT}/24"), "-P", "16", "-t", "1s", "--json"])
+        .output()
+        .unwrap();
+    let ct = String::from_utf8_lossy(&client.stdout);
+    assert!(client.status.success(), "the sharded client: {ct}{}", String::from_utf8_lossy(&client.stderr));
+    let cv: serde_json::Value = serde_json::from_str(&ct).expect("the client prints JSON");
+    let crows = cv.pointer("/tables/0/rows").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+    let reported: Vec<u64> = crows.iter().map(|r| r["reported"].as_u64().unwrap_or(0)).collect();
+    assert_eq!(reported, [8, 8, 16], "connections reported per client shard, then all: {ct}");
     // `linerate stats` lists each shard and their sum (published every few hundred ms).
     std::thread::sleep(Duration::from_millis(1200));
     let pid = rig.host.as_ref().unwrap().id();
@@ -435,6 +454,7 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
     };
     common::assert_rx_accounting(&totals(&out));
     let opens = row("tcp_passive_opens");
-    assert_eq!(opens[0], 64, "{opens:?}");
+    assert_eq!(opens[0], 64 + 16, "{opens:?}");
     assert!(opens[1] > 0 && opens[2] > 0, "one shard took every connection: {opens:?}");
+    assert_eq!(row("iperf_connections"), [16, 8, 8], "the host's shards split the client's connections as it did");
 }
