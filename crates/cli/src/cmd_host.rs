@@ -65,7 +65,7 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     let opened = a.link.open(&opts).map_err(|e| format!("{}: {e}", a.link))?;
     cfg = crate::link_stack::fit_config(cfg, opened.mtu, opened.mac);
     cfg.validate().map_err(|e| e.to_string())?;
-    crate::link_stack::warn_if_generic(&a.link, &opened.mode);
+    crate::link_stack::warn_about(&a.link, &opened);
     install_stop_handler();
     let ports = a.services.ports(a.iperf3);
     let echo_port = a.services.echo_port;

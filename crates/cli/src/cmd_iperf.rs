@@ -428,7 +428,7 @@ fn open_shards(a: &IperfArgs, spec: &LinkSpec, ip: &str, sessions: usize) -> Res
     let addr = Config::parse_host(ip).map_err(msg)?.ip;
     let opts = link::spec::OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![addr], ..Default::default() };
     let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
-    crate::link_stack::warn_if_generic(spec, &opened.mode);
+    crate::link_stack::warn_about(spec, &opened);
     let n = opened.links.len() as u16;
     let mut cfg = tcp_stack_config(ip, opened.mtu, sessions, a.buffer)?;
     if let Some(mac) = opened.mac {

@@ -100,7 +100,7 @@ fn link_spec(spec: &str, mtu: usize) -> Result<Option<Box<dyn Link>>, String> {
         let mtu = if matches!(parsed, LinkSpec::AfXdp(_)) { None } else { Some(mtu) };
         let opts = OpenOptions { mtu, ..OpenOptions::default() };
         let opened = parsed.open(&opts).map_err(|e| format!("cannot open {parsed}: {e}"))?;
-        crate::link_stack::warn_if_generic(&parsed, &opened.mode);
+        crate::link_stack::warn_about(&parsed, &opened);
         return Ok(opened.links.into_iter().next());
     }
     Ok(None)

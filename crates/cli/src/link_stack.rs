@@ -2,7 +2,7 @@
 //! one queue (`iperf`, `iperf3`, `spn serve`, the `bench-peer` children): open the link in this
 //! network namespace, steer the host's address to it, and take the interface's MAC and MTU.
 
-use link::spec::{LinkSpec, OpenOptions};
+use link::spec::{LinkSpec, OpenOptions, Opened};
 use link::Link;
 use net::{Config, Stack};
 use std::net::Ipv4Addr;
@@ -25,15 +25,19 @@ pub struct OneLink {
 pub fn open_one(spec: &LinkSpec, ip: Ipv4Addr, mtu: Option<usize>) -> Result<OneLink, String> {
     let opts = OpenOptions { mtu, addresses: vec![ip], ..OpenOptions::default() };
     let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
-    warn_if_generic(spec, &opened.mode);
+    warn_about(spec, &opened);
     let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;
     Ok(OneLink { link, mac: opened.mac, mtu: opened.mtu, label: format!("{spec} ({})", opened.mode) })
 }
 
-/// Say once that `spec` runs in generic XDP mode, when its `mode` says so.
-pub fn warn_if_generic(spec: &LinkSpec, mode: &str) {
-    if mode.contains("generic") {
+/// Say on stderr what the user should know about `spec` as `opened`: generic XDP mode, and
+/// the link's own warnings (queues left to the kernel).
+pub fn warn_about(spec: &LinkSpec, opened: &Opened) {
+    if opened.mode.contains("generic") {
         eprintln!("linerate: warning: {spec} takes no native XDP; running in generic (SKB) mode, which is slower");
+    }
+    for w in &opened.warnings {
+        eprintln!("linerate: warning: {w}");
     }
 }
 

@@ -400,6 +400,15 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
     let _one_at_a_time = serial();
     let dir = Scratch::new("af-xdp-shards");
     let mut rig = Rig::new(2);
+    // One queue of two opened: the host says the other queue's flows go to the kernel.
+    let one = rig
+        .host_ns
+        .command(BIN)
+        .args(["host", "--link", "af_xdp:lrx0", "--ip", &format!("{HOST}/24"), "--duration", "200ms"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&one.stderr);
+    assert!(one.status.success() && err.contains("lrx0 receives on 2 queues and linerate opened 1"), "{err}");
     rig.start_host(&["--queues", "2"]);
     // 64 connections at once, each echoing its own bytes.
     let mut script = String::from("set -e\n");

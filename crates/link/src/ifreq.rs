@@ -124,3 +124,36 @@ mod tests {
         assert!(index("surely-no-such").is_err());
     }
 }
+
+/// `struct ethtool_channels` of `<linux/ethtool.h>`.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+/// `ETHTOOL_GCHANNELS`.
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// How many receive queues `ifname` uses (its RX-only plus combined channels, as `ethtool -l`
+/// shows them), or `None` where the driver does not say (in the calling thread's namespace).
+pub fn rx_queues(ifname: &str) -> Option<u32> {
+    let sock = ctl_socket().ok()?;
+    let mut req = ifreq(ifname).ok()?;
+    let mut ch = EthtoolChannels { cmd: ETHTOOL_GCHANNELS, ..EthtoolChannels::default() };
+    req.ifr_ifru.ifru_data = &mut ch as *mut EthtoolChannels as *mut libc::c_char;
+    // SAFETY: req names the interface and points at an ethtool_channels the kernel fills.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req) } != 0 {
+        return None;
+    }
+    let n = ch.rx_count + ch.combined_count;
+    (n > 0).then_some(n)
+}

@@ -90,8 +90,11 @@ pub struct Opened {
     pub mac: Option<[u8; 6]>,
     /// The IP MTU the links carry.
     pub mtu: usize,
-    /// How the link runs, for the user (AF_XDP: "native/copy", ...), and any warning.
+    /// How the link runs, for the user (AF_XDP: "native/copy", ...).
     pub mode: String,
+    /// What the user should know before relying on it, one sentence each (AF_XDP on fewer
+    /// queues than the interface receives on: the other queues' flows go to the kernel).
+    pub warnings: Vec<String>,
 }
 
 impl LinkSpec {
@@ -115,12 +118,18 @@ impl LinkSpec {
                     shm::ShmLink::create(name, LinkConfig::default().mtu(mtu))?
                 };
                 let mtu = link.max_frame() - 18;
-                Ok(Opened { links: vec![Box::new(link)], mac: None, mtu, mode: "shared memory".into() })
+                Ok(Opened {
+                    links: vec![Box::new(link)],
+                    mac: None,
+                    mtu,
+                    mode: "shared memory".into(),
+                    warnings: Vec::new(),
+                })
             }
             LinkSpec::Tap(ifname) => {
                 let mtu = o.mtu.unwrap_or(1500);
                 let link = tap::TapLink::open(ifname, mtu)?;
-                Ok(Opened { links: vec![Box::new(link)], mac: None, mtu, mode: "TAP".into() })
+                Ok(Opened { links: vec![Box::new(link)], mac: None, mtu, mode: "TAP".into(), warnings: Vec::new() })
             }
             LinkSpec::AfPacket(ifname) => {
                 let (up, if_mtu) = ifreq::flags_and_mtu(ifname)?;
@@ -132,7 +141,13 @@ impl LinkSpec {
                 let mtu = o.mtu.unwrap_or(if_mtu);
                 let link = packet::PacketLink::open(ifname, mtu)?;
                 let mac = ifreq::hwaddr(ifname)?;
-                Ok(Opened { links: vec![Box::new(link)], mac: Some(mac), mtu, mode: "AF_PACKET".into() })
+                Ok(Opened {
+                    links: vec![Box::new(link)],
+                    mac: Some(mac),
+                    mtu,
+                    mode: "AF_PACKET".into(),
+                    warnings: Vec::new(),
+                })
             }
             LinkSpec::AfXdp(ifname) => {
                 let steer = if o.addresses.is_empty() { Steer::All } else { Steer::Ipv4(o.addresses.clone()) };
@@ -142,8 +157,18 @@ impl LinkSpec {
                 let mode = links.first().map(|l| l.mode_label()).unwrap_or_default();
                 let mtu = links.first().map_or(1500, |l| l.interface().mtu());
                 let mac = ifreq::hwaddr(ifname)?;
+                let mut warnings = Vec::new();
+                if let Some(rxq) = ifreq::rx_queues(ifname).filter(|&n| n > links.len() as u32) {
+                    warnings.push(format!(
+                        "{ifname} receives on {rxq} queues and linerate opened {}: flows the interface steers to \
+                         the others reach the kernel, not linerate; open them all (--queues {rxq}) or give the \
+                         interface fewer (`ethtool -L {ifname} combined {}`)",
+                        links.len(),
+                        links.len()
+                    ));
+                }
                 let links = links.into_iter().map(|l| Box::new(l) as Box<dyn Link>).collect();
-                Ok(Opened { links, mac: Some(mac), mtu, mode: format!("AF_XDP {mode}") })
+                Ok(Opened { links, mac: Some(mac), mtu, mode: format!("AF_XDP {mode}"), warnings })
             }
         }
     }

@@ -320,8 +320,19 @@ impl PyHost {
         if let Some(mac) = opened.mac {
             cfg.mac = wire::MacAddr(mac);
         }
-        cfg = cfg.mtu(opened.mtu);
+        // The MSS that fills the link's MTU, as Linux derives it.
+        cfg = cfg.mtu(opened.mtu).mss(opened.mtu.saturating_sub(40).min(u16::MAX as usize) as u16);
         cfg.validate().map_err(|e| val(e.to_string()))?;
+        for w in &opened.warnings {
+            Python::with_gil(|py| {
+                PyErr::warn(
+                    py,
+                    &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(),
+                    &std::ffi::CString::new(w.as_str()).unwrap_or_default(),
+                    1,
+                )
+            })?;
+        }
         let link = opened.links.into_iter().next().ok_or_else(|| val(format!("{spec} opened no queue")))?;
         let stack = Stack::new(cfg, link).map_err(errors::net)?;
         Ok(PyHost::live(stack, Medium::Link { spec: parsed.to_string(), mode: opened.mode }))
