@@ -14,6 +14,10 @@ use crate::{FrameBatch, Instant, Link, LinkError, LinkStats, MAX_FRAME};
 pub const MMSG_BATCH: usize = 64;
 /// `PACKET_IGNORE_OUTGOING` from `<linux/if_packet.h>` (Linux 4.20+).
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `PACKET_QDISC_BYPASS` from `<linux/if_packet.h>` (Linux 3.14+).
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+/// Receive and send buffer asked of the kernel, bytes.
+const SOCKET_BUFFER: libc::c_int = 8 << 20;
 
 /// An AF_PACKET raw socket bound to one interface.
 pub struct PacketLink {
@@ -21,6 +25,9 @@ pub struct PacketLink {
     ifname: String,
     max_frame: usize,
     stats: LinkStats,
+    /// Frames the kernel dropped because the socket's receive queue was full, summed from
+    /// `PACKET_STATISTICS` (which resets on every read).
+    kernel_dropped: std::cell::Cell<u64>,
     /// Receive buffers: MMSG_BATCH slots of `buf_size` bytes.
     bufs: Box<[u8]>,
     buf_size: usize,
@@ -78,6 +85,16 @@ impl PacketLink {
             1,
             "setsockopt PACKET_IGNORE_OUTGOING",
         )?;
+        // Room for bursts: the default socket buffer (about 200 KiB) holds some 90 full-size
+        // frames, and a frame dropped there is a TCP retransmission. As root the limit is
+        // lifted (SO_*BUFFORCE); otherwise the system's maximum applies.
+        for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
+            if setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, force, SOCKET_BUFFER, "SO_*BUFFORCE").is_err() {
+                let _ = setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, plain, SOCKET_BUFFER, "SO_*BUF");
+            }
+        }
+        // Sent frames go straight to the driver, past the queueing discipline (as AF_XDP's do).
+        let _ = setsockopt_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
         // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -103,6 +120,7 @@ impl PacketLink {
             ifname: ifname.to_string(),
             max_frame,
             stats: LinkStats::default(),
+            kernel_dropped: std::cell::Cell::new(0),
             bufs: vec![0u8; MMSG_BATCH * buf_size].into_boxed_slice(),
             buf_size,
             iovs: vec![iov0; MMSG_BATCH].into_boxed_slice(),
@@ -254,7 +272,22 @@ impl Link for PacketLink {
     }
 
     fn stats(&self) -> LinkStats {
-        self.stats
+        let mut t = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: getsockopt fills a tpacket_stats of the length given.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                &mut t as *mut libc::tpacket_stats as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r == 0 {
+            self.kernel_dropped.set(self.kernel_dropped.get() + u64::from(t.tp_drops));
+        }
+        LinkStats { rx_kernel_dropped: self.kernel_dropped.get(), ..self.stats }
     }
 
     fn kind(&self) -> &'static str {
