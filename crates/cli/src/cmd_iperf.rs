@@ -242,6 +242,17 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
         let t = now();
         let polled = poll_burst(&mut stack, polls_for(sink.connections().open));
         if link_closed(&polled) {
+            let c = sink.connections();
+            let line = if c.open > 0 {
+                format!(
+                    "iperf server: the link's peer is gone with {} connection(s) open (it closed the link or its \
+                     process died); {} bytes received in the unfinished test",
+                    c.open, sink.bytes
+                )
+            } else {
+                format!("iperf server: the link's peer is gone; {test_no} test(s) received")
+            };
+            eprintln!("{line}");
             break;
         }
         let received = polled.map_err(msg)?;

@@ -257,3 +257,50 @@ fn a_linux_client_killed_with_sigkill_mid_transfer_is_reset_and_the_host_serves_
     common::assert_rx_accounting(&c);
     assert!(c.get("tcp_resets_received").copied().unwrap_or(0) >= 1, "the reset of the killed client: {c:?}");
 }
+
+/// Two linerate processes on a shared-memory link: the client is killed with SIGKILL mid-
+/// transfer (no chance to mark its end closed); the server notices through the link's lock
+/// within a second, reports what it received and exits cleanly; a new server and client on a
+/// new link then run a whole test (the machine recovered: no segment or lock left behind).
+#[test]
+fn an_iperf_client_killed_with_sigkill_on_the_shm_link_is_noticed_and_the_server_reports() {
+    if !can_run(&[]) {
+        return;
+    }
+    let _one = serial();
+    let name = format!("kill9-{}", std::process::id());
+    let server = |name: &str| {
+        std::process::Command::new(common::BIN)
+            .args(["iperf", "-s", "--shm", name, "--duration", "60s", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let client = |name: &str, secs: &str| {
+        std::process::Command::new(common::BIN)
+            .args(["iperf", "-c", "10.0.0.1", "--shm", name, "-t", secs])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let s = server(&name);
+    let mut c = client(&name, "30s");
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    c.kill().unwrap(); // SIGKILL
+    let _ = c.wait();
+    let killed_at = std::time::Instant::now();
+    let out = s.wait_with_output().unwrap();
+    let took = killed_at.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the server failed: {err}");
+    assert!(took < std::time::Duration::from_secs(5), "the server noticed the dead client only after {took:?}");
+    assert!(err.contains("the link's peer is gone") && err.contains("received"), "no report of the dead peer: {err}");
+    assert!(!std::path::Path::new(&format!("/dev/shm/linerate-{name}")).exists(), "the segment outlived the server");
+    // A new pair on the same name runs a whole test.
+    let s = server(&name);
+    let c = client(&name, "1s").wait().unwrap();
+    let out = s.wait_with_output().unwrap();
+    assert!(c.success() && out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -41,6 +41,7 @@ pub mod capture;
 pub mod config;
 mod ifreq;
 pub mod impair;
+mod liveness;
 pub mod mem;
 pub mod netns;
 pub mod packet;

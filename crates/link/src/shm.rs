@@ -4,7 +4,10 @@
 //! (see [`crate::ring`] for the ring layout). The creator is side A; [`ShmLink::open`] maps
 //! the segment as side B once the creator has marked it ready. Each side marks its ring ends
 //! closed when dropped, so the peer sees [`LinkError::Closed`] once it has drained the ring;
-//! the creator also removes the name on drop (an open mapping stays valid).
+//! the creator also removes the name on drop (an open mapping stays valid). A peer process
+//! that dies without dropping its end (SIGKILL) is noticed through its lock on the segment
+//! ([`crate::liveness`]): an idle side then gets [`LinkError::Closed`] too, within about
+//! 100 ms.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -12,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
+use crate::liveness::PeerWatch;
 use crate::mem::{ring_rx, ring_rx_with, ring_stats, RingTx};
 use crate::ring::{self, RingConsumer, RingLayout, RingMemory, RingProducer};
 use crate::{FrameBatch, Instant, Link, LinkConfig, LinkError, LinkStats};
@@ -112,6 +116,8 @@ pub struct ShmLink {
     path: String,
     /// Set on the creator: the name to remove on drop.
     unlink: Option<CString>,
+    /// Our lock on the segment, and whether the peer process still holds its own.
+    watch: PeerWatch,
 }
 
 fn shm_name(name: &str) -> Result<CString, LinkError> {
@@ -176,11 +182,18 @@ impl ShmLink {
         }
         // SAFETY: fd was just returned by shm_open and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let built = Self::build_a(&fd, total, ring_span, layout, config);
+        // Locked before the segment is marked ready, so an opener always finds our lock.
+        let built = PeerWatch::new(fd, 0, 1)
+            .and_then(|watch| Ok((Self::build_a(watch.fd(), total, ring_span, layout, config)?, watch)));
         match built {
-            Ok((tx, rx)) => {
-                Ok(ShmLink { tx: RingTx::new(tx, config.max_frame()), rx, side: Side::A, path, unlink: Some(cname) })
-            }
+            Ok(((tx, rx), watch)) => Ok(ShmLink {
+                tx: RingTx::new(tx, config.max_frame()),
+                rx,
+                side: Side::A,
+                path,
+                unlink: Some(cname),
+                watch,
+            }),
             Err(e) => {
                 unlink(&cname);
                 Err(e)
@@ -230,7 +243,12 @@ impl ShmLink {
         let deadline = StdInstant::now() + timeout;
         let (fd, size) = Self::wait_for_file(&cname, &path, deadline, timeout)?;
         let map = Mapping::new(&fd, size)?;
-        drop(fd);
+        let watch = PeerWatch::new(fd, 1, 0).map_err(|e| match e {
+            LinkError::Os { source, .. } if source.raw_os_error() == Some(libc::EAGAIN) => {
+                LinkError::Config(format!("{path} is already open in another process (a link has two ends)"))
+            }
+            other => other,
+        })?;
         // Wait (bounded) for the creator to finish the header and rings.
         loop {
             if map.header().ready.load(Ordering::Acquire) == READY {
@@ -251,7 +269,7 @@ impl ShmLink {
         let mem: Arc<dyn RingMemory> = Arc::new(map);
         let tx = ring::attach_producer(mem.clone(), ba).map_err(|e| Self::ctx(&path, e))?;
         let rx = ring::attach_consumer(mem, ab).map_err(|e| Self::ctx(&path, e))?;
-        Ok(ShmLink { tx: RingTx::new(tx, mtu + 18), rx, side: Side::B, path, unlink: None })
+        Ok(ShmLink { tx: RingTx::new(tx, mtu + 18), rx, side: Side::B, path, unlink: None, watch })
     }
 
     fn ctx(path: &str, e: LinkError) -> LinkError {
@@ -334,7 +352,23 @@ impl ShmLink {
 
     /// Hand up to `max` received frames to `f` in place (zero copy); returns how many.
     pub fn rx_with(&mut self, max: usize, f: impl FnMut(&[u8])) -> Result<usize, LinkError> {
-        ring_rx_with(&mut self.rx, max, f)
+        let n = ring_rx_with(&mut self.rx, max, f)?;
+        self.closed_if_peer_gone(n)
+    }
+
+    /// True if the peer process is gone (killed, or exited): it held its lock on the
+    /// segment and holds it no more. Asks the kernel now.
+    pub fn peer_gone(&mut self) -> bool {
+        self.watch.check_now()
+    }
+
+    /// `n` frames received: after an empty poll, [`LinkError::Closed`] once the peer process is
+    /// gone, whether or not it could mark its ring closed (a SIGKILL leaves no time to).
+    fn closed_if_peer_gone(&mut self, n: usize) -> Result<usize, LinkError> {
+        if n == 0 && self.watch.idle_and_gone() {
+            return Err(LinkError::Closed);
+        }
+        Ok(n)
     }
 }
 
@@ -351,7 +385,8 @@ impl Link for ShmLink {
         self.tx.max_frame()
     }
     fn rx_batch(&mut self, _now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
-        ring_rx(&mut self.rx, batch)
+        let n = ring_rx(&mut self.rx, batch)?;
+        self.closed_if_peer_gone(n)
     }
     fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
         self.tx.tx_batch(now, batch)
@@ -368,7 +403,8 @@ impl Link for ShmLink {
         max: usize,
         f: &mut dyn FnMut(&mut dyn Link, &[u8]),
     ) -> Option<Result<usize, LinkError>> {
-        Some(self.tx.serve_in_place(&mut self.rx, max, f))
+        let got = self.tx.serve_in_place(&mut self.rx, max, f);
+        Some(got.and_then(|n| self.closed_if_peer_gone(n)))
     }
     fn tx_in_place(
         &mut self,

@@ -32,10 +32,13 @@ fn rx_test_frames(link: &mut dyn Link, got: &mut Vec<Vec<u8>>) {
     got.extend(rx.iter().filter(|f| f[12..14] == ETHERTYPE).map(|f| f.to_vec()));
 }
 
-/// A namespace with veth lrxa <-> lrxb, both up.
+/// A namespace with veth lrxa <-> lrxb, both up, without IPv6 addresses.
 fn veth(mtu: &str) -> Netns {
     let ns = Netns::new();
     ns.ip(&["link", "add", "lrxa", "mtu", mtu, "type", "veth", "peer", "name", "lrxb", "mtu", mtu]).unwrap();
+    // No IPv6 link-local addresses: the kernel's own ND and MLD frames would add to the counts.
+    ns.ip(&["link", "set", "lrxa", "addrgenmode", "none"]).unwrap();
+    ns.ip(&["link", "set", "lrxb", "addrgenmode", "none"]).unwrap();
     ns.ip(&["link", "set", "lrxa", "up"]).unwrap();
     ns.ip(&["link", "set", "lrxb", "up"]).unwrap();
     ns

@@ -123,7 +123,7 @@ impl XdpInterface {
         };
         let mut last = None;
         for &(flags, mode) in modes {
-            match bpf::attach_xdp(&prog, ifindex, flags) {
+            match attach_when_free(&prog, ifindex, flags) {
                 Ok(attachment) => {
                     return Ok(Arc::new(XdpInterface {
                         ifname: ifname.to_string(),
@@ -208,6 +208,22 @@ impl XdpInterface {
         };
         bpf::map_set(&self.map, queue, &link.fd)?;
         Ok(link)
+    }
+}
+
+/// Attach `prog` to `ifindex` in mode `flags`, trying again for up to [`BUSY_RETRIES`] x 10 ms
+/// while the interface says an XDP program is there: a program of a socket closed a moment ago
+/// (a process that just exited, an open that just failed) is detached by deferred kernel work.
+fn attach_when_free(prog: &OwnedFd, ifindex: u32, flags: u32) -> std::io::Result<OwnedFd> {
+    let mut tries = 0;
+    loop {
+        match bpf::attach_xdp(prog, ifindex, flags) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST)) && tries < BUSY_RETRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
     }
 }
 
