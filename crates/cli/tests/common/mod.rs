@@ -166,3 +166,7 @@ pub fn venv_python() -> Result<String, String> {
 /// The hostile-frame generator the interop tests run with the venv's Python
 /// (`hostile_frames.py syn-flood|mutate ...`, see its docstring).
 pub const HOSTILE_FRAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/hostile_frames.py");
+
+/// The 32 hostile cases of issue 25 (`hostile_cases.py IFACE HOST_MAC HOST_IP`, see its
+/// docstring), run with the venv's Python in the namespace of the host's link.
+pub const HOSTILE_CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/hostile_cases.py");
