@@ -14,6 +14,7 @@ mod grid;
 pub(crate) mod kernel;
 pub(crate) mod ours;
 
+use crate::bench_cable::Cable;
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, peer_or_reason, percentile, pin_cpu, print_tables, progress,
     ratio_row, READY,
@@ -22,9 +23,7 @@ use crate::cmd_iperf::tcp_stack_config;
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, poll_burst, polls_for, stop_requested};
 use apps::{TcpEcho, TcpSink};
-use link::shm::ShmLink;
-use link::spec::OpenOptions;
-use link::{Instant, Link, LinkError};
+use link::{Instant, LinkError};
 use net::{NetError, Stack};
 use std::net::Ipv4Addr;
 use std::process::ExitCode;
@@ -82,7 +81,7 @@ pub struct TcpArgs {
     /// What joins the two linerate processes: shm (a shared-memory link), af_xdp or af_packet
     /// (a veth between two new namespaces, that socket on each end). Linux always runs over
     /// veth.
-    #[arg(long, default_value = "shm", value_parser = ["shm", "af_xdp", "af_packet"])]
+    #[arg(long, default_value = "shm", value_parser = crate::bench_cable::CABLE_KINDS)]
     link: String,
     /// Concurrent connections of the aggregate goodput run (1..=65536).
     #[arg(long, default_value_t = MANY, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..=MAX_MANY as i64), |n| n as usize))]
@@ -211,8 +210,8 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     if a.repeat == 0 || a.repeat > 99 {
         return Err(format!("--repeat {} is outside 1..=99", a.repeat));
     }
-    let cable = ours::Cable::parse(&a.link)?;
-    if cable != ours::Cable::Shm {
+    let cable = Cable::parse(&a.link)?;
+    if cable != Cable::Shm {
         if let Some(why) = netns_unavailable() {
             return Err(format!("--link {} needs network namespaces: {why}", a.link));
         }
@@ -265,25 +264,11 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         pin_cpu(cpu);
     }
     let limit = check_secs(a.limit_secs)?;
-    let (link, mtu, mac): (Box<dyn Link>, usize, Option<[u8; 6]>) = match (&a.shm, &a.link, &a.kernel_netns) {
-        (_, _, Some(ns)) => return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit),
-        (_, Some(spec), None) => {
-            let opts = OpenOptions { addresses: vec![ours::PEER_IP], ..OpenOptions::default() };
-            let opened = match &a.netns {
-                Some(ns) => spec.open_in_netns(ns, &opts),
-                None => spec.open(&opts),
-            }
-            .map_err(|e| format!("{spec}: {e}"))?;
-            let link = opened.links.into_iter().next().ok_or("no queue opened")?;
-            (link, opened.mtu, opened.mac)
-        }
-        (Some(shm), None, None) => {
-            let link = ShmLink::open(shm, Duration::from_secs(5)).map_err(msg)?;
-            let mtu = link.max_frame() - 18;
-            (Box::new(link), mtu, None)
-        }
-        (None, None, None) => return Err("--shm, --link, --kernel-netns or --kernel-client is required".into()),
-    };
+    if let Some(ns) = &a.kernel_netns {
+        return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit);
+    }
+    let (link, mtu, mac) =
+        crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), ours::PEER_IP)?;
     let mut cfg = tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?;
     if let Some(mac) = mac {
         cfg.mac = wire::MacAddr(mac);
@@ -331,12 +316,8 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(cable: ours::Cable, ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
-    let joined = match cable {
-        ours::Cable::Shm => "on the shared-memory link",
-        ours::Cable::VethXdp => "in two namespaces over veth, AF_XDP on each end",
-        ours::Cable::VethPacket => "in two namespaces over veth, AF_PACKET on each end",
-    };
+fn table(cable: Cable, ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
+    let joined = cable.joined();
     let mut t = Table::new(
         &format!(
             "TCP: linerate, two processes {joined}, both busy-polling, vs Linux kernel TCP \

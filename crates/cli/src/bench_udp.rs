@@ -4,6 +4,7 @@
 //! child that serves the linerate side (with a raw-Ethernet echo beside the UDP one, for the
 //! raw round trip of `linerate reproduce 000`).
 
+use crate::bench_cable::Cable;
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, nothing_yet, peer_or_reason, percentile, pin_cpu, pin_side,
     print_tables, progress, ratio_row as row, rtt_samples, step, time_up, unique_name, Mode, NsServer, PeerProcess,
@@ -13,8 +14,7 @@ use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
 use apps::{RawEcho, UdpEcho};
 use indicatif::ProgressBar;
-use link::shm::ShmLink;
-use link::{Instant, LinkConfig, LinkError};
+use link::{Instant, Link, LinkError};
 use net::{Config, NetError, RawHandle, Stack, UdpHandle};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::process::ExitCode;
@@ -58,14 +58,26 @@ pub struct UdpArgs {
     /// Print JSON (and no progress bar).
     #[arg(long)]
     json: bool,
+    /// What joins the two linerate processes: shm (a shared-memory link), af_xdp or af_packet
+    /// (a veth between two new namespaces, that socket on each end). Linux always runs over
+    /// veth.
+    #[arg(long, default_value = "shm", value_parser = crate::bench_cable::CABLE_KINDS)]
+    link: String,
 }
 
 /// Options of the hidden `linerate bench-peer udp` child.
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("side").required(true).args(["shm", "link"])))]
 pub struct PeerArgs {
     /// Name of the shared-memory link to open (side B).
     #[arg(long)]
-    shm: String,
+    shm: Option<String>,
+    /// Open this link (side B) instead, in --netns (the interface's MTU).
+    #[arg(long, value_name = "SPEC")]
+    link: Option<link::spec::LinkSpec>,
+    /// The network namespace of --link (default: this process's).
+    #[arg(long, requires = "link")]
+    netns: Option<String>,
     /// How long until the peer gives up even if the link stays open (a duration).
     #[arg(value_name = "DURATION", long = "limit", alias = "limit-secs", default_value = "2m", value_parser = crate::duration::parse_duration)]
     limit_secs: Duration,
@@ -95,7 +107,13 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     install_stop_handler();
     bench_cpus();
     let pb = progress(5, a.json);
-    let ours = bench_linerate(secs, &pb);
+    let cable = Cable::parse(&a.link)?;
+    if cable != Cable::Shm {
+        if let Some(why) = netns_unavailable() {
+            return Err(format!("--link {} needs network namespaces: {why}", a.link));
+        }
+    }
+    let ours = bench_linerate(cable, secs, &pb);
     let skipped = netns_unavailable();
     let kernel = if skipped.is_none() { Some(bench_kernel(secs, &pb)) } else { None };
     pb.finish_and_clear();
@@ -105,7 +123,7 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     let ours = ours?;
     let peer = peer_or_reason(&kernel, skipped);
     let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
-    print_tables(&[table(&ours, kernel_figures)], a.json);
+    print_tables(&[table(cable, &ours, kernel_figures)], a.json);
     Ok(if matches!(kernel, Some(Err(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -126,13 +144,15 @@ fn answers(reply: &[u8], seq: u64) -> bool {
 /// Our side of the linerate measurement: a stack on the shared-memory link and one socket.
 struct Client {
     /// Our stack (host 10.0.0.1) on side A of the link.
-    stack: Stack<ShmLink>,
+    stack: Stack<Box<dyn Link>>,
     /// Our socket (ephemeral port).
     sock: UdpHandle,
     /// Receive buffer.
     buf: Vec<u8>,
     /// The child (killed on drop; our stack closes the link first).
     _peer: PeerProcess,
+    /// The namespaces of a veth cable, deleted after the child is gone.
+    _veth: Option<crate::bench_cable::Veth>,
 }
 
 /// The child's address, port `port`.
@@ -146,8 +166,8 @@ fn cidr(ip: Ipv4Addr) -> String {
 }
 
 /// Start the child on a fresh shared-memory link and measure round trip and goodput against it.
-fn bench_linerate(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
-    let mut c = Client::start(MTU, secs)?;
+fn bench_linerate(cable: Cable, secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
+    let mut c = Client::start_on(cable, MTU, secs)?;
     let rtt = step(pb, "linerate: round trips", || rtt_samples(|seq| c.exchange(seq)))?;
     let (sent, goodput) = step(pb, "linerate: goodput", || -> Result<_, String> {
         let sent = c.blast(secs, DATAGRAM)?;
@@ -191,16 +211,28 @@ impl Client {
     /// A fresh shared-memory link of IP MTU `mtu` to a new child, and our stack and socket
     /// on it (the child gives up `secs` plus a grace time after it started).
     fn start(mtu: usize, secs: Duration) -> Result<Client, String> {
+        Client::start_on(Cable::Shm, mtu, secs)
+    }
+
+    /// [`Client::start`] on `cable`.
+    fn start_on(cable: Cable, mtu: usize, secs: Duration) -> Result<Client, String> {
         let name = unique_name("bench-udp");
-        let link = ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
+        let ours = cable.open_ours(&name, mtu, OUR_IP)?;
         let limit = (secs + GRACE * 6).as_secs_f64().to_string();
         let mtu_arg = mtu.to_string();
-        let mut peer = PeerProcess::spawn(&["udp", "--shm", &name, "--limit", &limit, "--mtu", &mtu_arg])?;
+        let mut args = vec!["udp".to_string(), "--limit".into(), limit, "--mtu".into(), mtu_arg];
+        args.extend(cable.peer_args(&ours, &name));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         pin_side(0);
-        let mut stack = Stack::new(Config::host(&cidr(OUR_IP)).mtu(mtu), link).map_err(msg)?;
+        let mut cfg = Config::host(&cidr(OUR_IP)).mtu(mtu);
+        if let Some(mac) = ours.mac {
+            cfg.mac = wire::MacAddr(mac);
+        }
+        let mut stack = Stack::new(cfg, ours.link).map_err(msg)?;
         let sock = stack.udp_bind(0).map_err(msg)?;
-        Ok(Client { stack, sock, buf: vec![0u8; 2048], _peer: peer })
+        Ok(Client { stack, sock, buf: vec![0u8; 2048], _peer: peer, _veth: ours.veth })
     }
 
     /// Poll (busy) until a datagram for which `wanted(payload, from)` holds arrives, or
@@ -330,7 +362,7 @@ struct Services {
 
 impl Services {
     /// Bind the services on `stack`.
-    fn bind(stack: &mut Stack<ShmLink>) -> Result<Services, NetError> {
+    fn bind(stack: &mut Stack<Box<dyn Link>>) -> Result<Services, NetError> {
         Ok(Services {
             echo: UdpEcho::bind(stack, ECHO_PORT)?,
             raw_echo: RawEcho::bind(stack, RAW_ECHO_TYPE)?,
@@ -342,7 +374,7 @@ impl Services {
     }
 
     /// Serve everything that arrived in the last poll (at `now`).
-    fn serve(&mut self, stack: &mut Stack<ShmLink>, now: Instant) -> Result<(), NetError> {
+    fn serve(&mut self, stack: &mut Stack<Box<dyn Link>>, now: Instant) -> Result<(), NetError> {
         while let Some((n, _)) = stack.udp_recv_from(self.sink, &mut self.buf)? {
             self.tally.record(now, 1, n as u64);
         }
@@ -365,8 +397,12 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         pin_cpu(cpu);
     }
     let limit = check_secs(a.limit_secs)?;
-    let link = ShmLink::open(&a.shm, Duration::from_secs(5)).map_err(msg)?;
-    let mut stack = Stack::new(Config::host(&cidr(PEER_IP)).mtu(a.mtu), link).map_err(msg)?;
+    let (link, _, mac) = crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), PEER_IP)?;
+    let mut cfg = Config::host(&cidr(PEER_IP)).mtu(a.mtu);
+    if let Some(mac) = mac {
+        cfg.mac = wire::MacAddr(mac);
+    }
+    let mut stack = Stack::new(cfg, link).map_err(msg)?;
     let mut services = Services::bind(&mut stack).map_err(msg)?;
     println!("{READY}");
     let deadline = Instant::now() + limit;
@@ -502,11 +538,14 @@ fn bench_kernel(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+fn table(cable: Cable, ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
     let mut t = Table::new(
-        "UDP: linerate, two processes on the shared-memory link, both busy-polling, \
-         MTU 1500, vs Linux kernel UDP between two namespaces over veth (MTU 1500); the two sides pinned to two CPUs",
-        &["metric", "linerate (shm)", "Linux (veth)", "ratio"],
+        &format!(
+            "UDP: linerate, two processes {}, both busy-polling, MTU 1500, vs Linux kernel UDP between two \
+             namespaces over veth (MTU 1500); the two sides pinned to two CPUs",
+            cable.joined()
+        ),
+        &["metric", cable.label(), "Linux (veth)", "ratio"],
     );
     let gbps = |f: &Figures| f.goodput.per_sec(f.goodput.bytes as f64 * 8.0);
     let delivered = |f: &Figures| f.goodput.frames as f64 / f.sent.max(1) as f64;

@@ -1,5 +1,6 @@
 //! `linerate`: the command-line front end of the linerate platform.
 
+mod bench_cable;
 mod bench_collective;
 mod bench_common;
 mod bench_link;

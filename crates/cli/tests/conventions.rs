@@ -197,9 +197,10 @@ fn every_benchmark_prints_typed_json() {
         return;
     }
     let _one = serial();
-    let cases: [&[&str]; 8] = [
+    let cases: [&[&str]; 9] = [
         &["bench", "link", "--duration", "100ms", "--sizes", "64", "--kinds", "mem,shm", "--json"],
         &["bench", "udp", "--duration", "200ms", "--json"],
+        &["bench", "udp", "--link", "af_xdp", "--duration", "200ms", "--json"],
         &["bench", "tcp", "--duration", "200ms", "--repeat", "1", "--json"],
         &["bench", "tcp", "--link", "af_xdp", "--duration", "200ms", "--repeat", "1", "--many", "200", "--json"],
         &["bench", "middlebox", "--duration", "50ms", "--sizes", "64", "--units", "1", "--swaps", "2", "--json"],

@@ -7,18 +7,16 @@ use super::{
     request, since, Cycles, Figures, CYCLE_BUFFER, ECHO_PORT, MANY_BUFFER, MAX_CYCLES, MTUS, RTT_PAYLOAD, SINK_PORT,
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
+use crate::bench_cable::Cable;
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
 use crate::cmd_iperf::tcp_stack_config;
 use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
 use indicatif::ProgressBar;
-use link::shm::ShmLink;
-use link::spec::{LinkSpec, OpenOptions};
-use link::{Instant, Link, LinkConfig};
+use link::{Instant, Link};
 use net::{Recv, Stack, TcpHandle};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
-use testbed::Netns;
 
 /// Our address on the shared-memory link (a /24).
 pub(super) const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -52,67 +50,6 @@ impl Bypass {
     }
 }
 
-/// What joins the two linerate processes of a measurement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cable {
-    /// A shared-memory link: no network, memory speed.
-    Shm,
-    /// A veth pair between two new namespaces, AF_XDP on each end.
-    VethXdp,
-    /// A veth pair between two new namespaces, AF_PACKET on each end.
-    VethPacket,
-}
-
-impl Cable {
-    /// The cable `bench tcp --link KIND` names: shm, af_xdp or af_packet.
-    pub(crate) fn parse(kind: &str) -> Result<Cable, String> {
-        match kind {
-            "shm" => Ok(Cable::Shm),
-            "af_xdp" | "af-xdp" | "xdp" => Ok(Cable::VethXdp),
-            "af_packet" | "af-packet" | "packet" => Ok(Cable::VethPacket),
-            other => Err(format!("--link {other}: use shm, af_xdp or af_packet")),
-        }
-    }
-
-    /// How the table names our side.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Cable::Shm => "linerate (shm)",
-            Cable::VethXdp => "linerate (AF_XDP, veth)",
-            Cable::VethPacket => "linerate (AF_PACKET, veth)",
-        }
-    }
-
-    /// The link spec on veth end `ifname`.
-    fn spec(self, ifname: &str) -> LinkSpec {
-        match self {
-            Cable::VethPacket => LinkSpec::AfPacket(ifname.into()),
-            _ => LinkSpec::AfXdp(ifname.into()),
-        }
-    }
-}
-
-/// Two new namespaces joined by a veth (`lrb0` in `ours`, `lrb1` in `theirs`) with no kernel
-/// address on it; both are deleted on drop, with the veth.
-struct Veth {
-    ours: Netns,
-    theirs: Netns,
-}
-
-impl Veth {
-    /// The namespaces and the veth, IP MTU `mtu`, up.
-    fn create(mtu: usize) -> Result<Veth, String> {
-        let ours = Netns::create("lrbt-a").map_err(msg)?;
-        let theirs = Netns::create("lrbt-b").map_err(msg)?;
-        let m = mtu.to_string();
-        ours.ip(&["link", "add", "lrb0", "mtu", &m, "type", "veth", "peer", "name", "lrb1", "netns", theirs.name()])
-            .map_err(msg)?;
-        theirs.ip(&["link", "set", "lrb1", "mtu", &m, "up"]).map_err(msg)?;
-        ours.ip(&["link", "set", "lrb0", "mtu", &m, "up"]).map_err(msg)?;
-        Ok(Veth { ours, theirs })
-    }
-}
-
 /// One measurement's set-up: our stack on a fresh link to a new child.
 struct Pair {
     /// Our stack; dropped first, which closes the link and lets the child exit.
@@ -120,7 +57,7 @@ struct Pair {
     /// The child (killed on drop if it is still there).
     _peer: PeerProcess,
     /// The namespaces of a veth cable, deleted after the child is gone.
-    _veth: Option<Veth>,
+    _veth: Option<crate::bench_cable::Veth>,
     /// The child's sink ports (from [`SINK_PORT`] on).
     sink_ports: u16,
 }
@@ -150,28 +87,13 @@ impl Pair {
         bypass: Bypass,
     ) -> Result<Pair, String> {
         let name = unique_name("bench-tcp");
-        let (veth, peer_spec) = match cable {
-            Cable::Shm => (None, None),
-            _ => (Some(Veth::create(mtu)?), Some(cable.spec("lrb1").to_string())),
-        };
-        let (link, mac): (Box<dyn Link>, Option<[u8; 6]>) = match &veth {
-            None => (Box::new(ShmLink::create(&name, LinkConfig::default().mtu(mtu)).map_err(msg)?), None),
-            Some(v) => {
-                let opts = OpenOptions { mtu: Some(mtu), addresses: vec![OUR_IP], ..OpenOptions::default() };
-                let spec = cable.spec("lrb0");
-                let opened = spec.open_in_netns(v.ours.name(), &opts).map_err(|e| format!("{spec}: {e}"))?;
-                let link = opened.links.into_iter().next().ok_or("no queue opened")?;
-                (link, opened.mac)
-            }
-        };
+        let ours = cable.open_ours(&name, mtu, OUR_IP)?;
+        let cable_args = cable.peer_args(&ours, &name);
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
         let sink_ports = if bypass == Bypass::Sink { 1 } else { super::sink_ports(sessions) };
         let ports_arg = sink_ports.to_string();
         let mut args = vec!["tcp", "--sessions", &sessions_arg, "--limit", &limit_arg];
-        match (&veth, &peer_spec) {
-            (Some(v), Some(spec)) => args.extend(["--link", spec, "--netns", v.theirs.name()]),
-            _ => args.extend(["--shm", &name]),
-        }
+        args.extend(cable_args.iter().map(String::as_str));
         args.extend(["--sink-ports", &ports_arg]);
         let buffer_arg = buffer.map(|b| b.to_string());
         if let Some(b) = &buffer_arg {
@@ -181,11 +103,11 @@ impl Pair {
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         let mut cfg = tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?;
-        if let Some(mac) = mac {
+        if let Some(mac) = ours.mac {
             cfg.mac = wire::MacAddr(mac);
         }
-        let stack = Stack::new(cfg, link).map_err(msg)?;
-        let mut pair = Pair { stack, _peer: peer, _veth: veth, sink_ports };
+        let stack = Stack::new(cfg, ours.link).map_err(msg)?;
+        let mut pair = Pair { stack, _peer: peer, _veth: ours.veth, sink_ports };
         pair.resolve_peer()?;
         Ok(pair)
     }
