@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 #[derive(clap::Subcommand)]
 pub enum CollectiveCommand {
     /// Start N local processes of PROGRAM as ranks 0..N on one shared-memory fabric
-    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC). Output comes
+    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC), or with --link
+    /// on one interface each (LINERATE_LINK, LINERATE_IP, LINERATE_ROOT_ADDR). Output comes
     /// whole lines at a time; when a rank fails the others are stopped and the launcher exits
     /// with the failed rank's status; the fabric's /dev/shm files are removed on any exit.
     Launch(LaunchArgs),
@@ -35,6 +36,20 @@ pub struct LaunchArgs {
     /// Put `[rank]<stdout>:` (or `<stderr>`) in front of every line a rank prints.
     #[arg(long)]
     tag_output: bool,
+    /// Join over links instead of the fabric: every rank's link spec, `{rank}` standing for
+    /// its number (`af_xdp:veth{rank}`, `af_packet:eth1`). Needs --ip.
+    #[arg(long, value_name = "SPEC", requires = "ip")]
+    link: Option<String>,
+    /// Rank 0's address on the links, `a.b.c.d/len`; rank r gets the address plus r.
+    #[arg(long, value_name = "CIDR", requires = "link")]
+    ip: Option<String>,
+    /// Rank 0's rendezvous address, `a.b.c.d[:port]` (default: rank 0's --ip, port 7470).
+    #[arg(long, value_name = "ADDR", requires = "link")]
+    root: Option<String>,
+    /// Run every rank in this network namespace (`ip netns exec`), `{rank}` standing for
+    /// its number (`ns{rank}`).
+    #[arg(long, value_name = "NAME", requires = "link")]
+    netns: Option<String>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<String>,
@@ -63,12 +78,43 @@ fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
     if a.n == 0 || a.n > 254 {
         return Err(format!("-n {} is not a rank count between 1 and 254", a.n));
     }
+    let on_link = match (&a.link, &a.ip) {
+        (Some(link), Some(ip)) => Some(on_link(a.n, link, ip, a.root.as_deref(), a.netns.clone())?),
+        _ => None,
+    };
     let fabric = a.fabric.unwrap_or_else(|| format!("lr-{}", std::process::id()));
     crate::collective_job::run(crate::collective_job::Job {
         n: a.n,
         fabric,
         program: a.program,
         tag_output: a.tag_output,
+        on_link,
+    })
+}
+
+/// Checks `--link`, `--ip` and `--root` for `n` ranks (as each rank will: through
+/// [`collective::LinkRank`]) and places rank r at the address plus r.
+fn on_link(
+    n: usize,
+    link: &str,
+    ip: &str,
+    root: Option<&str>,
+    netns: Option<String>,
+) -> Result<crate::collective_job::OnLink, String> {
+    let first = ip.split('/').next().unwrap_or_default();
+    let rank0 = collective::LinkRank::new(&link.replace("{rank}", "0"), ip, root.unwrap_or(first))
+        .map_err(|e| format!("--link/--ip/--root: {e}"))?;
+    let last = u32::from(rank0.host.ip).checked_add(n as u32 - 1);
+    let mask = u32::MAX.checked_shl(32 - u32::from(rank0.host.prefix_len)).unwrap_or(0);
+    if last.is_none_or(|l| l & mask != u32::from(rank0.host.ip) & mask) {
+        return Err(format!("--ip {ip}: {n} consecutive addresses from it do not fit its subnet"));
+    }
+    Ok(crate::collective_job::OnLink {
+        link: link.to_string(),
+        ip: rank0.host.ip,
+        prefix: rank0.host.prefix_len,
+        root: rank0.root,
+        netns,
     })
 }
 

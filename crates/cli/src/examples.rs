@@ -30,7 +30,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["rdma", "write"], "linerate rdma write --af-packet veth0 --ip 10.66.0.1/24 --to 10.66.0.2 --key 0x10001 --size 64MiB\n  linerate rdma write --af-packet veth0 --ip 10.66.0.1/24 --to 10.66.0.2 --key 0x10001 --file data.bin --region 64MiB --until-notified 64MiB"),
     (&["rdma", "bench"], "linerate rdma bench\n  linerate rdma bench --reps 50 --mib 16 --json | jq '.tables[1].rows'"),
     (&["collective"], "linerate collective launch -n 4 ./my-rank-program --flag"),
-    (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 sh -c 'echo rank $LINERATE_RANK of $LINERATE_WORLD_SIZE'"),
+    (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 sh -c 'echo rank $LINERATE_RANK of $LINERATE_WORLD_SIZE'\n  linerate collective launch -n 3 --link 'af_xdp:veth{rank}' --ip 10.9.0.1/24 --netns 'ns{rank}' python3 prog.py"),
     (&["collective", "cleanup"], "linerate collective cleanup                  # /dev/shm files of killed jobs\n  linerate collective cleanup --fabric ompi-1234"),
     (&["kmeans"], "linerate kmeans --ranks 2\n  linerate kmeans --ranks 4 --data covtype.npy -k 7 --iters 20"),
     (&["reproduce"], "linerate reproduce all --quick --out /tmp/repro   # every paper, small sizes, a few minutes\n  linerate reproduce 002 --out docs/reproduce\n  linerate reproduce 001 --quick --out r && grep -A8 'Fig. 7' r/report.md"),
