@@ -32,7 +32,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["collective"], "linerate collective launch -n 4 ./my-rank-program --flag"),
     (&["collective", "launch"], "linerate collective launch -n 4 ./my-rank-program --flag\n  linerate collective launch -n 2 sh -c 'echo rank $LINERATE_RANK of $LINERATE_WORLD_SIZE'\n  linerate collective launch -n 3 --link 'af_xdp:veth{rank}' --ip 10.9.0.1/24 --netns 'ns{rank}' python3 prog.py"),
     (&["collective", "cleanup"], "linerate collective cleanup                  # /dev/shm files of killed jobs\n  linerate collective cleanup --fabric ompi-1234"),
-    (&["kmeans"], "linerate kmeans --ranks 2\n  linerate kmeans --ranks 4 --data covtype.npy -k 7 --iters 20"),
+    (&["kmeans"], "linerate kmeans --ranks 2\n  linerate kmeans --ranks 4 --data covtype.npy -k 7 --iters 20\n  linerate kmeans --link af_xdp:veth0 --ip 10.9.0.2/24 --root 10.9.0.1 --rank 1 --world-size 3\n  linerate collective launch -n 3 --link 'af_xdp:veth{rank}' --ip 10.9.0.1/24 --netns 'ns{rank}' linerate kmeans"),
     (&["reproduce"], "linerate reproduce all --quick --out /tmp/repro   # every paper, small sizes, a few minutes\n  linerate reproduce 002 --out docs/reproduce\n  linerate reproduce 001 --quick --out r && grep -A8 'Fig. 7' r/report.md"),
     (&["bench"], "linerate bench link --duration 500ms\n  linerate bench tcp --csv tcp.csv --plot tcp.png\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, linux, unit}'"),
     (&["bench", "link"], "linerate bench link --duration 500ms --sizes 64,1514 --kinds mem,shm\n  linerate bench link --json | jq '.tables[1].rows'"),

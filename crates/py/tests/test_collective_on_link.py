@@ -167,6 +167,28 @@ def test_three_ranks_on_af_packet_with_init_keywords(bridged, tmp_path):
     assert_exact(r, "af_packet")
 
 
+def kmeans_checksum(out):
+    sums = {line.split()[-1] for line in out.splitlines() if line.startswith("centres checksum")}
+    assert len(sums) == 1, out
+    return sums.pop()
+
+
+def test_kmeans_ranks_on_af_xdp_end_where_threads_on_the_fabric_end(bridged):
+    """`linerate kmeans` as one rank per process on AF_XDP (the launcher's variables select
+    it) gives the centres, bit for bit, of three ranks as threads on the fabric."""
+    args = ["kmeans", "--samples", "30000", "--iters", "5"]
+    r = subprocess.run([cli(), "collective", "launch", "-n", str(N), "--link", "af_xdp:c{rank}",
+                        "--ip", f"{SUBNET}.1/24", "--netns", bridged + "-r{rank}", cli(), *args],
+                       env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    assert sorted(line.split(": ")[0] for line in r.stdout.splitlines() if line.startswith("kmeans rank")) == [
+        f"kmeans rank {k} of {N} on af_xdp:c{k}" for k in range(N)], r.stdout
+    threads = subprocess.run([cli(), *args, "--ranks", str(N)], env=clean_env(), capture_output=True, text=True,
+                             timeout=TIMEOUT)
+    assert threads.returncode == 0, threads.stderr
+    assert kmeans_checksum(r.stdout) == kmeans_checksum(threads.stdout)
+
+
 def init_error(code, netns=None, rank=1):
     """Runs `code` (which calls init) as rank `rank` of 2; returns its last stderr line."""
     env = clean_env()
