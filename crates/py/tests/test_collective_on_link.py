@@ -167,6 +167,24 @@ def test_three_ranks_on_af_packet_with_init_keywords(bridged, tmp_path):
     assert_exact(r, "af_packet")
 
 
+@pytest.mark.parametrize("name", ["cpi", "jacobi"])
+def test_an_mpi4py_program_runs_unchanged_on_af_xdp(bridged, tmp_path, name):
+    """A program written for mpi4py (its import line changed) prints on AF_XDP ranks what it
+    prints on the shared-memory fabric: the launcher's variables alone move it."""
+    src = (Path(__file__).resolve().parent / "mpi_programs" / f"{name}.py").read_text()
+    prog = tmp_path / f"{name}_linerate.py"
+    prog.write_text(src.replace("from mpi4py import MPI", "from linerate.collective import MPI"))
+    on_link = subprocess.run([cli(), "collective", "launch", "-n", str(N), "--link", "af_xdp:c{rank}",
+                              "--ip", f"{SUBNET}.1/24", "--netns", bridged + "-r{rank}", sys.executable, str(prog)],
+                             env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert on_link.returncode == 0, on_link.stderr
+    on_shm = subprocess.run([cli(), "collective", "launch", "-n", str(N), sys.executable, str(prog)],
+                            env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    assert on_shm.returncode == 0, on_shm.stderr
+    assert sorted(on_link.stdout.splitlines()) == sorted(on_shm.stdout.splitlines())
+    assert on_link.stdout.strip()
+
+
 def kmeans_checksum(out):
     sums = {line.split()[-1] for line in out.splitlines() if line.startswith("centres checksum")}
     assert len(sums) == 1, out
