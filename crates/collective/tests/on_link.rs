@@ -150,3 +150,37 @@ fn a_rank_whose_root_does_not_answer_names_it() {
     let msg = missing.join(1, 2, Config::default(), false).err().unwrap().to_string();
     assert!(msg.starts_with("rank 1 cannot open af_xdp:c9:") && msg.contains("c9"), "{msg}");
 }
+
+#[test]
+fn the_self_checking_rank_runs_on_af_xdp_from_the_launcher_variables_alone() {
+    if !can_run() {
+        return;
+    }
+    let rig = Bridged::new(N, 25);
+    let ranks: Vec<_> = (0..N)
+        .map(|r| {
+            rig.nss[r]
+                .command(env!("CARGO_BIN_EXE_lr-collective-rank"))
+                .args(["--elems", "5000"])
+                .env("LINERATE_RANK", r.to_string())
+                .env("LINERATE_WORLD_SIZE", N.to_string())
+                .env("LINERATE_LINK", format!("af_xdp:c{r}"))
+                .env("LINERATE_IP", format!("10.9.25.{}/24", r + 1))
+                .env("MASTER_ADDR", "10.9.25.1")
+                .env_remove("LINERATE_FABRIC")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (r, p) in ranks.into_iter().enumerate() {
+        let out = p.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains(&format!("RESULT rank={r} ok")),
+            "rank {r}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
