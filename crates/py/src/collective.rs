@@ -433,7 +433,7 @@ pub struct PyComm {
     comm: Option<Rank>,
     rank: usize,
     size: usize,
-    /// What the rank runs on, for `repr`: "shm:FABRIC" or the link spec and its mode.
+    /// What the rank runs on, for `repr`: "shm:FABRIC" or the link spec.
     medium: String,
 }
 
@@ -491,8 +491,7 @@ impl PyComm {
         self.size
     }
 
-    /// What the rank runs on: `"shm:FABRIC"`, or the link spec and how it runs (such as
-    /// `"af_xdp:veth0 (AF_XDP native/copy)"`).
+    /// What the rank runs on: `"shm:FABRIC"`, or its link spec (such as `"af_xdp:veth0"`).
     #[getter]
     fn medium(&self) -> &str {
         &self.medium
