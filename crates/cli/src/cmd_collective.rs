@@ -1,12 +1,14 @@
 //! `linerate collective launch`: start N ranks of a program on this machine, joined by one
-//! shared-memory fabric; and `linerate kmeans`: the distributed K-Means of seed 003 on 1..N
-//! ranks (threads, each with its own stack, on the shared-memory fabric), whose collective
-//! counters `linerate stats` shows while it runs.
+//! shared-memory fabric (or on one interface each, `--link`); and `linerate kmeans`: the
+//! distributed K-Means of seed 003 on 1..N ranks (threads, each with its own stack, on the
+//! shared-memory fabric), or one rank per process on a link (`--link`, for ranks on
+//! different machines), whose collective counters `linerate stats` shows while it runs.
 
 use crate::statsfile::StatsPublisher;
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
-use collective::{Communicator, Config as CollConfig, Endpoint, ShmFabric};
+use collective::{Communicator, Config as CollConfig, Endpoint, LinkRank, ShmFabric};
+use link::Link;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,8 @@ use std::time::{Duration, Instant};
 #[derive(clap::Subcommand)]
 pub enum CollectiveCommand {
     /// Start N local processes of PROGRAM as ranks 0..N on one shared-memory fabric
-    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC). Output comes
+    /// (each gets LINERATE_RANK, LINERATE_WORLD_SIZE and LINERATE_FABRIC), or with --link
+    /// on one interface each (LINERATE_LINK, LINERATE_IP, LINERATE_ROOT_ADDR). Output comes
     /// whole lines at a time; when a rank fails the others are stopped and the launcher exits
     /// with the failed rank's status; the fabric's /dev/shm files are removed on any exit.
     Launch(LaunchArgs),
@@ -35,6 +38,20 @@ pub struct LaunchArgs {
     /// Put `[rank]<stdout>:` (or `<stderr>`) in front of every line a rank prints.
     #[arg(long)]
     tag_output: bool,
+    /// Join over links instead of the fabric: every rank's link spec, `{rank}` standing for
+    /// its number (`af_xdp:veth{rank}`, `af_packet:eth1`). Needs --ip.
+    #[arg(long, value_name = "SPEC", requires = "ip")]
+    link: Option<String>,
+    /// Rank 0's address on the links, `a.b.c.d/len`; rank r gets the address plus r.
+    #[arg(long, value_name = "CIDR", requires = "link")]
+    ip: Option<String>,
+    /// Rank 0's rendezvous address, `a.b.c.d[:port]` (default: rank 0's --ip, port 7470).
+    #[arg(long, value_name = "ADDR", requires = "link")]
+    root: Option<String>,
+    /// Run every rank in this network namespace (`ip netns exec`), `{rank}` standing for
+    /// its number (`ns{rank}`).
+    #[arg(long, value_name = "NAME", requires = "link")]
+    netns: Option<String>,
     /// The program and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<String>,
@@ -63,12 +80,43 @@ fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
     if a.n == 0 || a.n > 254 {
         return Err(format!("-n {} is not a rank count between 1 and 254", a.n));
     }
+    let on_link = match (&a.link, &a.ip) {
+        (Some(link), Some(ip)) => Some(on_link(a.n, link, ip, a.root.as_deref(), a.netns.clone())?),
+        _ => None,
+    };
     let fabric = a.fabric.unwrap_or_else(|| format!("lr-{}", std::process::id()));
     crate::collective_job::run(crate::collective_job::Job {
         n: a.n,
         fabric,
         program: a.program,
         tag_output: a.tag_output,
+        on_link,
+    })
+}
+
+/// Checks `--link`, `--ip` and `--root` for `n` ranks (as each rank will: through
+/// [`collective::LinkRank`]) and places rank r at the address plus r.
+fn on_link(
+    n: usize,
+    link: &str,
+    ip: &str,
+    root: Option<&str>,
+    netns: Option<String>,
+) -> Result<crate::collective_job::OnLink, String> {
+    let first = ip.split('/').next().unwrap_or_default();
+    let rank0 = collective::LinkRank::new(&link.replace("{rank}", "0"), ip, root.unwrap_or(first))
+        .map_err(|e| format!("--link/--ip/--root: {e}"))?;
+    let last = u32::from(rank0.host.ip).checked_add(n as u32 - 1);
+    let mask = u32::MAX.checked_shl(32 - u32::from(rank0.host.prefix_len)).unwrap_or(0);
+    if last.is_none_or(|l| l & mask != u32::from(rank0.host.ip) & mask) {
+        return Err(format!("--ip {ip}: {n} consecutive addresses from it do not fit its subnet"));
+    }
+    Ok(crate::collective_job::OnLink {
+        link: link.to_string(),
+        ip: rank0.host.ip,
+        prefix: rank0.host.prefix_len,
+        root: rank0.root,
+        netns,
     })
 }
 
@@ -105,6 +153,23 @@ pub struct KmeansArgs {
     /// Initial centres (k rows) from a .npy or CSV file; default: k samples evenly spaced.
     #[arg(long, value_name = "FILE")]
     init: Option<std::path::PathBuf>,
+    /// Run one rank in this process on this link (`af_xdp:IFACE`, `af_packet:IFACE`) instead
+    /// of --ranks threads; rank and world size come from --rank/--world-size or the
+    /// launcher (`mpirun`, `srun`, `linerate collective launch`), as LINERATE_LINK can.
+    #[arg(long, value_name = "SPEC", conflicts_with = "ranks")]
+    link: Option<String>,
+    /// This rank's address on the link, `a.b.c.d/len` (default: LINERATE_IP).
+    #[arg(long, value_name = "CIDR")]
+    ip: Option<String>,
+    /// Rank 0's address, `a.b.c.d[:port]` (default: LINERATE_ROOT_ADDR or MASTER_ADDR).
+    #[arg(long, value_name = "ADDR")]
+    root: Option<String>,
+    /// This process's rank, with --world-size (default: the launcher's).
+    #[arg(long, requires = "world_size")]
+    rank: Option<usize>,
+    /// Number of ranks, with --rank.
+    #[arg(long, requires = "rank")]
+    world_size: Option<usize>,
 }
 
 struct RankReport {
@@ -132,6 +197,19 @@ fn kmeans_rank(
     let ep = Endpoint::new(r, addrs, CollConfig::default()).map_err(|x| e(&x))?;
     let mut comm = Communicator::new(stack, ep).map_err(|x| e(&x))?;
     comm.connect().map_err(|x| e(&x))?;
+    fit_rank(r, comm, shape, data, init, iters)
+}
+
+/// Runs the K-Means iterations of rank `r` on its connected communicator.
+fn fit_rank<L: Link>(
+    r: usize,
+    mut comm: Communicator<L>,
+    shape: Shape,
+    data: Vec<f32>,
+    init: &[f32],
+    iters: usize,
+) -> Result<RankReport, String> {
+    let e = |x: &dyn std::fmt::Display| format!("rank {r}: {x}");
     let mut km = DistKmeans::new(shape, data, init).map_err(|x| e(&x))?;
     // The collective layer's counters, live in `linerate stats` while the run lasts.
     let stats = StatsPublisher::new(&format!("kmeans-{}-rank{r}", std::process::id()), "kmeans").map_err(|x| e(&x))?;
@@ -184,6 +262,9 @@ pub(crate) struct KmeansOutcome {
 
 /// Runs `linerate kmeans`.
 pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
+    if a.link.is_some() || a.rank.is_some() || std::env::var_os("LINERATE_LINK").is_some() {
+        return run_kmeans_rank(&a);
+    }
     let o = measure_kmeans(&a)?;
     println!(
         "kmeans: {} samples x {} features, k = {}, {} ranks, {} iterations (total {:.2} s with set-up)",
@@ -200,11 +281,49 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run the distributed K-Means of `a` (one thread per rank) and time it.
-pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
-    if a.ranks == 0 || a.ranks > 64 {
-        return Err(format!("--ranks {} is not between 1 and 64", a.ranks));
-    }
+/// One rank of `linerate kmeans --link`: this process's share of the samples, the
+/// all-reduce over the link with the other processes.
+fn run_kmeans_rank(a: &KmeansArgs) -> Result<ExitCode, String> {
+    let (rank, size) = (a.rank.map(|r| r.to_string()), a.world_size.map(|n| n.to_string()));
+    let l = collective::parse_launch(|k| match k {
+        "LINERATE_RANK" if rank.is_some() => rank.clone(),
+        "LINERATE_WORLD_SIZE" if size.is_some() => size.clone(),
+        _ => std::env::var(k).ok(),
+    })
+    .map_err(|e| e.to_string())?;
+    let on = LinkRank::resolve(&l, a.link.as_deref(), a.ip.as_deref(), a.root.as_deref())
+        .map_err(|e| e.to_string())?
+        .ok_or("--rank/--world-size run one rank on a link: name it with --link (or LINERATE_LINK)")?;
+    let (r, n) = (l.rank, l.size);
+    let (data, rows, shape, init) = kmeans_inputs(a)?;
+    let part = share(rows, n, r);
+    let mine = data[part.start * shape.d..part.end * shape.d].to_vec();
+    let started = Instant::now();
+    let comm = on.join(r, n, CollConfig::default(), false).map_err(|e| e.to_string())?;
+    let rep = fit_rank(r, comm, shape, mine, &init, a.iters)?;
+    let iters = rep.iterations.max(1) as f64;
+    let per_iter = (rep.compute + rep.comm).as_secs_f64() / iters;
+    println!(
+        "kmeans rank {r} of {n} on {}: {} of {rows} samples x {} features, k = {}, {} iterations (total {:.2} s with set-up)",
+        on.link,
+        part.len(),
+        shape.d,
+        a.k,
+        rep.iterations,
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "per iteration {:.2} ms, communication {:.1}% of an iteration",
+        per_iter * 1e3,
+        100.0 * rep.comm.as_secs_f64() / iters / per_iter.max(f64::MIN_POSITIVE)
+    );
+    println!("centres checksum {:016x}", checksum(&rep.centres));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The samples of `a` (from its file or the generator), their count, the shape, and the
+/// initial centres.
+fn kmeans_inputs(a: &KmeansArgs) -> Result<(Vec<f32>, usize, Shape, Vec<f32>), String> {
     if a.k == 0 {
         return Err("k must be at least 1".into());
     }
@@ -237,7 +356,15 @@ pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
             (0..a.k).flat_map(|j| data[j * stride * d..(j * stride + 1) * d].to_vec()).collect()
         }
     };
-    let shape = Shape { d, k: a.k };
+    Ok((data, n, Shape { d, k: a.k }, init))
+}
+
+/// Run the distributed K-Means of `a` (one thread per rank) and time it.
+pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
+    if a.ranks == 0 || a.ranks > 64 {
+        return Err(format!("--ranks {} is not between 1 and 64", a.ranks));
+    }
+    let (data, n, shape, init) = kmeans_inputs(a)?;
     let fabric = format!("lr-kmeans-{}", std::process::id());
     let started = Instant::now();
     let reports: Vec<Result<RankReport, String>> = std::thread::scope(|s| {

@@ -1,6 +1,9 @@
 //! The job of `linerate collective launch`: N ranks of a program on one machine, joined by
 //! one shared-memory fabric, run the way `mpirun` runs them.
 //!
+//! - With [`OnLink`] the ranks join over a link instead (one interface per rank, possibly
+//!   each in its own network namespace), as ranks on different machines would: each gets
+//!   `LINERATE_LINK`, `LINERATE_IP` and `LINERATE_ROOT_ADDR`.
 //! - Each rank's stdout and stderr are forwarded whole lines at a time (a line of one rank is
 //!   never cut by another's), with `[rank]<stdout>:` / `[rank]<stderr>:` in front of each
 //!   line under `--tag-output`. Rank 0 reads the launcher's stdin; the others read nothing.
@@ -58,6 +61,47 @@ pub struct Job {
     pub program: Vec<String>,
     /// Put `[rank]<stdout>:` in front of every forwarded line.
     pub tag_output: bool,
+    /// Join the ranks over links instead of the fabric.
+    pub on_link: Option<OnLink>,
+}
+
+/// Where each rank of a job on links runs: `{rank}` in a template becomes the rank number.
+pub struct OnLink {
+    /// The link spec of every rank (`af_xdp:veth{rank}`).
+    pub link: String,
+    /// Rank 0's address; rank `r` gets this address plus `r`.
+    pub ip: std::net::Ipv4Addr,
+    /// The prefix length of the ranks' subnet.
+    pub prefix: u8,
+    /// Rank 0's rendezvous address.
+    pub root: std::net::SocketAddrV4,
+    /// The network namespace of every rank (`ns{rank}`), if any: the rank runs under
+    /// `ip netns exec`.
+    pub netns: Option<String>,
+}
+
+impl OnLink {
+    /// The command that starts rank `r` of `prog args` with its link's variables.
+    fn command(&self, r: usize, prog: &str, args: &[String]) -> Command {
+        let fill = |t: &str| t.replace("{rank}", &r.to_string());
+        let mut c = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &fill(ns), prog]).args(args);
+                c
+            }
+            None => {
+                let mut c = Command::new(prog);
+                c.args(args);
+                c
+            }
+        };
+        let ip = std::net::Ipv4Addr::from(u32::from(self.ip).wrapping_add(r as u32));
+        c.env("LINERATE_LINK", fill(&self.link))
+            .env("LINERATE_IP", format!("{ip}/{}", self.prefix))
+            .env("LINERATE_ROOT_ADDR", self.root.to_string());
+        c
+    }
 }
 
 /// Forwards `src` to the launcher's stdout or stderr one whole line at a time.
@@ -126,8 +170,15 @@ pub fn run(job: Job) -> Result<ExitCode, String> {
     let mut children: Vec<Child> = Vec::new();
     let mut pumps = Vec::new();
     for r in 0..job.n {
-        let spawned = Command::new(prog)
-            .args(args)
+        let mut cmd = match &job.on_link {
+            Some(l) => l.command(r, prog, args),
+            None => {
+                let mut c = Command::new(prog);
+                c.args(args);
+                c
+            }
+        };
+        let spawned = cmd
             .env("LINERATE_RANK", r.to_string())
             .env("LINERATE_WORLD_SIZE", job.n.to_string())
             .env("LINERATE_LOCAL_RANK", r.to_string())

@@ -30,6 +30,45 @@ fn launch_reports_failed_ranks() {
     assert!(err.contains("rank 1 exited with status 3"), "{err}");
 }
 
+#[test]
+fn launch_on_links_gives_each_rank_its_link_address_and_root() {
+    let out = Command::new(BIN)
+        .args(["collective", "launch", "-n", "3", "--link", "af_xdp:veth{rank}", "--ip", "10.9.0.1/24", "--"])
+        .args(["sh", "-c", "echo rank=$LINERATE_RANK link=$LINERATE_LINK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for r in 0..3 {
+        let want = format!("rank={r} link=af_xdp:veth{r} ip=10.9.0.{}/24 root=10.9.0.1:7470", r + 1);
+        assert!(text.contains(&want), "{text}");
+    }
+}
+
+#[test]
+fn bad_link_values_are_refused_with_one_sentence() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--link", "veth0", "--ip", "10.9.0.1/24"], "is not KIND:NAME"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.254/24"], "3 consecutive addresses from it do not fit"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1"], "needs a prefix length"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1/24", "--root", "x"], "root \"x\" is not an IPv4"),
+    ];
+    for (flags, want) in cases {
+        let out = Command::new(BIN)
+            .args(["collective", "launch", "-n", "3"])
+            .args(flags)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{flags:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flags:?}: {err}");
+    }
+    let out = Command::new(BIN).args(["kmeans", "--rank", "1", "--world-size", "2"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("name it with --link"), "{err}");
+}
+
 fn kmeans(ranks: usize) -> String {
     let out = Command::new(BIN)
         .args(["kmeans", "--ranks", &ranks.to_string(), "--samples", "20000", "--iters", "4"])

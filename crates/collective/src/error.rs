@@ -76,6 +76,24 @@ pub enum CollectiveError {
     /// The request is not (or no longer) known: it completed and was collected already.
     #[error("unknown or already collected request")]
     UnknownRequest,
+    /// A rank on a link could not start: a bad link spec or address, a missing value, or an
+    /// interface that cannot be opened (the sentence says which and what to do).
+    #[error("{0}")]
+    Join(String),
+    /// Rank `rank` found no rank 0 listening at the rendezvous address within the set-up
+    /// timeout.
+    #[error(
+        "rank {rank}: the root {root} did not answer within {timeout:?}: is rank 0 running and listening at \
+         that address, on the same network as this rank?"
+    )]
+    RootUnreachable {
+        /// The rank that gave up.
+        rank: usize,
+        /// The rendezvous address it tried.
+        root: std::net::SocketAddrV4,
+        /// The set-up timeout that expired.
+        timeout: Duration,
+    },
     /// The launch environment does not describe a rank (missing or malformed variables).
     #[error("launch environment: {0}")]
     Env(String),

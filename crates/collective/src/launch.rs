@@ -22,6 +22,11 @@
 //! | Slurm | `slurm-` + `SLURM_JOB_ID` + `.` + `SLURM_STEP_ID` |
 //! | PMI | `pmi-` + `PMI_KVSNAME` (MPICH's Hydra) |
 //!
+//! A rank on a real interface instead of the fabric (ranks on different machines) names its
+//! link in `LINERATE_LINK` (`af_xdp:IFACE`, `af_packet:IFACE`, see [`link::spec`]) and its
+//! address in `LINERATE_IP` (`a.b.c.d/len`); it joins through rank 0 at the rendezvous
+//! address (see [`crate::on_link`]).
+//!
 //! Parsing is a
 //! pure function of a variable lookup, [`parse_launch`], so it is tested without touching
 //! the process environment; [`from_env`] applies it to the real one.
@@ -61,6 +66,10 @@ pub struct Launch {
     pub launcher: Launcher,
     /// Name of the job's shared-memory fabric (`LINERATE_FABRIC`), if given.
     pub fabric: Option<String>,
+    /// The link to join on instead of the fabric (`LINERATE_LINK`, a link spec), if given.
+    pub link: Option<String>,
+    /// This rank's address on that link (`LINERATE_IP`, `a.b.c.d/len`), if given.
+    pub ip: Option<String>,
 }
 
 const SOURCES: [(Launcher, &str, &str, &str); 4] = [
@@ -81,14 +90,21 @@ fn number(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<usi
     }
 }
 
+/// A rendezvous address, `a.b.c.d:port` or `a.b.c.d` (port [`DEFAULT_ROOT_PORT`]); `None` if
+/// it is neither.
+pub fn parse_root(s: &str) -> Option<SocketAddrV4> {
+    let t = s.trim();
+    t.parse::<SocketAddrV4>()
+        .ok()
+        .or_else(|| t.parse::<Ipv4Addr>().ok().map(|ip| SocketAddrV4::new(ip, DEFAULT_ROOT_PORT)))
+        .filter(|a| a.port() != 0 && !a.ip().is_unspecified())
+}
+
 fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddrV4>, CollectiveError> {
     if let Some(v) = get("LINERATE_ROOT_ADDR") {
-        let t = v.trim();
-        let bad = || CollectiveError::Env(format!("LINERATE_ROOT_ADDR={v:?} is not an IPv4 address[:port]"));
-        return match t.parse::<SocketAddrV4>() {
-            Ok(a) => Ok(Some(a)),
-            Err(_) => t.parse::<Ipv4Addr>().map(|ip| Some(SocketAddrV4::new(ip, DEFAULT_ROOT_PORT))).map_err(|_| bad()),
-        };
+        return parse_root(&v)
+            .map(Some)
+            .ok_or_else(|| CollectiveError::Env(format!("LINERATE_ROOT_ADDR={v:?} is not an IPv4 address[:port]")));
     }
     let Some(addr) = get("MASTER_ADDR") else { return Ok(None) };
     let ip = addr
@@ -138,10 +154,8 @@ pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, Coll
         if size == 0 || rank >= size {
             return Err(CollectiveError::Env(format!("{rank_var}={rank} is not a rank of {size_var}={size}")));
         }
-        let fabric = get("LINERATE_FABRIC")
-            .map(|f| f.trim().to_string())
-            .filter(|f| !f.is_empty())
-            .or_else(|| job_fabric(&get, launcher));
+        let text = |var: &str| get(var).map(|f| f.trim().to_string()).filter(|f| !f.is_empty());
+        let fabric = text("LINERATE_FABRIC").or_else(|| job_fabric(&get, launcher));
         return Ok(Launch {
             rank,
             size,
@@ -149,6 +163,8 @@ pub fn parse_launch(get: impl Fn(&str) -> Option<String>) -> Result<Launch, Coll
             root: root_addr(&get)?,
             launcher,
             fabric,
+            link: text("LINERATE_LINK"),
+            ip: text("LINERATE_IP"),
         });
     }
     Err(CollectiveError::Env(
@@ -199,6 +215,15 @@ mod tests {
         }
         let l = parse_launch(env(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("LINERATE_FABRIC", "job-7")])).unwrap();
         assert_eq!(l.fabric.as_deref(), Some("job-7"));
+        assert_eq!((l.link, l.ip), (None, None));
+        let l = parse_launch(env(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_SIZE", "3"),
+            ("LINERATE_LINK", " af_xdp:veth0 "),
+            ("LINERATE_IP", "10.9.0.2/24"),
+        ]))
+        .unwrap();
+        assert_eq!((l.link.as_deref(), l.ip.as_deref()), (Some("af_xdp:veth0"), Some("10.9.0.2/24")));
     }
 
     #[test]

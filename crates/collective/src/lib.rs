@@ -15,7 +15,9 @@
 //!   `mpirun`, `srun`, PMI or explicit variables; [`fabric`]: the shared-memory link that
 //!   joins the processes of one machine into one L2 segment, with a [`doorbell`] per rank
 //!   to sleep on while idle; [`bind`]: a rank per core when they fit; [`pool`]: message
-//!   buffers reused across operations.
+//!   buffers reused across operations; [`on_link`]: a rank on a real interface
+//!   (`af_xdp:IFACE`, `af_packet:IFACE`) that joins through rank 0's address, for ranks on
+//!   different machines.
 //!
 //! Which algorithm runs (defaults of [`Config`]; each can be forced with the `*_with` calls):
 //!
@@ -42,6 +44,7 @@ pub mod error;
 pub mod fabric;
 pub(crate) mod frame;
 pub mod launch;
+pub mod on_link;
 pub mod pool;
 pub mod schedule;
 pub mod stream;
@@ -52,5 +55,6 @@ pub use endpoint::{AllreduceAlgo, Config, Counters, Endpoint, MeshState, Request
 pub use error::CollectiveError;
 pub use fabric::{fabric_addrs, fabric_host_config, fabric_link_config, ShmFabric};
 pub use half::{bf16, f16};
-pub use launch::{from_env, parse_launch, Launch, Launcher};
+pub use launch::{from_env, parse_launch, parse_root, Launch, Launcher};
+pub use on_link::{LinkCommunicator, LinkRank, LinkStack};
 pub use stream::RecvStream;

@@ -1,6 +1,9 @@
 //! Python bindings of the collectives, mpi4py-like on numpy arrays, for ranks started by a
 //! launcher (`mpirun`, `srun`, PMI, `linerate collective launch` or `LINERATE_RANK` /
-//! `LINERATE_WORLD_SIZE` by hand) on one machine's shared-memory fabric.
+//! `LINERATE_WORLD_SIZE` by hand): on one machine's shared-memory fabric by default, or on a
+//! real interface (`init(link="af_xdp:veth0", ip="10.9.0.2/24", root="10.9.0.1")`, or the
+//! launcher variables `LINERATE_LINK`, `LINERATE_IP`, `LINERATE_ROOT_ADDR`/`MASTER_ADDR`) for
+//! ranks on different machines: rank 0 listens at the root address, the others join through it.
 //!
 //! ```python
 //! import numpy as np, linerate as lr
@@ -26,7 +29,11 @@
 
 use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
-use collective::{bf16, f16, CollectiveError, Communicator, Config, Element, Endpoint, ReduceOp, Request, ShmFabric};
+use collective::{
+    bf16, f16, CollectiveError, Communicator, Config, Element, Endpoint, LinkCommunicator, LinkRank, ReduceOp, Request,
+    ShmFabric,
+};
+use link::Link;
 use numpy::{
     PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
@@ -137,6 +144,25 @@ impl Coll {
         }
         s
     }
+}
+
+/// A rank's communicator: on the shared-memory fabric of its machine, or on a link. Two
+/// variants rather than a boxed link, so the fabric keeps its static dispatch and doorbell.
+/// (Both are large and of similar size; a process holds one.)
+#[allow(clippy::large_enum_variant)]
+enum Rank {
+    Fabric(Communicator<ShmFabric>),
+    Link(LinkCommunicator),
+}
+
+/// Applies `$body` to the communicator inside a [`Rank`], whichever its link.
+macro_rules! on_rank {
+    ($r:expr, |$c:ident| $body:expr) => {
+        match $r {
+            Rank::Fabric($c) => $body,
+            Rank::Link($c) => $body,
+        }
+    };
 }
 
 /// A started operation of one of the supported element types.
@@ -285,9 +311,9 @@ fn copy_into(target: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<(
 
 /// Waits for `r` with its result written into `target` if `target` is a writable, contiguous
 /// array of the result's element type; otherwise hands `r` back untouched.
-fn wait_into_out(
+fn wait_into_out<L: Link>(
     py: Python<'_>,
-    c: &mut Communicator<ShmFabric>,
+    c: &mut Communicator<L>,
     r: AnyRequest,
     target: &Bound<'_, PyAny>,
 ) -> PyResult<Result<(), AnyRequest>> {
@@ -357,20 +383,21 @@ impl PyRequest {
     fn wait<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let r = self.req.take().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
         let mut pc = self.comm.bind(py).borrow_mut();
-        let c = pc.c()?;
-        // The result straight into the caller's out= array when it is contiguous and of the
-        // result's type and size (no intermediate array).
-        let r = match (&self.out, self.as_bool) {
-            (Some(t), false) => match wait_into_out(py, c, r, t.bind(py))? {
-                Ok(()) => return Ok(Some(t.bind(py).clone())),
-                Err(r) => r,
-            },
-            _ => r,
-        };
-        let shape = &self.shape;
-        let out = each_request!(r, |r| {
-            let v = py.allow_threads(|| c.wait(r)).map_err(rt)?;
-            to_numpy(py, v, shape)?
+        let out = on_rank!(pc.c()?, |c| {
+            // The result straight into the caller's out= array when it is contiguous and of
+            // the result's type and size (no intermediate array).
+            let r = match (&self.out, self.as_bool) {
+                (Some(t), false) => match wait_into_out(py, c, r, t.bind(py))? {
+                    Ok(()) => return Ok(Some(t.bind(py).clone())),
+                    Err(r) => r,
+                },
+                _ => r,
+            };
+            let shape = &self.shape;
+            each_request!(r, |r| {
+                let v = py.allow_threads(|| c.wait(r)).map_err(rt)?;
+                to_numpy(py, v, shape)?
+            })
         });
         drop(pc);
         self.deliver(py, out)
@@ -381,12 +408,13 @@ impl PyRequest {
     fn test<'py>(&mut self, py: Python<'py>) -> PyResult<(bool, Option<Bound<'py, PyAny>>)> {
         let r = self.req.as_ref().ok_or_else(|| PyRuntimeError::new_err("the request was already completed"))?;
         let mut pc = self.comm.bind(py).borrow_mut();
-        let c = pc.c()?;
-        c.poll().map_err(rt)?;
         let shape = &self.shape;
-        let got = each_request!(r, |r| match c.endpoint().test(r).map_err(rt)? {
-            Some(v) => Some(to_numpy(py, v, shape)?),
-            None => None,
+        let got = on_rank!(pc.c()?, |c| {
+            c.poll().map_err(rt)?;
+            each_request!(r, |r| match c.endpoint().test(r).map_err(rt)? {
+                Some(v) => Some(to_numpy(py, v, shape)?),
+                None => None,
+            })
         });
         drop(pc);
         match got {
@@ -399,16 +427,18 @@ impl PyRequest {
     }
 }
 
-/// One rank: its own linerate stack on the shared-memory fabric and a full TCP mesh.
+/// One rank: its own linerate stack (on the shared-memory fabric or a link) and a full TCP mesh.
 #[pyclass(name = "Communicator", module = "linerate.collective", unsendable)]
 pub struct PyComm {
-    comm: Option<Communicator<ShmFabric>>,
+    comm: Option<Rank>,
     rank: usize,
     size: usize,
+    /// What the rank runs on, for `repr`: "shm:FABRIC" or the link spec.
+    medium: String,
 }
 
 impl PyComm {
-    fn c(&mut self) -> PyResult<&mut Communicator<ShmFabric>> {
+    fn c(&mut self) -> PyResult<&mut Rank> {
         self.comm.as_mut().ok_or_else(|| PyRuntimeError::new_err("the communicator was finalized"))
     }
 
@@ -422,7 +452,7 @@ impl PyComm {
     ) -> PyResult<PyRequest> {
         let mut me = slf.borrow_mut();
         let (rank, size) = (me.rank, me.size);
-        let (req, shape) = start_any(me.c()?.endpoint(), coll, arr, bf16)?;
+        let (req, shape) = on_rank!(me.c()?, |c| start_any(c.endpoint(), coll, arr, bf16))?;
         // As MPI does, a receive buffer on a rank that receives nothing is ignored.
         let no_result = matches!(coll, Coll::Reduce(_, root) | Coll::Gather(root) if root != rank);
         Ok(PyRequest {
@@ -459,6 +489,16 @@ impl PyComm {
     #[getter]
     fn size(&self) -> usize {
         self.size
+    }
+
+    /// What the rank runs on: `"shm:FABRIC"`, or its link spec (such as `"af_xdp:veth0"`).
+    #[getter]
+    fn medium(&self) -> &str {
+        &self.medium
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<Communicator rank {} of {} on {}>", self.rank, self.size, self.medium)
     }
 
     /// All-reduce: every rank gets the element-wise reduction ("sum", "prod", "max", "min").
@@ -743,34 +783,34 @@ impl PyComm {
         if source.is_some_and(|s| s >= self.size || s == self.rank) {
             return Err(PyValueError::new_err(format!("source {source:?} is not a peer of rank {}", self.rank)));
         }
-        let c = self.c()?;
         let limit = match timeout {
             Some(t) => crate::duration_ms(t * 1e3)?,
-            None => c.endpoint().config().timeout,
+            None => on_rank!(self.c()?, |c| c.endpoint().config().timeout),
         };
-        let found = py.allow_threads(|| -> Result<Option<(usize, u32, usize)>, CollectiveError> {
-            let deadline = std::time::Instant::now() + limit;
-            let mut idle = 0;
-            loop {
-                c.poll()?;
-                if let Some(m) = c.endpoint().probe(source, tag, tag_mask) {
-                    return Ok(Some(m));
+        let found =
+            on_rank!(self.c()?, |c| py.allow_threads(|| -> Result<Option<(usize, u32, usize)>, CollectiveError> {
+                let deadline = std::time::Instant::now() + limit;
+                let mut idle = 0;
+                loop {
+                    c.poll()?;
+                    if let Some(m) = c.endpoint().probe(source, tag, tag_mask) {
+                        return Ok(Some(m));
+                    }
+                    if !block {
+                        return Ok(None);
+                    }
+                    if std::time::Instant::now() >= deadline {
+                        let peers = (0..c.size()).filter(|&p| p != c.rank() && source.is_none_or(|s| s == p));
+                        return Err(CollectiveError::Timeout {
+                            op: "probe",
+                            step: 0,
+                            waiting_for: peers.collect(),
+                            timeout: limit,
+                        });
+                    }
+                    c.poll_or_yield(&mut idle)?;
                 }
-                if !block {
-                    return Ok(None);
-                }
-                if std::time::Instant::now() >= deadline {
-                    let peers = (0..c.size()).filter(|&p| p != c.rank() && source.is_none_or(|s| s == p));
-                    return Err(CollectiveError::Timeout {
-                        op: "probe",
-                        step: 0,
-                        waiting_for: peers.collect(),
-                        timeout: limit,
-                    });
-                }
-                c.poll_or_yield(&mut idle)?;
-            }
-        });
+            }));
         found.map_err(rt)
     }
 
@@ -778,8 +818,8 @@ impl PyComm {
     /// messages, ...), as a dict.
     fn counters<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let d = pyo3::types::PyDict::new(py);
-        let c = self.c()?;
-        for (name, v) in c.endpoint().counters().named() {
+        let named = on_rank!(self.c()?, |c| c.endpoint().counters().named());
+        for (name, v) in named {
             d.set_item(name, v)?;
         }
         Ok(d)
@@ -800,8 +840,7 @@ impl PyComm {
     ) -> PyResult<KmeansOut<'py>> {
         let (shape, data, init_v) = kmeans_inputs(&local, &init)?;
         let mut km = DistKmeans::new(shape, data, &init_v).map_err(val)?;
-        let c = self.c()?;
-        py.allow_threads(|| km.fit(c, max_iter, tol)).map_err(rt)?;
+        on_rank!(self.c()?, |c| py.allow_threads(|| km.fit(c, max_iter, tol))).map_err(rt)?;
         let centres = PyArray1::from_slice(py, km.centres()).reshape([shape.k, shape.d])?;
         Ok((centres, PyArray1::from_slice(py, km.labels()), km.iterations))
     }
@@ -809,30 +848,57 @@ impl PyComm {
     /// Wait until everything sent is acknowledged, then close (like `MPI_Finalize`).
     fn finalize(&mut self, py: Python<'_>) -> PyResult<()> {
         match self.comm.take() {
-            Some(c) => py.allow_threads(|| c.finalize()).map_err(rt),
+            Some(c) => on_rank!(c, |c| py.allow_threads(|| c.finalize())).map_err(rt),
             None => Ok(()),
         }
     }
 }
 
-/// Join the job described by the environment (rank, size, and the fabric name from
-/// `LINERATE_FABRIC` unless `fabric` is given); returns once the full mesh is connected.
+/// Join the job described by the environment; returns once the full mesh is connected.
+///
+/// By default the rank joins its machine's shared-memory fabric (`fabric`, else
+/// `LINERATE_FABRIC` or the launcher's job id). With `link` (or `LINERATE_LINK`), such as
+/// `"af_xdp:veth0"` or `"af_packet:eth1"`, it runs its stack on that interface at `ip`
+/// (`LINERATE_IP`, `a.b.c.d/len`) and joins through rank 0 at `root` (`LINERATE_ROOT_ADDR`
+/// or `MASTER_ADDR`, `a.b.c.d[:port]`), where rank 0 itself listens; `gateway` routes to a
+/// root off the subnet. `timeout` (seconds) bounds the set-up and every operation.
 /// The process's threads stay unbound unless `LINERATE_BIND=on` (then the calling thread is
 /// pinned to one CPU, round-robin by rank, as the command-line ranks are).
 #[pyfunction]
-#[pyo3(signature = (fabric = None, timeout = 60.0))]
-fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm> {
-    let l = collective::from_env().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let name = fabric.or(l.fabric.clone()).ok_or_else(|| {
-        PyValueError::new_err(
-            "no fabric name: pass fabric=... or set LINERATE_FABRIC (linerate collective launch does)",
-        )
-    })?;
+#[pyo3(signature = (fabric = None, timeout = 60.0, *, link = None, ip = None, root = None, gateway = None))]
+fn init(
+    py: Python<'_>,
+    fabric: Option<String>,
+    timeout: f64,
+    link: Option<String>,
+    ip: Option<String>,
+    root: Option<String>,
+    gateway: Option<String>,
+) -> PyResult<PyComm> {
+    let l = collective::from_env().map_err(val)?;
     if l.size > 254 || !(timeout > 0.0 && timeout.is_finite()) {
         return Err(PyValueError::new_err("at most 254 ranks, and a positive timeout"));
     }
     let timeout = crate::duration_ms(timeout * 1e3)?;
     let (r, n) = (l.rank, l.size);
+    let cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
+    // Python's later threads (numpy's, OpenMP's) would inherit a one-CPU mask: bind the rank
+    // only when LINERATE_BIND=on asks for it.
+    let bind = std::env::var("LINERATE_BIND").is_ok_and(|v| v.trim() == "on");
+    if let Some(mut on) = LinkRank::resolve(&l, link.as_deref(), ip.as_deref(), root.as_deref()).map_err(val)? {
+        if let Some(g) = gateway {
+            on.host.gateway = Some(g.trim().parse().map_err(|_| val(format!("gateway {g:?} is not an IPv4 address")))?);
+        }
+        let medium = on.link.to_string();
+        let comm = py.allow_threads(|| on.join(r, n, cfg, bind)).map_err(join_err)?;
+        return Ok(PyComm { comm: Some(Rank::Link(comm)), rank: r, size: n, medium });
+    }
+    let name = fabric.or(l.fabric.clone()).ok_or_else(|| {
+        PyValueError::new_err(
+            "no fabric name: pass fabric=... or set LINERATE_FABRIC (linerate collective launch does), \
+             or link=... for a rank on an interface",
+        )
+    })?;
     let comm = py
         .allow_threads(|| -> Result<Communicator<ShmFabric>, String> {
             let fab =
@@ -840,17 +906,25 @@ fn init(py: Python<'_>, fabric: Option<String>, timeout: f64) -> PyResult<PyComm
             let nc = collective::fabric_host_config(r, n).map_err(|e| e.to_string())?;
             let stack = net::Stack::new(nc, fab).map_err(|e| e.to_string())?;
             let addrs = collective::fabric_addrs(n);
-            let cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
-            // Python's later threads (numpy's, OpenMP's) would inherit a one-CPU mask: bind
-            // the rank only when LINERATE_BIND=on asks for it.
-            let bind = std::env::var("LINERATE_BIND").is_ok_and(|v| v.trim() == "on");
             let ep = Endpoint::new(r, addrs, cfg).map_err(|e| e.to_string())?;
             let mut c = Communicator::new_with_binding(stack, ep, bind).map_err(|e| e.to_string())?;
             c.connect().map_err(|e| e.to_string())?;
             Ok(c)
         })
         .map_err(rt)?;
-    Ok(PyComm { comm: Some(comm), rank: r, size: n })
+    Ok(PyComm { comm: Some(Rank::Fabric(comm)), rank: r, size: n, medium: format!("shm:{name}") })
+}
+
+/// A failed join on a link as Python's error: a bad value or an interface that cannot be
+/// opened is a ValueError, a root that never answered a TimeoutError.
+fn join_err(e: CollectiveError) -> PyErr {
+    match e {
+        CollectiveError::Join(m) => PyValueError::new_err(m),
+        e @ (CollectiveError::RootUnreachable { .. } | CollectiveError::SetupTimeout { .. }) => {
+            pyo3::exceptions::PyTimeoutError::new_err(e.to_string())
+        }
+        e => rt(e),
+    }
 }
 
 fn val<E: std::fmt::Display>(e: E) -> PyErr {

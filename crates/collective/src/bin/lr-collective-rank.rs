@@ -1,5 +1,7 @@
 //! One rank of a collective self-check on the shared-memory fabric, started by any launcher
-//! (`mpirun`, `srun`, a PMI launcher, or `LINERATE_RANK`/`LINERATE_WORLD_SIZE` by hand).
+//! (`mpirun`, `srun`, a PMI launcher, or `LINERATE_RANK`/`LINERATE_WORLD_SIZE` by hand); or,
+//! when `LINERATE_LINK`, `LINERATE_IP` and `LINERATE_ROOT_ADDR` (or `MASTER_ADDR`) are set, on
+//! that interface, joined through rank 0 ([`collective::LinkRank`]).
 //!
 //! ```text
 //! lr-collective-rank [--fabric NAME] [--timeout-ms MS] [--elems N] [--die-rank R]
@@ -18,7 +20,7 @@
 //! picks the sizes), then the send/recv goodput
 //! rows of Fig. 5b (`LINERATE_BENCH_GOODPUT_ONLY=1` skips the latency part).
 
-use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, ShmFabric, TreeAlgo};
+use collective::{AllreduceAlgo, Communicator, Config, Endpoint, LinkRank, ReduceOp, ShmFabric, TreeAlgo};
 use link::Link;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -71,8 +73,8 @@ fn parse_args() -> Result<Args, String> {
     if a.fabric.is_empty() {
         a.fabric = std::env::var("LINERATE_FABRIC").unwrap_or_default();
     }
-    if a.fabric.is_empty() {
-        return Err("--fabric NAME (or LINERATE_FABRIC) is required".into());
+    if a.fabric.is_empty() && std::env::var_os("LINERATE_LINK").is_none() {
+        return Err("--fabric NAME (or LINERATE_FABRIC, or LINERATE_LINK for a rank on a link) is required".into());
     }
     Ok(a)
 }
@@ -107,7 +109,7 @@ impl From<String> for Failure {
     }
 }
 
-fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failure> {
+fn self_check<L: Link>(c: &mut Communicator<L>, args: &Args) -> Result<(), Failure> {
     let (r, n, len) = (c.rank(), c.size(), args.elems);
     let xs: Vec<Vec<i64>> = (0..n).map(|k| data(k, len)).collect();
     if args.die_rank.is_some() {
@@ -164,7 +166,7 @@ fn self_check(c: &mut Communicator<ShmFabric>, args: &Args) -> Result<(), Failur
 
 /// A ring all-reduce in which rank `stall` stops after its first step (and waits to be
 /// killed); the other ranks report the failure of the all-reduce.
-fn stall_mid_ring(c: &mut Communicator<ShmFabric>, x: &[i64], stall: usize) -> Result<(), Failure> {
+fn stall_mid_ring<L: Link>(c: &mut Communicator<L>, x: &[i64], stall: usize) -> Result<(), Failure> {
     let req = c.endpoint().iallreduce_with(x, ReduceOp::Sum, AllreduceAlgo::Ring);
     if c.rank() != stall {
         c.wait(req)?;
@@ -185,7 +187,7 @@ fn stall_mid_ring(c: &mut Communicator<ShmFabric>, x: &[i64], stall: usize) -> R
 }
 
 /// Prints this rank's latency table (rank 0 only): `ROW bytes op median_us` lines.
-fn bench(c: &mut Communicator<ShmFabric>, sizes: &[usize]) -> Result<(), Failure> {
+fn bench<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<(), Failure> {
     let mut rows = if std::env::var_os("LINERATE_BENCH_GOODPUT_ONLY").is_some() {
         Vec::new()
     } else {
@@ -222,6 +224,18 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let run = || -> Result<(), Failure> {
+        if let Some(on) = LinkRank::resolve(&launch, None, None, None)? {
+            let cfg = Config { timeout: args.timeout, ..Config::default() };
+            let mut c = on.join(r, n, cfg, false)?;
+            if args.bench {
+                bench(&mut c, &args.bench_sizes)?;
+                eprintln!("rank {r}: link {} {:?}", on.link, c.stack().link().stats());
+            } else {
+                self_check(&mut c, &args)?;
+            }
+            c.finalize()?;
+            return Ok(());
+        }
         let fabric = ShmFabric::join(&args.fabric, r, n, collective::fabric_link_config(), Duration::from_secs(30))
             .map_err(|e| Failure::Wrong(format!("joining the fabric: {e}")))?;
         let nc = collective::fabric_host_config(r, n).map_err(|e| Failure::Wrong(e.to_string()))?;

@@ -6,7 +6,9 @@ its import line alone, to ``from linerate.collective import MPI``.
 >>> rank, size = comm.Get_rank(), comm.Get_size()
 
 Every rank is one linerate stack on the machine's shared-memory fabric (started by
-``mpirun``, ``srun``, ``linerate collective launch`` or alone as a singleton of one rank);
+``mpirun``, ``srun``, ``linerate collective launch`` or alone as a singleton of one rank),
+or, when the launcher sets ``LINERATE_LINK``, ``LINERATE_IP`` and ``LINERATE_ROOT_ADDR`` (or
+``MASTER_ADDR``), on that interface, joined through rank 0 (ranks on different machines);
 the world is joined at the first call that needs it, and finalized at exit.
 
 - Upper-case methods move buffers: a numpy array, ``bytes``/``bytearray``, or

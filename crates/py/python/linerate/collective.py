@@ -1,4 +1,6 @@
-"""Collectives (allreduce, bcast, ...) between processes over shared memory, and k-means.
+"""Collectives (allreduce, bcast, ...) between processes over shared memory or, for ranks on
+different machines, over a real interface (``init(link="af_xdp:veth0", ip=..., root=...)`` or
+``LINERATE_LINK`` / ``LINERATE_IP`` / ``LINERATE_ROOT_ADDR``), and k-means.
 
 ``from linerate.collective import MPI`` gives mpi4py's API (``linerate._mpi``): programs
 written for mpi4py run after changing their import line alone. It is imported on first

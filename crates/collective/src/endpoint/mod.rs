@@ -1,0 +1,272 @@
+//! One rank's end of a communicator: its connections, message queues and operations in
+//! progress. It never owns or polls the stack: [`Endpoint::progress`] is called with the
+//! rank's stack after the stack's own `poll`, so the same code runs with all ranks as
+//! virtual-time hosts in one thread (a driver polls every stack and endpoint in turn) and
+//! with one rank per thread or process (see [`crate::Communicator`]).
+//!
+//! - `config`: the settings ([`Config`], the algorithm choices) and [`Counters`];
+//! - `mesh`: setting up the full mesh of connections (directly, or bootstrapped through
+//!   rank 0) and tearing it down;
+//! - `engine`: moving messages between the stack and the peers' queues and advancing each
+//!   operation along its schedule, and collecting results;
+//! - `ops`: the operations a rank starts (`isend`, `iallreduce`, ...).
+
+use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
+use crate::frame::{
+    decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
+};
+use crate::pool::BufPool;
+use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
+use crate::CollectiveError;
+use link::{Instant, Link};
+use net::{Stack, TcpHandle, TcpListener};
+use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
+use std::net::SocketAddrV4;
+
+/// Messages from this size on (header included) go to the stack as transfers, without a copy
+/// into its send buffer; smaller ones are cheaper to copy.
+const TRANSFER_MIN: usize = 64 * 1024;
+
+mod config;
+mod engine;
+mod mesh;
+mod ops;
+
+pub use config::{AllreduceAlgo, Config, Counters, MeshState, TreeAlgo};
+
+struct Peer {
+    conn: Option<TcpHandle>,
+    /// Payload bytes in `inbox`.
+    inbox_bytes: usize,
+    /// Reading is paused: `inbox_bytes` reached [`Config::max_unmatched`].
+    paused: bool,
+    /// The connection is established and identified.
+    up: bool,
+    retry_at: Option<Instant>,
+    parser: Parser,
+    inbox: VecDeque<Msg>,
+    /// Framed messages to send; the stack has taken the first `out_off` bytes of the first.
+    outbox: VecDeque<Vec<u8>>,
+    out_off: usize,
+    lost: Option<String>,
+}
+
+impl Peer {
+    /// Takes the first queued message that satisfies `f`.
+    fn take(&mut self, f: impl Fn(&Msg) -> bool) -> Option<Msg> {
+        let m = self.inbox.remove(self.inbox.iter().position(f)?)?;
+        self.inbox_bytes -= m.payload.len();
+        Some(m)
+    }
+}
+
+struct Pending {
+    conn: TcpHandle,
+    parser: Parser,
+    msgs: VecDeque<Msg>,
+}
+
+struct Op {
+    name: &'static str,
+    kind: Kind,
+    tag: u32,
+    dtype: DType,
+    rop: ReduceOp,
+    sched: Schedule,
+    input: Vec<u8>,
+    work: Vec<u8>,
+    step: usize,
+    posted: bool,
+    deadline: Option<Instant>,
+    outcome: Option<Result<(), CollectiveError>>,
+}
+
+/// The peers whose message for a step's receive (of operation `kind`/`tag`) has not
+/// arrived yet, in the step's order (a peer may repeat).
+fn missing<'a>(peers: &'a [Peer], kind: Kind, tag: u32, actions: &'a [Action]) -> impl Iterator<Item = usize> + 'a {
+    actions.iter().filter_map(move |a| match a {
+        Action::Recv { peer, wire, .. }
+            if !peers[*peer].inbox.iter().any(|m| m.kind == kind && m.tag == tag && m.step == *wire) =>
+        {
+            Some(*peer)
+        }
+        _ => None,
+    })
+}
+
+/// A started operation whose result has elements of type `T`. Finish it with
+/// [`Endpoint::test`] (or a communicator's `wait`).
+#[derive(Debug)]
+#[must_use = "an operation's result is only collected through its request"]
+pub struct Request<T> {
+    id: u64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Request<T> {
+    /// The request's number (unique within its endpoint).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// One rank of a communicator.
+pub struct Endpoint {
+    rank: usize,
+    size: usize,
+    /// Every rank's listening address, as far as known (bootstrap learns them from rank 0).
+    addrs: Vec<Option<SocketAddrV4>>,
+    /// Whether `addrs` is complete (always in deterministic addressing).
+    table_known: bool,
+    table_sent: bool,
+    cfg: Config,
+    listener: Option<TcpListener>,
+    peers: Vec<Peer>,
+    pending: Vec<Pending>,
+    started: bool,
+    setup_deadline: Option<Instant>,
+    setup_error: Option<(usize, Vec<usize>)>,
+    ops: BTreeMap<u64, Op>,
+    next_id: u64,
+    next_seq: u32,
+    now: Instant,
+    counters: Counters,
+    /// Message and working buffers done with, for the next ones.
+    pool: BufPool,
+}
+
+/// Most buffers an endpoint keeps for reuse ([`BufPool`]): a few messages per peer in flight
+/// plus the working buffers of an operation.
+const POOL_BUFS: usize = 32;
+
+/// Most bytes of buffers an endpoint keeps for reuse: room for a 64 MiB send/recv or
+/// all-reduce (the message, the payload, the working buffers) without page faults.
+const POOL_BYTES: usize = 320 << 20;
+
+impl Endpoint {
+    /// Rank `rank` of a world whose rank `i` listens at `addrs[i]` (deterministic addressing:
+    /// every rank knows every address). The port of `addrs[rank]` overrides `cfg.port`.
+    pub fn new(rank: usize, addrs: Vec<SocketAddrV4>, mut cfg: Config) -> Result<Endpoint, CollectiveError> {
+        if rank >= addrs.len() {
+            return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {}", addrs.len())));
+        }
+        cfg.port = addrs[rank].port();
+        let size = addrs.len();
+        Ok(Endpoint::with_table(rank, size, addrs.into_iter().map(Some).collect(), true, true, cfg))
+    }
+
+    /// Rank `rank` of `size` that knows only rank 0's address `root` (bootstrap through rank
+    /// 0, as from [`crate::Launch`]): every rank connects to rank 0 first and names its own
+    /// listening address (its stack's IP and `cfg.port`; rank 0 listens at `root`); once all
+    /// have arrived, rank 0 sends everyone the table of addresses and the mesh completes.
+    pub fn bootstrap(
+        rank: usize,
+        size: usize,
+        root: SocketAddrV4,
+        mut cfg: Config,
+    ) -> Result<Endpoint, CollectiveError> {
+        if rank >= size {
+            return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {size}")));
+        }
+        if rank == 0 {
+            cfg.port = root.port();
+        }
+        let mut addrs = vec![None; size];
+        addrs[0] = Some(root);
+        Ok(Endpoint::with_table(rank, size, addrs, rank == 0 || size == 1, size == 1, cfg))
+    }
+
+    fn with_table(
+        rank: usize,
+        size: usize,
+        addrs: Vec<Option<SocketAddrV4>>,
+        known: bool,
+        sent: bool,
+        cfg: Config,
+    ) -> Endpoint {
+        let peers = (0..size)
+            .map(|j| Peer {
+                conn: None,
+                inbox_bytes: 0,
+                paused: false,
+                up: j == rank,
+                retry_at: None,
+                parser: Parser::default(),
+                inbox: VecDeque::new(),
+                outbox: VecDeque::new(),
+                out_off: 0,
+                lost: None,
+            })
+            .collect();
+        Endpoint {
+            rank,
+            size,
+            addrs,
+            table_known: known,
+            table_sent: sent,
+            cfg,
+            listener: None,
+            peers,
+            pending: Vec::new(),
+            started: false,
+            setup_deadline: None,
+            setup_error: None,
+            ops: BTreeMap::new(),
+            next_id: 0,
+            next_seq: 0,
+            now: Instant::ZERO,
+            counters: Counters::default(),
+            pool: BufPool::new(POOL_BUFS, POOL_BYTES),
+        }
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Rank `rank`'s listening address, if known.
+    pub fn peer_addr(&self, rank: usize) -> Option<SocketAddrV4> {
+        self.addrs.get(rank).copied().flatten()
+    }
+
+    /// Operations started and not yet collected.
+    pub fn in_flight(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// One round of progress at time `now` (call it after `stack.poll(now)`): accepts and
+    /// identifies connections, reads messages, advances every operation, hands queued
+    /// messages to the stack and expires timeouts. Returns whether anything happened.
+    /// Only a failure of the stack itself is an error here; operations report theirs
+    /// through their requests.
+    pub fn progress<L: Link>(&mut self, stack: &mut Stack<L>, now: Instant) -> Result<bool, CollectiveError> {
+        self.now = now;
+        if !self.started {
+            self.start(stack)?;
+        }
+        let before = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
+        self.setup_progress(stack, now)?;
+        self.read_all(stack);
+        self.advance_ops(now);
+        self.flush(stack);
+        let after = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
+        Ok(before != after)
+    }
+}

@@ -1,0 +1,195 @@
+//! The operations a rank starts: point-to-point, and every collective with its algorithm.
+
+use super::*;
+
+impl Endpoint {
+    /// Point-to-point send of `data` to `peer` with `tag`. The data is copied, so the request
+    /// completes once the message is queued for the stack; order per (peer, tag) is kept.
+    pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
+        self.check_peer(peer)?;
+        // Framed straight from `data` (one copy); the operation has nothing left to do.
+        let buf = self.pool.take(crate::frame::HEADER_LEN + std::mem::size_of_val(data));
+        self.peers[peer].outbox.push_back(encode_elems_in(buf, Kind::P2p, tag, 0, data));
+        let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
+        Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
+    }
+
+    /// The first point-to-point message that has arrived and is not yet taken by a receive,
+    /// from `peer` (any peer if `None`, looked at in rank order) whose tag `t` satisfies
+    /// `t & tag_mask == tag & tag_mask` (a mask of 0 takes any tag): `(peer, tag, bytes)`.
+    /// Like `MPI_Iprobe`: a receive posted next for that peer and tag gets this message.
+    pub fn probe(&self, peer: Option<usize>, tag: u32, tag_mask: u32) -> Option<(usize, u32, usize)> {
+        let found = |p: usize| {
+            self.peers
+                .get(p)?
+                .inbox
+                .iter()
+                .find(|m| m.kind == Kind::P2p && m.tag & tag_mask == tag & tag_mask)
+                .map(|m| (p, m.tag, m.payload.len()))
+        };
+        match peer {
+            Some(p) => found(p),
+            None => (0..self.size()).find_map(found),
+        }
+    }
+
+    /// Point-to-point receive of exactly `count` elements from `peer` with `tag`.
+    pub fn irecv<T: Element>(&mut self, peer: usize, tag: u32, count: usize) -> Result<Request<T>, CollectiveError> {
+        self.check_peer(peer)?;
+        let len = count * T::DTYPE.size();
+        let s = Schedule {
+            steps: vec![schedule::Step {
+                actions: vec![Action::Recv { peer, range: 0..len, mode: Mode::Copy, wire: 0 }],
+            }],
+            init: Init::Zeros(len),
+            result: 0..len,
+        };
+        Ok(self.start_op("recv", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
+    }
+
+    /// Broadcast from `root` (algorithm [`Config::bcast`]): every rank passes a buffer of the
+    /// same length; the result is the root's.
+    pub fn ibcast<T: Element>(&mut self, data: &[T], root: usize) -> Result<Request<T>, CollectiveError> {
+        let algo = self.cfg.bcast;
+        self.ibcast_with(data, root, algo)
+    }
+
+    /// Broadcast with an explicit algorithm.
+    pub fn ibcast_with<T: Element>(
+        &mut self,
+        data: &[T],
+        root: usize,
+        algo: TreeAlgo,
+    ) -> Result<Request<T>, CollectiveError> {
+        self.check_root(root)?;
+        let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
+        let s = match algo {
+            TreeAlgo::Flat => schedule::bcast_flat(r, n, root, len),
+            TreeAlgo::Tree => schedule::bcast_tree(r, n, root, len),
+            TreeAlgo::Chain => schedule::bcast_chain(r, n, root, len, self.cfg.chain_segment),
+        };
+        Ok(self.coll("broadcast", ReduceOp::Sum, s, data))
+    }
+
+    /// Reduce to `root` (algorithm [`Config::reduce`]); the root's result is the reduction,
+    /// other ranks get an empty vector.
+    pub fn ireduce<T: Element>(
+        &mut self,
+        data: &[T],
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<Request<T>, CollectiveError> {
+        let algo = self.cfg.reduce;
+        self.ireduce_with(data, op, root, algo)
+    }
+
+    /// Reduce with an explicit algorithm.
+    pub fn ireduce_with<T: Element>(
+        &mut self,
+        data: &[T],
+        op: ReduceOp,
+        root: usize,
+        algo: TreeAlgo,
+    ) -> Result<Request<T>, CollectiveError> {
+        self.check_root(root)?;
+        let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
+        let s = match algo {
+            TreeAlgo::Flat => schedule::reduce_flat(r, n, root, len),
+            TreeAlgo::Tree => schedule::reduce_tree(r, n, root, len),
+            TreeAlgo::Chain => schedule::reduce_chain(r, n, root, len, T::DTYPE.size(), self.cfg.chain_segment),
+        };
+        Ok(self.coll("reduce", op, s, data))
+    }
+
+    /// The algorithm [`AllreduceAlgo::Auto`] picks for `elems` elements of `esize` bytes.
+    pub fn auto_allreduce(&self, elems: usize, esize: usize) -> AllreduceAlgo {
+        if elems * esize <= self.cfg.small_allreduce {
+            AllreduceAlgo::RecursiveDoubling
+        } else if elems >= self.size() {
+            AllreduceAlgo::Ring
+        } else {
+            AllreduceAlgo::ReduceBcast
+        }
+    }
+
+    /// All-reduce (algorithm [`Config::allreduce`]): every rank gets the reduction.
+    pub fn iallreduce<T: Element>(&mut self, data: &[T], op: ReduceOp) -> Result<Request<T>, CollectiveError> {
+        let algo = self.cfg.allreduce;
+        Ok(self.iallreduce_with(data, op, algo))
+    }
+
+    /// All-reduce with an explicit algorithm.
+    pub fn iallreduce_with<T: Element>(&mut self, data: &[T], op: ReduceOp, algo: AllreduceAlgo) -> Request<T> {
+        let (r, n, es) = (self.rank, self.size(), T::DTYPE.size());
+        let algo = if algo == AllreduceAlgo::Auto { self.auto_allreduce(data.len(), es) } else { algo };
+        let s = match algo {
+            AllreduceAlgo::ReduceBcast | AllreduceAlgo::Auto => schedule::allreduce_reduce_bcast(r, n, data.len() * es),
+            AllreduceAlgo::Ring => schedule::allreduce_ring(r, n, data.len(), es),
+            AllreduceAlgo::RecursiveDoubling => schedule::allreduce_doubling(r, n, data.len() * es),
+        };
+        self.coll("all-reduce", op, s, data)
+    }
+
+    /// Scatter from `root`: the root passes `size * chunk` elements, the other ranks' `data`
+    /// is ignored (pass an empty slice); rank `i` gets chunk `i`.
+    pub fn iscatter<T: Element>(
+        &mut self,
+        data: &[T],
+        chunk: usize,
+        root: usize,
+    ) -> Result<Request<T>, CollectiveError> {
+        self.check_root(root)?;
+        if self.rank == root && data.len() != chunk * self.size() {
+            return Err(CollectiveError::BadArgument(format!(
+                "scatter root passes {} elements, expected {} x {chunk}",
+                data.len(),
+                self.size()
+            )));
+        }
+        let s = schedule::scatter(self.rank, self.size(), root, chunk * T::DTYPE.size());
+        Ok(self.coll("scatter", ReduceOp::Sum, s, data))
+    }
+
+    /// Gather to `root` in rank order; other ranks get an empty vector.
+    pub fn igather<T: Element>(&mut self, data: &[T], root: usize) -> Result<Request<T>, CollectiveError> {
+        self.check_root(root)?;
+        let s = schedule::gather(self.rank, self.size(), root, data.len() * T::DTYPE.size());
+        Ok(self.coll("gather", ReduceOp::Sum, s, data))
+    }
+
+    /// All-gather: every rank gets every rank's buffer, in rank order.
+    pub fn iallgather<T: Element>(&mut self, data: &[T]) -> Request<T> {
+        let s = schedule::allgather(self.rank, self.size(), data.len() * T::DTYPE.size());
+        self.coll("all-gather", ReduceOp::Sum, s, data)
+    }
+
+    /// Reduce-scatter: `data` is `size` chunks of equal length; rank `i` gets chunk `i`
+    /// reduced over all ranks.
+    pub fn ireduce_scatter<T: Element>(&mut self, data: &[T], op: ReduceOp) -> Result<Request<T>, CollectiveError> {
+        let n = self.size();
+        if !data.len().is_multiple_of(n) {
+            return Err(CollectiveError::BadArgument(format!("{} elements are not {n} equal chunks", data.len())));
+        }
+        let s = schedule::reduce_scatter(self.rank, n, data.len() / n, T::DTYPE.size());
+        Ok(self.coll("reduce-scatter", op, s, data))
+    }
+
+    /// All-to-all: `data` is `size` chunks of equal length; chunk `j` goes to rank `j`, and
+    /// the result holds what every rank sent us, in rank order.
+    pub fn ialltoall<T: Element>(&mut self, data: &[T]) -> Result<Request<T>, CollectiveError> {
+        let n = self.size();
+        if !data.len().is_multiple_of(n) {
+            return Err(CollectiveError::BadArgument(format!("{} elements are not {n} equal chunks", data.len())));
+        }
+        let s = schedule::alltoall(self.rank, n, data.len() / n * T::DTYPE.size());
+        Ok(self.coll("all-to-all", ReduceOp::Sum, s, data))
+    }
+
+    /// Barrier: completes once every rank has entered it (the result is an empty vector).
+    pub fn ibarrier(&mut self) -> Request<i32> {
+        let s = schedule::barrier(self.rank, self.size());
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.start_op("barrier", Kind::Coll, seq, ReduceOp::Sum, s, Vec::new())
+    }
+}

@@ -1,0 +1,186 @@
+//! Ranks on real interfaces ([`LinkRank`]): three network namespaces, each joined by a veth
+//! to a Linux bridge in a fourth, one rank per namespace on its veth end (AF_XDP, and once
+//! AF_PACKET), joined through rank 0's address alone. Results are checked exactly against a
+//! reference computed here. Needs root; without it each test fails with `NOT RUN: reason`.
+//! The namespaces (and with them the veths, the bridge and the XDP programs) are deleted
+//! when the test ends, also on failure.
+
+use collective::{CollectiveError, Config, LinkCommunicator, LinkRank, ReduceOp};
+use std::time::Duration;
+use testbed::{netns_unavailable, Netns};
+
+const N: usize = 3;
+
+fn can_run() -> bool {
+    match netns_unavailable() {
+        None => true,
+        Some(why) => panic!("NOT RUN: {why} (run `make test` as root)"),
+    }
+}
+
+/// `n` namespaces `lr-i22c-r-*`, each with veth `c<i>` whose peer `p<i>` is a port of bridge
+/// `br0` in namespace `lr-i22c-br-*`. Each veth end also has a kernel address
+/// `10.9.<subnet>.(101+i)`, which the XDP program must leave to the kernel.
+struct Bridged {
+    nss: Vec<Netns>,
+    _br: Netns,
+    subnet: u8,
+}
+
+impl Bridged {
+    fn new(n: usize, subnet: u8) -> Bridged {
+        let br = Netns::create("lr-i22c-br").unwrap();
+        br.ip(&["link", "add", "br0", "type", "bridge"]).unwrap();
+        br.ip(&["link", "set", "br0", "up"]).unwrap();
+        let nss: Vec<Netns> = (0..n).map(|_| Netns::create("lr-i22c-r").unwrap()).collect();
+        for (i, ns) in nss.iter().enumerate() {
+            let (c, p) = (format!("c{i}"), format!("p{i}"));
+            br.ip(&["link", "add", &p, "type", "veth", "peer", "name", &c, "netns", ns.name()]).unwrap();
+            br.ip(&["link", "set", &p, "master", "br0"]).unwrap();
+            br.ip(&["link", "set", &p, "up"]).unwrap();
+            ns.ip(&["addr", "add", &format!("10.9.{subnet}.{}/24", 101 + i), "dev", &c]).unwrap();
+            ns.ip(&["link", "set", &c, "up"]).unwrap();
+        }
+        Bridged { nss, _br: br, subnet }
+    }
+
+    /// Asserts that the bridge forwards between the veths: namespace 0's kernel pings every
+    /// other namespace's kernel address.
+    fn assert_bridge_forwards(&self) {
+        for i in 1..self.nss.len() {
+            let to = format!("10.9.{}.{}", self.subnet, 101 + i);
+            let o = self.nss[0].run("ping", &["-c", "1", "-W", "3", &to]).unwrap();
+            assert!(o.status.success(), "the bridge does not forward to {to}: {}", String::from_utf8_lossy(&o.stdout));
+        }
+    }
+
+    /// Rank `r` on `kind:c<r>` in its namespace, at `10.9.<subnet>.(r+1)/24`.
+    fn rank(&self, kind: &str, r: usize) -> LinkRank {
+        let s = self.subnet;
+        let mut lr =
+            LinkRank::new(&format!("{kind}:c{r}"), &format!("10.9.{s}.{}/24", r + 1), &format!("10.9.{s}.1")).unwrap();
+        lr.netns = Some(self.nss[r].name().to_string());
+        lr
+    }
+}
+
+const LEN: usize = 30_000;
+
+/// Rank `k`'s data, which every rank can recompute.
+fn data(k: usize, len: usize) -> Vec<i64> {
+    (0..len).map(|e| (e as i64 * 7919 + k as i64 * 104_729) % 1_000_003 - 500_000).collect()
+}
+
+/// All-reduce (large: ring; small: recursive doubling), broadcast and all-gather; returns
+/// the names of those whose result differs from the reference.
+fn operations(c: &mut LinkCommunicator) -> Vec<&'static str> {
+    let (r, n) = (c.rank(), c.size());
+    let mut failed = Vec::new();
+    for (what, len) in [("all-reduce (ring)", LEN), ("all-reduce (small)", 100)] {
+        let sum: Vec<i64> = (0..len).map(|e| (0..n).map(|k| data(k, len)[e]).sum()).collect();
+        if c.allreduce(&data(r, len), ReduceOp::Sum).unwrap() != sum {
+            failed.push(what);
+        }
+    }
+    let bc = c.bcast(&if r == 1 { data(1, LEN) } else { vec![0; LEN] }, 1).unwrap();
+    if bc != data(1, LEN) {
+        failed.push("broadcast");
+    }
+    let all: Vec<i64> = (0..n).flat_map(|k| data(k, 1000)).collect();
+    if c.allgather(&data(r, 1000)).unwrap() != all {
+        failed.push("all-gather");
+    }
+    failed
+}
+
+/// Runs the three ranks on `kind` links, one thread each, and checks every result.
+fn three_ranks_on(kind: &'static str, subnet: u8) {
+    let rig = Bridged::new(N, subnet);
+    rig.assert_bridge_forwards();
+    let handles: Vec<_> = (0..N)
+        .map(|r| {
+            let lr = rig.rank(kind, r);
+            std::thread::spawn(move || {
+                let cfg = Config { timeout: Duration::from_secs(60), ..Config::default() };
+                let mut c = lr.join(r, N, cfg, false).unwrap_or_else(|e| panic!("rank {r} on {kind}: {e}"));
+                let failed = operations(&mut c);
+                c.finalize().unwrap();
+                failed
+            })
+        })
+        .collect();
+    for (r, h) in handles.into_iter().enumerate() {
+        let failed = h.join().unwrap();
+        assert!(failed.is_empty(), "rank {r} on {kind}: wrong results of {failed:?}");
+    }
+    // The XDP programs passed the kernel's own traffic all along.
+    rig.assert_bridge_forwards();
+}
+
+#[test]
+fn three_ranks_on_af_xdp_through_a_bridge_compute_exact_results() {
+    if !can_run() {
+        return;
+    }
+    three_ranks_on("af_xdp", 22);
+}
+
+#[test]
+fn three_ranks_on_af_packet_through_a_bridge_compute_exact_results() {
+    if !can_run() {
+        return;
+    }
+    three_ranks_on("af_packet", 23);
+}
+
+#[test]
+fn a_rank_whose_root_does_not_answer_names_it() {
+    if !can_run() {
+        return;
+    }
+    let rig = Bridged::new(2, 24);
+    let cfg = Config { connect_timeout: Duration::from_millis(1500), ..Config::default() };
+    let e = rig.rank("af_packet", 1).join(1, 2, cfg, false).err().expect("no root: no mesh");
+    assert!(matches!(e, CollectiveError::RootUnreachable { rank: 1, .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains("the root 10.9.24.1:7470 did not answer within 1.5s"), "{msg}");
+    let e = rig.rank("af_xdp", 1);
+    let mut missing = e.clone();
+    missing.link = "af_xdp:c9".parse().unwrap();
+    let msg = missing.join(1, 2, Config::default(), false).err().unwrap().to_string();
+    assert!(msg.starts_with("rank 1 cannot open af_xdp:c9:") && msg.contains("c9"), "{msg}");
+}
+
+#[test]
+fn the_self_checking_rank_runs_on_af_xdp_from_the_launcher_variables_alone() {
+    if !can_run() {
+        return;
+    }
+    let rig = Bridged::new(N, 25);
+    let ranks: Vec<_> = (0..N)
+        .map(|r| {
+            rig.nss[r]
+                .command(env!("CARGO_BIN_EXE_lr-collective-rank"))
+                .args(["--elems", "5000"])
+                .env("LINERATE_RANK", r.to_string())
+                .env("LINERATE_WORLD_SIZE", N.to_string())
+                .env("LINERATE_LINK", format!("af_xdp:c{r}"))
+                .env("LINERATE_IP", format!("10.9.25.{}/24", r + 1))
+                .env("MASTER_ADDR", "10.9.25.1")
+                .env_remove("LINERATE_FABRIC")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (r, p) in ranks.into_iter().enumerate() {
+        let out = p.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains(&format!("RESULT rank={r} ok")),
+            "rank {r}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
