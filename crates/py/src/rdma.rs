@@ -46,7 +46,7 @@ pub(crate) enum NodeAt {
     /// On a testbed host: the testbed polls it as it runs (virtual time).
     Testbed(Py<PyTestbed>),
     /// On a live host (TAP, shared memory): polled with the host's stack (wall-clock time).
-    Live(std::rc::Rc<std::cell::RefCell<Option<crate::host::LiveHost>>>),
+    Live(crate::live::Shared),
 }
 
 /// An RDMA node of a host (created by `Host.rdma()`): on a testbed host the testbed polls it
@@ -263,7 +263,7 @@ impl PyRdmaNode {
                 f(node)
             }
             NodeAt::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(rt)?;
+                let mut l = crate::live::lock(py, l)?;
                 let h = l.as_mut().ok_or_else(|| rt("the host is closed"))?;
                 f(h.rdma.get_mut(self.idx).ok_or_else(|| rt("no such RDMA node"))?)
             }
@@ -279,7 +279,7 @@ impl PyRdmaNode {
                 Ok(node.address(t.tb.host_ref(*id)))
             }
             NodeAt::Live(l) => {
-                let l = l.try_borrow().map_err(rt)?;
+                let l = crate::live::lock(py, l)?;
                 let h = l.as_ref().ok_or_else(|| rt("the host is closed"))?;
                 Ok(h.rdma.get(self.idx).ok_or_else(|| rt("no such RDMA node"))?.address(&h.stack))
             }
@@ -311,11 +311,9 @@ impl PyRdmaNode {
                 }
             }
             NodeAt::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(rt)?;
-                let h = l.as_mut().ok_or_else(|| rt("the host is closed"))?;
                 let mut got = None;
                 let idx = self.idx;
-                h.poll_until(py, limit, |h| {
+                crate::host::poll_until(py, l, limit, |h| {
                     got = h.rdma.get(idx).and_then(&take);
                     got.is_some()
                 })?;

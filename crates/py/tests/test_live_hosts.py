@@ -46,11 +46,13 @@ def serve_echo(h, lst, udp, client, limit_s=30.0):
     """Echo TCP (as received) and UDP (in upper case) on `h` until `client` exits or
     `limit_s` passes."""
     conn, deadline = None, time.monotonic() + limit_s
+    lst.setblocking(False)
     while time.monotonic() < deadline and client.poll() is None:
         h.run(ms=2)
         if conn is None:
             try:
-                conn = lst.accept()
+                conn, _ = lst.accept()
+                conn.setblocking(False)
             except BlockingIOError:
                 pass
         elif conn.state != "Closed":
@@ -128,12 +130,14 @@ import sys, time
 import linerate as lr
 name = sys.argv[1]
 with lr.Host.on_shm(name, "10.88.0.2/24", create=False, timeout=10) as b, b.tcp_listen(7000) as lst:
+    lst.setblocking(False)
     conn, deadline, done = None, time.monotonic() + 30, None
     while time.monotonic() < deadline and (done is None or time.monotonic() < done):
         b.run(ms=2)
         if conn is None:
             try:
-                conn = lst.accept()
+                conn, _ = lst.accept()
+                conn.setblocking(False)
             except BlockingIOError:
                 pass
         elif done is None:
