@@ -15,9 +15,9 @@ use testbed::{HostId, HostStack, TapSetup, Testbed};
 
 use crate::buf::bytes_like;
 use crate::errors::{self, closed, unsupported, val};
-use crate::sockets::{PyRawSocket, PyTcpConn, PyTcpListener, PyUdpSocket};
 use crate::live::{self, Shared};
 use crate::ready::{Interest, Readiness};
+use crate::sockets::{PyRawSocket, PyTcpConn, PyTcpListener, PyUdpSocket};
 use crate::{parse_ip, rdma, rx_bypass, PyTestbed};
 
 /// What a live host runs on (kept alive as long as the host).
@@ -226,7 +226,9 @@ impl HostRef {
             HostRef::Live(l) => {
                 let mut g = live::lock(py, l)?;
                 let l = g.as_mut().ok_or_else(|| closed("host"))?;
-                l.ready.fileno(&mut l.stack, what).map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EIO), e.to_string()))
+                l.ready
+                    .fileno(&mut l.stack, what)
+                    .map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EIO), e.to_string()))
             }
         }
     }
@@ -265,7 +267,8 @@ impl HostRef {
 }
 
 /// A linerate host: on a `Testbed` (virtual time), on a TAP device (`Host.on_tap`), or on a
-/// shared-memory link (`Host.on_shm`). Its sockets behave like Python's non-blocking ones.
+/// shared-memory link (`Host.on_shm`). Its sockets behave like Python's (blocking by default on a
+/// live host, polled by a thread of its own; non-blocking on a testbed).
 #[pyclass(name = "Host", module = "linerate", unsendable)]
 pub(crate) struct PyHost {
     pub(crate) host: HostRef,
@@ -291,7 +294,8 @@ impl PyHost {
         };
         let shared: Shared = std::sync::Arc::new(std::sync::Mutex::new(Some(live)));
         if background {
-            live::spawn_poller(&shared).map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EAGAIN), e.to_string()))?;
+            live::spawn_poller(&shared)
+                .map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EAGAIN), e.to_string()))?;
         }
         Ok(PyHost { host: HostRef::Live(shared), kind })
     }
@@ -602,9 +606,19 @@ impl PyHost {
     }
 
     /// Ping `dst` `count` times (running the network); returns the round-trip times in µs
-    /// (virtual time on a testbed) of the replies that came back within `timeout_ms` each.
-    #[pyo3(signature = (dst, count = 1, size = 56, timeout_ms = 1000.0))]
-    fn ping(&self, py: Python<'_>, dst: &str, count: u16, size: usize, timeout_ms: f64) -> PyResult<Vec<f64>> {
+    /// (virtual time on a testbed) of the replies that came back within `timeout` seconds
+    /// each. `timeout_ms=` is the deprecated old keyword.
+    #[pyo3(signature = (dst, count = 1, size = 56, timeout = 1.0, timeout_ms = None))]
+    fn ping(
+        &self,
+        py: Python<'_>,
+        dst: &str,
+        count: u16,
+        size: usize,
+        timeout: f64,
+        timeout_ms: Option<f64>,
+    ) -> PyResult<Vec<f64>> {
+        let timeout_ms = crate::seconds_or_old_ms(py, timeout, timeout_ms, "timeout_ms")?;
         let dst = parse_ip(dst)?;
         if size > 65000 {
             return Err(val(format!("ping size {size} exceeds 65000 bytes")));

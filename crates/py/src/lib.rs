@@ -39,6 +39,20 @@ fn sockaddr(addr: &(String, i64)) -> PyResult<std::net::SocketAddrV4> {
     Ok(std::net::SocketAddrV4::new(parse_ip(&addr.0)?, port(addr.1)?))
 }
 
+/// A timeout in milliseconds from `seconds`, or from the deprecated millisecond keyword `old`
+/// (named `old_name`) if given, with a `DeprecationWarning`.
+fn seconds_or_old_ms(py: Python<'_>, seconds: f64, old: Option<f64>, old_name: &str) -> PyResult<f64> {
+    match old {
+        None => Ok(seconds * 1e3),
+        Some(ms) => {
+            let msg = format!("{old_name}= (milliseconds) is deprecated: give the timeout in seconds");
+            let c = std::ffi::CString::new(msg).map_err(val)?;
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyDeprecationWarning>(), &c, 1)?;
+            Ok(ms)
+        }
+    }
+}
+
 /// A duration of `ms` milliseconds: finite, 0 up to one day.
 fn duration_ms(ms: f64) -> PyResult<Duration> {
     if !(0.0..=86_400_000.0).contains(&ms) {

@@ -63,6 +63,12 @@ pub(crate) fn bytes_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
+    if !obj.hasattr("tobytes")? {
+        let kind = obj.get_type().name()?;
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "a bytes-like object or numpy array is required, not '{kind}'"
+        )));
+    }
     let b = obj.call_method0("tobytes")?;
     Ok(b.downcast_into::<PyBytes>().map_err(|e| val(e.to_string()))?.as_bytes().to_vec())
 }
@@ -400,18 +406,31 @@ impl PyRdmaNode {
         c.map(|c| completion(py, &c)).transpose()
     }
 
-    /// The oldest notification, running the network for up to `ms` milliseconds (virtual
+    /// The oldest notification, running the network for up to `timeout` seconds (virtual
     /// time on a testbed, wall-clock time on a live host) until one arrives; None if none did.
-    #[pyo3(signature = (ms = 1000.0))]
-    fn wait_notification<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+    /// `ms=` (milliseconds) is the deprecated old keyword.
+    #[pyo3(signature = (timeout = 1.0, ms = None))]
+    fn wait_notification<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: f64,
+        ms: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let ms = crate::seconds_or_old_ms(py, timeout, ms, "ms")?;
         let c = self.wait_on(py, ms, |n| n.notifications().poll())?;
         c.map(|c| completion(py, &c)).transpose()
     }
 
-    /// The oldest completion of this node's writes, running the network for up to `ms`
-    /// milliseconds until one arrives; None if none did.
-    #[pyo3(signature = (ms = 1000.0))]
-    fn wait_completion<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+    /// The oldest completion of this node's writes, running the network for up to
+    /// `timeout` seconds until one arrives; None if none did. `ms=` is deprecated.
+    #[pyo3(signature = (timeout = 1.0, ms = None))]
+    fn wait_completion<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: f64,
+        ms: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let ms = crate::seconds_or_old_ms(py, timeout, ms, "ms")?;
         let c = self.wait_on(py, ms, |n| n.completions().poll())?;
         c.map(|c| completion(py, &c)).transpose()
     }

@@ -122,4 +122,3 @@ pub(crate) fn tcp_ready(stack: &HostStack, h: TcpHandle) -> bool {
     let data = stack.tcp_recv_ready(h).map_or(true, |n| n > 0);
     data || stack.tcp_at_eof(h).unwrap_or(true) || stack.tcp_error(h).map_or(true, |e| e.is_some())
 }
-

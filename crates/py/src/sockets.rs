@@ -161,11 +161,12 @@ impl PyUdpSocket {
 
     /// As `socket.recvfrom`: the next datagram (cut to `bufsize`) as `(data, (ip, port))`,
     /// waiting as the timeout says (non-blocking: BlockingIOError).
-    #[pyo3(signature = (bufsize = MAX_DATAGRAM))]
+    #[pyo3(signature = (bufsize = 65536))]
     fn recvfrom<'py>(&self, py: Python<'py>, bufsize: usize) -> PyResult<Datagram<'py>> {
         let mut buf = vec![0u8; bufsize.min(MAX_DATAGRAM)];
-        let (n, from) =
-            self.core.wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        let (n, from) = self
+            .core
+            .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         Ok((PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port())))
     }
 
@@ -173,15 +174,21 @@ impl PyUdpSocket {
     /// memoryview; at most `nbytes`, 0: its size; longer datagrams are cut), as
     /// `(nbytes, (ip, port))`, waiting as the timeout says.
     #[pyo3(signature = (buffer, nbytes = 0))]
-    fn recvfrom_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, nbytes: usize) -> PyResult<(usize, (String, u16))> {
+    fn recvfrom_into(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        nbytes: usize,
+    ) -> PyResult<(usize, (String, u16))> {
         let out = WritableBuffer::get(buffer)?;
         if nbytes > out.len() {
             return Err(val(format!("nbytes {nbytes} is larger than the buffer ({})", out.len())));
         }
         let max = if nbytes == 0 { out.len() } else { nbytes };
         let mut buf = vec![0u8; MAX_DATAGRAM];
-        let (n, from) =
-            self.core.wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        let (n, from) = self
+            .core
+            .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         let n = n.min(max);
         out.fill(&buf[..n])?;
         Ok((n, (from.ip().to_string(), from.port())))
@@ -478,8 +485,8 @@ impl PyTcpConn {
     }
 
     /// Queue as much of `data` (any bytes-like object) as fits; returns the number of bytes
-    /// taken, at least 1 for non-empty data. When the send buffer is full: BlockingIOError
-    /// (EAGAIN), as `socket.send` on a non-blocking socket. After our shutdown:
+    /// taken, at least 1 for non-empty data. When the send buffer is full it waits as the
+    /// timeout says (non-blocking: BlockingIOError, EAGAIN; timed out: TimeoutError). After our shutdown:
     /// BrokenPipeError; after a reset: ConnectionResetError.
     fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let data = bytes_like(data)?;
@@ -536,9 +543,9 @@ impl PyTcpConn {
         self.core.with(py, |s| s.tcp_send_transfer(self.h, data).map_err(errors::send))
     }
 
-    /// Up to `max` received bytes; b"" at end of stream; BlockingIOError (EAGAIN) if nothing
-    /// is ready yet, as `socket.recv` on a non-blocking socket. A reset connection raises
-    /// ConnectionResetError.
+    /// Up to `max` received bytes; b"" at end of stream; waits as the timeout says while
+    /// nothing is ready (non-blocking: BlockingIOError, EAGAIN; timed out: TimeoutError), as
+    /// `socket.recv`. A reset connection raises ConnectionResetError.
     #[pyo3(signature = (max = 65536))]
     fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyBytes>> {
         if max == 0 || max > 1 << 30 {
@@ -550,7 +557,7 @@ impl PyTcpConn {
 
     /// Like `socket.recv_into`: received bytes into `buffer` (bytearray, writable memoryview),
     /// at most `nbytes` (0: the buffer's size); returns the count, 0 at end of stream;
-    /// BlockingIOError if nothing is ready yet.
+    /// waits as `recv` does.
     #[pyo3(signature = (buffer, nbytes = 0))]
     fn recv_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, nbytes: usize) -> PyResult<usize> {
         let out = WritableBuffer::get(buffer)?;

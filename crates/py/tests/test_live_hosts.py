@@ -89,7 +89,7 @@ def test_linux_talks_to_a_python_host_on_a_tap():
         want = hashlib.sha256(bytes(range(256)) * 400).hexdigest()
         assert out.split("\n")[:2] == [f"tcp {want}", "udp PING OVER UDP"]
         # From linerate to Linux: ping answers, a closed port refuses (Linux sends RST).
-        assert len(h.ping(LINUX, count=3, timeout_ms=1000)) == 3
+        assert len(h.ping(LINUX, count=3, timeout=1)) == 3
         c = h.tcp_connect((LINUX, 9))
         for _ in range(500):
             h.run(ms=2)
@@ -166,7 +166,7 @@ def test_two_processes_talk_over_a_shared_memory_link():
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rtts = []
             for _ in range(100):
-                rtts = a.ping("10.88.0.2", count=1, timeout_ms=100)
+                rtts = a.ping("10.88.0.2", count=1, timeout=0.1)
                 if rtts or peer.poll() is not None:
                     break
             assert rtts, "no ping reply over the shared-memory link"

@@ -204,3 +204,18 @@ def test_sockets_reject_bad_arguments() -> None:
         u.fileno()
     with pytest.raises(TypeError):
         u.sendto("not bytes", ("10.0.0.2", 5000))  # type: ignore[arg-type]
+
+
+def test_timeouts_are_seconds_and_old_keywords_warn() -> None:
+    net = lr.Testbed()
+    a, _ = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
+    node = a.rdma(port=4791)
+    t0 = net.now_ns
+    assert node.wait_notification(0.002) is None
+    assert 2_000_000 <= net.now_ns - t0 < 3_000_000, "2 ms of virtual time, given in seconds"
+    with pytest.warns(DeprecationWarning, match="ms= .* deprecated"):
+        assert node.wait_completion(ms=1) is None
+    with pytest.warns(DeprecationWarning, match="timeout_ms"):
+        assert a.ping("10.0.0.99", timeout_ms=1) == []
+    with pytest.raises(TypeError, match="not 'list'"):
+        node.register([1, 2, 3])
