@@ -59,7 +59,7 @@ pub fn explain(entry: &str) -> Gap {
         return gap(&format!("{what}:...,dce"), "byte order from the DCE/RPC header is not decoded");
     }
     if entry.starts_with("pcre ") {
-        return gap("pcre", &format!("{entry} has no equivalent in the regex engine"));
+        return gap("pcre", &format!("{entry}: neither the regex crate nor PCRE2 takes it"));
     }
     if entry.starts_with("http_") || entry.ends_with("_data") || entry == "sip_header" || entry == "sip_body" {
         return gap(entry, "a buffer the engine's decoders do not produce");
