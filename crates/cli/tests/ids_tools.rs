@@ -305,8 +305,10 @@ fn alert_fast_and_eve_json_carry_the_packet_time_priority_and_classification() {
 fn ids_forwards_every_frame_and_alerts_while_ips_drops_the_attacks() {
     let t = Tmp::new("mode");
     let cap = attack_capture(&t);
-    let rules =
-        t.file("both.rules", &format!("{HTTP_RULE}alert tcp any any -> any 6000 (msg:\"six\"; content:\"evil\"; sid:7;)\n"));
+    let rules = t.file(
+        "both.rules",
+        &format!("{HTTP_RULE}alert tcp any any -> any 6000 (msg:\"six\"; content:\"evil\"; sid:7;)\n"),
+    );
     let mut input = link::pcap::read_frames(std::path::Path::new(&cap)).unwrap();
     input.sort();
     for (mode, action) in [(None, "allowed"), (Some("--ips"), "blocked")] {
