@@ -27,6 +27,7 @@ mod duration;
 mod examples;
 mod flag_values;
 mod logging;
+mod openmetrics;
 mod output;
 mod reproduce;
 mod runloop;
