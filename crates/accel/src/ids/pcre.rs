@@ -385,8 +385,8 @@ mod tests {
         ] {
             let c = compile(src, flags).unwrap_or_else(|e| panic!("{src}: {e}"));
             assert!(c.re.is_pcre2(), "{src}");
-            assert_eq!(c.re.find_at(yes, 0).is_some(), true, "{src} on {yes:?}");
-            assert_eq!(c.re.find_at(no, 0).is_some(), false, "{src} on {no:?}");
+            assert!(c.re.find_at(yes, 0).is_some(), "{src} on {yes:?}");
+            assert!(c.re.find_at(no, 0).is_none(), "{src} on {no:?}");
         }
         // The fast path keeps what `regex` can do.
         assert!(!compile("^USER\\s+w0rm", "ims").unwrap().re.is_pcre2());
