@@ -28,7 +28,7 @@ def main() -> int:
         # non-blocking socket's.
         if session is None:
             try:
-                session = listener.accept()
+                session, _ = listener.accept()
             except BlockingIOError:
                 pass
         if session is not None and not closed:

@@ -1,7 +1,9 @@
 //! `linerate ids`: the Pigasus-style IDS on the middlebox runtime (Rosebud case study 1,
 //! software reordering). TCP flows are spread over the units by the symmetric flow hash,
 //! reassembled with bounded reorder buffers and matched against Snort rules; matching packets
-//! go to the host (alert log + pcap), safe traffic leaves by the other port.
+//! go to the host (alert log + pcap). As an IDS (the default) the host then sends them on out
+//! of the other port too, so every frame is forwarded (EVE `action: "allowed"`); with `--ips`
+//! they are dropped (EVE `blocked`), and only safe traffic leaves by the other port.
 //! `--make-trace` writes a test trace with planted attacks instead; `linerate ids check` says
 //! which rules the engine evaluates only in part (see [`crate::cmd_ids_check`]).
 
@@ -13,12 +15,13 @@ use apps::ids::alert::AlertSink;
 use apps::ids::trace::{generate, TraceConfig};
 use apps::ids::{self, IdsConfig, IdsRules, IdsUnit};
 use link::pcap::PcapWriter;
-use link::{FrameBatch, Instant, Link, MAX_FRAME};
+use link::{FrameBatch, Instant, Link, LinkError, LinkStats, MAX_FRAME};
 use middlebox::testlinks::NullLink;
 use middlebox::{policy, Runtime, RuntimeConfig, SlotSpec};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Options of `linerate ids`.
@@ -35,6 +38,10 @@ pub struct IdsArgs {
     /// evaluate, naming file:line (default: skip broken rules with a warning, load the others).
     #[arg(long)]
     strict: bool,
+    /// Run as an IPS: drop the packets that alert (default: an IDS, which alerts and forwards
+    /// every packet).
+    #[arg(long)]
+    ips: bool,
     #[command(flatten)]
     vars: VarArgs,
     /// Write Snort alert_fast lines here (`-` for standard output), stamped with the packets'
@@ -137,7 +144,8 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
         return make_trace(&set, path, &a);
     }
     let input = open_input(&a.io)?;
-    let output = open_output(&a.io)?;
+    let output = SharedOut(Arc::new(Mutex::new(open_output(&a.io)?)));
+    let host_out = output.clone();
     let units = a.run.units;
     let policy = policy::by_name(&a.run.policy, units).ok_or_else(|| format!("unknown policy '{}'", a.run.policy))?;
     if a.run.policy != "hash" {
@@ -152,18 +160,25 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     };
     let mut b = Runtime::builder_with(RuntimeConfig { slots, ..RuntimeConfig::default() })
         .port_boxed(input.link)
-        .port_boxed(output)
+        .port(output)
         .policy_boxed(policy);
     for _ in 0..units {
         b = b.unit(IdsUnit::new(rules.clone(), cfg));
     }
     let rt = b.build().map_err(|e| e.to_string())?;
-    let mut sink = AlertSink::new(a.alerts.as_deref(), a.matched.as_deref())?;
+    let mut sink = AlertSink::new(a.alerts.as_deref(), a.matched.as_deref())?.blocking(a.ips);
     if let Some(eve) = &a.eve {
         sink = sink.with_eve(eve)?;
     }
     let name = a.run.name.clone().unwrap_or_else(|| format!("ids-{}", std::process::id()));
-    let o = run(rt, input.total, a.run.duration, ("ids", &name), |hp| sink.record(&hp, &set))?;
+    let (mut passed_on, mut batch) = (0u64, FrameBatch::new(1, MAX_FRAME));
+    let o = run(rt, input.total, a.run.duration, ("ids", &name), |hp| {
+        sink.record(&hp, &set)?;
+        if !a.ips {
+            passed_on += host_out.send(&mut batch, &hp.frame, hp.meta.stamp)?;
+        }
+        Ok(())
+    })?;
     sink.finish()?;
     let title =
         format!("linerate ids: {} rules from {}, {units} units, {} policy", set.len(), path.display(), o.stats.policy);
@@ -171,12 +186,71 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     t.row(vec![Cell::from("host"), Cell::from("alerts"), Cell::count(sink.alerts as f64)]);
     t.row(vec![Cell::from("host"), Cell::from("distinct (sid, flow)"), Cell::count(sink.pairs().len() as f64)]);
     t.row(vec![Cell::from("host"), Cell::from("unverified (reorder overflow)"), Cell::count(sink.unverified as f64)]);
+    let mode = if a.ips { "dropped (IPS)" } else { "forwarded after alerting (IDS)" };
+    let n = if a.ips { sink.packets } else { passed_on };
+    t.row(vec![Cell::from("host"), Cell::from(mode), Cell::count(n as f64)]);
     if stdout_taken {
         t.eprint(a.run.json);
     } else {
         t.print(a.run.json);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The output port, shared by the runtime and the host: as an IDS the host sends the packets
+/// it alerted on out of it after logging them.
+#[derive(Clone)]
+struct SharedOut(Arc<Mutex<Box<dyn Link>>>);
+
+/// How often the host retries a frame the output has no room for (every 100 µs: 1 s).
+const OUTPUT_RETRIES: usize = 10_000;
+
+impl SharedOut {
+    fn with<T>(&self, f: impl FnOnce(&mut dyn Link) -> T) -> T {
+        let mut l = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(l.as_mut())
+    }
+
+    /// Send `frame` (stamped with its capture time if it has one) out; 1 once sent. An
+    /// output that stays full for a second is an error.
+    fn send(&self, batch: &mut FrameBatch, frame: &[u8], stamp: Option<u64>) -> Result<u64, String> {
+        batch.clear();
+        let pushed = match stamp {
+            Some(s) => batch.push_stamped(frame, s),
+            None => batch.push(frame),
+        };
+        if !pushed {
+            return Err(format!("a {}-byte frame does not fit the output batch", frame.len()));
+        }
+        for _ in 0..OUTPUT_RETRIES {
+            if self.with(|l| l.tx_batch(Instant::now(), batch)).map_err(|e| format!("output: {e}"))? == 1 {
+                return Ok(1);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        Err("output: no room for an alerted frame for a second".into())
+    }
+}
+
+impl Link for SharedOut {
+    fn max_frame(&self) -> usize {
+        self.with(|l| l.max_frame())
+    }
+    fn rx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        self.with(|l| l.rx_batch(now, batch))
+    }
+    fn tx_batch(&mut self, now: Instant, batch: &mut FrameBatch) -> Result<usize, LinkError> {
+        self.with(|l| l.tx_batch(now, batch))
+    }
+    fn stats(&self) -> LinkStats {
+        self.with(|l| l.stats())
+    }
+    fn kind(&self) -> &'static str {
+        self.with(|l| l.kind())
+    }
+    fn raw_fd(&self) -> Option<i32> {
+        self.with(|l| l.raw_fd())
+    }
 }
 
 /// Timestamp of a generated trace's first frame: 2026-01-01 00:00:00 UTC.

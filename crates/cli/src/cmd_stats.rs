@@ -17,8 +17,12 @@ pub struct StatsArgs {
     #[arg(long)]
     all: bool,
     /// Print JSON: one row per counter (instance, command, pid, counter, value).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prometheus")]
     json: bool,
+    /// Print OpenMetrics text, as Prometheus scrapes it: `linerate_<counter>{instance,
+    /// command, pid}` per counter (zero counters too), ending in `# EOF`.
+    #[arg(long)]
+    prometheus: bool,
 }
 
 /// Run `linerate stats`.
@@ -29,6 +33,10 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
             Some(n) => format!("no running linerate instance is called '{n}' (looked in {})", run_dir().display()),
             None => format!("no linerate instance is running (looked in {})", run_dir().display()),
         });
+    }
+    if a.prometheus {
+        print!("{}", prometheus(&instances));
+        return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new("linerate counters", &["instance", "command", "pid", "counter", "value"]);
     for e in &instances {
@@ -86,6 +94,18 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
     t.summary("instances", Cell::count(instances.len() as f64));
     t.print(a.json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every counter of `instances` as OpenMetrics text.
+fn prometheus(instances: &[crate::statsfile::Entry]) -> String {
+    let mut families: std::collections::BTreeMap<String, Vec<crate::openmetrics::Sample>> = Default::default();
+    for e in instances {
+        let labels = vec![("instance", e.name.clone()), ("command", e.command.clone()), ("pid", e.pid.to_string())];
+        for (c, v) in &e.counters {
+            families.entry(c.clone()).or_default().push((labels.clone(), *v));
+        }
+    }
+    crate::openmetrics::render(&families)
 }
 
 /// Per process whose instances are shards (`NAME.shardN`): its name, command, pid and every

@@ -29,6 +29,7 @@ mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
+mod openmetrics;
 mod output;
 mod reproduce;
 mod runloop;

@@ -287,7 +287,7 @@ fn alert_fast_and_eve_json_carry_the_packet_time_priority_and_classification() {
     );
     assert_eq!(
         jq(".alert | [.action, .gid, .signature_id, .rev, .signature, .category, .severity]", &http),
-        r#"["blocked",1,1000001,2,"evil php","Web Application Attack",1]"#
+        r#"["allowed",1,1000001,2,"evil php","Web Application Attack",1]"#
     );
     assert_eq!(jq(".flow_id | type", &http), "\"number\"");
     let ids = jq("[.flow_id] | .[0]", &text);
@@ -299,4 +299,34 @@ fn alert_fast_and_eve_json_carry_the_packet_time_priority_and_classification() {
     assert_eq!(out.lines().count(), 2, "only the EVE records on stdout: {out}");
     assert_eq!(jq(".event_type", &out), "\"alert\"\n\"alert\"");
     assert!(err.contains("alerts"), "the report goes to stderr: {err}");
+}
+
+#[test]
+fn ids_forwards_every_frame_and_alerts_while_ips_drops_the_attacks() {
+    let t = Tmp::new("mode");
+    let cap = attack_capture(&t);
+    let rules = t.file(
+        "both.rules",
+        &format!("{HTTP_RULE}alert tcp any any -> any 6000 (msg:\"six\"; content:\"evil\"; sid:7;)\n"),
+    );
+    let mut input = link::pcap::read_frames(std::path::Path::new(&cap)).unwrap();
+    input.sort();
+    for (mode, action) in [(None, "allowed"), (Some("--ips"), "blocked")] {
+        let (out, eve) = (t.path("out.pcap"), t.path("eve.json"));
+        let mut args = vec!["ids", "--rules", &rules, "--input", &cap, "--output", &out, "--eve", &eve];
+        args.extend(mode);
+        let (ok, _, err) = run(&args);
+        assert!(ok, "{args:?}: {err}");
+        let text = std::fs::read_to_string(&eve).unwrap();
+        assert_eq!(text.lines().count(), 2, "one alert per attack: {text}");
+        assert_eq!(jq(".alert.action", &text), format!("\"{action}\"\n\"{action}\""));
+        let mut output = link::pcap::read_frames(std::path::Path::new(&out)).unwrap();
+        output.sort();
+        if mode.is_none() {
+            assert_eq!(output, input, "the IDS forwards every frame, attacks included");
+        } else {
+            assert_eq!(output.len(), input.len() - 2, "the IPS drops the two attack packets");
+            assert!(output.iter().all(|f| !f.windows(9).any(|w| w == b"/evil.php")), "no attack left");
+        }
+    }
 }

@@ -63,6 +63,27 @@ fn num(v: &Value, path: &str) -> f64 {
     x.as_f64().unwrap_or_else(|| panic!("no number at {path} in {v}"))
 }
 
+/// What a reader of `iperf3 -J` output takes from it: the schema's keys, bytes sent and
+/// received and the receiver's bits/s. The same code reads stock iperf3's output and ours.
+struct Totals {
+    sent: f64,
+    received: f64,
+    bits_per_second: f64,
+}
+
+fn iperf3_totals(v: &Value) -> Totals {
+    for key in ["start", "intervals", "end"] {
+        assert!(v.get(key).is_some(), "no '{key}' in iperf3 JSON: {v}");
+    }
+    assert!(v["intervals"].as_array().is_some_and(|i| !i.is_empty()), "no intervals: {v}");
+    assert!(num(&v["intervals"][0]["sum"], "bits_per_second") >= 0.0);
+    Totals {
+        sent: num(v, "end.sum_sent.bytes"),
+        received: num(v, "end.sum_received.bytes"),
+        bits_per_second: num(v, "end.sum_received.bits_per_second"),
+    }
+}
+
 /// Run stock `iperf3 -c HOST FLAGS -J` against `linerate iperf3 -s --one-off`; returns
 /// the client's JSON and linerate's.
 fn stock_client(test: &str, flags: &str) -> (Value, Value) {
@@ -85,12 +106,11 @@ fn stock_client_tcp_against_linerate_server() {
         return;
     }
     let (c, ours) = stock_client("tcp", "-t 2");
-    let (sent, received) = (num(&c, "end.sum_sent.bytes"), num(&c, "end.sum_received.bytes"));
+    let Totals { sent, received, bits_per_second: bps } = iperf3_totals(&c);
     assert!(sent > 0.0);
     // The server reads every byte the client wrote before it answers with its count.
     assert_eq!(received, sent, "receiver and sender disagree");
     assert_eq!(num(&ours, "bytes_received"), received, "linerate's own count differs from what it reported");
-    let bps = num(&c, "end.sum_received.bits_per_second");
     assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
 }
 
@@ -237,14 +257,14 @@ fn linerate_client_tcp_against_stock_server() {
         return;
     }
     let (ours, server) = linerate_client("ctcp", &[]);
-    assert!(ours["download"].is_null());
-    let (sent, received) = (num(&ours, "upload.sender.bytes"), num(&ours, "upload.receiver.bytes"));
+    // Ours is read with the same code as stock iperf3's output.
+    let Totals { sent, received, bits_per_second: bps } = iperf3_totals(&ours);
+    assert!(ours["end"]["sum_sent_bidir_reverse"].is_null() && ours["start"]["test_start"]["protocol"] == "TCP");
     assert!(sent > 0.0 && received > 0.0 && received <= sent, "sent {sent}, received {received}");
     // The receiver's figure is the stock server's own count.
-    assert_eq!(received, num(&server, "end.sum_received.bytes"));
-    let bps = num(&ours, "upload.receiver.bits_per_second");
+    assert_eq!(received, iperf3_totals(&server).received);
     assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
-    assert!((1.5..3.0).contains(&num(&ours, "upload.sender.seconds")));
+    assert!((1.5..3.0).contains(&num(&ours, "end.sum_sent.seconds")));
 }
 
 #[test]
@@ -254,12 +274,13 @@ fn linerate_client_udp_against_stock_server() {
         return;
     }
     let (ours, server) = linerate_client("cudp", &["-u", "-b", UDP_RATE]);
-    let rx = &ours["upload"]["receiver"];
+    let totals = iperf3_totals(&ours);
+    let rx = &ours["end"]["sum_received"];
     let (packets, lost) = (num(rx, "packets"), num(rx, "lost_packets"));
     assert!(packets > 0.0 && lost <= packets * 0.05, "{lost} of {packets} lost");
-    assert_eq!(num(rx, "bytes"), num(&server, "end.sum_received.bytes"));
-    assert!(packets <= num(&ours, "upload.sender.packets"), "the server saw sequence numbers never sent");
-    let bps = num(rx, "bits_per_second");
+    assert_eq!(totals.received, iperf3_totals(&server).received);
+    assert!(packets <= num(&ours, "end.sum_sent.packets"), "the server saw sequence numbers never sent");
+    let bps = totals.bits_per_second;
     assert!(bps > UDP_FLOOR, "UDP goodput {bps} bit/s is below {UDP_FLOOR}");
 }
 
@@ -270,17 +291,16 @@ fn linerate_client_reverse_against_stock_server() {
         return;
     }
     let (ours, server) = linerate_client("crev", &["-R"]);
-    assert!(ours["upload"].is_null());
-    let (sent, received) = (num(&ours, "download.sender.bytes"), num(&ours, "download.receiver.bytes"));
+    assert_eq!(ours["start"]["test_start"]["reverse"], 1);
+    let Totals { sent, received, bits_per_second: bps } = iperf3_totals(&ours);
     assert!(received > 0.0 && received <= sent, "sent {sent}, received {received}");
-    assert_eq!(sent, num(&server, "end.sum_sent.bytes"), "the sender's figure is the stock server's");
-    let bps = num(&ours, "download.receiver.bits_per_second");
+    assert_eq!(sent, iperf3_totals(&server).sent, "the sender's figure is the stock server's");
     assert!(bps > TCP_FLOOR, "goodput {bps} bit/s is below {TCP_FLOOR}");
 
     let (ours, _) = linerate_client("crevudp", &["-u", "-b", UDP_RATE, "-R"]);
-    let rx = &ours["download"]["receiver"];
+    let rx = &ours["end"]["sum_received"];
     assert!(num(rx, "lost_packets") <= num(rx, "packets") * 0.05);
-    let bps = num(rx, "bits_per_second");
+    let bps = iperf3_totals(&ours).bits_per_second;
     assert!(bps > UDP_FLOOR, "UDP goodput {bps} bit/s is below {UDP_FLOOR}");
 }
 

@@ -68,10 +68,32 @@ fn ids_finds_the_planted_attacks_in_a_pcap() {
         let sid = line.split_whitespace().next().unwrap();
         assert!(log.contains(&format!("[1:{sid}:")), "sid {sid} not alerted:\n{log}");
     }
+    // An IDS: every frame goes on, the attacks too.
     let forwarded = link::pcap::read_frames(&fwd).unwrap().len();
     let host = link::pcap::read_frames(&matched).unwrap().len();
     let total = link::pcap::read_frames(&trace).unwrap().len();
-    assert_eq!(forwarded + host, total);
+    assert_eq!(forwarded, total, "the IDS forwards every frame");
+    assert!(host >= 40, "{host} packets alerted");
+    // An IPS: what alerts stays behind.
+    let (ok, out, err) = run(&[
+        "ids",
+        "--ips",
+        "--rules",
+        RULES,
+        "--input",
+        trace.to_str().unwrap(),
+        "--output",
+        fwd.to_str().unwrap(),
+        "--matched",
+        matched.to_str().unwrap(),
+        "--units",
+        "2",
+    ]);
+    assert!(ok, "{out}{err}");
+    let forwarded = link::pcap::read_frames(&fwd).unwrap().len();
+    let host = link::pcap::read_frames(&matched).unwrap().len();
+    assert_eq!(forwarded + host, total, "the IPS drops exactly what went to the host");
+    assert!(host >= 40);
 }
 
 #[test]

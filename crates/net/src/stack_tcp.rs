@@ -118,6 +118,12 @@ impl<L: Link> Stack<L> {
         Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].state)
     }
 
+    /// The remote address `(ip, port)` of the connection (for accepted ones: who connected).
+    pub fn tcp_peer(&self, h: TcpHandle) -> Result<SocketAddrV4, BadHandle> {
+        let t = self.core.tcp.state[self.core.tcp.sid(h)? as usize].tuple;
+        Ok(SocketAddrV4::new(t.remote_ip, t.remote_port))
+    }
+
     /// Why the connection ended, if it ended abnormally.
     pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, BadHandle> {
         Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].error)

@@ -37,6 +37,11 @@ pub fn would_block(what: &str) -> PyErr {
     PyBlockingIOError::new_err((libc::EAGAIN, what.to_string()))
 }
 
+/// A blocking call whose timeout passed: `TimeoutError(ETIMEDOUT, "timed out")`, as `socket`.
+pub fn timed_out() -> PyErr {
+    PyTimeoutError::new_err((libc::ETIMEDOUT, "timed out"))
+}
+
 /// An operation a host of this kind does not have: `OSError(EOPNOTSUPP)`.
 pub fn unsupported(what: &str) -> PyErr {
     os(libc::EOPNOTSUPP, what.to_string())

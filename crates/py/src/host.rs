@@ -1,10 +1,8 @@
 //! `linerate.Host`: a linerate host on a testbed (virtual time), on a TAP device in a network
 //! namespace of its own, or on one end of a shared-memory link (both on wall-clock time).
 
-use std::cell::RefCell;
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::rc::Rc;
-use std::time::{Duration, Instant as StdInstant};
+use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use link::shm::ShmLink;
 use link::spec::{LinkSpec, OpenOptions};
@@ -17,6 +15,8 @@ use testbed::{HostId, HostStack, TapSetup, Testbed};
 
 use crate::buf::bytes_like;
 use crate::errors::{self, closed, unsupported, val};
+use crate::live::{self, Shared};
+use crate::ready::{Interest, Readiness};
 use crate::sockets::{PyRawSocket, PyTcpConn, PyTcpListener, PyUdpSocket};
 use crate::{parse_ip, rdma, rx_bypass, PyTestbed};
 
@@ -38,50 +38,49 @@ pub(crate) struct LiveHost {
     handler_errors: rx_bypass::HandlerErrors,
     /// RDMA nodes on this host (`Host.rdma()`), polled with the stack.
     pub(crate) rdma: Vec<::rdma::RdmaNode>,
+    /// The sockets' readiness descriptors (`fileno()`).
+    pub(crate) ready: Readiness,
+    /// True if a poll thread of its own polls the host (then waits do not poll).
+    pub(crate) background: bool,
 }
 
-/// How often a live host that found nothing to do sleeps before polling again.
-const IDLE_SLEEP: Duration = Duration::from_micros(50);
-
 impl LiveHost {
-    /// Poll the stack and its RDMA nodes once; returns the frames and packets moved.
+    /// Poll the stack and its RDMA nodes once, then refresh the sockets' readiness;
+    /// returns the frames and packets moved.
     pub(crate) fn poll_once(&mut self) -> PyResult<usize> {
         let now = link::Instant::now();
-        let mut moved = self.stack.poll(now).map_err(errors::net)?;
+        let mut moved = live::as_poller(|| self.stack.poll(now)).map_err(errors::net)?;
         for n in &mut self.rdma {
             moved += n.poll(&mut self.stack, now).map_err(|e| errors::rt(e.to_string()))?;
             moved += usize::from(n.pending_writes() > 0);
         }
+        self.refresh_ready();
         Ok(moved)
     }
 
-    /// Poll until `done` says so or `limit` has passed; true if `done` said so.
-    pub(crate) fn poll_until(
-        &mut self,
-        py: Python<'_>,
-        limit: Duration,
-        mut done: impl FnMut(&mut LiveHost) -> bool,
-    ) -> PyResult<bool> {
-        let end = StdInstant::now() + limit;
-        let mut last_signal_check = StdInstant::now();
-        loop {
-            let moved = self.poll_once()?;
-            if done(self) {
-                return Ok(true);
-            }
-            let now = StdInstant::now();
-            if now >= end {
-                return Ok(false);
-            }
-            if now.duration_since(last_signal_check) > Duration::from_millis(10) {
-                py.check_signals()?;
-                last_signal_check = now;
-            }
-            if moved == 0 {
-                std::thread::sleep(IDLE_SLEEP);
+    /// Bring the sockets' readiness descriptors up to date.
+    pub(crate) fn refresh_ready(&mut self) {
+        self.ready.refresh(&mut self.stack);
+    }
+
+    /// Keep an error of the poll thread for `Host.run` to raise.
+    pub(crate) fn keep_error(&self, e: PyErr) {
+        if let Ok(mut v) = self.handler_errors.lock() {
+            if v.is_empty() {
+                v.push(e);
             }
         }
     }
+}
+
+/// Run a live host until `done` says so or `limit` has passed; true if `done` said so.
+pub(crate) fn poll_until(
+    py: Python<'_>,
+    shared: &Shared,
+    limit: Duration,
+    mut done: impl FnMut(&mut LiveHost) -> bool,
+) -> PyResult<bool> {
+    Ok(live::wait(py, shared, Some(limit), |l| Ok(done(l).then_some(())))?.is_some())
 }
 
 /// A host as sockets see it: one of a testbed, or a live one (None once closed).
@@ -89,7 +88,7 @@ pub(crate) enum HostRef {
     /// Host `id` of testbed `tb`.
     Virtual { tb: Py<PyTestbed>, id: HostId },
     /// A host on a TAP or shared memory, shared by the `Host` and its sockets.
-    Live(Rc<RefCell<Option<LiveHost>>>),
+    Live(Shared),
 }
 
 impl HostRef {
@@ -109,8 +108,11 @@ impl HostRef {
                 f(t.tb.host(*id))
             }
             HostRef::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(errors::rt)?;
-                f(&mut l.as_mut().ok_or_else(|| closed("host"))?.stack)
+                let mut g = live::lock(py, l)?;
+                let l = g.as_mut().ok_or_else(|| closed("host"))?;
+                let out = f(&mut l.stack);
+                l.refresh_ready();
+                out
             }
         }
     }
@@ -147,10 +149,7 @@ impl HostRef {
                 .map_err(errors::testbed)?;
                 Ok(hit)
             }
-            HostRef::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(errors::rt)?;
-                l.as_mut().ok_or_else(|| closed("host"))?.poll_until(py, limit, |l| done(&mut l.stack))
-            }
+            HostRef::Live(l) => poll_until(py, l, limit, |l| done(&mut l.stack)),
         }
     }
 
@@ -165,8 +164,83 @@ impl HostRef {
                 }
                 Ok(())
             }
+            HostRef::Live(l) => live::lock(py, l)?.as_mut().ok_or_else(|| closed("host"))?.poll_once().map(drop),
+        }
+    }
+
+    /// How long a new socket's blocking calls wait: live hosts block (`None`: for ever), a
+    /// testbed's sockets do not (the program drives virtual time).
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        match self {
+            HostRef::Virtual { .. } => Some(Duration::ZERO),
+            HostRef::Live(_) => None,
+        }
+    }
+
+    /// Call `take` until it yields or `timeout` has passed (then `None`): a zero timeout tries
+    /// once; on a testbed the wait runs virtual time (at most an hour of it when `timeout`
+    /// is `None`), on a live host the wall clock.
+    pub(crate) fn wait_for<T>(
+        &self,
+        py: Python<'_>,
+        timeout: Option<Duration>,
+        mut take: impl FnMut(&mut HostStack, &mut Readiness) -> PyResult<Option<T>>,
+    ) -> PyResult<Option<T>> {
+        match self {
+            HostRef::Virtual { tb, id } => {
+                let mut t = tb.try_borrow_mut(py).map_err(errors::rt)?;
+                let mut none = Readiness::default();
+                if let Some(v) = take(t.tb.host(*id), &mut none)? {
+                    return Ok(Some(v));
+                }
+                if timeout == Some(Duration::ZERO) {
+                    return Ok(None);
+                }
+                let (mut got, mut failed) = (None, None);
+                t.tb.run_until(timeout.unwrap_or(Duration::from_secs(3600)), |tb| {
+                    match take(tb.host(*id), &mut none) {
+                        Ok(v) => got = v,
+                        Err(e) => failed = Some(e),
+                    }
+                    got.is_some() || failed.is_some()
+                })
+                .map_err(errors::testbed)?;
+                failed.map_or(Ok(got), Err)
+            }
+            HostRef::Live(l) if timeout == Some(Duration::ZERO) => {
+                let mut g = live::lock(py, l)?;
+                let l = g.as_mut().ok_or_else(|| closed("host"))?;
+                let got = take(&mut l.stack, &mut l.ready);
+                l.refresh_ready();
+                got
+            }
+            HostRef::Live(l) => live::wait(py, l, timeout, |l| take(&mut l.stack, &mut l.ready)),
+        }
+    }
+
+    /// The readiness descriptor of a live host's socket (`fileno()`); testbed sockets have
+    /// none (`OSError(EOPNOTSUPP)`).
+    pub(crate) fn fileno(&self, py: Python<'_>, what: Interest) -> PyResult<i32> {
+        match self {
+            HostRef::Virtual { .. } => Err(unsupported("fileno() needs a live host (a testbed runs on virtual time)")),
             HostRef::Live(l) => {
-                l.try_borrow_mut().map_err(errors::rt)?.as_mut().ok_or_else(|| closed("host"))?.poll_once().map(drop)
+                let mut g = live::lock(py, l)?;
+                let l = g.as_mut().ok_or_else(|| closed("host"))?;
+                l.ready
+                    .fileno(&mut l.stack, what)
+                    .map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EIO), e.to_string()))
+            }
+        }
+    }
+
+    /// Forget the readiness descriptor of a socket that closed (a no-op on a testbed or a
+    /// closed host).
+    pub(crate) fn forget(&self, py: Python<'_>, what: Interest) {
+        if let HostRef::Live(l) = self {
+            if let Ok(mut g) = live::lock(py, l) {
+                if let Some(l) = g.as_mut() {
+                    l.ready.forget(&mut l.stack, what);
+                }
             }
         }
     }
@@ -175,7 +249,7 @@ impl HostRef {
     pub(crate) fn describe(&self, py: Python<'_>) -> String {
         let medium = match self {
             HostRef::Virtual { .. } => "testbed".to_string(),
-            HostRef::Live(l) => match l.try_borrow().ok().as_deref() {
+            HostRef::Live(l) => match l.try_lock().ok().as_deref() {
                 Some(Some(LiveHost { medium: Medium::Tap { ns, .. }, .. })) => {
                     format!("TAP in namespace {}", ns.name())
                 }
@@ -193,7 +267,8 @@ impl HostRef {
 }
 
 /// A linerate host: on a `Testbed` (virtual time), on a TAP device (`Host.on_tap`), or on a
-/// shared-memory link (`Host.on_shm`). Its sockets behave like Python's non-blocking ones.
+/// shared-memory link (`Host.on_shm`). Its sockets behave like Python's (blocking by default on a
+/// live host, polled by a thread of its own; non-blocking on a testbed).
 #[pyclass(name = "Host", module = "linerate", unsendable)]
 pub(crate) struct PyHost {
     pub(crate) host: HostRef,
@@ -202,14 +277,27 @@ pub(crate) struct PyHost {
 }
 
 impl PyHost {
-    fn live(stack: HostStack, medium: Medium) -> PyHost {
+    /// A live host; `background`: polled by a thread of its own from now on.
+    fn live(stack: HostStack, medium: Medium, background: bool) -> PyResult<PyHost> {
         let kind = match medium {
             Medium::Tap { .. } => "tap",
             Medium::Shm { .. } => "shm",
             Medium::Link { .. } => "link",
         };
-        let live = LiveHost { stack, medium, handler_errors: Default::default(), rdma: Vec::new() };
-        PyHost { host: HostRef::Live(Rc::new(RefCell::new(Some(live)))), kind }
+        let live = LiveHost {
+            stack,
+            medium,
+            handler_errors: Default::default(),
+            rdma: Vec::new(),
+            ready: Readiness::default(),
+            background,
+        };
+        let shared: Shared = std::sync::Arc::new(std::sync::Mutex::new(Some(live)));
+        if background {
+            live::spawn_poller(&shared)
+                .map_err(|e| errors::os(e.raw_os_error().unwrap_or(libc::EAGAIN), e.to_string()))?;
+        }
+        Ok(PyHost { host: HostRef::Live(shared), kind })
     }
 
     /// The testbed and id of a testbed host; `OSError(EOPNOTSUPP)` for live hosts.
@@ -221,9 +309,9 @@ impl PyHost {
     }
 
     /// The live host, or an error naming what needs one.
-    fn with_live<T>(&self, f: impl FnOnce(&mut LiveHost) -> PyResult<T>) -> PyResult<T> {
+    fn with_live<T>(&self, py: Python<'_>, f: impl FnOnce(&mut LiveHost) -> PyResult<T>) -> PyResult<T> {
         match &self.host {
-            HostRef::Live(l) => f(l.try_borrow_mut().map_err(errors::rt)?.as_mut().ok_or_else(|| closed("host"))?),
+            HostRef::Live(l) => f(live::lock(py, l)?.as_mut().ok_or_else(|| closed("host"))?),
             HostRef::Virtual { .. } => Err(unsupported("only hosts on a TAP or shared memory have this")),
         }
     }
@@ -244,10 +332,19 @@ fn host_config(cidr: &str, mtu: usize, gateway: Option<&str>) -> PyResult<Config
 impl PyHost {
     /// A host on a TAP device in a new network namespace `<prefix>-<pid>-<n>` (needs root):
     /// the Linux side of the TAP is `linux_cidr`, the linerate host `cidr`. `close()` (or
-    /// leaving a `with` block) deletes the namespace and the TAP. Poll it with `run`.
+    /// leaving a `with` block) deletes the namespace and the TAP. `background=True`: a thread
+    /// of its own polls the host (sockets block, `fileno()` works with selectors and
+    /// asyncio); `False`: the program polls it with `run` (or blocking calls do).
     #[staticmethod]
-    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, gateway = None, prefix = "lr-py"))]
-    fn on_tap(cidr: &str, linux_cidr: &str, mtu: usize, gateway: Option<&str>, prefix: &str) -> PyResult<PyHost> {
+    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, gateway = None, prefix = "lr-py", background = true))]
+    fn on_tap(
+        cidr: &str,
+        linux_cidr: &str,
+        mtu: usize,
+        gateway: Option<&str>,
+        prefix: &str,
+        background: bool,
+    ) -> PyResult<PyHost> {
         let cfg = host_config(cidr, mtu, gateway)?;
         let linux = linux_cidr.split('/').next().unwrap_or("");
         parse_ip(linux)?;
@@ -262,15 +359,16 @@ impl PyHost {
         }
         let TapSetup { ns, stack, linux_ip } =
             TapSetup::create(prefix, linux_cidr, cfg, None).map_err(errors::testbed)?;
-        Ok(PyHost::live(stack, Medium::Tap { ns, linux_ip }))
+        PyHost::live(stack, Medium::Tap { ns, linux_ip }, background)
     }
 
     /// A host on the shared-memory link `name` (`/dev/shm/linerate-<name>`): `create=True`
     /// makes the link (side A, removed when this host closes), `create=False` opens it
-    /// (side B), waiting up to `timeout` seconds for it to appear. Poll it with `run`.
+    /// (side B), waiting up to `timeout` seconds for it to appear. `background` as for
+    /// `on_tap`.
     #[staticmethod]
-    #[pyo3(signature = (name, cidr, create, mtu = 1500, timeout = 10.0))]
-    fn on_shm(name: &str, cidr: &str, create: bool, mtu: usize, timeout: f64) -> PyResult<PyHost> {
+    #[pyo3(signature = (name, cidr, create, mtu = 1500, timeout = 10.0, background = true))]
+    fn on_shm(name: &str, cidr: &str, create: bool, mtu: usize, timeout: f64, background: bool) -> PyResult<PyHost> {
         if !(0.0..=3600.0).contains(&timeout) {
             return Err(val(format!("timeout {timeout} is outside 0..=3600 seconds")));
         }
@@ -285,7 +383,7 @@ impl PyHost {
         let cfg = host_config(cidr, link_mtu, None)?;
         let path = link.path().to_string();
         let stack = Stack::new(cfg, Box::new(link) as Box<dyn Link>).map_err(errors::net)?;
-        Ok(PyHost::live(stack, Medium::Shm { path }))
+        PyHost::live(stack, Medium::Shm { path }, background)
     }
 
     /// A host on the link `spec` (`af_xdp:IFACE`, `af_packet:IFACE`, `tap:IFNAME`,
@@ -293,9 +391,9 @@ impl PyHost {
     /// AF_PACKET hosts take the interface's MAC and (without `mtu`) its MTU; AF_XDP steers
     /// IPv4 and ARP for `cidr` to the host and passes every other frame to the kernel. One
     /// stack polls one queue here (`queues=1`); `linerate host --queues N` runs one per queue.
-    /// Poll it with `run`.
+    /// `background` as for `on_tap`.
     #[staticmethod]
-    #[pyo3(signature = (spec, cidr, queues = 1, mtu = None, gateway = None, netns = None))]
+    #[pyo3(signature = (spec, cidr, queues = 1, mtu = None, gateway = None, netns = None, background = true))]
     fn on_link(
         spec: &str,
         cidr: &str,
@@ -303,6 +401,7 @@ impl PyHost {
         mtu: Option<usize>,
         gateway: Option<&str>,
         netns: Option<&str>,
+        background: bool,
     ) -> PyResult<PyHost> {
         let parsed: LinkSpec = spec.parse().map_err(val)?;
         if queues != 1 {
@@ -335,7 +434,7 @@ impl PyHost {
         }
         let link = opened.links.into_iter().next().ok_or_else(|| val(format!("{spec} opened no queue")))?;
         let stack = Stack::new(cfg, link).map_err(errors::net)?;
-        Ok(PyHost::live(stack, Medium::Link { spec: parsed.to_string(), mode: opened.mode }))
+        PyHost::live(stack, Medium::Link { spec: parsed.to_string(), mode: opened.mode }, background)
     }
 
     /// The host's IPv4 address.
@@ -358,8 +457,8 @@ impl PyHost {
 
     /// The network namespace of a TAP host (None for other hosts).
     #[getter]
-    fn netns(&self) -> Option<String> {
-        self.with_live(|l| match &l.medium {
+    fn netns(&self, py: Python<'_>) -> Option<String> {
+        self.with_live(py, |l| match &l.medium {
             Medium::Tap { ns, .. } => Ok(Some(ns.name().to_string())),
             Medium::Shm { .. } | Medium::Link { .. } => Ok(None),
         })
@@ -368,8 +467,8 @@ impl PyHost {
 
     /// The address of the Linux side of a TAP host (None for other hosts).
     #[getter]
-    fn linux_ip(&self) -> Option<String> {
-        self.with_live(|l| match &l.medium {
+    fn linux_ip(&self, py: Python<'_>) -> Option<String> {
+        self.with_live(py, |l| match &l.medium {
             Medium::Tap { linux_ip, .. } => Ok(Some(linux_ip.to_string())),
             Medium::Shm { .. } | Medium::Link { .. } => Ok(None),
         })
@@ -385,16 +484,16 @@ impl PyHost {
             HostRef::Virtual { tb, .. } => tb.try_borrow_mut(py).map_err(errors::rt)?.advance(d),
             HostRef::Live(_) => {
                 self.host.run_until(py, d, |_| false)?;
-                self.with_live(|l| rx_bypass::take_error(&l.handler_errors))
+                self.with_live(py, |l| rx_bypass::take_error(&l.handler_errors))
             }
         }
     }
 
     /// Close a live host: its sockets stop working, its namespace and TAP (or its
     /// shared-memory link) go away. Idempotent; a testbed host lives as long as its testbed.
-    fn close(&self) -> PyResult<()> {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         if let HostRef::Live(l) = &self.host {
-            let gone = l.try_borrow_mut().map_err(errors::rt)?.take();
+            let gone = live::lock(py, l)?.take();
             drop(gone);
         }
         Ok(())
@@ -407,8 +506,8 @@ impl PyHost {
 
     /// Close the host (see `close`).
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
-        self.close()
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.close(py)
     }
 
     /// What it is and its state, for `repr()`.
@@ -418,7 +517,8 @@ impl PyHost {
 
     /// Bind a UDP socket (port 0: ephemeral).
     #[pyo3(signature = (port = 0))]
-    fn udp_bind(&self, py: Python<'_>, port: u16) -> PyResult<PyUdpSocket> {
+    fn udp_bind(&self, py: Python<'_>, port: i64) -> PyResult<PyUdpSocket> {
+        let port = crate::port(port)?;
         let h = self.host.with(py, |s| s.udp_bind(port).map_err(errors::net))?;
         Ok(PyUdpSocket::new(self.host.clone_ref(py), h))
     }
@@ -433,7 +533,7 @@ impl PyHost {
         }
         let errors = match &self.host {
             HostRef::Virtual { tb, .. } => tb.try_borrow(py).map_err(errors::rt)?.handler_errors.clone(),
-            HostRef::Live(_) => self.with_live(|l| Ok(l.handler_errors.clone()))?,
+            HostRef::Live(_) => self.with_live(py, |l| Ok(l.handler_errors.clone()))?,
         };
         self.host.with(py, |s| {
             s.tcp_set_rx_handler(rx_bypass::handler(callback, errors));
@@ -459,7 +559,8 @@ impl PyHost {
 
     /// Listen for TCP connections on `port`.
     #[pyo3(signature = (port, backlog = 128))]
-    fn tcp_listen(&self, py: Python<'_>, port: u16, backlog: usize) -> PyResult<PyTcpListener> {
+    fn tcp_listen(&self, py: Python<'_>, port: i64, backlog: usize) -> PyResult<PyTcpListener> {
+        let port = crate::port(port)?;
         if backlog == 0 || backlog > 65535 {
             return Err(val(format!("backlog {backlog} is outside 1..=65535")));
         }
@@ -469,8 +570,8 @@ impl PyHost {
 
     /// Open a TCP connection to `(ip, port)`; the handshake completes as the network runs
     /// (see `TcpConn.connected`, which raises ConnectionRefusedError if the peer resets).
-    fn tcp_connect(&self, py: Python<'_>, addr: (String, u16)) -> PyResult<PyTcpConn> {
-        let dst = SocketAddrV4::new(parse_ip(&addr.0)?, addr.1);
+    fn tcp_connect(&self, py: Python<'_>, addr: (String, i64)) -> PyResult<PyTcpConn> {
+        let dst = crate::sockaddr(&addr)?;
         let h = self.host.with(py, |s| s.tcp_connect(dst).map_err(errors::net))?;
         Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst)))
     }
@@ -499,7 +600,7 @@ impl PyHost {
                 Ok(rdma::PyRdmaNode { at: rdma::NodeAt::Testbed(tb.clone_ref(py)), idx })
             }
             HostRef::Live(l) => {
-                let idx = self.with_live(|h| {
+                let idx = self.with_live(py, |h| {
                     let node = ::rdma::RdmaNode::new(&mut h.stack, cfg).map_err(|e| val(e.to_string()))?;
                     h.rdma.push(node);
                     Ok(h.rdma.len() - 1)
@@ -516,9 +617,19 @@ impl PyHost {
     }
 
     /// Ping `dst` `count` times (running the network); returns the round-trip times in µs
-    /// (virtual time on a testbed) of the replies that came back within `timeout_ms` each.
-    #[pyo3(signature = (dst, count = 1, size = 56, timeout_ms = 1000.0))]
-    fn ping(&self, py: Python<'_>, dst: &str, count: u16, size: usize, timeout_ms: f64) -> PyResult<Vec<f64>> {
+    /// (virtual time on a testbed) of the replies that came back within `timeout` seconds
+    /// each. `timeout_ms=` is the deprecated old keyword.
+    #[pyo3(signature = (dst, count = 1, size = 56, timeout = 1.0, timeout_ms = None))]
+    fn ping(
+        &self,
+        py: Python<'_>,
+        dst: &str,
+        count: u16,
+        size: usize,
+        timeout: f64,
+        timeout_ms: Option<f64>,
+    ) -> PyResult<Vec<f64>> {
+        let timeout_ms = crate::seconds_or_old_ms(py, timeout, timeout_ms, "timeout_ms")?;
         let dst = parse_ip(dst)?;
         if size > 65000 {
             return Err(val(format!("ping size {size} exceeds 65000 bytes")));

@@ -6,10 +6,12 @@ mod buf;
 mod collective;
 mod errors;
 mod host;
+mod live;
 mod middlebox;
 mod middlebox_apps;
 mod rdma;
 mod rdma_shm;
+mod ready;
 mod rx_bypass;
 mod sockets;
 mod spn;
@@ -27,6 +29,30 @@ fn parse_ip(s: &str) -> PyResult<Ipv4Addr> {
     s.parse().map_err(|_| PyValueError::new_err(format!("'{s}' is not an IPv4 address")))
 }
 
+/// A TCP/UDP port: `ValueError` outside 0..=65535.
+fn port(p: i64) -> PyResult<u16> {
+    u16::try_from(p).map_err(|_| PyValueError::new_err(format!("port {p} is outside 0..=65535")))
+}
+
+/// `(ip, port)` as a socket address: `ValueError` for a bad address or port.
+fn sockaddr(addr: &(String, i64)) -> PyResult<std::net::SocketAddrV4> {
+    Ok(std::net::SocketAddrV4::new(parse_ip(&addr.0)?, port(addr.1)?))
+}
+
+/// A timeout in milliseconds from `seconds`, or from the deprecated millisecond keyword `old`
+/// (named `old_name`) if given, with a `DeprecationWarning`.
+fn seconds_or_old_ms(py: Python<'_>, seconds: f64, old: Option<f64>, old_name: &str) -> PyResult<f64> {
+    match old {
+        None => Ok(seconds * 1e3),
+        Some(ms) => {
+            let msg = format!("{old_name}= (milliseconds) is deprecated: give the timeout in seconds");
+            let c = std::ffi::CString::new(msg).map_err(val)?;
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyDeprecationWarning>(), &c, 1)?;
+            Ok(ms)
+        }
+    }
+}
+
 /// A duration of `ms` milliseconds: finite, 0 up to one day.
 fn duration_ms(ms: f64) -> PyResult<Duration> {
     if !(0.0..=86_400_000.0).contains(&ms) {
@@ -34,6 +60,9 @@ fn duration_ms(ms: f64) -> PyResult<Duration> {
     }
     Ok(Duration::from_secs_f64(ms / 1e3))
 }
+
+/// The smallest testbed MTU: the datagram size every IPv4 host must take.
+const MIN_TESTBED_MTU: usize = 576;
 
 /// An in-process network of linerate hosts on one Ethernet segment, on virtual time.
 #[pyclass(name = "Testbed", module = "linerate", unsendable)]
@@ -54,8 +83,10 @@ impl PyTestbed {
         if !(1..=1_000_000).contains(&step_us) {
             return Err(PyValueError::new_err(format!("step_us {step_us} is outside 1..=1000000")));
         }
-        if !(68..=9216).contains(&mtu) {
-            return Err(PyValueError::new_err(format!("mtu {mtu} is outside 68..=9216")));
+        if !(MIN_TESTBED_MTU..=9216).contains(&mtu) {
+            return Err(PyValueError::new_err(format!(
+                "mtu {mtu} is outside {MIN_TESTBED_MTU}..=9216 (every IPv4 host takes {MIN_TESTBED_MTU}-byte datagrams, RFC 791)"
+            )));
         }
         let cfg = TestbedConfig { mtu, step: Duration::from_micros(step_us), ..Default::default() };
         Ok(PyTestbed { tb: Testbed::new(cfg), rdma: Vec::new(), handler_errors: Default::default() })
@@ -84,6 +115,9 @@ impl PyTestbed {
         let mut this = slf.borrow_mut();
         let mtu = this.tb_mtu();
         let cfg = Config::parse_host(cidr).map_err(errors::net)?.mtu(mtu);
+        if let Some(other) = (0..this.tb.len()).find(|&i| this.tb.host_ref(HostId(i)).ip() == cfg.ip) {
+            return Err(PyValueError::new_err(format!("host {other} of this testbed already has address {}", cfg.ip)));
+        }
         let id = if bench {
             this.tb.add_bench_host(cfg).map_err(errors::testbed)?
         } else {

@@ -46,7 +46,7 @@ pub(crate) enum NodeAt {
     /// On a testbed host: the testbed polls it as it runs (virtual time).
     Testbed(Py<PyTestbed>),
     /// On a live host (TAP, shared memory): polled with the host's stack (wall-clock time).
-    Live(std::rc::Rc<std::cell::RefCell<Option<crate::host::LiveHost>>>),
+    Live(crate::live::Shared),
 }
 
 /// An RDMA node of a host (created by `Host.rdma()`): on a testbed host the testbed polls it
@@ -62,6 +62,12 @@ pub(crate) struct PyRdmaNode {
 pub(crate) fn bytes_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
+    }
+    if !obj.hasattr("tobytes")? {
+        let kind = obj.get_type().name()?;
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "a bytes-like object or numpy array is required, not '{kind}'"
+        )));
     }
     let b = obj.call_method0("tobytes")?;
     Ok(b.downcast_into::<PyBytes>().map_err(|e| val(e.to_string()))?.as_bytes().to_vec())
@@ -263,7 +269,7 @@ impl PyRdmaNode {
                 f(node)
             }
             NodeAt::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(rt)?;
+                let mut l = crate::live::lock(py, l)?;
                 let h = l.as_mut().ok_or_else(|| rt("the host is closed"))?;
                 f(h.rdma.get_mut(self.idx).ok_or_else(|| rt("no such RDMA node"))?)
             }
@@ -279,7 +285,7 @@ impl PyRdmaNode {
                 Ok(node.address(t.tb.host_ref(*id)))
             }
             NodeAt::Live(l) => {
-                let l = l.try_borrow().map_err(rt)?;
+                let l = crate::live::lock(py, l)?;
                 let h = l.as_ref().ok_or_else(|| rt("the host is closed"))?;
                 Ok(h.rdma.get(self.idx).ok_or_else(|| rt("no such RDMA node"))?.address(&h.stack))
             }
@@ -311,11 +317,9 @@ impl PyRdmaNode {
                 }
             }
             NodeAt::Live(l) => {
-                let mut l = l.try_borrow_mut().map_err(rt)?;
-                let h = l.as_mut().ok_or_else(|| rt("the host is closed"))?;
                 let mut got = None;
                 let idx = self.idx;
-                h.poll_until(py, limit, |h| {
+                crate::host::poll_until(py, l, limit, |h| {
                     got = h.rdma.get(idx).and_then(&take);
                     got.is_some()
                 })?;
@@ -402,18 +406,31 @@ impl PyRdmaNode {
         c.map(|c| completion(py, &c)).transpose()
     }
 
-    /// The oldest notification, running the network for up to `ms` milliseconds (virtual
+    /// The oldest notification, running the network for up to `timeout` seconds (virtual
     /// time on a testbed, wall-clock time on a live host) until one arrives; None if none did.
-    #[pyo3(signature = (ms = 1000.0))]
-    fn wait_notification<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+    /// `ms=` (milliseconds) is the deprecated old keyword.
+    #[pyo3(signature = (timeout = 1.0, ms = None))]
+    fn wait_notification<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: f64,
+        ms: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let ms = crate::seconds_or_old_ms(py, timeout, ms, "ms")?;
         let c = self.wait_on(py, ms, |n| n.notifications().poll())?;
         c.map(|c| completion(py, &c)).transpose()
     }
 
-    /// The oldest completion of this node's writes, running the network for up to `ms`
-    /// milliseconds until one arrives; None if none did.
-    #[pyo3(signature = (ms = 1000.0))]
-    fn wait_completion<'py>(&self, py: Python<'py>, ms: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+    /// The oldest completion of this node's writes, running the network for up to
+    /// `timeout` seconds until one arrives; None if none did. `ms=` is deprecated.
+    #[pyo3(signature = (timeout = 1.0, ms = None))]
+    fn wait_completion<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: f64,
+        ms: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let ms = crate::seconds_or_old_ms(py, timeout, ms, "ms")?;
         let c = self.wait_on(py, ms, |n| n.completions().poll())?;
         c.map(|c| completion(py, &c)).transpose()
     }

@@ -1,17 +1,21 @@
 //! The sockets of a host (`UdpSocket`, `RawSocket`, `TcpListener`, `TcpConn`), shaped like
-//! Python's non-blocking sockets: bytes-like data, `OSError` subclasses with errno, context
-//! managers, idempotent `close()`, and a `repr` with addresses and state.
+//! Python's: blocking by default on a live host (`settimeout`/`setblocking`), non-blocking on
+//! a testbed, a `fileno()` for selectors and asyncio on a live host, bytes-like data,
+//! `OSError` subclasses with errno, context managers, idempotent `close()`, and a `repr` with
+//! addresses and state.
 
 use std::net::SocketAddrV4;
+use std::time::Duration;
 
 use net::{RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::buf::{bytes_like, WritableBuffer};
-use crate::errors::{self, closed, val, would_block};
+use crate::errors::{self, closed, timed_out, val, would_block};
 use crate::host::HostRef;
-use crate::parse_ip;
+use crate::ready::{Interest, Readiness};
+use crate::sockaddr;
 
 /// A datagram and its sender as Python sees them: `(data, (ip, port))`.
 type Datagram<'py> = (Bound<'py, PyBytes>, (String, u16));
@@ -24,11 +28,58 @@ pub(crate) struct SocketCore {
     host: HostRef,
     closed: bool,
     what: &'static str,
+    /// How long blocking calls wait: `None` for ever, zero not at all (non-blocking).
+    timeout: Option<Duration>,
 }
+
+/// The largest timeout taken, in seconds (a day).
+const MAX_TIMEOUT_S: f64 = 86_400.0;
 
 impl SocketCore {
     fn new(host: HostRef, what: &'static str) -> Self {
-        SocketCore { host, closed: false, what }
+        let timeout = host.default_timeout();
+        SocketCore { host, closed: false, what, timeout }
+    }
+
+    /// As `socket.settimeout`: `None` blocks, 0 is non-blocking, else seconds to wait.
+    fn set_timeout(&mut self, seconds: Option<f64>) -> PyResult<()> {
+        self.timeout = match seconds {
+            None => None,
+            Some(t) if (0.0..=MAX_TIMEOUT_S).contains(&t) => Some(Duration::from_secs_f64(t)),
+            Some(t) => return Err(val(format!("timeout {t} is outside 0..={MAX_TIMEOUT_S} seconds"))),
+        };
+        Ok(())
+    }
+
+    /// The timeout in seconds, as `socket.gettimeout` (None: blocking).
+    fn timeout(&self) -> Option<f64> {
+        self.timeout.map(|d| d.as_secs_f64())
+    }
+
+    /// Wait (as the timeout says) until `take` yields: `BlockingIOError` (`what`) when
+    /// non-blocking, `TimeoutError` when the timeout passes.
+    fn wait<T>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        take: impl FnMut(&mut testbed::HostStack, &mut Readiness) -> PyResult<Option<T>>,
+    ) -> PyResult<T> {
+        if self.closed {
+            return Err(closed(self.what));
+        }
+        match self.host.wait_for(py, self.timeout, take)? {
+            Some(v) => Ok(v),
+            None if self.timeout == Some(Duration::ZERO) => Err(would_block(what)),
+            None => Err(timed_out()),
+        }
+    }
+
+    /// The readiness descriptor of `interest` (live hosts only).
+    fn fileno(&self, py: Python<'_>, interest: Interest) -> PyResult<i32> {
+        if self.closed {
+            return Ok(-1);
+        }
+        self.host.fileno(py, interest)
     }
 
     /// Run `f` on the host's stack; `OSError(EBADF)` once the socket is closed.
@@ -44,12 +95,14 @@ impl SocketCore {
     fn close<E: Into<net::NetError>>(
         &mut self,
         py: Python<'_>,
+        interest: Interest,
         f: impl FnOnce(&mut testbed::HostStack) -> Result<(), E>,
     ) -> PyResult<()> {
         if self.closed {
             return Ok(());
         }
         self.closed = true;
+        self.host.forget(py, interest);
         match self.host.with(py, |s| Ok(f(s).map_err(Into::into))) {
             Ok(Ok(())) | Ok(Err(net::NetError::BadHandle)) => Ok(()),
             // A live host closed first took its sockets with it.
@@ -66,11 +119,6 @@ impl SocketCore {
             "open"
         }
     }
-}
-
-/// `(ip, port)` as a socket address.
-fn sockaddr(addr: &(String, u16)) -> PyResult<SocketAddrV4> {
-    Ok(SocketAddrV4::new(parse_ip(&addr.0)?, addr.1))
 }
 
 /// A UDP socket of a host.
@@ -100,24 +148,102 @@ impl PyUdpSocket {
         self.core.with(py, |s| s.udp_icmp_errors(self.h).map_err(errors::net))
     }
 
-    /// Send a datagram (any bytes-like object) to `(ip, port)`; False if the link is full
-    /// (retry after running the network). Too large: `OSError(EMSGSIZE)`.
-    fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, u16)) -> PyResult<bool> {
+    /// As `socket.sendto`: send a datagram (any bytes-like object) to `(ip, port)`; returns
+    /// its size. When the link is full it waits as the timeout says (non-blocking:
+    /// BlockingIOError). Too large: `OSError(EMSGSIZE)`.
+    fn sendto(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, i64)) -> PyResult<usize> {
+        let data = bytes_like(data)?;
+        let dst = sockaddr(&addr)?;
+        self.core.wait(py, "the link is full", |s, _| {
+            Ok(s.udp_send_to(self.h, dst, &data).map_err(errors::net)?.then_some(data.len()))
+        })
+    }
+
+    /// As `socket.recvfrom`: the next datagram (cut to `bufsize`) as `(data, (ip, port))`,
+    /// waiting as the timeout says (non-blocking: BlockingIOError).
+    #[pyo3(signature = (bufsize = 65536))]
+    fn recvfrom<'py>(&self, py: Python<'py>, bufsize: usize) -> PyResult<Datagram<'py>> {
+        let mut buf = vec![0u8; bufsize.min(MAX_DATAGRAM)];
+        let (n, from) = self
+            .core
+            .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        Ok((PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port())))
+    }
+
+    /// As `socket.recvfrom_into`: the next datagram into `buffer` (a bytearray or writable
+    /// memoryview; at most `nbytes`, 0: its size; longer datagrams are cut), as
+    /// `(nbytes, (ip, port))`, waiting as the timeout says.
+    #[pyo3(signature = (buffer, nbytes = 0))]
+    fn recvfrom_into(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        nbytes: usize,
+    ) -> PyResult<(usize, (String, u16))> {
+        let out = WritableBuffer::get(buffer)?;
+        if nbytes > out.len() {
+            return Err(val(format!("nbytes {nbytes} is larger than the buffer ({})", out.len())));
+        }
+        let max = if nbytes == 0 { out.len() } else { nbytes };
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let (n, from) = self
+            .core
+            .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
+        let n = n.min(max);
+        out.fill(&buf[..n])?;
+        Ok((n, (from.ip().to_string(), from.port())))
+    }
+
+    /// The local `(ip, port)`, as `socket.getsockname`.
+    fn getsockname(&self, py: Python<'_>) -> PyResult<(String, u16)> {
+        self.core.with(py, |s| Ok((s.ip().to_string(), s.udp_port(self.h).map_err(errors::net)?)))
+    }
+
+    /// A descriptor that is readable while a call would not block (live hosts), for
+    /// `selectors` and asyncio; -1 once closed.
+    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+        self.core.fileno(py, Interest::Udp(self.h))
+    }
+
+    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
+    #[pyo3(signature = (value))]
+    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
+        self.core.set_timeout(value)
+    }
+
+    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
+    fn gettimeout(&self) -> Option<f64> {
+        self.core.timeout()
+    }
+
+    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
+    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
+        self.core.set_timeout(if flag { None } else { Some(0.0) })
+    }
+
+    /// True unless the timeout is 0, as `socket.getblocking`.
+    fn getblocking(&self) -> bool {
+        self.core.timeout() != Some(0.0)
+    }
+
+    /// Old name (deprecated): send a datagram to `(ip, port)` without waiting; False if the
+    /// link is full. Use `sendto`.
+    fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, i64)) -> PyResult<bool> {
         let data = bytes_like(data)?;
         let dst = sockaddr(&addr)?;
         self.core.with(py, |s| s.udp_send_to(self.h, dst, &data).map_err(errors::net))
     }
 
-    /// The next datagram as `(data, (ip, port))`, or None if none is waiting.
+    /// Old name (deprecated): the next datagram as `(data, (ip, port))`, or None if none is
+    /// waiting, without waiting. Use `recvfrom`.
     fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<Datagram<'py>>> {
         let mut buf = vec![0u8; MAX_DATAGRAM];
         let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         Ok(got.map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))))
     }
 
-    /// Like `socket.recvfrom_into`: the next datagram into `buffer` (a bytearray or writable
-    /// memoryview; longer datagrams are cut), as `(nbytes, (ip, port))`; BlockingIOError if
-    /// none is waiting.
+    /// Old name (deprecated) of `recvfrom_into` that never waits: BlockingIOError if no
+    /// datagram is waiting.
     fn recv_from_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<(usize, (String, u16))> {
         let out = WritableBuffer::get(buffer)?;
         let mut buf = vec![0u8; MAX_DATAGRAM];
@@ -131,7 +257,7 @@ impl PyUdpSocket {
     /// Close the socket (idempotent); later use raises `OSError(EBADF)`.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let h = self.h;
-        self.core.close(py, |s| s.udp_close(h))
+        self.core.close(py, Interest::Udp(h), |s| s.udp_close(h))
     }
 
     /// `with host.udp_bind() as s:` closes the socket at the end of the block.
@@ -185,7 +311,7 @@ impl PyRawSocket {
     /// Close the socket (idempotent); later use raises `OSError(EBADF)`.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let h = self.h;
-        self.core.close(py, |s| s.raw_close(h))
+        self.core.close(py, Interest::Raw(h), |s| s.raw_close(h))
     }
 
     /// `with host.raw_bind(t) as s:` closes the socket at the end of the block.
@@ -220,12 +346,43 @@ impl PyTcpListener {
 
 #[pymethods]
 impl PyTcpListener {
-    /// The next established connection; BlockingIOError (EAGAIN) if none is waiting yet, as
-    /// `socket.accept` on a non-blocking socket.
-    fn accept(&self, py: Python<'_>) -> PyResult<PyTcpConn> {
-        let h = self.core.with(py, |s| Ok(s.tcp_accept(self.l)))?;
-        let h = h.ok_or_else(|| would_block("no connection is waiting"))?;
-        Ok(PyTcpConn::new(self.core.host.clone_ref(py), h, None))
+    /// As `socket.accept`: the next established connection and its peer, `(conn, (ip,
+    /// port))`, waiting as the timeout says (non-blocking: BlockingIOError). The connection
+    /// blocks as new sockets of the host do.
+    fn accept(&self, py: Python<'_>) -> PyResult<(PyTcpConn, (String, u16))> {
+        let (h, peer) = self.core.wait(py, "no connection is waiting", |s, r| match r.accept(s, self.l) {
+            Some(h) => Ok(Some((h, s.tcp_peer(h).map_err(errors::net)?))),
+            None => Ok(None),
+        })?;
+        let conn = PyTcpConn::new(self.core.host.clone_ref(py), h, Some(peer));
+        Ok((conn, (peer.ip().to_string(), peer.port())))
+    }
+
+    /// A descriptor that is readable while a call would not block (live hosts), for
+    /// `selectors` and asyncio; -1 once closed.
+    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+        self.core.fileno(py, Interest::Listener(self.l))
+    }
+
+    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
+    #[pyo3(signature = (value))]
+    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
+        self.core.set_timeout(value)
+    }
+
+    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
+    fn gettimeout(&self) -> Option<f64> {
+        self.core.timeout()
+    }
+
+    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
+    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
+        self.core.set_timeout(if flag { None } else { Some(0.0) })
+    }
+
+    /// True unless the timeout is 0, as `socket.getblocking`.
+    fn getblocking(&self) -> bool {
+        self.core.timeout() != Some(0.0)
     }
 
     /// The port.
@@ -237,7 +394,7 @@ impl PyTcpListener {
     /// Stop listening (idempotent); accepted connections stay open.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let l = self.l;
-        self.core.close(py, |s| s.tcp_unlisten(l))
+        self.core.close(py, Interest::Listener(l), |s| s.tcp_unlisten(l))
     }
 
     /// `with host.tcp_listen(p) as l:` stops listening at the end of the block.
@@ -263,7 +420,7 @@ impl PyTcpListener {
 pub(crate) struct PyTcpConn {
     core: SocketCore,
     h: TcpHandle,
-    /// The address connected to (None for accepted connections).
+    /// The remote address.
     peer: Option<SocketAddrV4>,
 }
 
@@ -272,15 +429,18 @@ impl PyTcpConn {
         PyTcpConn { core: SocketCore::new(host, "connection"), h, peer }
     }
 
-    /// Receive up to `max` bytes.
-    fn recv_bytes(&self, py: Python<'_>, max: usize) -> PyResult<(Recv, Vec<u8>)> {
+    /// Receive up to `max` bytes (none at end of stream), waiting as the timeout says.
+    fn recv_wait(&self, py: Python<'_>, max: usize) -> PyResult<Vec<u8>> {
         let mut buf = vec![0u8; max];
-        let r = self.core.with(py, |s| s.tcp_recv(self.h, &mut buf).map_err(errors::net))?;
-        buf.truncate(match r {
-            Recv::Data(n) => n,
-            Recv::Eof | Recv::WouldBlock => 0,
-        });
-        Ok((r, buf))
+        let n = self.core.wait(py, "no data is ready", |s, _| {
+            Ok(match s.tcp_recv(self.h, &mut buf).map_err(errors::net)? {
+                Recv::Data(n) => Some(n),
+                Recv::Eof => Some(0),
+                Recv::WouldBlock => None,
+            })
+        })?;
+        buf.truncate(n);
+        Ok(buf)
     }
 }
 
@@ -306,7 +466,7 @@ impl PyTcpConn {
         self.core.with(py, |s| Ok(format!("{:?}", s.tcp_state(self.h).map_err(errors::net)?)))
     }
 
-    /// The remote `(ip, port)` of a connection this host opened (None for accepted ones).
+    /// The remote `(ip, port)`.
     #[getter]
     fn peer(&self) -> Option<(String, u16)> {
         self.peer.map(|a| (a.ip().to_string(), a.port()))
@@ -325,42 +485,79 @@ impl PyTcpConn {
     }
 
     /// Queue as much of `data` (any bytes-like object) as fits; returns the number of bytes
-    /// taken, at least 1 for non-empty data. When the send buffer is full: BlockingIOError
-    /// (EAGAIN), as `socket.send` on a non-blocking socket. After our shutdown:
+    /// taken, at least 1 for non-empty data. When the send buffer is full it waits as the
+    /// timeout says (non-blocking: BlockingIOError, EAGAIN; timed out: TimeoutError). After our shutdown:
     /// BrokenPipeError; after a reset: ConnectionResetError.
     fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let data = bytes_like(data)?;
-        let n = self.core.with(py, |s| s.tcp_send(self.h, &data).map_err(errors::send))?;
-        if n == 0 && !data.is_empty() {
-            return Err(would_block("the send buffer is full"));
+        if data.is_empty() {
+            return Ok(0);
         }
-        Ok(n)
+        self.core.wait(py, "the send buffer is full", |s, _| {
+            let n = s.tcp_send(self.h, &data).map_err(errors::send)?;
+            Ok((n > 0).then_some(n))
+        })
     }
 
-    /// Hand over the whole buffer (any bytes-like object); the stack segments and sends it as
-    /// the windows allow.
+    /// As `socket.sendall`: hand over the whole buffer (any bytes-like object); the stack
+    /// segments and sends it as the windows allow.
+    fn sendall(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.send_all(py, data)
+    }
+
+    /// The remote `(ip, port)`, as `socket.getpeername`.
+    fn getpeername(&self) -> PyResult<(String, u16)> {
+        self.peer().ok_or_else(|| errors::os(libc::ENOTCONN, "not connected"))
+    }
+
+    /// A descriptor that is readable while a call would not block (live hosts), for
+    /// `selectors` and asyncio; -1 once closed.
+    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+        self.core.fileno(py, Interest::Tcp(self.h))
+    }
+
+    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
+    #[pyo3(signature = (value))]
+    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
+        self.core.set_timeout(value)
+    }
+
+    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
+    fn gettimeout(&self) -> Option<f64> {
+        self.core.timeout()
+    }
+
+    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
+    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
+        self.core.set_timeout(if flag { None } else { Some(0.0) })
+    }
+
+    /// True unless the timeout is 0, as `socket.getblocking`.
+    fn getblocking(&self) -> bool {
+        self.core.timeout() != Some(0.0)
+    }
+
+    /// Old name (deprecated) of `sendall`.
     fn send_all(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let data = bytes_like(data)?.into_owned();
         self.core.with(py, |s| s.tcp_send_transfer(self.h, data).map_err(errors::send))
     }
 
-    /// Up to `max` received bytes; b"" at end of stream; BlockingIOError (EAGAIN) if nothing
-    /// is ready yet, as `socket.recv` on a non-blocking socket. A reset connection raises
-    /// ConnectionResetError.
+    /// Up to `max` received bytes; b"" at end of stream; waits as the timeout says while
+    /// nothing is ready (non-blocking: BlockingIOError, EAGAIN; timed out: TimeoutError), as
+    /// `socket.recv`. A reset connection raises ConnectionResetError.
     #[pyo3(signature = (max = 65536))]
     fn recv<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyBytes>> {
         if max == 0 || max > 1 << 30 {
             return Err(val(format!("max {max} is outside 1..=2**30")));
         }
-        match self.recv_bytes(py, max)? {
-            (Recv::WouldBlock, _) => Err(would_block("no data is ready")),
-            (_, data) => Ok(PyBytes::new(py, &data)),
-        }
+        let data = self.recv_wait(py, max)?;
+        Ok(PyBytes::new(py, &data))
     }
 
     /// Like `socket.recv_into`: received bytes into `buffer` (bytearray, writable memoryview),
     /// at most `nbytes` (0: the buffer's size); returns the count, 0 at end of stream;
-    /// BlockingIOError if nothing is ready yet.
+    /// waits as `recv` does.
     #[pyo3(signature = (buffer, nbytes = 0))]
     fn recv_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, nbytes: usize) -> PyResult<usize> {
         let out = WritableBuffer::get(buffer)?;
@@ -371,13 +568,9 @@ impl PyTcpConn {
         if max == 0 {
             return Ok(0);
         }
-        match self.recv_bytes(py, max)? {
-            (Recv::WouldBlock, _) => Err(would_block("no data is ready")),
-            (_, data) => {
-                out.fill(&data)?;
-                Ok(data.len())
-            }
-        }
+        let data = self.recv_wait(py, max)?;
+        out.fill(&data)?;
+        Ok(data.len())
     }
 
     /// Close our direction (FIN after queued data); receiving continues.
@@ -388,7 +581,7 @@ impl PyTcpConn {
     /// Close and release the connection (idempotent): queued data and a FIN still go out.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let h = self.h;
-        self.core.close(py, |s| s.tcp_close(h))
+        self.core.close(py, Interest::Tcp(h), |s| s.tcp_close(h))
     }
 
     /// Abort with a reset.

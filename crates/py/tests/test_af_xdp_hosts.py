@@ -21,6 +21,7 @@ import hashlib, sys, time
 import linerate as lr
 h = lr.Host.on_link("af_xdp:lrpa", sys.argv[1] + "/24")
 lst, udp = h.tcp_listen(7000), h.udp_bind(7001)
+lst.setblocking(False)
 print("ready", h.kind, flush=True)
 conn, got, replied, deadline = None, bytearray(), False, time.monotonic() + 90
 while time.monotonic() < deadline and not replied:
@@ -29,7 +30,8 @@ while time.monotonic() < deadline and not replied:
         udp.send_to(r[0], r[1])
     if conn is None:
         try:
-            conn = lst.accept()
+            conn, _ = lst.accept()
+            conn.setblocking(False)
         except BlockingIOError:
             continue
     try:

@@ -46,11 +46,13 @@ def serve_echo(h, lst, udp, client, limit_s=30.0):
     """Echo TCP (as received) and UDP (in upper case) on `h` until `client` exits or
     `limit_s` passes."""
     conn, deadline = None, time.monotonic() + limit_s
+    lst.setblocking(False)
     while time.monotonic() < deadline and client.poll() is None:
         h.run(ms=2)
         if conn is None:
             try:
-                conn = lst.accept()
+                conn, _ = lst.accept()
+                conn.setblocking(False)
             except BlockingIOError:
                 pass
         elif conn.state != "Closed":
@@ -87,7 +89,7 @@ def test_linux_talks_to_a_python_host_on_a_tap():
         want = hashlib.sha256(bytes(range(256)) * 400).hexdigest()
         assert out.split("\n")[:2] == [f"tcp {want}", "udp PING OVER UDP"]
         # From linerate to Linux: ping answers, a closed port refuses (Linux sends RST).
-        assert len(h.ping(LINUX, count=3, timeout_ms=1000)) == 3
+        assert len(h.ping(LINUX, count=3, timeout=1)) == 3
         c = h.tcp_connect((LINUX, 9))
         for _ in range(500):
             h.run(ms=2)
@@ -128,12 +130,14 @@ import sys, time
 import linerate as lr
 name = sys.argv[1]
 with lr.Host.on_shm(name, "10.88.0.2/24", create=False, timeout=10) as b, b.tcp_listen(7000) as lst:
+    lst.setblocking(False)
     conn, deadline, done = None, time.monotonic() + 30, None
     while time.monotonic() < deadline and (done is None or time.monotonic() < done):
         b.run(ms=2)
         if conn is None:
             try:
-                conn = lst.accept()
+                conn, _ = lst.accept()
+                conn.setblocking(False)
             except BlockingIOError:
                 pass
         elif done is None:
@@ -162,7 +166,7 @@ def test_two_processes_talk_over_a_shared_memory_link():
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rtts = []
             for _ in range(100):
-                rtts = a.ping("10.88.0.2", count=1, timeout_ms=100)
+                rtts = a.ping("10.88.0.2", count=1, timeout=0.1)
                 if rtts or peer.poll() is not None:
                     break
             assert rtts, "no ping reply over the shared-memory link"

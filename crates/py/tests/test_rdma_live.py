@@ -79,15 +79,15 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     with pytest.raises(ValueError):
         arr.resize(2000)  # numpy refuses: the node holds a view of it
     ra.write(mac, key, 40, np.arange(10, dtype=np.float32))
-    assert rb.wait_notification(ms=100)["status"] == "ok"
+    assert rb.wait_notification(0.1)["status"] == "ok"
     # The write landed in the caller's array itself: no copy back.
     assert np.array_equal(arr[10:20], np.arange(10, dtype=np.float32))
     assert arr[:10].sum() == 0 and arr[20:].sum() == 0
     # A write larger than the region: refused whole, counted, nothing out of bounds.
     ra.write(mac, key, 0, np.ones(1001, dtype=np.float32))
-    c = ra.wait_completion(ms=200)
+    c = ra.wait_completion(0.2)
     while c is not None and c["status"] == "ok":
-        c = ra.wait_completion(ms=200)
+        c = ra.wait_completion(0.2)
     assert c["status"] == "nacked:out_of_bounds", c
     assert np.array_equal(arr[10:20], np.arange(10, dtype=np.float32)) and arr[20:].sum() == 0
     assert rb.counters()["nack_out_of_bounds"] >= 1
@@ -95,7 +95,7 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     assert rb.deregister(key) is arr
     arr.resize(10, refcheck=False)  # the caller's again
     ra.write(mac, key, 0, np.ones(4, dtype=np.float32))
-    c = ra.wait_completion(ms=200)
+    c = ra.wait_completion(0.2)
     assert c["status"] == "nacked:deregistered", c
     assert rb.counters()["nack_deregistered"] >= 1
     with pytest.raises(ValueError, match="no region"):
@@ -106,7 +106,7 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     k2 = rb.register(ro)
     k3 = rb.register(np.zeros(8, dtype=np.uint8), copy=True)
     ra.write(mac, k3, 0, b"\x01" * 8)
-    rb.wait_notification(ms=100)
+    rb.wait_notification(0.1)
     assert rb.region(k2) == bytes(range(8)) and rb.region(k3) == b"\x01" * 8
     assert isinstance(rb.deregister(k3), bytes)
 
@@ -124,7 +124,7 @@ def test_host_rdma_on_a_live_host_writes_into_a_threaded_nodes_array():
         key = peer.register(arr)
         data = np.random.default_rng(5).integers(0, 256, 1 << 20, dtype=np.uint8)
         node.write(peer.address, key, 0, data)
-        c = node.wait_completion(ms=20000)
+        c = node.wait_completion(20)
         assert c is not None and c["status"] == "ok", c
         kinds = []
         while len(kinds) < 16:
@@ -171,7 +171,7 @@ def test_host_rdma_on_a_tap_host_receives_a_linux_side_write_in_place():
         try:
             landed = 0
             for _ in range(600):
-                n = node.wait_notification(ms=100)
+                n = node.wait_notification(0.1)
                 if n is not None:
                     assert n["kind"] == "recv_registered" and n["status"] == "ok", n
                     landed += n["len"]

@@ -22,7 +22,7 @@ def establish(net, a, b, port=5001):
         net.run(ms=0.05)
         if s is None:
             try:
-                s = lst.accept()
+                s, _ = lst.accept()
             except BlockingIOError:
                 pass
         if s is not None and c.connected:
@@ -95,7 +95,7 @@ def test_accept_recv_and_send_raise_blocking_io_error_when_they_would_block():
     for _ in range(1000):
         net.run(ms=0.05)
         try:
-            s = lst.accept()
+            s, _ = lst.accept()
             break
         except BlockingIOError:
             pass

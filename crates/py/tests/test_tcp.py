@@ -13,7 +13,7 @@ def establish(net, a, b, port=5001):
         net.run(ms=0.05)
         if s is None:
             try:
-                s = lst.accept()
+                s, _ = lst.accept()
             except BlockingIOError:
                 pass
         if s is not None and c.connected:

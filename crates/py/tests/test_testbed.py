@@ -32,7 +32,7 @@ def test_ping_replies_and_arp_table(net):
 
 def test_ping_to_nobody_times_out_and_counts_unresolved(net):
     a = net.host("10.0.0.1/24")
-    assert a.ping("10.0.0.99", count=1, timeout_ms=3000) == []
+    assert a.ping("10.0.0.99", count=1, timeout=3) == []
     assert a.counters()["tx_drop_arp_unresolved"] == 1
 
 

@@ -20,6 +20,17 @@ def test_mypy_strict_passes_on_a_typed_program():
     assert run.returncode == 0, run.stderr
 
 
+def test_mypy_strict_passes_on_the_examples_and_the_socket_tests():
+    """The Python examples, linerate.asyncio and the socket-like tests type-check strictly."""
+    root = HERE.parent.parent.parent
+    paths = sorted(str(p) for p in (root / "examples").glob("*.py"))
+    assert paths, "no Python examples found"
+    paths += [str(HERE / "test_socket_like.py"), str(HERE.parent / "python" / "linerate" / "asyncio.py")]
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", *paths],
+                       cwd=HERE, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_mypy_catches_misuse_through_the_stubs(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(

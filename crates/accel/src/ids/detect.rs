@@ -198,19 +198,19 @@ fn eval_from(seg: &CompiledSegment, i: usize, buf: &[u8], cursor: usize, st: &mu
             let subject = &buf[base..];
             let mut from = 0usize;
             loop {
-                let found = re.re.find_at(subject, from).filter(|m| !re.anchored || m.start() == from);
+                let found = re.re.find_at(subject, from).filter(|m| !re.anchored || m.start == from);
                 if *negated {
                     return found.is_none() && eval_from(seg, i + 1, buf, cursor, st);
                 }
                 let Some(m) = found else { return false };
-                if eval_from(seg, i + 1, buf, base + m.end(), st) {
+                if eval_from(seg, i + 1, buf, base + m.end, st) {
                     return true;
                 }
                 if !seg.retry[i] || re.anchored || st.budget == 0 {
                     return false;
                 }
                 st.budget -= 1;
-                from = if m.end() > m.start() { m.end() } else { m.end() + 1 };
+                from = if m.end > m.start { m.end } else { m.end + 1 };
                 if from > subject.len() {
                     return false;
                 }

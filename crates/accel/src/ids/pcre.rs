@@ -1,11 +1,15 @@
-//! Translation of Snort PCRE expressions to the `regex` crate (byte-oriented, no Unicode).
+//! Snort PCRE expressions, compiled to the `regex` crate (byte-oriented, no Unicode, linear
+//! time: the fast path) where it can express them, else to PCRE2 itself (the `pcre2` crate,
+//! JIT where available), which Snort runs too: backreferences, lookaround, atomic groups,
+//! possessive quantifiers and the rest the `regex` crate lacks.
 //!
 //! Supported flags: `i s m x` (as in PCRE), `G` (ungreedy), `A` (anchored at the search
 //! start), `E` (`$` only at the very end), `R` (relative: handled by the engine), `O` (ignored:
 //! match limits). Snort 2's HTTP buffer flags (`U I P H D M C K S Y B`) are not Snort 3 and
 //! make the option unsupported. Constructs the `regex` crate does not have (backreferences,
-//! lookaround, atomic groups, possessive quantifiers, recursion, `\G`, callouts) make the
-//! option unsupported, with the reason.
+//! lookaround, atomic groups, possessive quantifiers, recursion, `\G`, callouts) go to PCRE2;
+//! an expression PCRE2 refuses too (or one with `E`, which PCRE2 has no inline flag for) is
+//! unsupported, with the reason.
 //!
 //! Semantics kept from PCRE: without `E`, a `$` outside a class also matches before a final
 //! newline (translated to `(?:\n?\z)` when `m` is off, which moves the match end past that
@@ -13,11 +17,36 @@
 
 use regex::bytes::{Regex, RegexBuilder};
 
+/// The engine an expression was compiled for.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// The `regex` crate (the fast path).
+    Regex(Regex),
+    /// PCRE2, for what the `regex` crate cannot express.
+    Pcre2(pcre2::bytes::Regex),
+}
+
+impl Matcher {
+    /// The first match in `subject` starting at or after `from`. PCRE2 giving up (its match
+    /// or depth limit) counts as no match.
+    pub fn find_at(&self, subject: &[u8], from: usize) -> Option<std::ops::Range<usize>> {
+        match self {
+            Matcher::Regex(r) => r.find_at(subject, from).map(|m| m.range()),
+            Matcher::Pcre2(r) => r.find_at(subject, from).ok().flatten().map(|m| m.start()..m.end()),
+        }
+    }
+
+    /// True if PCRE2 runs the expression.
+    pub fn is_pcre2(&self) -> bool {
+        matches!(self, Matcher::Pcre2(_))
+    }
+}
+
 /// A compiled PCRE option.
 #[derive(Debug, Clone)]
 pub struct CompiledPcre {
-    /// The translated expression.
-    pub re: Regex,
+    /// The compiled expression.
+    pub re: Matcher,
     /// `A`: the match must start where the search starts.
     pub anchored: bool,
 }
@@ -25,8 +54,40 @@ pub struct CompiledPcre {
 /// Why an expression cannot be used.
 pub type Unsupported = String;
 
-/// Translates and compiles `source` with Snort `flags`.
+/// Compiles `source` with Snort `flags`: for the `regex` crate when it can express it, else
+/// for PCRE2.
 pub fn compile(source: &str, flags: &str) -> Result<CompiledPcre, Unsupported> {
+    match compile_regex(source, flags) {
+        Ok(c) => Ok(c),
+        Err(why) if why.starts_with("pcre flag") => Err(why),
+        Err(why) => compile_pcre2(source, flags).map_err(|e| format!("{why}; PCRE2: {e}")),
+    }
+}
+
+/// Compiles `source` for PCRE2 with Snort `flags` (byte-oriented, no UTF).
+fn compile_pcre2(source: &str, flags: &str) -> Result<CompiledPcre, Unsupported> {
+    let mut b = pcre2::bytes::RegexBuilder::new();
+    b.jit_if_available(true);
+    let mut inline = String::new();
+    let mut anchored = false;
+    for f in flags.chars() {
+        match f {
+            'i' => drop(b.caseless(true)),
+            's' => drop(b.dotall(true)),
+            'm' => drop(b.multi_line(true)),
+            'x' => drop(b.extended(true)),
+            'G' => inline.push_str("(?U)"),
+            'A' => anchored = true,
+            'E' => return Err("pcre flag 'E' has no PCRE2 inline equivalent".into()),
+            _ => {}
+        }
+    }
+    let re = b.build(&format!("{inline}{source}")).map_err(|e| first_line(&e.to_string()))?;
+    Ok(CompiledPcre { re: Matcher::Pcre2(re), anchored })
+}
+
+/// Translates and compiles `source` with Snort `flags` for the `regex` crate.
+fn compile_regex(source: &str, flags: &str) -> Result<CompiledPcre, Unsupported> {
     let mut prefix = String::from("(?");
     let mut anchored = false;
     let mut dollar_endonly = false;
@@ -56,7 +117,7 @@ pub fn compile(source: &str, flags: &str) -> Result<CompiledPcre, Unsupported> {
         .dfa_size_limit(32 << 20)
         .build()
         .map_err(|e| format!("pcre not expressible with the regex crate ({})", first_line(&e.to_string())))?;
-    Ok(CompiledPcre { re, anchored })
+    Ok(CompiledPcre { re: Matcher::Regex(re), anchored })
 }
 
 fn first_line(s: &str) -> String {
@@ -291,7 +352,7 @@ mod tests {
     use super::*;
 
     fn m(src: &str, flags: &str, hay: &[u8]) -> bool {
-        compile(src, flags).unwrap().re.is_match(hay)
+        compile(src, flags).unwrap().re.find_at(hay, 0).is_some()
     }
 
     #[test]
@@ -313,17 +374,34 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_constructs() {
-        for (s, why) in [
-            ("(a)\\1", "backreference"),
-            ("a(?=b)", "lookahead"),
-            ("(?<!a)b", "lookbehind"),
-            ("a++", "possessive"),
-            ("(?>a)", "atomic"),
+    fn what_regex_cannot_express_runs_on_pcre2() {
+        for (src, flags, yes, no) in [
+            ("(a)\\1", "", &b"xaa"[..], &b"xab"[..]),
+            ("a(?=b)", "", b"ab", b"ac"),
+            ("(?<!a)b", "", b"cb", b"ab"),
+            ("a++b", "", b"aab", b"aac"),
+            ("(?>a)b", "i", b"AB", b"AC"),
+            ("^(\\w+) \\1$", "m", b"x\nfoo foo\ny", b"foo bar"),
         ] {
-            let e = compile(s, "").unwrap_err();
-            assert!(e.contains(why), "{s}: {e}");
+            let c = compile(src, flags).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert!(c.re.is_pcre2(), "{src}");
+            assert!(c.re.find_at(yes, 0).is_some(), "{src} on {yes:?}");
+            assert!(c.re.find_at(no, 0).is_none(), "{src} on {no:?}");
         }
+        // The fast path keeps what `regex` can do.
+        assert!(!compile("^USER\\s+w0rm", "ims").unwrap().re.is_pcre2());
+        // The match position is where the search starts or later.
+        let c = compile("(a)\\1", "").unwrap();
+        assert_eq!(c.re.find_at(b"aa-aa", 1), Some(3..5));
+    }
+
+    #[test]
+    fn unsupported_constructs() {
+        // Neither engine: a lookahead with E (no PCRE2 inline flag), a broken expression.
+        let e = compile("a(?=b)$", "E").unwrap_err();
+        assert!(e.contains("lookahead") && e.contains("PCRE2"), "{e}");
+        let e = compile("(a\\1", "").unwrap_err();
+        assert!(e.contains("PCRE2"), "{e}");
         assert!(compile("a", "U").unwrap_err().contains("Snort 2"));
     }
 }

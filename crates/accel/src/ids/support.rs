@@ -59,7 +59,7 @@ pub fn explain(entry: &str) -> Gap {
         return gap(&format!("{what}:...,dce"), "byte order from the DCE/RPC header is not decoded");
     }
     if entry.starts_with("pcre ") {
-        return gap("pcre", &format!("{entry} has no equivalent in the regex engine"));
+        return gap("pcre", &format!("{entry}: neither the regex crate nor PCRE2 takes it"));
     }
     if entry.starts_with("http_") || entry.ends_with("_data") || entry == "sip_header" || entry == "sip_body" {
         return gap(entry, "a buffer the engine's decoders do not produce");
@@ -109,7 +109,8 @@ mod tests {
                     alert tcp any any -> any any (content:\"a\"; ssl_state:client_hello; sid:2;)\n\
                     alert dns (content:\"b\"; sid:3;)\n\
                     alert tcp any any -> any any (content:\"c\"; bogus_kw:1; http_header:field host; sid:4;)\n\
-                    alert tcp any any -> any any (pcre:\"/(a)\\1/\"; sid:5;)\n";
+                    alert tcp any any -> any any (pcre:\"/a(?=b)$/E\"; sid:5;)\n\
+                    alert tcp any any -> any any (pcre:\"/(a)\\1/\"; sid:6;)\n";
         let (set, report) = RuleSet::parse(text, "t.rules", &Vars::default(), true).unwrap();
         assert_eq!(report.partial, 4);
         let p = partial_rules(&set);
@@ -120,7 +121,9 @@ mod tests {
         assert!(p[1].gaps[0].option.contains("dns") && p[1].gaps[0].reason.contains("application protocol"));
         assert!(p[2].gaps.iter().any(|g| g.unknown && g.option == "bogus_kw"));
         assert!(p[2].gaps.iter().any(|g| g.option == "http_header" && g.reason.contains("field")));
-        assert!(p[3].gaps[0].option == "pcre" && p[3].gaps[0].reason.contains("backreference"), "{:?}", p[3].gaps);
+        // A lookahead with E takes neither engine; a backreference runs on PCRE2 (sid 6 is full).
+        assert!(p[3].gaps[0].option == "pcre" && p[3].gaps[0].reason.contains("lookahead"), "{:?}", p[3].gaps);
+        assert!(p[3].gaps[0].reason.contains("PCRE2"), "{:?}", p[3].gaps);
         let e = require_full_support(&set, "t.rules").unwrap_err().to_string();
         assert_eq!(e, "t.rules:2: sid 2: option 'ssl_state' is not supported (known to Snort or Suricata, not evaluated by this engine)");
         let (only_unknown, _) = RuleSet::parse(

@@ -132,6 +132,8 @@ pub struct AlertSink {
     pub packets: u64,
     /// Packets the units could not verify (reorder buffers full), recorded without alert.
     pub unverified: u64,
+    /// True if alerting packets are dropped (IPS): the EVE action is `blocked`, else `allowed`.
+    blocked: bool,
 }
 
 impl AlertSink {
@@ -154,6 +156,7 @@ impl AlertSink {
             alerts: 0,
             packets: 0,
             unverified: 0,
+            blocked: false,
         })
     }
 
@@ -161,6 +164,13 @@ impl AlertSink {
     pub fn with_eve(mut self, path: &Path) -> Result<Self, String> {
         self.eve = Some(open_text(path, "EVE log")?);
         Ok(self)
+    }
+
+    /// Say whether alerting packets are dropped (IPS, EVE `blocked`) or forwarded (IDS, the
+    /// default, EVE `allowed`).
+    pub fn blocking(mut self, blocked: bool) -> Self {
+        self.blocked = blocked;
+        self
     }
 
     /// Record one host packet.
@@ -177,7 +187,7 @@ impl AlertSink {
                 writeln!(log, "{}", a.fast_line(stamp)).map_err(|e| format!("alert log: {e}"))?;
             }
             if let Some(eve) = self.eve.as_mut() {
-                writeln!(eve, "{}", alert_record(&a, stamp)).map_err(|e| format!("EVE log: {e}"))?;
+                writeln!(eve, "{}", alert_record(&a, stamp, self.blocked)).map_err(|e| format!("EVE log: {e}"))?;
             }
         }
         if let Some(p) = self.pcap.as_mut() {

@@ -42,8 +42,8 @@ fn proto_name(p: u8) -> String {
 }
 
 /// The EVE alert record of `a`, seen at `stamp` nanoseconds since the Unix epoch. The action
-/// is `blocked`: a matching packet goes to the host instead of out of the other port.
-pub fn alert_record(a: &Alert, stamp: u64) -> Value {
+/// is Suricata's: `blocked` when the packet was dropped (IPS), `allowed` when it went on (IDS).
+pub fn alert_record(a: &Alert, stamp: u64, blocked: bool) -> Value {
     let mut v = json!({
         "timestamp": Utc::from_unix_nanos(stamp).eve(),
         "flow_id": flow_id(&a.flow()),
@@ -52,7 +52,7 @@ pub fn alert_record(a: &Alert, stamp: u64) -> Value {
         "dest_ip": a.dst.0.to_string(),
         "proto": proto_name(a.proto),
         "alert": {
-            "action": "blocked",
+            "action": if blocked { "blocked" } else { "allowed" },
             "gid": a.gid,
             "signature_id": a.sid,
             "rev": a.rev,
@@ -87,7 +87,7 @@ mod tests {
             src: (Ipv4Addr::new(1, 2, 3, 4), 1000),
             dst: (Ipv4Addr::new(5, 6, 7, 8), 80),
         };
-        let v = alert_record(&a, 1_709_211_909_000_042_000);
+        let v = alert_record(&a, 1_709_211_909_000_042_000, false);
         let text = serde_json::to_string(&v).unwrap();
         assert!(!text.contains('\n'));
         let back: Value = serde_json::from_str(&text).unwrap();
@@ -98,12 +98,14 @@ mod tests {
         assert_eq!(back["proto"], "TCP");
         assert_eq!(back["alert"]["signature"], "TEST \"quoted\" thing");
         assert_eq!(back["alert"]["signature_id"], 2000);
+        assert_eq!(back["alert"]["action"], "allowed");
+        assert_eq!(alert_record(&a, 0, true)["alert"]["action"], "blocked");
         assert_eq!(back["alert"]["severity"], 1);
         assert_eq!(back["alert"]["category"], "A Network Trojan was detected");
         // The same flow from the other side has the same id.
         let mut b = a.clone();
         std::mem::swap(&mut b.src, &mut b.dst);
-        assert_eq!(alert_record(&b, 0)["flow_id"], back["flow_id"]);
+        assert_eq!(alert_record(&b, 0, false)["flow_id"], back["flow_id"]);
         assert!(back["flow_id"].as_u64().unwrap() <= FLOW_ID_MASK);
     }
 }

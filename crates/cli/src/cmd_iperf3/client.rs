@@ -18,7 +18,7 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params)
     let server = SocketAddrV4::new(addr, a.port);
     let wait = crate::bench_common::check_secs(a.wait)?;
     eprintln!("linerate iperf3 client {} -> {server} on {}", setup.stack.ip(), setup.place);
-    let mut child = a.run.as_deref().map(|c| setup.spawn(c)).transpose()?;
+    let mut child = a.run.as_deref().map(|c| setup.spawn(c, a.json)).transpose()?;
     let mut client = Iperf3Client::new(server, params.clone()).retry_for(wait);
     let start = now();
     // Every step of the client is bounded; this bounds the whole in case of a bug.
@@ -58,10 +58,9 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params)
     }
     if let Some(e) = client.error() {
         if a.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json!({ "server": server.to_string(), "error": e })).unwrap_or_default()
-            );
+            // As iperf3 -J: the start of the test and the error.
+            let v = json!({ "start": start_json(server, &params, params.parallel), "intervals": [], "end": {}, "error": e });
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         return Err(format!("iperf3 test against {server} failed: {e}"));
     }
@@ -74,42 +73,74 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params)
     Ok(ExitCode::SUCCESS)
 }
 
-/// One side as JSON (UDP losses and jitter are the receiver's figures).
-fn side_json(s: &Side, udp: bool, receiver: bool) -> Value {
+/// One side's totals as an iperf3 `-J` sum: `start`, `end`, `seconds`, `bytes`,
+/// `bits_per_second`, `sender`; TCP senders add `retransmits`, UDP `packets` (receivers:
+/// `lost_packets`, `lost_percent`, `jitter_ms`).
+fn sum_json(s: &Side, udp: bool, sender: bool) -> Value {
     let mut v = json!({
-        "bytes": s.bytes, "seconds": s.seconds, "bits_per_second": s.bits_per_second(),
+        "start": 0, "end": s.seconds, "seconds": s.seconds, "bytes": s.bytes,
+        "bits_per_second": s.bits_per_second(), "sender": sender,
     });
     if udp {
         v["packets"] = json!(s.packets);
-        if receiver {
+        if !sender {
             v["lost_packets"] = json!(s.lost);
-            v["jitter_seconds"] = json!(s.jitter);
+            v["lost_percent"] = json!(if s.packets > 0 { 100.0 * s.lost as f64 / s.packets as f64 } else { 0.0 });
+            v["jitter_ms"] = json!(s.jitter * 1e3);
         }
-    } else if !receiver && s.retransmits >= 0 {
+    } else if sender && s.retransmits >= 0 {
         v["retransmits"] = json!(s.retransmits);
     }
     v
 }
 
-/// Print the figures: a table, or JSON.
+/// iperf3's `start` object: where the test went and its parameters.
+fn start_json(server: SocketAddrV4, p: &Params, streams: usize) -> Value {
+    let udp = p.protocol == Protocol::Udp;
+    json!({
+        "connecting_to": { "host": server.ip().to_string(), "port": server.port() },
+        "version": concat!("linerate ", env!("CARGO_PKG_VERSION")),
+        "system_info": "linerate userspace stack",
+        "test_start": {
+            "protocol": if udp { "UDP" } else { "TCP" }, "num_streams": streams, "blksize": p.len,
+            "omit": p.omit, "duration": p.time, "bytes": p.bytes, "blocks": p.blocks,
+            "reverse": i32::from(p.reverse), "bidir": i32::from(p.bidirectional), "tos": 0,
+        },
+    })
+}
+
+/// The report in iperf3's `-J` schema, so tools that read iperf3's output read ours. The
+/// client keeps totals only, so `intervals` holds one interval spanning the test. The main
+/// direction is the upload (the download with `-R`); with `--bidir` the other one is under
+/// `sum_sent_bidir_reverse`/`sum_received_bidir_reverse`, as iperf3 writes it.
+fn iperf3_json(server: SocketAddrV4, p: &Params, r: &ClientReport) -> Value {
+    let udp = p.protocol == Protocol::Udp;
+    let (main, other) = if p.reverse { (&r.download, &r.upload) } else { (&r.upload, &r.download) };
+    let mut end = json!({
+        "streams": [],
+        "cpu_utilization_percent": { "host_total": r.cpu_local, "remote_total": r.cpu_remote },
+    });
+    let mut intervals = Vec::new();
+    if let Some((tx, rx)) = main {
+        end["sum_sent"] = sum_json(tx, udp, true);
+        end["sum_received"] = sum_json(rx, udp, false);
+        if udp {
+            end["sum"] = sum_json(rx, udp, false);
+        }
+        intervals.push(json!({ "streams": [], "sum": sum_json(tx, udp, true) }));
+    }
+    if let Some((tx, rx)) = other {
+        end["sum_sent_bidir_reverse"] = sum_json(tx, udp, true);
+        end["sum_received_bidir_reverse"] = sum_json(rx, udp, false);
+    }
+    json!({ "start": start_json(server, p, r.streams), "intervals": intervals, "end": end })
+}
+
+/// Print the figures: a table, or iperf3's JSON.
 fn print_report(a: &Iperf3Args, server: SocketAddrV4, p: &Params, r: &ClientReport) {
     let udp = p.protocol == Protocol::Udp;
-    let dir = |d: &Option<(Side, Side)>| {
-        d.as_ref().map(|(s, rx)| json!({ "sender": side_json(s, udp, false), "receiver": side_json(rx, udp, true) }))
-    };
     if a.json {
-        let v = json!({
-            "server": server.to_string(),
-            "protocol": if udp { "udp" } else { "tcp" },
-            "streams": r.streams,
-            "reverse": p.reverse,
-            "bidirectional": p.bidirectional,
-            "upload": dir(&r.upload),
-            "download": dir(&r.download),
-            "cpu_local_percent": r.cpu_local,
-            "cpu_remote_percent": r.cpu_remote,
-        });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&iperf3_json(server, p, r)).unwrap_or_default());
         return;
     }
     let mut t = Table::new(

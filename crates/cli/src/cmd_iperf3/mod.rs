@@ -91,7 +91,9 @@ pub struct Iperf3Args {
     /// duration: 10s; a bare number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse_duration)]
     wait: Duration,
-    /// Print the results as JSON (numbers in bytes, bits/s and seconds).
+    /// Print the results as JSON: the client in iperf3's own `-J` schema (`start`, `intervals`,
+    /// `end.sum_sent`, `end.sum_received`, ...), the server as its reports; the --run command's
+    /// output then goes to stderr.
     #[arg(short = 'J', long)]
     json: bool,
 }
@@ -140,9 +142,11 @@ impl IperfHost {
         Ok(IperfHost { stack, ns: None, place })
     }
 
-    /// Start `cmd` with `sh -c` in the host's namespace (ours with a TAP, else this one).
-    fn spawn(&self, cmd: &str) -> Result<Child, String> {
-        crate::runloop::spawn_run(self.ns.as_ref(), cmd, Stdio::inherit())
+    /// Start `cmd` with `sh -c` in the host's namespace (ours with a TAP, else this one); its
+    /// output goes to our stderr when `stdout_busy` (our stdout carries JSON), else to ours.
+    fn spawn(&self, cmd: &str, stdout_busy: bool) -> Result<Child, String> {
+        let out = if stdout_busy { Stdio::from(std::io::stderr()) } else { Stdio::inherit() };
+        crate::runloop::spawn_run(self.ns.as_ref(), cmd, out)
     }
 }
 

@@ -21,7 +21,7 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost) -> Result<ExitCode, String> {
         Some(ns) => eprintln!("  try: ip netns exec {} iperf3 -c {host} -p {}", ns.name(), a.port),
         None => eprintln!("  try: iperf3 -c {host} -p {}", a.port),
     }
-    let mut child: Option<Child> = a.run.as_deref().map(|c| setup.spawn(c)).transpose()?;
+    let mut child: Option<Child> = a.run.as_deref().map(|c| setup.spawn(c, a.json)).transpose()?;
     let start = now();
     let deadline = a.duration.map(|d| start + d);
     let (mut idler, mut last_child_check) = (Idler::new(), start);

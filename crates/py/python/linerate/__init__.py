@@ -1,5 +1,7 @@
 """linerate from Python: linerate hosts on an in-process testbed (virtual time), on a TAP
-device in a network namespace, or on a shared-memory link, with sockets shaped like Python's.
+device in a network namespace, or on a shared-memory link, with sockets shaped like Python's
+(on a live host: blocking by default, polled by a thread of the host, with a ``fileno()`` for
+``selectors`` and asyncio; see ``linerate.asyncio``).
 
 >>> import linerate as lr
 >>> net = lr.Testbed()
@@ -9,11 +11,11 @@ device in a network namespace, or on a shared-memory link, with sockets shaped l
 """
 
 from ._linerate import Host, RawSocket, TcpConn, TcpListener, Testbed, UdpSocket, __version__, counter_names
-from . import collective, middlebox, rdma, spn
+from . import asyncio, collective, middlebox, rdma, spn
 from . import spn_client  # pure Python: the SPN service client (works without the native module too)
 
 __all__ = [
-    "__version__", "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "middlebox", "spn", "collective", "rdma",
+    "__version__", "Testbed", "Host", "UdpSocket", "RawSocket", "TcpListener", "TcpConn", "counter_names", "rx_accounted", "asyncio", "middlebox", "spn", "collective", "rdma",
 ]
 
 
