@@ -9,6 +9,7 @@ use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
+use super::tcb::{SessionId, TcbMut};
 use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
@@ -170,6 +171,15 @@ impl TcpEngine {
     /// The handle of session `sid`.
     pub fn handle(&self, sid: u32) -> TcpHandle {
         TcpHandle { id: sid, gen: self.state[sid as usize].gen }
+    }
+
+    /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
+    /// need of the engine: the configuration and the memory budget.
+    #[inline]
+    pub(crate) fn tcb(&mut self, sid: SessionId) -> (TcbMut<'_>, &TcpConfig, &mut MemAccount) {
+        let i = sid.index();
+        let tcb = TcbMut::new(&mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
+        (tcb, &self.cfg, &mut self.mem)
     }
 
     /// Note that `sid` has something to send.

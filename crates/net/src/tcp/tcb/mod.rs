@@ -1,0 +1,54 @@
+//! One connection read as one: [`TcbMut`] borrows a session's rows of the per-connection
+//! tables (state, send and receive sequence variables, buffers), taken once per event by the
+//! engine, so that per-connection logic is written as methods of one connection while the
+//! tables themselves stay structure-of-arrays (DESIGN.md's layout: one table per Limago
+//! module, preallocated, indexed by session id).
+//!
+//! The methods decide and report; they do not send and do not count. What needs the engine
+//! beyond the connection (the memory budget, the configuration) is passed in, and what they
+//! decided (a buffer grew, an ACK is due) is returned or left in the connection's own state
+//! for the engine to act on. The logic moved here so far: buffer auto-tuning
+//! ([`autotune`]); the rest of the per-connection logic (receive, output, recovery, RACK,
+//! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
+
+pub(crate) mod autotune;
+
+use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+
+/// A session's index into the per-connection tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub(crate) u32);
+
+impl SessionId {
+    /// The row of this session in a per-connection table.
+    #[inline]
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl From<u32> for SessionId {
+    #[inline]
+    fn from(sid: u32) -> Self {
+        SessionId(sid)
+    }
+}
+
+/// One connection: its rows of the per-connection tables, borrowed for one event.
+#[derive(Debug)]
+pub(crate) struct TcbMut<'a> {
+    #[allow(dead_code)] // read by the methods still to move here (receive, output)
+    state: &'a mut StateEntry,
+    tx: &'a mut TxSar,
+    rx: &'a mut RxSar,
+    bufs: &'a mut Buffers,
+}
+
+impl<'a> TcbMut<'a> {
+    /// A view over one session's rows (the engine takes it from its tables with
+    /// `TcpEngine::tcb`; the unit tests from rows of their own).
+    #[inline]
+    pub(crate) fn new(state: &'a mut StateEntry, tx: &'a mut TxSar, rx: &'a mut RxSar, bufs: &'a mut Buffers) -> Self {
+        TcbMut { state, tx, rx, bufs }
+    }
+}
