@@ -210,13 +210,13 @@ mod tests {
         rows.rx.rcv_rtt = Some(Duration::from_millis(10));
         rows.rx.rcv_adv = rows.rx.rcv_nxt + (64 << 10);
         assert!(!rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(0)), "the first call starts the round");
-        rows.rx.rcv_nxt = rows.rx.rcv_nxt + 50_000;
+        rows.rx.rcv_nxt += 50_000;
         assert!(!rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(5)), "half a round trip is too soon");
         assert!(rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(10)));
         assert_eq!(rows.bufs.rx.capacity(), 128 << 10, "at most a doubling per round trip");
         assert!(rows.rx.ack_now, "the wider window is announced at once");
         let mut pressed = MemAccount::new(0, usize::MAX / 2);
-        rows.rx.rcv_nxt = rows.rx.rcv_nxt + 200_000;
+        rows.rx.rcv_nxt += 200_000;
         assert!(!rows.tcb().autotune_rx(&cfg, &mut pressed, at_ms(30)), "no growth under memory pressure");
     }
 }
