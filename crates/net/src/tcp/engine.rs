@@ -9,7 +9,7 @@ use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
-use super::tcb::{SessionId, TcbMut};
+use super::tcb::{Ctx, SessionId, TcbMut};
 use super::timer::{TimerKind, Timers};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::counters::Counter;
@@ -174,12 +174,12 @@ impl TcpEngine {
     }
 
     /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
-    /// need of the engine: the configuration and the memory budget.
+    /// need of the engine ([`Ctx`]: the configuration, the memory budget, the storage pool).
     #[inline]
-    pub(crate) fn tcb(&mut self, sid: SessionId) -> (TcbMut<'_>, &TcpConfig, &mut MemAccount) {
+    pub(crate) fn tcb(&mut self, sid: SessionId) -> (TcbMut<'_>, Ctx<'_>) {
         let i = sid.index();
         let tcb = TcbMut::new(&mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
-        (tcb, &self.cfg, &mut self.mem)
+        (tcb, Ctx { cfg: &self.cfg, mem: &mut self.mem, rx_storage: &mut self.rx_storage })
     }
 
     /// Note that `sid` has something to send.

@@ -264,8 +264,8 @@ impl TcpEngine {
             }
         }
         if let (true, Some((_, ecr)), false) = (ts_ok, repr.options.timestamps, payload.is_empty()) {
-            let (mut tcb, cfg, _) = self.tcb(SessionId(sid));
-            tcb.sample_rcv_rtt(cfg, ecr, now);
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            tcb.sample_rcv_rtt(ctx.cfg, ecr, now);
         }
         if self.state[sid as usize].state == TcpState::SynReceived {
             let tx = &self.tx[sid as usize];
@@ -502,8 +502,8 @@ impl TcpEngine {
             self.check_spurious_rto(out, sid, ecr);
         }
         if data_acked > 0 {
-            let (mut tcb, cfg, mem) = self.tcb(SessionId(sid));
-            if tcb.autotune_tx(cfg, mem) {
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            if tcb.autotune_tx(ctx.cfg, ctx.mem) {
                 out.counters().bump(Counter::tcp_tx_buffer_grown);
             }
         }
@@ -645,8 +645,8 @@ impl TcpEngine {
             }
         }
         if off == 0 && !rx.bypass {
-            let (mut tcb, cfg, mem) = self.tcb(SessionId(sid));
-            if tcb.autotune_rx(cfg, mem, now) {
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            if tcb.autotune_rx(ctx.cfg, ctx.mem, now) {
                 out.counters().bump(Counter::tcp_rx_buffer_grown);
             }
         }

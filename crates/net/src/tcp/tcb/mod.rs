@@ -8,12 +8,16 @@
 //! beyond the connection (the memory budget, the configuration) is passed in, and what they
 //! decided (a buffer grew, an ACK is due) is returned or left in the connection's own state
 //! for the engine to act on. The logic moved here so far: buffer auto-tuning
-//! ([`autotune`]); the rest of the per-connection logic (receive, output, recovery, RACK,
+//! ([`autotune`]) and the receive-window update rule ([`window`]); the rest of the per-connection logic (receive, output, recovery, RACK,
 //! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
 
 pub(crate) mod autotune;
+pub(crate) mod window;
 
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::memory::MemAccount;
+use super::storage::StoragePool;
+use super::TcpConfig;
 
 /// A session's index into the per-connection tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,10 +38,20 @@ impl From<u32> for SessionId {
     }
 }
 
+/// What the view's methods need of the engine beyond the connection.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    /// The engine's configuration.
+    pub cfg: &'a TcpConfig,
+    /// The memory budget of the rings and pools.
+    pub mem: &'a mut MemAccount,
+    /// Receive-ring storage parked by empty rings.
+    pub rx_storage: &'a mut StoragePool,
+}
+
 /// One connection: its rows of the per-connection tables, borrowed for one event.
 #[derive(Debug)]
 pub(crate) struct TcbMut<'a> {
-    #[allow(dead_code)] // read by the methods still to move here (receive, output)
     state: &'a mut StateEntry,
     tx: &'a mut TxSar,
     rx: &'a mut RxSar,
