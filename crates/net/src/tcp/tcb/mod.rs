@@ -61,7 +61,7 @@ pub(crate) struct TcbMut<'a> {
 impl<'a> TcbMut<'a> {
     /// A view over one session's rows (the engine takes it from its tables with
     /// `TcpEngine::tcb`; the unit tests from rows of their own).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(state: &'a mut StateEntry, tx: &'a mut TxSar, rx: &'a mut RxSar, bufs: &'a mut Buffers) -> Self {
         TcbMut { state, tx, rx, bufs }
     }

@@ -9,6 +9,7 @@ impl TcbMut<'_> {
     /// the window opened noticeably (RFC 1122 4.2.3.3 receiver-side silly window syndrome
     /// avoidance: by two segments or half the buffer, whichever is less), so that the engine
     /// sends the window update at once (a delayed ACK never holds one back).
+    #[inline]
     pub(crate) fn consume_rx(&mut self, n: usize, pool: &mut StoragePool) -> bool {
         let b = &mut *self.bufs;
         b.rx.consume(n);
