@@ -6,6 +6,7 @@ use crate::error::{
     BadHandle, BypassError, ConnectError, ControlError, ListenError, RecvError, SendError, TooManyWatchers,
 };
 use crate::tcp::sink::LinkSink;
+use crate::tcp::tcb::SessionId;
 use crate::tcp::timer::TimerKind;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch};
 use crate::{Counter, Stack};
@@ -373,19 +374,8 @@ impl<L: Link> Stack<L> {
     /// noticeably (a delayed ACK never holds back a window update).
     pub fn tcp_recv_consume(&mut self, h: TcpHandle, n: usize) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
-        let tcp = &mut self.core.tcp;
-        let b = &mut tcp.bufs[sid as usize];
-        b.rx.consume(n);
-        if b.asm.is_empty() {
-            tcp.rx_storage.park(&mut b.rx); // read to the end: the storage serves other sessions
-        }
-        let free = tcp.bufs[sid as usize].rx.free() as u32;
-        let rx = &mut tcp.rx[sid as usize];
-        let advertised = rx.rcv_nxt.bytes_to(rx.rcv_adv);
-        let mss = tcp.tx[sid as usize].mss as u32;
-        let cap = tcp.bufs[sid as usize].rx.capacity() as u32;
-        if free >= advertised + (2 * mss).min(cap / 2) && tcp.state[sid as usize].state.can_receive() {
-            rx.ack_now = true;
+        let (mut tcb, ctx) = self.core.tcp.tcb(SessionId(sid));
+        if tcb.consume_rx(n, ctx.rx_storage) {
             self.kick(sid)?;
         }
         Ok(())

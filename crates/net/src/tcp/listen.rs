@@ -2,9 +2,9 @@
 //! the half-open queue is full), a new SYN on a 4-tuple still in TIME-WAIT (RFC 6191), and the
 //! RFC 9293 3.10.7.1-2 answers for everything else (CLOSED: reset; LISTEN: drop or reset).
 
+use super::clock::ts_clock;
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::output::ts_clock;
 use super::rx::Verdict;
 use super::seq::{gt, Seq};
 use super::sink::SegmentSink;

@@ -8,9 +8,9 @@
 
 pub(crate) mod activity;
 pub(crate) mod assembler;
-mod autotune;
 pub(crate) mod bypass;
 pub mod cc;
+pub(crate) mod clock;
 pub mod config;
 pub(crate) mod conn;
 pub(crate) mod engine;
@@ -31,6 +31,7 @@ pub(crate) mod seq;
 pub(crate) mod sink;
 pub(crate) mod storage;
 pub(crate) mod syncookie;
+pub(crate) mod tcb;
 pub(crate) mod timer;
 mod tlp;
 mod undo;

@@ -2,6 +2,7 @@
 //! congestion and receive windows, retransmissions in loss recovery, FIN, window probes,
 //! ACKs) and builds the segments in place in the link's batch.
 
+use super::clock::ts_clock;
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::seq::{dist, gt, le, lt, max, Seq};
@@ -563,11 +564,6 @@ impl TcpEngine {
             out.counters().bump(Counter::tcp_resets_sent);
         }
     }
-}
-
-/// The timestamp clock: milliseconds (RFC 7323 allows 1 ms to 1 s per tick).
-pub fn ts_clock(now: Instant) -> u32 {
-    (now.as_nanos() / 1_000_000) as u32
 }
 
 #[cfg(test)]

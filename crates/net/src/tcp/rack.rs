@@ -9,7 +9,7 @@
 //! yet sent again). SACKed records stay (the scoreboard says which); the walks jump over
 //! SACKed runs with the scoreboard's ranges, so an ACK costs the holes, not the window.
 
-use super::output::ts_clock;
+use super::clock::ts_clock;
 use super::sack::Scoreboard;
 use super::seq::{dist, gt, le, lt, Seq};
 use link::Instant;

@@ -5,9 +5,9 @@
 //! show to be spurious (the ACK echoes the original transmission) is undone (Eifel, RFC 3522
 //! detection with the RFC 4015 response).
 
+use super::clock::ts_clock;
 use super::conn::{Prr, RtoUndo, TxSar};
 use super::engine::TcpEngine;
-use super::output::ts_clock;
 use super::seq::{gt, lt, Seq};
 use super::sink::SegmentSink;
 use super::timer::TimerKind;

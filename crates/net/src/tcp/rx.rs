@@ -3,13 +3,14 @@
 //! and SYN handling with RFC 5961 challenge ACKs, ACK processing with fast retransmit and
 //! recovery, data and out-of-order reassembly, FIN).
 
+use super::clock::ts_clock;
 use super::conn::{RxSar, TxSar};
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::output::ts_clock;
 use super::recovery::start_recovery;
 use super::seq::{dist, ge, gt, le, lt, Seq};
 use super::sink::SegmentSink;
+use super::tcb::SessionId;
 use super::timer::TimerKind;
 use super::{TcpError, TcpHandle, TcpState};
 use crate::counters::Counter;
@@ -263,7 +264,8 @@ impl TcpEngine {
             }
         }
         if let (true, Some((_, ecr)), false) = (ts_ok, repr.options.timestamps, payload.is_empty()) {
-            self.sample_rcv_rtt(sid, ecr, now);
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            tcb.sample_rcv_rtt(ctx.cfg, ecr, now);
         }
         if self.state[sid as usize].state == TcpState::SynReceived {
             let tx = &self.tx[sid as usize];
@@ -500,7 +502,10 @@ impl TcpEngine {
             self.check_spurious_rto(out, sid, ecr);
         }
         if data_acked > 0 {
-            self.autotune_tx(out, sid);
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            if tcb.autotune_tx(ctx.cfg, ctx.mem) {
+                out.counters().bump(Counter::tcp_tx_buffer_grown);
+            }
         }
         // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
@@ -640,7 +645,10 @@ impl TcpEngine {
             }
         }
         if off == 0 && !rx.bypass {
-            self.autotune_rx(out, sid, now);
+            let (mut tcb, ctx) = self.tcb(SessionId(sid));
+            if tcb.autotune_rx(ctx.cfg, ctx.mem, now) {
+                out.counters().bump(Counter::tcp_rx_buffer_grown);
+            }
         }
         let rx = &mut self.rx[sid as usize];
         if off > 0 || had_holes {

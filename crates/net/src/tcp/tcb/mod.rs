@@ -1,0 +1,68 @@
+//! One connection read as one: [`TcbMut`] borrows a session's rows of the per-connection
+//! tables (state, send and receive sequence variables, buffers), taken once per event by the
+//! engine, so that per-connection logic is written as methods of one connection while the
+//! tables themselves stay structure-of-arrays (DESIGN.md's layout: one table per Limago
+//! module, preallocated, indexed by session id).
+//!
+//! The methods decide and report; they do not send and do not count. What needs the engine
+//! beyond the connection (the memory budget, the configuration) is passed in, and what they
+//! decided (a buffer grew, an ACK is due) is returned or left in the connection's own state
+//! for the engine to act on. The logic moved here so far: buffer auto-tuning
+//! ([`autotune`]) and the receive-window update rule ([`window`]); the rest of the per-connection logic (receive, output, recovery, RACK,
+//! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
+
+pub(crate) mod autotune;
+pub(crate) mod window;
+
+use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::memory::MemAccount;
+use super::storage::StoragePool;
+use super::TcpConfig;
+
+/// A session's index into the per-connection tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub(crate) u32);
+
+impl SessionId {
+    /// The row of this session in a per-connection table.
+    #[inline]
+    pub(crate) fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl From<u32> for SessionId {
+    #[inline]
+    fn from(sid: u32) -> Self {
+        SessionId(sid)
+    }
+}
+
+/// What the view's methods need of the engine beyond the connection.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    /// The engine's configuration.
+    pub cfg: &'a TcpConfig,
+    /// The memory budget of the rings and pools.
+    pub mem: &'a mut MemAccount,
+    /// Receive-ring storage parked by empty rings.
+    pub rx_storage: &'a mut StoragePool,
+}
+
+/// One connection: its rows of the per-connection tables, borrowed for one event.
+#[derive(Debug)]
+pub(crate) struct TcbMut<'a> {
+    state: &'a mut StateEntry,
+    tx: &'a mut TxSar,
+    rx: &'a mut RxSar,
+    bufs: &'a mut Buffers,
+}
+
+impl<'a> TcbMut<'a> {
+    /// A view over one session's rows (the engine takes it from its tables with
+    /// `TcpEngine::tcb`; the unit tests from rows of their own).
+    #[inline(always)]
+    pub(crate) fn new(state: &'a mut StateEntry, tx: &'a mut TxSar, rx: &'a mut RxSar, bufs: &'a mut Buffers) -> Self {
+        TcbMut { state, tx, rx, bufs }
+    }
+}
