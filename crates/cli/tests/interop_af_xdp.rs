@@ -114,6 +114,21 @@ impl Rig {
         out
     }
 
+    /// Start tshark on the Linux side's veth, writing the first `snaplen` bytes of each frame
+    /// to `pcap` for at most `secs`; returns once it captures (stop it with SIGINT).
+    fn capture(&self, pcap: &str, snaplen: u32, secs: u32) -> Child {
+        let child = self
+            .linux_ns
+            .command("tshark")
+            .args(["-i", "lrx1", "-q", "-w", pcap, "-s", &snaplen.to_string(), "-a", &format!("duration:{secs}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        child
+    }
+
     /// True if an XDP program is attached to the host's veth.
     fn xdp_attached(&self) -> bool {
         let o = self.host_ns.run("ip", &["-d", "link", "show", "lrx0"]).unwrap();
@@ -182,15 +197,7 @@ fn af_xdp_host_serves_linux_tools_and_passes_the_kernels_traffic() {
     assert!(ping.status.success(), "ping: {}", String::from_utf8_lossy(&ping.stdout));
 
     // A capture on the Linux side while the byte-checked transfers run.
-    let mut tshark = rig
-        .linux_ns
-        .command("tshark")
-        .args(["-i", "lrx1", "-q", "-w", &pcap, "-s", "128", "-a", "duration:100"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut tshark = rig.capture(&pcap, 128, 100);
     let script = format!(
         "set -e; nc -N {HOST} 7 < {input} > {echoed}; nc -N {HOST} 9 < {input}; \
          nc -N {KERNEL} 9999 < {input}; \
@@ -259,15 +266,7 @@ fn af_xdp_host_carries_jumbo_frames_with_an_mss_that_fills_them() {
     let (input, echoed, pcap) = (dir.file("in"), dir.file("echoed"), dir.file("jumbo.pcap"));
     std::fs::write(&input, (0..8_000_000u32).map(|i| (i.wrapping_mul(40503) >> 7) as u8).collect::<Vec<u8>>()).unwrap();
     rig.start_host(&[]);
-    let mut tshark = rig
-        .linux_ns
-        .command("tshark")
-        .args(["-i", "lrx1", "-q", "-w", &pcap, "-s", "96", "-a", "duration:60"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut tshark = rig.capture(&pcap, 96, 60);
     // Whole 9000-byte IP packets both ways (DF set: no fragmentation), then TCP both ways.
     let script = format!(
         "set -e; ping -c 2 -i 0.2 -M do -s 8972 {HOST}; nc -N {HOST} 7 < {input} > {echoed}; nc -N {HOST} 9 < {input}"

@@ -249,12 +249,19 @@ impl HostRef {
     pub(crate) fn describe(&self, py: Python<'_>) -> String {
         let medium = match self {
             HostRef::Virtual { .. } => "testbed".to_string(),
-            HostRef::Live(l) => match l.try_lock().ok().as_deref() {
-                Some(Some(LiveHost { medium: Medium::Tap { ns, .. }, .. })) => {
-                    format!("TAP in namespace {}", ns.name())
-                }
-                Some(Some(LiveHost { medium: Medium::Shm { path }, .. })) => format!("shared memory {path}"),
-                Some(Some(LiveHost { medium: Medium::Link { spec, mode }, .. })) => format!("{spec} ({mode})"),
+            // Waits for the poll thread to let go (the GIL released meanwhile), so the
+            // description never depends on whether the thread happened to hold the host.
+            HostRef::Live(l) => match py.allow_threads(|| {
+                l.lock().ok().map(|g| match g.as_ref() {
+                    Some(LiveHost { medium: Medium::Tap { ns, .. }, .. }) => {
+                        Some(format!("TAP in namespace {}", ns.name()))
+                    }
+                    Some(LiveHost { medium: Medium::Shm { path }, .. }) => Some(format!("shared memory {path}")),
+                    Some(LiveHost { medium: Medium::Link { spec, mode }, .. }) => Some(format!("{spec} ({mode})")),
+                    None => None,
+                })
+            }) {
+                Some(Some(m)) => m,
                 Some(None) => return "closed".to_string(),
                 None => "live".to_string(),
             },

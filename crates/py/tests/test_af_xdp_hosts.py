@@ -60,17 +60,22 @@ def ip(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
+def two_namespaces_and_a_veth(ns_a, ns_b, if_a, if_b):
+    """Namespaces ns_a and ns_b joined by a veth (if_a in ns_a, if_b in ns_b), both ends up."""
+    ip("netns", "add", ns_a)
+    ip("netns", "add", ns_b)
+    ip("-n", ns_a, "link", "add", if_a, "type", "veth", "peer", "name", if_b, "netns", ns_b)
+    ip("-n", ns_a, "link", "set", if_a, "up")
+    ip("-n", ns_b, "link", "set", if_b, "up")
+
+
 def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
     require_root()
     tag = f"{os.getpid()}"
     ns_a, ns_b = f"lr-pyxdp-a-{tag}", f"lr-pyxdp-b-{tag}"
     server = None
     try:
-        ip("netns", "add", ns_a)
-        ip("netns", "add", ns_b)
-        ip("-n", ns_a, "link", "add", "lrpa", "type", "veth", "peer", "name", "lrpb", "netns", ns_b)
-        ip("-n", ns_a, "link", "set", "lrpa", "up")
-        ip("-n", ns_b, "link", "set", "lrpb", "up")
+        two_namespaces_and_a_veth(ns_a, ns_b, "lrpa", "lrpb")
         server = subprocess.Popen(
             ["ip", "netns", "exec", ns_a, sys.executable, "-c", SERVER_SCRIPT, SERVER],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -149,11 +154,7 @@ def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_
     ns_a, ns_b = f"lr-pyxdr-a-{tag}", f"lr-pyxdr-b-{tag}"
     writer = None
     try:
-        ip("netns", "add", ns_a)
-        ip("netns", "add", ns_b)
-        ip("-n", ns_a, "link", "add", "lrra", "type", "veth", "peer", "name", "lrrb", "netns", ns_b)
-        ip("-n", ns_a, "link", "set", "lrra", "up")
-        ip("-n", ns_b, "link", "set", "lrrb", "up")
+        two_namespaces_and_a_veth(ns_a, ns_b, "lrra", "lrrb")
         with lr.Host.on_link("af_xdp:lrra", f"{SERVER}/24", netns=ns_a) as h:
             node = h.rdma()
             arr = np.zeros(4 << 20, dtype=np.uint8)
@@ -166,7 +167,7 @@ def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_
             )
             landed = 0
             for _ in range(1200):
-                n = node.wait_notification(ms=100)
+                n = node.wait_notification(timeout=0.1)
                 if n is not None:
                     assert n["kind"] == "recv_registered" and n["status"] == "ok", n
                     landed += n["len"]
