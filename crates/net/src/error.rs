@@ -350,41 +350,18 @@ impl From<TxError> for PingError {
     }
 }
 
-impl From<BadHandle> for UdpSendError {
-    fn from(_: BadHandle) -> Self {
-        UdpSendError::BadHandle
-    }
+/// `From<BadHandle>` for the errors whose `BadHandle` variant says the same.
+macro_rules! from_bad_handle {
+    ($($error:ident),*) => {
+        $(impl From<BadHandle> for $error {
+            fn from(_: BadHandle) -> Self {
+                $error::BadHandle
+            }
+        })*
+    };
 }
 
-impl From<BadHandle> for RawSendError {
-    fn from(_: BadHandle) -> Self {
-        RawSendError::BadHandle
-    }
-}
-
-impl From<BadHandle> for SendError {
-    fn from(_: BadHandle) -> Self {
-        SendError::BadHandle
-    }
-}
-
-impl From<BadHandle> for RecvError {
-    fn from(_: BadHandle) -> Self {
-        RecvError::BadHandle
-    }
-}
-
-impl From<BadHandle> for ControlError {
-    fn from(_: BadHandle) -> Self {
-        ControlError::BadHandle
-    }
-}
-
-impl From<BadHandle> for BypassError {
-    fn from(_: BadHandle) -> Self {
-        BypassError::BadHandle
-    }
-}
+from_bad_handle!(UdpSendError, RawSendError, SendError, RecvError, ControlError, BypassError);
 
 impl From<ControlError> for RecvError {
     fn from(e: ControlError) -> Self {

@@ -129,6 +129,11 @@ pub(crate) struct PyUdpSocket {
 }
 
 impl PyUdpSocket {
+    /// What this socket's `fileno` waits for.
+    fn interest(&self) -> Interest {
+        Interest::Udp(self.h)
+    }
+
     pub(crate) fn new(host: HostRef, h: UdpHandle) -> Self {
         PyUdpSocket { core: SocketCore::new(host, "UDP socket"), h }
     }
@@ -197,33 +202,6 @@ impl PyUdpSocket {
     /// The local `(ip, port)`, as `socket.getsockname`.
     fn getsockname(&self, py: Python<'_>) -> PyResult<(String, u16)> {
         self.core.with(py, |s| Ok((s.ip().to_string(), s.udp_port(self.h).map_err(errors::net)?)))
-    }
-
-    /// A descriptor that is readable while a call would not block (live hosts), for
-    /// `selectors` and asyncio; -1 once closed.
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.core.fileno(py, Interest::Udp(self.h))
-    }
-
-    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
-    #[pyo3(signature = (value))]
-    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
-        self.core.set_timeout(value)
-    }
-
-    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
-    fn gettimeout(&self) -> Option<f64> {
-        self.core.timeout()
-    }
-
-    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
-    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
-        self.core.set_timeout(if flag { None } else { Some(0.0) })
-    }
-
-    /// True unless the timeout is 0, as `socket.getblocking`.
-    fn getblocking(&self) -> bool {
-        self.core.timeout() != Some(0.0)
     }
 
     /// Old name (deprecated): send a datagram to `(ip, port)` without waiting; False if the
@@ -339,6 +317,11 @@ pub(crate) struct PyTcpListener {
 }
 
 impl PyTcpListener {
+    /// What this socket's `fileno` waits for.
+    fn interest(&self) -> Interest {
+        Interest::Listener(self.l)
+    }
+
     pub(crate) fn new(host: HostRef, l: TcpListener) -> Self {
         PyTcpListener { core: SocketCore::new(host, "listener"), l }
     }
@@ -356,33 +339,6 @@ impl PyTcpListener {
         })?;
         let conn = PyTcpConn::new(self.core.host.clone_ref(py), h, Some(peer));
         Ok((conn, (peer.ip().to_string(), peer.port())))
-    }
-
-    /// A descriptor that is readable while a call would not block (live hosts), for
-    /// `selectors` and asyncio; -1 once closed.
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.core.fileno(py, Interest::Listener(self.l))
-    }
-
-    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
-    #[pyo3(signature = (value))]
-    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
-        self.core.set_timeout(value)
-    }
-
-    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
-    fn gettimeout(&self) -> Option<f64> {
-        self.core.timeout()
-    }
-
-    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
-    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
-        self.core.set_timeout(if flag { None } else { Some(0.0) })
-    }
-
-    /// True unless the timeout is 0, as `socket.getblocking`.
-    fn getblocking(&self) -> bool {
-        self.core.timeout() != Some(0.0)
     }
 
     /// The port.
@@ -425,6 +381,11 @@ pub(crate) struct PyTcpConn {
 }
 
 impl PyTcpConn {
+    /// What this socket's `fileno` waits for.
+    fn interest(&self) -> Interest {
+        Interest::Tcp(self.h)
+    }
+
     pub(crate) fn new(host: HostRef, h: TcpHandle, peer: Option<SocketAddrV4>) -> Self {
         PyTcpConn { core: SocketCore::new(host, "connection"), h, peer }
     }
@@ -508,33 +469,6 @@ impl PyTcpConn {
     /// The remote `(ip, port)`, as `socket.getpeername`.
     fn getpeername(&self) -> PyResult<(String, u16)> {
         self.peer().ok_or_else(|| errors::os(libc::ENOTCONN, "not connected"))
-    }
-
-    /// A descriptor that is readable while a call would not block (live hosts), for
-    /// `selectors` and asyncio; -1 once closed.
-    fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
-        self.core.fileno(py, Interest::Tcp(self.h))
-    }
-
-    /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
-    #[pyo3(signature = (value))]
-    fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
-        self.core.set_timeout(value)
-    }
-
-    /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
-    fn gettimeout(&self) -> Option<f64> {
-        self.core.timeout()
-    }
-
-    /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
-    fn setblocking(&mut self, flag: bool) -> PyResult<()> {
-        self.core.set_timeout(if flag { None } else { Some(0.0) })
-    }
-
-    /// True unless the timeout is 0, as `socket.getblocking`.
-    fn getblocking(&self) -> bool {
-        self.core.timeout() != Some(0.0)
     }
 
     /// Old name (deprecated) of `sendall`.
@@ -638,3 +572,40 @@ impl PyTcpConn {
         Ok(d)
     }
 }
+
+/// The `socket` methods every socket class shares, as one `#[pymethods]` block per class.
+macro_rules! socket_mode_methods {
+    ($($class:ident),*) => {$(
+        #[pymethods]
+        impl $class {
+            /// A descriptor that is readable while a call would not block (live hosts), for
+            /// `selectors` and asyncio; -1 once closed.
+            fn fileno(&self, py: Python<'_>) -> PyResult<i32> {
+                self.core.fileno(py, self.interest())
+            }
+
+            /// As `socket.settimeout`: None blocks, 0 never waits, else seconds to wait.
+            #[pyo3(signature = (value))]
+            fn settimeout(&mut self, value: Option<f64>) -> PyResult<()> {
+                self.core.set_timeout(value)
+            }
+
+            /// The timeout in seconds (None: blocking), as `socket.gettimeout`.
+            fn gettimeout(&self) -> Option<f64> {
+                self.core.timeout()
+            }
+
+            /// As `socket.setblocking`: True is `settimeout(None)`, False `settimeout(0)`.
+            fn setblocking(&mut self, flag: bool) -> PyResult<()> {
+                self.core.set_timeout(if flag { None } else { Some(0.0) })
+            }
+
+            /// True unless the timeout is 0, as `socket.getblocking`.
+            fn getblocking(&self) -> bool {
+                self.core.timeout() != Some(0.0)
+            }
+        }
+    )*};
+}
+
+socket_mode_methods!(PyUdpSocket, PyTcpListener, PyTcpConn);
