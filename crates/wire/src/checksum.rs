@@ -1,12 +1,12 @@
 //! The Internet checksum (RFC 1071): a simple reference, a fast wide
-//! accumulator, the IPv4 pseudo header, and incremental updates (RFC 1624).
+//! accumulator, the IPv4 and IPv6 pseudo headers, and incremental updates (RFC 1624).
 //!
 //! Conventions: a *sum* (`u64`) is an un-complemented ones-complement partial
 //! sum whose 16-bit fold is in network byte order; partial sums may be
 //! combined with [`combine`]. A *checksum* (`u16`) is the complemented folded
 //! sum, i.e. the value written into a header.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// RFC 1071 checksum computed the obvious way, one 16-bit word at a time.
 ///
@@ -252,15 +252,52 @@ pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16
     u64::from(u32::from(src)) + u64::from(u32::from(dst)) + u64::from(protocol) + u64::from(length)
 }
 
-/// UDP/TCP checksum over pseudo header + `segment` (header and payload).
+/// Un-complemented partial sum of the IPv6 pseudo header (RFC 8200 section 8.1): both
+/// addresses, the upper-layer length as 32 bits and the next-header value.
+#[inline]
+pub fn pseudo_header_sum_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, length: u32) -> u64 {
+    let words = |a: Ipv6Addr| {
+        let o = a.octets();
+        (0..4).map(|i| u64::from(u32::from_be_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]]))).sum::<u64>()
+    };
+    words(src) + words(dst) + u64::from(length) + u64::from(next_header)
+}
+
+/// The address family of a transport checksum's pseudo header: IPv4 (RFC 768/793) or IPv6
+/// (RFC 8200). Lets UDP, TCP and ICMPv6 take either family's addresses with one method.
+pub trait PseudoHeader: Copy {
+    /// True for IPv4, where a UDP checksum of 0 means "none"; IPv6 requires one.
+    const UDP_CHECKSUM_OPTIONAL: bool;
+    /// The un-complemented sum of the pseudo header for `length` bytes of `protocol`.
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64;
+}
+
+impl PseudoHeader for Ipv4Addr {
+    const UDP_CHECKSUM_OPTIONAL: bool = true;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        pseudo_header_sum(src, dst, protocol, length as u16)
+    }
+}
+
+impl PseudoHeader for Ipv6Addr {
+    const UDP_CHECKSUM_OPTIONAL: bool = false;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        pseudo_header_sum_v6(src, dst, protocol, length)
+    }
+}
+
+/// UDP/TCP/ICMPv6 checksum over pseudo header + `segment` (header and payload), for IPv4
+/// or IPv6 addresses.
 ///
 /// To fill a header, zero its checksum field first and store the result. To
 /// verify a received segment, compute over the segment with the checksum
-/// field in place: the result is 0 when it is correct. The pseudo-header
-/// length is `segment.len()` truncated to 16 bits.
+/// field in place: the result is 0 when it is correct. The IPv4 pseudo-header
+/// length is `segment.len()` truncated to 16 bits; IPv6's is 32 bits.
 #[inline]
-pub fn transport_checksum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, segment: &[u8]) -> u16 {
-    let pseudo = pseudo_header_sum(src, dst, protocol, segment.len() as u16);
+pub fn transport_checksum<A: PseudoHeader>(src: A, dst: A, protocol: u8, segment: &[u8]) -> u16 {
+    let pseudo = A::pseudo_sum(src, dst, protocol, segment.len() as u32);
     !fold(combine(pseudo, ones_sum(segment)))
 }
 

@@ -1,5 +1,5 @@
-//! wire: zero-copy packet views and builders (Ethernet, ARP, IPv4, ICMP,
-//! UDP, TCP) and Internet checksums. No state, no allocation in views, and
+//! wire: zero-copy packet views and builders (Ethernet, ARP, IPv4, ICMP, IPv6 with its
+//! extension headers, ICMPv6, Neighbor Discovery, UDP, TCP) and Internet checksums. No state, no allocation in views, and
 //! no panics on untrusted input: every parser returns a [`WireError`].
 //!
 //! Each header has a *view* (`XxxPacket<T: AsRef<[u8]>>`, checked with
@@ -62,8 +62,12 @@ pub mod ethernet;
 mod field;
 pub mod flow;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv4_options;
+pub mod ipv6;
+pub mod ipv6_ext;
+pub mod ndp;
 pub mod tcp;
 pub mod udp;
 
@@ -72,6 +76,10 @@ pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use error::WireError;
 pub use ethernet::{ethertype, EthernetFrame, EthernetRepr, VlanTag, ETH_HEADER_LEN};
 pub use icmp::{unreach_code, IcmpMessage, IcmpPacket, IcmpRepr};
+pub use icmpv6::{Icmpv6Message, Icmpv6Packet, Icmpv6Repr};
 pub use ipv4::{protocol, Ipv4Packet, Ipv4Repr};
+pub use ipv6::{next_header, Ipv6AddrKind, Ipv6Packet, Ipv6Repr};
+pub use ipv6_ext::{Chain, ChainError, ChainLimits, FragmentHeader};
+pub use ndp::{NdpError, NdpMessage, NdpOption, NdpOptions, PrefixInfo};
 pub use tcp::{flags, TcpOption, TcpOptions, TcpOptionsIter, TcpRepr, TcpSegment};
 pub use udp::{UdpPacket, UdpRepr};

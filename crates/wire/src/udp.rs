@@ -1,10 +1,9 @@
 //! UDP datagrams (RFC 768) over IPv4.
 
-use crate::checksum::{combine, fold, ones_sum, pseudo_header_sum, transport_checksum};
+use crate::checksum::{combine, fold, ones_sum, transport_checksum, PseudoHeader};
 use crate::error::WireError;
 use crate::field::{get_u16, set_u16};
 use crate::ipv4::protocol;
-use std::net::Ipv4Addr;
 
 /// A zero-copy view of a UDP datagram.
 #[derive(Debug, Clone)]
@@ -74,10 +73,11 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         self.buf.as_ref().get(UdpRepr::HEADER_LEN..len).unwrap_or(&[])
     }
 
-    /// True if the checksum is absent (0) or correct for this pseudo header.
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    /// True if the checksum is correct for this pseudo header, or absent (0) over IPv4;
+    /// over IPv6 a checksum of 0 is invalid (RFC 8200 section 8.1).
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         if self.checksum() == 0 {
-            return true;
+            return A::UDP_CHECKSUM_OPTIONAL;
         }
         match self.buf.as_ref().get(..usize::from(self.len())) {
             Some(d) => transport_checksum(src, dst, protocol::UDP, d) == 0,
@@ -94,7 +94,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     }
 
     /// Recomputes and stores the checksum (a 0 result is sent as 0xffff).
-    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: A, dst: A) {
         let len = usize::from(self.len());
         let b = self.buf.as_mut();
         set_u16(b, 6, 0);
@@ -133,7 +133,13 @@ impl UdpRepr {
     ///
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the datagram
     /// would exceed 65535 bytes.
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
+    pub fn emit<A: PseudoHeader>(
+        &self,
+        buf: &mut [u8],
+        src: A,
+        dst: A,
+        payload_len: usize,
+    ) -> Result<usize, WireError> {
         let end = payload_len.checked_add(Self::HEADER_LEN).ok_or(WireError::BadLength)?;
         let payload_sum = ones_sum(buf.get(Self::HEADER_LEN..end).ok_or(WireError::Truncated)?);
         self.emit_summed(buf, src, dst, payload_len, payload_sum)
@@ -142,18 +148,18 @@ impl UdpRepr {
     /// [`Self::emit`] for a payload whose ones-complement sum the caller already has (taken
     /// while copying it in, [`crate::checksum::copy_with_sum`]): the payload is not read again,
     /// and the header's words are summed from their values, not read back from `buf`.
-    pub fn emit_summed(
+    pub fn emit_summed<A: PseudoHeader>(
         &self,
         buf: &mut [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: A,
+        dst: A,
         payload_len: usize,
         payload_sum: u64,
     ) -> Result<usize, WireError> {
         let len = self.emit_without_checksum(buf, payload_len)?;
         let len16 = len as u16; // checked by emit_without_checksum
         let header = u64::from(self.src_port) + u64::from(self.dst_port) + u64::from(len16);
-        let pseudo = pseudo_header_sum(src, dst, protocol::UDP, len16);
+        let pseudo = A::pseudo_sum(src, dst, protocol::UDP, u32::from(len16));
         let c = nonzero(!fold(combine(combine(pseudo, header), payload_sum)));
         set_u16(&mut buf[..len], 6, c);
         Ok(len)
@@ -182,6 +188,7 @@ impl UdpRepr {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::Ipv4Addr;
 
     const SRC: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
     const DST: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);

@@ -2,11 +2,10 @@
 
 use super::options::{TcpOptions, TcpOptionsIter};
 use super::{HEADER_LEN, MAX_HEADER_LEN};
-use crate::checksum::{combine, fold, ones_sum, pseudo_header_sum, transport_checksum};
+use crate::checksum::{combine, fold, ones_sum, transport_checksum, PseudoHeader};
 use crate::error::WireError;
 use crate::field::{get_u16, get_u32, set_u16, set_u32};
 use crate::ipv4::protocol;
-use std::net::Ipv4Addr;
 
 /// Offset of the checksum field.
 const CHECKSUM_OFF: usize = 16;
@@ -107,7 +106,7 @@ impl<T: AsRef<[u8]>> TcpSegment<T> {
     }
 
     /// True if the checksum over pseudo header + whole segment is correct.
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         transport_checksum(src, dst, protocol::TCP, self.buf.as_ref()) == 0
     }
 }
@@ -150,7 +149,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpSegment<T> {
     }
 
     /// Recomputes and stores the checksum over pseudo header + whole segment.
-    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: A, dst: A) {
         let b = self.buf.as_mut();
         set_u16(b, CHECKSUM_OFF, 0);
         let c = transport_checksum(src, dst, protocol::TCP, b);
@@ -191,7 +190,13 @@ impl TcpRepr {
     ///
     /// Errors: `Truncated` if `buf` is too short, `BadLength` if the segment
     /// would exceed 65535 bytes.
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_len: usize) -> Result<usize, WireError> {
+    pub fn emit<A: PseudoHeader>(
+        &self,
+        buf: &mut [u8],
+        src: A,
+        dst: A,
+        payload_len: usize,
+    ) -> Result<usize, WireError> {
         let hl = self.header_len();
         let end = hl.checked_add(payload_len).filter(|&n| n <= usize::from(u16::MAX)).ok_or(WireError::BadLength)?;
         let payload_sum = ones_sum(buf.get(hl..end).ok_or(WireError::Truncated)?);
@@ -200,11 +205,11 @@ impl TcpRepr {
 
     /// [`Self::emit`] for a payload whose ones-complement sum the caller already has (taken
     /// while copying it in, [`crate::checksum::copy_with_sum`]): only the header is summed.
-    pub fn emit_summed(
+    pub fn emit_summed<A: PseudoHeader>(
         &self,
         buf: &mut [u8],
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: A,
+        dst: A,
         payload_len: usize,
         payload_sum: u64,
     ) -> Result<usize, WireError> {
@@ -230,7 +235,7 @@ impl TcpRepr {
         set_u16(h, 18, self.urgent);
         self.options.emit(&mut h[HEADER_LEN..hl])?;
         // The header is a whole number of 32-bit words, so the payload's sum adds as it is.
-        let pseudo = pseudo_header_sum(src, dst, protocol::TCP, len as u16);
+        let pseudo = A::pseudo_sum(src, dst, protocol::TCP, len as u32);
         let c = !fold(combine(combine(pseudo, ones_sum(h)), payload_sum));
         set_u16(h, CHECKSUM_OFF, c);
         seg[..hl].copy_from_slice(h);
@@ -260,6 +265,7 @@ mod tests {
     use super::super::TcpOption;
     use super::*;
     use proptest::prelude::*;
+    use std::net::Ipv4Addr;
 
     const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
     const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
