@@ -5,7 +5,7 @@
 //! Both print a progress line per interval and a summary; both busy-poll while there is
 //! traffic.
 
-use crate::bench_common::{msg, pin_cpu, GRACE};
+use crate::bench_common::{msg, pin_cpu, tcp_stack_config, GRACE};
 use crate::duration::parse_duration;
 use crate::output::{fmt_si, Cell, Table};
 use crate::runloop::{install_stop_handler, now, poll_burst, polls_for, stop_requested, Idler};
@@ -96,34 +96,6 @@ pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
         Some(host) => run_client(&a, SocketAddrV4::new(host, a.port), interval),
         None => run_server(&a, interval),
     }
-}
-
-/// The stack configuration for `ip` (CIDR) on a link of IP MTU `mtu` with MSS = MTU - 40,
-/// room for `sessions` connections (and as many half-open), and optionally `buffer` bytes of
-/// send and receive buffer per connection.
-pub(crate) fn tcp_stack_config(ip: &str, mtu: usize, sessions: usize, buffer: Option<usize>) -> Result<Config, String> {
-    let mut cfg = Config::parse_host(ip).map_err(msg)?.mtu(mtu).mss((mtu - 40) as u16);
-    cfg.tcp.max_sessions = sessions;
-    cfg.tcp.syn_backlog = sessions;
-    if !(1..=1 << 20).contains(&sessions) {
-        return Err(format!("{sessions} sessions is outside 1..=2^20"));
-    }
-    if let Some(b) = buffer {
-        if !(1024..=1 << 30).contains(&b) {
-            return Err(format!("--buffer {b} is outside 1024..=2^30 bytes"));
-        }
-        // An explicit size is the size: no growth (bounded memory per session when
-        // thousands of connections run).
-        (cfg.tcp.tx_buffer, cfg.tcp.rx_buffer) = (b, b);
-        (cfg.tcp.tx_buffer_max, cfg.tcp.rx_buffer_max) = (b, b);
-    }
-    // TCP's memory budget for comparisons (`bench tcp` with and without it): MiB, 0 for none.
-    if let Ok(v) = std::env::var("LINERATE_TCP_MEM_MIB") {
-        let mib: usize = v.parse().map_err(|_| format!("LINERATE_TCP_MEM_MIB={v} is not a number of MiB"))?;
-        let limit = if mib == 0 { usize::MAX } else { mib << 20 };
-        (cfg.tcp.mem_limit, cfg.tcp.mem_pressure) = (limit, if mib == 0 { usize::MAX } else { limit / 4 });
-    }
-    Ok(cfg)
 }
 
 /// Prints a progress line per interval: the bytes a counter advanced by and the rate.

@@ -1,13 +1,5 @@
 //! `linerate`: the command-line front end of the linerate platform.
 
-mod bench_cable;
-mod bench_collective;
-mod bench_common;
-mod bench_link;
-mod bench_middlebox;
-mod bench_tcp;
-mod bench_udp;
-mod callgrind;
 mod cleanup;
 mod cmd_collective;
 mod cmd_demo;
@@ -24,17 +16,21 @@ mod cmd_spn;
 mod cmd_stats;
 mod cmd_tap;
 mod collective_job;
-mod duration;
 mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
 mod openmetrics;
-mod output;
-mod reproduce;
-mod runloop;
+mod reproduce_commands;
 mod services;
 mod statsfile;
+
+// The benchmarks, `reproduce` and what the commands share with them (tables, the run loop,
+// duration flags, process helpers) live in the `linerate-bench` crate.
+use bench::{
+    bench_collective, bench_common, bench_link, bench_middlebox, bench_tcp, bench_udp, duration, output, reproduce,
+    runloop,
+};
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
@@ -182,7 +178,7 @@ fn main() -> ExitCode {
         Command::Rdma(c) => cmd_rdma::run(c),
         Command::Collective(c) => cmd_collective::run(c),
         Command::Kmeans(a) => cmd_collective::run_kmeans(a),
-        Command::Reproduce(a) => reproduce::run(a),
+        Command::Reproduce(a) => reproduce::run(a, &reproduce_commands::ThisProgram),
         Command::Bench(b) => reproduce::export::request(b.export).and_then(|()| match b.command {
             BenchCommand::Link(a) => bench_link::run(a),
             BenchCommand::Udp(a) => bench_udp::run(a),

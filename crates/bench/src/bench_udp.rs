@@ -178,7 +178,7 @@ fn bench_linerate(cable: Cable, secs: Duration, pb: &ProgressBar) -> Result<Figu
 
 /// linerate UDP goodput (payload bit/s the child's sink counted) of `payload`-byte datagrams
 /// sent for `secs` over a shared-memory link of IP MTU `payload + 28`.
-pub(crate) fn linerate_goodput(payload: usize, secs: Duration) -> Result<f64, String> {
+pub fn linerate_goodput(payload: usize, secs: Duration) -> Result<f64, String> {
     let mut c = Client::start((payload + 28).max(MTU), secs)?;
     c.blast(secs, payload)?;
     let got = c.report()?;
@@ -186,14 +186,14 @@ pub(crate) fn linerate_goodput(payload: usize, secs: Duration) -> Result<f64, St
 }
 
 /// 64-byte UDP round trips with the linerate child's echo (ns, sorted).
-pub(crate) fn linerate_round_trips() -> Result<Vec<u64>, String> {
+pub fn linerate_round_trips() -> Result<Vec<u64>, String> {
     let mut c = Client::start(MTU, Duration::from_secs(5))?;
     rtt_samples(|seq| c.exchange(seq))
 }
 
 /// 64-byte raw-Ethernet round trips with the linerate child's raw echo (ns, sorted): frames
 /// of EtherType [`RAW_ECHO_TYPE`] to the child's MAC, which a UDP exchange resolves first.
-pub(crate) fn linerate_raw_round_trips() -> Result<Vec<u64>, String> {
+pub fn linerate_raw_round_trips() -> Result<Vec<u64>, String> {
     let mut c = Client::start(MTU, Duration::from_secs(5))?;
     let mut answered = false;
     for seq in 0..20 {

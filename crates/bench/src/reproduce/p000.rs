@@ -4,7 +4,7 @@
 //! throughput per protocol and per number of evaluator replicas.
 
 use super::figure::{Axis, Figure, Kind, Point, Series};
-use super::{args, python_with, table, Ctx};
+use super::{python_with, table, Ctx};
 use crate::bench_common::median_of;
 use crate::output::Table;
 use std::time::Duration;
@@ -242,17 +242,7 @@ fn service_rate(tables: &[Table], label: &str) -> Option<f64> {
 fn spn(ctx: &Ctx, vars: usize, workers: usize) -> Result<Vec<Table>, String> {
     let (v, w) = (vars.to_string(), workers.to_string());
     let secs = ctx.pick("300ms", "1s");
-    let a = args::<crate::cmd_spn::bench::BenchArgs>(&[
-        "--vars",
-        &v,
-        "--workers",
-        &w,
-        "--duration",
-        secs,
-        "--window",
-        "64",
-    ])?;
-    crate::cmd_spn::bench::measure(&a)
+    ctx.commands.spn_bench(&["--vars", &v, "--workers", &w, "--duration", secs, "--window", "64"])
 }
 
 /// Fig. 9 (throughput per protocol and model) and Table II (per number of replicas).

@@ -224,7 +224,7 @@ pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
 /// Every table of `linerate bench collective` for the rank counts `ranks`: per count,
 /// all-reduce and broadcast latency, send/recv goodput and connection set-up (each beside
 /// OpenMPI or Linux where they run), and the collective layer's counters.
-pub(crate) fn measure(ranks: &[usize]) -> Result<Vec<Table>, String> {
+pub fn measure(ranks: &[usize]) -> Result<Vec<Table>, String> {
     if ranks.iter().any(|&n| n == 0 || n > 64) {
         return Err("--ranks must be between 1 and 64".into());
     }

@@ -13,7 +13,7 @@ use testbed::Netns;
 
 /// What joins the two linerate processes of a measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cable {
+pub enum Cable {
     /// A shared-memory link: no network, memory speed.
     Shm,
     /// A veth pair between two new namespaces, AF_XDP on each end.
@@ -23,11 +23,11 @@ pub(crate) enum Cable {
 }
 
 /// The cable's kinds as `--link` takes them.
-pub(crate) const CABLE_KINDS: [&str; 3] = ["shm", "af_xdp", "af_packet"];
+pub const CABLE_KINDS: [&str; 3] = ["shm", "af_xdp", "af_packet"];
 
 impl Cable {
     /// The cable `--link KIND` names: shm, af_xdp or af_packet.
-    pub(crate) fn parse(kind: &str) -> Result<Cable, String> {
+    pub fn parse(kind: &str) -> Result<Cable, String> {
         match kind {
             "shm" => Ok(Cable::Shm),
             "af_xdp" | "af-xdp" | "xdp" => Ok(Cable::VethXdp),
@@ -37,7 +37,7 @@ impl Cable {
     }
 
     /// How a table names our side.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Cable::Shm => "linerate (shm)",
             Cable::VethXdp => "linerate (AF_XDP, veth)",
@@ -46,7 +46,7 @@ impl Cable {
     }
 
     /// How a table's title says the two processes are joined.
-    pub(crate) fn joined(self) -> &'static str {
+    pub fn joined(self) -> &'static str {
         match self {
             Cable::Shm => "on the shared-memory link",
             Cable::VethXdp => "in two namespaces over veth, AF_XDP on each end",
@@ -65,7 +65,7 @@ impl Cable {
     /// A fresh cable of IP MTU `mtu` with our end open for a host at `ip`: the link, the MAC
     /// our host should use (veth), and what the cable holds until it is dropped (the
     /// namespaces). `shm_name` names a shared-memory link.
-    pub(crate) fn open_ours(self, shm_name: &str, mtu: usize, ip: Ipv4Addr) -> Result<OurEnd, String> {
+    pub fn open_ours(self, shm_name: &str, mtu: usize, ip: Ipv4Addr) -> Result<OurEnd, String> {
         if self == Cable::Shm {
             let link = ShmLink::create(shm_name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
             return Ok(OurEnd { link: Box::new(link), mac: None, veth: None });
@@ -80,7 +80,7 @@ impl Cable {
 
     /// The `bench-peer` arguments that name the child's end of `ours` (`--shm NAME`, or
     /// `--link SPEC --netns NS`).
-    pub(crate) fn peer_args(self, ours: &OurEnd, shm_name: &str) -> Vec<String> {
+    pub fn peer_args(self, ours: &OurEnd, shm_name: &str) -> Vec<String> {
         match &ours.veth {
             None => vec!["--shm".into(), shm_name.into()],
             Some(v) => {
@@ -91,7 +91,7 @@ impl Cable {
 }
 
 /// Our end of a fresh cable.
-pub(crate) struct OurEnd {
+pub struct OurEnd {
     /// The link our stack runs on.
     pub link: Box<dyn Link>,
     /// The MAC our host should use (the veth end's).
@@ -102,7 +102,7 @@ pub(crate) struct OurEnd {
 
 /// Two new namespaces joined by a veth (`lrb0` in `ours`, `lrb1` in `theirs`) with no kernel
 /// address on it; both are deleted on drop, with the veth.
-pub(crate) struct Veth {
+pub struct Veth {
     ours: Netns,
     theirs: Netns,
 }
@@ -122,12 +122,12 @@ impl Veth {
 }
 
 /// A child's end of a cable: the link, its IP MTU and the MAC its host should use.
-pub(crate) type PeerEnd = (Box<dyn Link>, usize, Option<[u8; 6]>);
+pub type PeerEnd = (Box<dyn Link>, usize, Option<[u8; 6]>);
 
 /// The child's end: the shared-memory link `shm` (opened within five seconds), or `link` in
 /// namespace `netns` (this process's if `None`) for a host at `ip`. Returns the link, its IP
 /// MTU and the MAC the host should use.
-pub(crate) fn open_peer(
+pub fn open_peer(
     shm: Option<&str>,
     link: Option<&LinkSpec>,
     netns: Option<&str>,

@@ -279,7 +279,7 @@ fn bench_mem(size: usize, secs: Duration) -> Result<Measured, String> {
 
 /// Raw Ethernet frames of `size` bytes over the shared-memory cable to a counting child
 /// process for `secs`: (frames/s, bytes/s) the child received.
-pub(crate) fn shm_frame_rate(size: usize, secs: Duration) -> Result<(f64, f64), String> {
+pub fn shm_frame_rate(size: usize, secs: Duration) -> Result<(f64, f64), String> {
     let m = bench_shm(size, secs)?;
     Ok((m.got.per_sec(m.got.frames as f64), m.got.per_sec(m.got.bytes as f64)))
 }

@@ -29,6 +29,7 @@ pub fn stop_requested() -> bool {
 const SPIN_POLLS: u32 = 2000;
 
 /// Tracks idleness and sleeps (up to 1 ms) on the link's fd after a spin of idle polls.
+#[derive(Default)]
 pub struct Idler {
     idle: u32,
 }

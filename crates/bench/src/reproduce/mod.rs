@@ -2,7 +2,8 @@
 //! a CSV and a section of `report.md` per figure, beside the paper's stated numbers and the
 //! software peers measured in the same run.
 //!
-//! The experiments call the benchmark code of the `bench`, `rdma`, `spn`, `kmeans` commands
+//! The experiments call the benchmark code of this crate and, through [`Commands`], the
+//! `spn bench`, `rdma bench` and `collective kmeans` commands of the program that runs them,
 //! in-process; one module per paper ([`p000`] .. [`p004`]) turns their tables into
 //! [`Figure`]s, [`plot`] draws them and [`report`] writes the report.
 
@@ -39,15 +40,29 @@ pub struct ReproduceArgs {
     quick: bool,
 }
 
-/// What every experiment gets: the size of the run and a way to say what it is doing.
-pub struct Ctx {
+/// The measurements `reproduce` takes through commands of the program that runs it: their
+/// code lives with those commands (`spn bench`, `rdma bench`, `collective kmeans`).
+pub trait Commands {
+    /// `spn bench` with `argv` (options only): its tables.
+    fn spn_bench(&self, argv: &[&str]) -> Result<Vec<Table>, String>;
+    /// `rdma bench` with `argv`: its tables.
+    fn rdma_bench(&self, argv: &[&str]) -> Result<Vec<Table>, String>;
+    /// `collective kmeans` with `argv`: seconds per Lloyd iteration (the slowest rank).
+    fn kmeans_per_iter(&self, argv: &[&str]) -> Result<f64, String>;
+}
+
+/// What every experiment gets: the size of the run, a way to say what it is doing and the
+/// commands it measures through.
+pub struct Ctx<'a> {
     /// Small sizes and short runs.
     pub quick: bool,
     /// When the run started.
     started: Instant,
+    /// The measurements taken through the program's commands.
+    pub commands: &'a dyn Commands,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     /// Say on stderr what is being measured now (with the time since the start). Every
     /// measurement starts here, so this also gives the thread back every CPU an earlier
     /// measurement's pinning took away (threads a measurement starts inherit its CPUs).
@@ -119,14 +134,14 @@ pub fn python_with(module: &str) -> Result<PathBuf, String> {
     Err(format!("not installed (no `import {module}` in {})", tried.join(" or ")))
 }
 
-/// Run `linerate reproduce`.
-pub fn run(a: ReproduceArgs) -> Result<ExitCode, String> {
+/// Run `linerate reproduce`, measuring through `commands` what lives in the program's commands.
+pub fn run(a: ReproduceArgs, commands: &dyn Commands) -> Result<ExitCode, String> {
     plot::ensure_font()?;
     std::fs::create_dir_all(&a.out).map_err(|e| format!("cannot create {}: {e}", a.out.display()))?;
     crate::runloop::install_stop_handler();
     crate::bench_common::remember_cpus();
     crate::bench_common::bench_cpus();
-    let ctx = Ctx { quick: a.quick, started: Instant::now() };
+    let ctx = Ctx { quick: a.quick, started: Instant::now(), commands };
     let papers: Vec<&str> = if a.paper == "all" { PAPERS.to_vec() } else { vec![a.paper.as_str()] };
     let (mut figures, mut failures) = (Vec::new(), Vec::new());
     for paper in papers {

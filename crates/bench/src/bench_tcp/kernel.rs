@@ -632,12 +632,12 @@ impl Epoll {
 }
 
 /// Goodput runs (bit/s) of each MTU, and of each connection count (a run may fail).
-pub(crate) type Sweep = (Vec<Vec<f64>>, Vec<Vec<Result<f64, String>>>);
+pub type Sweep = (Vec<Vec<f64>>, Vec<Vec<Result<f64, String>>>);
 
 /// Linux TCP between two namespaces over veth: goodput (bit/s) of one connection at each IP
 /// MTU of `mtus`, then of each connection count of `conns` (MTU 1500, `buffer` bytes of
 /// socket buffer each when given), `reps` runs each; `say` is told each step.
-pub(crate) fn goodput_sweep(
+pub fn goodput_sweep(
     mtus: &[usize],
     conns: &[usize],
     buffer: Option<usize>,

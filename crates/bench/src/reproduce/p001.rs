@@ -3,7 +3,7 @@
 //! from `linerate rdma bench` run in-process.
 
 use super::figure::{Axis, Figure, Kind, Point, Series};
-use super::{args, column, table, xy, Ctx};
+use super::{column, table, xy, Ctx};
 use crate::output::Table;
 
 /// The paper's stated latencies for a 1 KB transfer (Sec. 4, text beside Fig. 7), in µs.
@@ -23,7 +23,7 @@ const PAPER_BRAM: [[f64; 5]; 5] = [
 pub fn figures(ctx: &Ctx) -> Vec<Result<Figure, (String, String)>> {
     ctx.say("001", "linerate rdma bench: latency 64 B..1 MiB, goodput, table memory");
     let argv = if ctx.quick { vec!["--reps", "20", "--mib", "8"] } else { vec!["--reps", "200", "--mib", "64"] };
-    let tables = args::<crate::cmd_rdma::BenchArgs>(&argv).and_then(|a| crate::cmd_rdma::measure(&a));
+    let tables = ctx.commands.rdma_bench(&argv);
     match tables {
         Err(e) => vec![Err(("Fig. 7".into(), e.clone())), Err(("Table 1".into(), e))],
         Ok(t) => vec![fig7(&t).map_err(|e| ("Fig. 7".into(), e)), table1(&t).map_err(|e| ("Table 1".into(), e))],

@@ -273,7 +273,7 @@ pub fn run(a: MiddleboxBenchArgs) -> Result<ExitCode, String> {
 
 /// Every table of `linerate bench middlebox` (memcpy, forwarding, firewall, IDS, swaps, less
 /// the parts skipped), with a progress bar on stderr unless `--json`.
-pub(crate) fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> {
+pub fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> {
     if !(0.05..=60.0).contains(&a.secs.as_secs_f64()) {
         return Err(format!("--duration {:?} is outside 50ms..=60s", a.secs));
     }
@@ -518,7 +518,7 @@ fn swap_times(n: usize) -> Result<Vec<SwapRow>, String> {
 /// thread per unit and one for the distributor, three busy threads would share this
 /// machine's two CPUs and a frame would wait for a scheduler tick (4 ms here) instead of
 /// being forwarded.
-pub(crate) fn forward_latency(size: usize, units: usize, count: usize, budget: Duration) -> Result<Vec<u64>, String> {
+pub fn forward_latency(size: usize, units: usize, count: usize, budget: Duration) -> Result<Vec<u64>, String> {
     use link::Link as _;
     let link_cfg = link::LinkConfig::default().mtu(9000);
     let (mut inject, port0) = link::mem::try_pair(link_cfg).map_err(|e| e.to_string())?;

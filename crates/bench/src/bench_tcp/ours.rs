@@ -8,8 +8,8 @@ use super::{
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_cable::Cable;
+use crate::bench_common::tcp_stack_config;
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
-use crate::cmd_iperf::tcp_stack_config;
 use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
 use indicatif::ProgressBar;
@@ -30,7 +30,7 @@ fn peer(port: u16) -> SocketAddrV4 {
 
 /// Which of the child's services takes its payload in RX bypass.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Bypass {
+pub enum Bypass {
     /// Neither: both read their receive buffers.
     Off,
     /// The reporting sink.
@@ -287,7 +287,7 @@ pub(super) fn measure(
 /// Goodput (bit/s) of `conns` connections sending for `secs` to a fresh child over a link of
 /// IP MTU `mtu` (MSS `mtu - 40`), `buffer` bytes per direction and session (default: the
 /// stack's), the child's sink in RX bypass when `rx_bypass`.
-pub(crate) fn goodput(
+pub fn goodput(
     mtu: usize,
     conns: usize,
     buffer: Option<usize>,
@@ -301,7 +301,7 @@ pub(crate) fn goodput(
 
 /// 64-byte round trips over one connection (ns, sorted) and connection set-up times (SYN
 /// to established, ns, sorted) for about `secs`, at IP MTU 1500.
-pub(crate) fn round_trips_and_handshakes(secs: Duration) -> Result<(Vec<u64>, Vec<u64>), String> {
+pub fn round_trips_and_handshakes(secs: Duration) -> Result<(Vec<u64>, Vec<u64>), String> {
     let rtt = round_trips(secs, false)?;
     pin_side(0);
     let limit = secs + GRACE * 6;
@@ -313,7 +313,7 @@ pub(crate) fn round_trips_and_handshakes(secs: Duration) -> Result<(Vec<u64>, Ve
 /// 64-byte round trips over one connection (ns, sorted) at IP MTU 1500, the child's echo
 /// taking the requests in RX bypass (from the frames) when `echo_bypass`, else from its
 /// receive buffer.
-pub(crate) fn round_trips(secs: Duration, echo_bypass: bool) -> Result<Vec<u64>, String> {
+pub fn round_trips(secs: Duration, echo_bypass: bool) -> Result<Vec<u64>, String> {
     pin_side(0);
     let bypass = if echo_bypass { Bypass::Echo } else { Bypass::Off };
     Pair::start(MTUS[0], 256, None, secs + GRACE * 6, bypass)?.rtt()

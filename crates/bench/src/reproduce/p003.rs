@@ -3,7 +3,7 @@
 //! Fig. 7 K-Means time per iteration and throughput on 1, 2, 4 ranks beside scikit-learn.
 
 use super::figure::{Axis, Figure, Kind, Series};
-use super::{args, python_with, table, xy, Ctx};
+use super::{python_with, table, xy, Ctx};
 use crate::output::Table;
 use std::io::Write as _;
 
@@ -196,18 +196,19 @@ fn fig7(ctx: &Ctx) -> Result<(Figure, Figure), (String, String)> {
     let (mut time, mut tput) = (Vec::new(), Vec::new());
     for ranks in [1usize, 2, 4] {
         ctx.say("003", &format!("K-Means, {samples} samples x 54, k = 7, {ranks} rank(s)"));
-        let a = args::<crate::cmd_collective::KmeansArgs>(&[
-            "--ranks",
-            &ranks.to_string(),
-            "--samples",
-            &samples.to_string(),
-            "--iters",
-            &iters.to_string(),
-        ])
-        .map_err(e)?;
-        let o = crate::cmd_collective::measure_kmeans(&a).map_err(e)?;
-        time.push((ranks as f64, o.per_iter * 1e3));
-        tput.push((ranks as f64, samples as f64 / o.per_iter / 1e6));
+        let per_iter = ctx
+            .commands
+            .kmeans_per_iter(&[
+                "--ranks",
+                &ranks.to_string(),
+                "--samples",
+                &samples.to_string(),
+                "--iters",
+                &iters.to_string(),
+            ])
+            .map_err(e)?;
+        time.push((ranks as f64, per_iter * 1e3));
+        tput.push((ranks as f64, samples as f64 / per_iter / 1e6));
     }
     let mut t = Figure::new(
         "003",

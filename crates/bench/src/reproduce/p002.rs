@@ -204,7 +204,7 @@ fn table1(ctx: &Ctx) -> Result<Figure, String> {
     let ns = [1usize, 128, 512, 1024, 2048, 4096, 8192, 10_000, 16_384, 32_768];
     let per = {
         let (a, _b) = link::mem::try_pair(link::LinkConfig::default()).map_err(|e| e.to_string())?;
-        let cfg = crate::cmd_iperf::tcp_stack_config("10.0.0.1/24", 1500, 1024, None)?;
+        let cfg = crate::bench_common::tcp_stack_config("10.0.0.1/24", 1500, 1024, None)?;
         net::Stack::new(cfg, a).map_err(|e| e.to_string())?.tcp_table_bytes_per_session() as f64
     };
     let tables: Vec<(f64, f64)> = ns.iter().map(|&n| (n as f64, n as f64 * per / 1024.0)).collect();

@@ -11,15 +11,15 @@
 //! connection cycle is connect, close our direction, read the server's report and its close.
 
 mod grid;
-pub(crate) mod kernel;
-pub(crate) mod ours;
+pub mod kernel;
+pub mod ours;
 
 use crate::bench_cable::Cable;
+use crate::bench_common::tcp_stack_config;
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, peer_or_reason, percentile, pin_cpu, print_tables, progress,
     ratio_row, READY,
 };
-use crate::cmd_iperf::tcp_stack_config;
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, poll_burst, polls_for, stop_requested};
 use apps::{TcpEcho, TcpSink};
@@ -58,7 +58,7 @@ const CYCLE_BUFFER: usize = 4 * 1024;
 /// Concurrent connections of the aggregate run, by default.
 const MANY: usize = 10_000;
 /// The most concurrent connections of an aggregate run (Limago's Fig. 5 goes to 65,536).
-pub(crate) const MAX_MANY: usize = 65_536;
+pub const MAX_MANY: usize = 65_536;
 /// Per-connection send and receive buffer of the aggregate run, both sides.
 const MANY_BUFFER: usize = 8 * 1024;
 /// How long one request/response or one connection step may take before the run fails.
