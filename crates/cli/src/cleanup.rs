@@ -8,25 +8,12 @@
 //! namespaces whose names start with [`PREFIX`] and whose owning pid no longer exists. A
 //! namespace of a live process, or one whose name linerate would not give, is never touched.
 
+use crate::netns_names::{netns_exists, NETNS_DIR};
 use crate::statsfile::{alive, entries};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The prefix of the namespaces linerate's commands create (`lr-tap`, `lr-ping`, `lr-bench-…`).
 pub const PREFIX: &str = "lr-";
-
-/// Where `ip netns` keeps named namespaces.
-const NETNS_DIR: &str = "/run/netns";
-
-/// True if namespace `name` exists.
-pub fn netns_exists(name: &str) -> bool {
-    valid_name(name) && Path::new(NETNS_DIR).join(name).exists()
-}
-
-/// A name `ip netns` would accept and that cannot leave its directory.
-fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name != "." && name != ".." && !name.contains('/')
-}
 
 /// The owning pid in a name `<prefix>-<pid>-<n>`, if it has that shape.
 pub fn owner_pid(name: &str) -> Option<u32> {

@@ -3,6 +3,7 @@
 
 mod compute;
 mod middlebox;
+mod rdma;
 
 use crate::output::{Cell, Table, Unit};
 use apps::UdpEcho;
@@ -68,11 +69,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
         ("Robustness: 200,000 mutated frames into a host", Box::new(|_| robustness_step())),
         ("TCP: 20 MB over a link with 1% loss, 1% reorder, 0.5% dup", Box::new(|_| tcp_transfer_step())),
         ("TCP: 10,000 concurrent connections, data on each", Box::new(|_| tcp_many_step())),
-        (
-            "RDMA writes over an impaired link (2% loss, 1% dup, 5% reorder)",
-            Box::new(|_| crate::cmd_rdma::demo_impaired_step()),
-        ),
-        ("RDMA: 64 senders into one receiver", Box::new(|_| crate::cmd_rdma::demo_many_step())),
+        ("RDMA writes over an impaired link (2% loss, 1% dup, 5% reorder)", Box::new(|_| rdma::demo_impaired_step())),
+        ("RDMA: 64 senders into one receiver", Box::new(|_| rdma::demo_many_step())),
         ("Middlebox: forwarding 400,000 64-byte frames", Box::new(|_| middlebox::forward_step())),
         ("Firewall: the data/ blacklist on 20,000 frames", Box::new(|_| middlebox::firewall_step())),
         ("IDS: the data/ community rules on generated traffic", Box::new(|_| middlebox::ids_step())),

@@ -20,6 +20,7 @@ mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
+mod netns_names;
 mod openmetrics;
 mod reproduce_commands;
 mod services;

@@ -214,7 +214,7 @@ pub fn read_all() -> Vec<Entry> {
     for e in entries() {
         if e.alive() {
             live.push(e);
-        } else if !e.namespaces.iter().any(|n| crate::cleanup::netns_exists(n)) {
+        } else if !e.namespaces.iter().any(|n| crate::netns_names::netns_exists(n)) {
             tracing::info!(name = %e.name, pid = e.pid, "dropping the entry of a process that is gone");
             let _ = std::fs::remove_file(&e.path);
         } else {
