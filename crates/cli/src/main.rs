@@ -1,28 +1,20 @@
 //! `linerate`: the command-line front end of the linerate platform.
+//!
+//! Layout: `commands/` holds one module per subcommand (its options and its run); beside it
+//! the pieces several commands share: opening a stack on a link spec (`link_stack`), the
+//! services a host runs (`services`), live counters published for `linerate stats`
+//! (`statsfile`, `openmetrics`), namespace clean-up (`cleanup`, `netns_names`), flag parsing
+//! (`flag_values`), logging and the `--help` examples. The benchmarks, `reproduce`, the tables
+//! every command prints and the run loop are the `linerate-bench` crate.
 
 mod cleanup;
-mod cmd_collective;
-mod cmd_demo;
-mod cmd_firewall;
-mod cmd_host;
-mod cmd_ids;
-mod cmd_ids_check;
-mod cmd_iperf;
-mod cmd_iperf3;
-mod cmd_middlebox;
-mod cmd_ping;
-mod cmd_rdma;
-mod cmd_spn;
-mod cmd_stats;
-mod cmd_tap;
-mod collective_job;
+mod commands;
 mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
 mod netns_names;
 mod openmetrics;
-mod reproduce_commands;
 mod services;
 mod statsfile;
 
@@ -50,38 +42,38 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// The tour: every capability on an in-process testbed, with a table of measured figures.
-    Demo(cmd_demo::DemoArgs),
+    Demo(commands::demo::DemoArgs),
     /// Run a linerate host on a TAP device in a new network namespace, facing Linux tools.
-    Tap(cmd_tap::TapArgs),
+    Tap(commands::tap::TapArgs),
     /// Run a linerate host on any link (shm, TAP, AF_PACKET, AF_XDP with one stack per queue).
-    Host(cmd_host::HostArgs),
+    Host(commands::host::HostArgs),
     /// Ping from a linerate host (to the Linux stack over TAP, or to another linerate host).
-    Ping(cmd_ping::PingArgs),
+    Ping(commands::ping::PingArgs),
     /// Show the live counters of running linerate instances.
-    Stats(cmd_stats::StatsArgs),
+    Stats(commands::stats::StatsArgs),
     /// TCP goodput between two linerate processes over a shared-memory link (-s / -c HOST).
-    Iperf(cmd_iperf::IperfArgs),
+    Iperf(commands::iperf::IperfArgs),
     /// iperf3's protocol on a TAP host: serve stock `iperf3 -c` (-s) or test a stock `iperf3 -s` (-c ADDR).
-    Iperf3(cmd_iperf3::Iperf3Args),
+    Iperf3(commands::iperf3::Iperf3Args),
     /// Blacklisting firewall on the middlebox runtime (Rosebud case study 2).
-    Firewall(cmd_firewall::FirewallArgs),
+    Firewall(commands::firewall::FirewallArgs),
     /// Snort-rule IDS on the middlebox runtime (Rosebud case study 1, software reordering);
     /// `ids check RULES` lists the rules it evaluates only in part.
-    Ids(cmd_ids::IdsArgs),
+    Ids(commands::ids::IdsArgs),
     /// The middlebox runtime: live counters of running middleboxes.
     #[command(subcommand)]
-    Middlebox(cmd_middlebox::MiddleboxCommand),
+    Middlebox(commands::middlebox::MiddleboxCommand),
     /// Sum-Product Network inference: generate, compile, eval, serve, bench.
     #[command(subcommand)]
-    Spn(cmd_spn::SpnCommand),
+    Spn(commands::spn::SpnCommand),
     /// Reliable connectionless RDMA writes (seed 001): benchmark.
     #[command(subcommand)]
-    Rdma(cmd_rdma::RdmaCommand),
+    Rdma(commands::rdma::RdmaCommand),
     /// MPI-like collectives: launch N local ranks of a program on a shared-memory fabric.
     #[command(subcommand)]
-    Collective(cmd_collective::CollectiveCommand),
+    Collective(commands::collective::CollectiveCommand),
     /// Distributed K-Means (seed 003) on Covertype-shaped data over 1..N ranks.
-    Kmeans(cmd_collective::KmeansArgs),
+    Kmeans(commands::collective::KmeansArgs),
     /// Benchmarks, reported as ratios against peers measured in the same run.
     Bench(BenchArgs),
     /// Re-run the seed papers' evaluations: per figure a PNG, a CSV and a report.md section.
@@ -165,21 +157,21 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command(), "linerate", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo(a) => cmd_demo::run(a),
-        Command::Tap(a) => cmd_tap::run(a),
-        Command::Host(a) => cmd_host::run(a),
-        Command::Ping(a) => cmd_ping::run(a),
-        Command::Stats(a) => cmd_stats::run(a),
-        Command::Iperf(a) => cmd_iperf::run(a),
-        Command::Iperf3(a) => cmd_iperf3::run(a),
-        Command::Firewall(a) => cmd_firewall::run_firewall(a),
-        Command::Ids(a) => cmd_ids::run_ids(a),
-        Command::Middlebox(c) => cmd_middlebox::run_command(c),
-        Command::Spn(c) => cmd_spn::run(c),
-        Command::Rdma(c) => cmd_rdma::run(c),
-        Command::Collective(c) => cmd_collective::run(c),
-        Command::Kmeans(a) => cmd_collective::run_kmeans(a),
-        Command::Reproduce(a) => reproduce::run(a, &reproduce_commands::ThisProgram),
+        Command::Demo(a) => commands::demo::run(a),
+        Command::Tap(a) => commands::tap::run(a),
+        Command::Host(a) => commands::host::run(a),
+        Command::Ping(a) => commands::ping::run(a),
+        Command::Stats(a) => commands::stats::run(a),
+        Command::Iperf(a) => commands::iperf::run(a),
+        Command::Iperf3(a) => commands::iperf3::run(a),
+        Command::Firewall(a) => commands::firewall::run_firewall(a),
+        Command::Ids(a) => commands::ids::run_ids(a),
+        Command::Middlebox(c) => commands::middlebox::run_command(c),
+        Command::Spn(c) => commands::spn::run(c),
+        Command::Rdma(c) => commands::rdma::run(c),
+        Command::Collective(c) => commands::collective::run(c),
+        Command::Kmeans(a) => commands::collective::run_kmeans(a),
+        Command::Reproduce(a) => reproduce::run(a, &commands::reproduce::ThisProgram),
         Command::Bench(b) => reproduce::export::request(b.export).and_then(|()| match b.command {
             BenchCommand::Link(a) => bench_link::run(a),
             BenchCommand::Udp(a) => bench_udp::run(a),

@@ -4,6 +4,8 @@
 //! shared-memory fabric), or one rank per process on a link (`--link`, for ranks on
 //! different machines), whose collective counters `linerate stats` shows while it runs.
 
+mod job;
+
 use crate::statsfile::StatsPublisher;
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
@@ -85,24 +87,12 @@ fn launch(a: LaunchArgs) -> Result<ExitCode, String> {
         _ => None,
     };
     let fabric = a.fabric.unwrap_or_else(|| format!("lr-{}", std::process::id()));
-    crate::collective_job::run(crate::collective_job::Job {
-        n: a.n,
-        fabric,
-        program: a.program,
-        tag_output: a.tag_output,
-        on_link,
-    })
+    job::run(job::Job { n: a.n, fabric, program: a.program, tag_output: a.tag_output, on_link })
 }
 
 /// Checks `--link`, `--ip` and `--root` for `n` ranks (as each rank will: through
 /// [`collective::LinkRank`]) and places rank r at the address plus r.
-fn on_link(
-    n: usize,
-    link: &str,
-    ip: &str,
-    root: Option<&str>,
-    netns: Option<String>,
-) -> Result<crate::collective_job::OnLink, String> {
+fn on_link(n: usize, link: &str, ip: &str, root: Option<&str>, netns: Option<String>) -> Result<job::OnLink, String> {
     let first = ip.split('/').next().unwrap_or_default();
     let rank0 = collective::LinkRank::new(&link.replace("{rank}", "0"), ip, root.unwrap_or(first))
         .map_err(|e| format!("--link/--ip/--root: {e}"))?;
@@ -111,7 +101,7 @@ fn on_link(
     if last.is_none_or(|l| l & mask != u32::from(rank0.host.ip) & mask) {
         return Err(format!("--ip {ip}: {n} consecutive addresses from it do not fit its subnet"));
     }
-    Ok(crate::collective_job::OnLink {
+    Ok(job::OnLink {
         link: link.to_string(),
         ip: rank0.host.ip,
         prefix: rank0.host.prefix_len,
@@ -121,7 +111,7 @@ fn on_link(
 }
 
 fn cleanup(a: CleanupArgs) -> Result<ExitCode, String> {
-    let removed = crate::collective_job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)), a.fabric.as_deref())?;
+    let removed = job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)), a.fabric.as_deref())?;
     for p in &removed {
         println!("removed {}", p.display());
     }

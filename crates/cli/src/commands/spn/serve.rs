@@ -60,7 +60,7 @@ pub struct ServeArgs {
     run: Option<String>,
     /// With --tap: impair everything the service sends, "LOSS,REORDER,DUP,DELAY_US" as in
     /// `linerate tap --impair` (seeded), e.g. to see UDP clients resend.
-    #[arg(long, requires = "tap", value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = crate::cmd_tap::parse_impairment)]
+    #[arg(long, requires = "tap", value_name = "LOSS,REORDER,DUP,DELAY_US", value_parser = crate::commands::tap::parse_impairment)]
     impair: Option<link::impair::Impairment>,
     /// IP MTU of the link (default: 1500; the interface's on --link and --af-packet).
     #[arg(long, value_parser = crate::flag_values::parse_mtu)]

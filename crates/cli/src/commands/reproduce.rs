@@ -10,15 +10,15 @@ pub struct ThisProgram;
 
 impl Commands for ThisProgram {
     fn spn_bench(&self, argv: &[&str]) -> Result<Vec<Table>, String> {
-        crate::cmd_spn::bench::measure(&args::<crate::cmd_spn::bench::BenchArgs>(argv)?)
+        crate::commands::spn::bench::measure(&args::<crate::commands::spn::bench::BenchArgs>(argv)?)
     }
 
     fn rdma_bench(&self, argv: &[&str]) -> Result<Vec<Table>, String> {
-        crate::cmd_rdma::measure(&args::<crate::cmd_rdma::BenchArgs>(argv)?)
+        crate::commands::rdma::measure(&args::<crate::commands::rdma::BenchArgs>(argv)?)
     }
 
     fn kmeans_per_iter(&self, argv: &[&str]) -> Result<f64, String> {
-        let a = args::<crate::cmd_collective::KmeansArgs>(argv)?;
-        Ok(crate::cmd_collective::measure_kmeans(&a)?.per_iter)
+        let a = args::<crate::commands::collective::KmeansArgs>(argv)?;
+        Ok(crate::commands::collective::measure_kmeans(&a)?.per_iter)
     }
 }

@@ -2,7 +2,7 @@
 //! from port 0 (--input) whose IPv4 source is blacklisted are dropped; the rest leave by
 //! port 1 (--output), and frames arriving on port 1 go out of port 0.
 
-use crate::cmd_middlebox::{open_input, open_output, print_summary, run, summary, IoArgs, RunArgs};
+use crate::commands::middlebox::{open_input, open_output, print_summary, run, summary, IoArgs, RunArgs};
 use accel::prefix::PrefixSet;
 use apps::firewall::{Firewall, NonIpv4};
 use middlebox::{policy, Runtime, RuntimeConfig, SlotSpec};

@@ -5,10 +5,10 @@
 //! of the other port too, so every frame is forwarded (EVE `action: "allowed"`); with `--ips`
 //! they are dropped (EVE `blocked`), and only safe traffic leaves by the other port.
 //! `--make-trace` writes a test trace with planted attacks instead; `linerate ids check` says
-//! which rules the engine evaluates only in part (see [`crate::cmd_ids_check`]).
+//! which rules the engine evaluates only in part (see [`crate::commands::ids_check`]).
 
-use crate::cmd_ids_check::{require_rules, run_check, CheckArgs, VarArgs};
-use crate::cmd_middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
+use crate::commands::ids_check::{require_rules, run_check, CheckArgs, VarArgs};
+use crate::commands::middlebox::{open_input, open_output, output_is_stdout, run, summary, IoArgs, RunArgs};
 use crate::output::Cell;
 use accel::ids::support::partial_rules;
 use apps::ids::alert::AlertSink;
