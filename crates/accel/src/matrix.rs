@@ -74,27 +74,36 @@ pub fn parse_npy(name: &str, b: &[u8]) -> Result<Matrix, AccelError> {
     Ok(Matrix { data: values.into_iter().map(|v| v as f32).collect(), rows, cols })
 }
 
-/// Parses CSV text.
+/// Parses CSV text (with the `csv` crate): comma-separated numbers, one sample per line;
+/// blank lines and `#` comments are skipped, a first line that is not numeric is a header.
 pub fn parse_csv(name: &str, text: &str) -> Result<Matrix, AccelError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let mut data = Vec::new();
     let (mut rows, mut cols) = (0usize, None);
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+    for record in reader.records() {
+        let record = record
+            .map_err(|e| AccelError::parse(name, e.position().map_or(1, |p| p.line() as usize), e.to_string()))?;
+        let line = record.position().map_or(1, |p| p.line() as usize);
+        if record.iter().all(str::is_empty) {
             continue;
         }
-        let vals: Result<Vec<f32>, _> = line.split(',').map(|f| f.trim().parse::<f32>()).collect();
+        let vals: Result<Vec<f32>, _> = record.iter().map(str::parse::<f32>).collect();
         let vals = match vals {
             Ok(v) => v,
             Err(_) if rows == 0 && cols.is_none() => {
-                cols = Some(line.split(',').count());
+                cols = Some(record.len());
                 continue; // a header
             }
-            Err(_) => return Err(AccelError::parse(name, i + 1, "a field is not a number")),
+            Err(_) => return Err(AccelError::parse(name, line, "a field is not a number")),
         };
         match cols {
             Some(c) if c != vals.len() => {
-                return Err(AccelError::parse(name, i + 1, format!("{} fields where {c} were expected", vals.len())))
+                return Err(AccelError::parse(name, line, format!("{} fields where {c} were expected", vals.len())))
             }
             _ => cols = Some(vals.len()),
         }
@@ -155,5 +164,7 @@ mod tests {
         assert!(e.contains("c.csv:2"), "{e}");
         assert!(parse_csv("d.csv", "1,2\nx,y\n").is_err());
         assert!(parse_csv("e.csv", "a,b\n").is_err());
+        let m = parse_csv("f.csv", "# a comment\n\"x\",\"y\"\n1,2\n").unwrap();
+        assert_eq!((m.rows, m.cols), (1, 2), "comments skipped, a quoted header");
     }
 }
