@@ -29,6 +29,7 @@ mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
+mod metrics_http;
 mod openmetrics;
 mod output;
 mod reproduce;
