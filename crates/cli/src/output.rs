@@ -47,7 +47,7 @@ pub enum Unit {
     FramesPerSec,
     /// Operations (requests, connections, inferences) per second.
     OpsPerSec,
-    /// Bytes (shown exactly below 10 kB, else with an SI prefix).
+    /// Bytes (shown exactly below 10 KiB, else in KiB, MiB, GiB or TiB).
     Bytes,
     /// Bytes per second (shown with an SI prefix).
     BytesPerSec,
@@ -85,8 +85,8 @@ impl Unit {
             Unit::FramesPerSec => fmt_si(v, "frame/s"),
             Unit::OpsPerSec => fmt_si(v, "/s"),
             Unit::BytesPerSec => fmt_si(v, "B/s"),
-            Unit::Bytes if v.abs() < 1e4 => format!("{v:.0} B"),
-            Unit::Bytes => fmt_si(v, "B"),
+            Unit::Bytes if v.abs() < 10.0 * 1024.0 => format!("{v:.0} B"),
+            Unit::Bytes => fmt_binary(v),
             Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
             Unit::Count => format!("{v:.2}"),
             Unit::Ratio => format!("{v:.2}"),
@@ -423,6 +423,18 @@ impl Table {
     }
 }
 
+/// Format a size in bytes with a binary prefix, e.g. `fmt_binary(16384.0)` -> "16.00 KiB".
+pub fn fmt_binary(v: f64) -> String {
+    let mut d = 1024.0;
+    for p in ["KiB", "MiB", "GiB"] {
+        if v.abs() < d * 1024.0 {
+            return format!("{:.2} {p}", v / d);
+        }
+        d *= 1024.0;
+    }
+    format!("{:.2} TiB", v / d)
+}
+
 /// Format a rate with an SI prefix, e.g. `fmt_si(2.5e9, "bit/s")` -> "2.50 Gbit/s".
 pub fn fmt_si(v: f64, unit: &str) -> String {
     let (d, p) = if v.abs() >= 1e9 {
@@ -491,6 +503,9 @@ mod tests {
         assert_eq!(key_of("copy size"), "copy_size");
         assert_eq!(key_of("GB/s"), "gb_s");
         assert_eq!(key_of("3 copies of memcpy"), "n3_copies_of_memcpy");
+        assert_eq!(Unit::Bytes.render(16384.0), "16.00 KiB");
+        assert_eq!(Unit::Bytes.render(1_048_576.0 * 1.5), "1.50 MiB");
+        assert_eq!(Unit::Bytes.render(9000.0), "9000 B");
         let headers: Vec<String> =
             ["goodput (median)", "goodput (overall)", "rtt", "rtt", "p99"].iter().map(|s| s.to_string()).collect();
         assert_eq!(column_keys(&headers), ["goodput_median", "goodput_overall", "rtt", "rtt_2", "p99"]);
