@@ -1,5 +1,5 @@
 //! Loading a numeric matrix (samples x features) as `f32` from a `.npy` file (numpy's
-//! format: 2-D, C order, little-endian float32/float64/int32/int64) or a CSV file (one sample
+//! format, read by `npyz`: 2-D, C order, little-endian uint8/int32/int64/float32/float64) or a CSV file (one sample
 //! per line, comma-separated; a first line that is not numeric is taken as a header).
 
 use crate::AccelError;
@@ -27,85 +27,83 @@ pub fn load(path: &Path) -> Result<Matrix, AccelError> {
     }
 }
 
-/// Parses the bytes of a `.npy` file.
+/// The values (as `f64`) and the shape of a `.npy` file's array: the workspace's one reader
+/// of numpy's format (the `npyz` crate). C order, little-endian uint8, int32, int64, float32
+/// or float64; anything else is refused with one sentence.
+pub fn read_npy(name: &str, b: &[u8]) -> Result<(Vec<f64>, Vec<usize>), AccelError> {
+    let bad = |m: String| AccelError::parse(name, 1, m);
+    if !b.starts_with(b"\x93NUMPY") {
+        return Err(bad("not a .npy file (no \\x93NUMPY magic)".into()));
+    }
+    let f = npyz::NpyFile::new(b).map_err(|e| bad(format!("a bad .npy header ({e})")))?;
+    if f.order() == npyz::Order::Fortran {
+        return Err(bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)".into()));
+    }
+    let shape = f
+        .shape()
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| bad(format!("the shape {:?} is too large", f.shape()))))
+        .collect::<Result<Vec<usize>, _>>()?;
+    let npyz::DType::Plain(ts) = f.dtype() else {
+        return Err(bad("structured arrays are not supported".into()));
+    };
+    let widen = |r: std::io::Result<Vec<f64>>| r.map_err(|e| bad(format!("the data does not match the header ({e})")));
+    let values = match ts.to_string().as_str() {
+        "|u1" | "<u1" => widen(f.into_vec::<u8>().map(|v| v.into_iter().map(f64::from).collect()))?,
+        "<i4" => widen(f.into_vec::<i32>().map(|v| v.into_iter().map(f64::from).collect()))?,
+        "<i8" => widen(f.into_vec::<i64>().map(|v| v.into_iter().map(|x| x as f64).collect()))?,
+        "<f4" => widen(f.into_vec::<f32>().map(|v| v.into_iter().map(f64::from).collect()))?,
+        "<f8" => widen(f.into_vec::<f64>())?,
+        d => {
+            return Err(bad(format!(
+                "element type {d:?} is not supported (little-endian uint8, int32, int64, float32 or float64)"
+            )))
+        }
+    };
+    Ok((values, shape))
+}
+
+/// Parses the bytes of a `.npy` file as a matrix: a 2-D array, or a 1-D one as one column.
 pub fn parse_npy(name: &str, b: &[u8]) -> Result<Matrix, AccelError> {
-    let bad = |m: &str| AccelError::parse(name, 1, m);
-    if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
-        return Err(bad("not a .npy file (no \\x93NUMPY magic)"));
-    }
-    let (hlen, start) = match b[6] {
-        1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10),
-        2 | 3 if b.len() >= 12 => (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12),
-        v => return Err(bad(&format!("unsupported .npy version {v}"))),
-    };
-    let header = b.get(start..start + hlen).ok_or_else(|| bad("truncated header"))?;
-    let header = String::from_utf8_lossy(header);
-    let field = |key: &str| -> Option<String> {
-        let at = header.find(&format!("'{key}'"))? + key.len() + 2;
-        let rest = header[at..].trim_start().strip_prefix(':')?.trim_start();
-        Some(rest.to_string())
-    };
-    let descr = field("descr").ok_or_else(|| bad("no 'descr' in the header"))?;
-    let descr = descr.trim_start_matches(['\'', '"']).split(['\'', '"']).next().unwrap_or("").to_string();
-    if field("fortran_order").is_some_and(|f| f.starts_with("True")) {
-        return Err(bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)"));
-    }
-    let shape = field("shape").ok_or_else(|| bad("no 'shape' in the header"))?;
-    let inner = shape.trim_start_matches('(').split(')').next().unwrap_or("");
-    let dims: Vec<usize> = inner
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().map_err(|_| bad("bad shape")))
-        .collect::<Result<_, _>>()?;
+    let (values, dims) = read_npy(name, b)?;
     let (rows, cols) = match dims[..] {
         [r, c] => (r, c),
         [r] => (r, 1),
-        _ => return Err(bad(&format!("expected a 2-D array, the shape is {dims:?}"))),
+        _ => return Err(AccelError::parse(name, 1, format!("expected a 2-D array, the shape is {dims:?}"))),
     };
-    let body = &b[start + hlen..];
-    let n = rows.checked_mul(cols).ok_or_else(|| bad("shape too large"))?;
-    let size = match descr.as_str() {
-        "<f4" | "<i4" => 4,
-        "<f8" | "<i8" => 8,
-        d => return Err(bad(&format!("unsupported dtype {d:?} (little-endian float32/64 or int32/64)"))),
-    };
-    if body.len() < n.checked_mul(size).ok_or_else(|| bad("shape too large"))? {
-        return Err(bad(&format!("{} data bytes for {rows} x {cols} of {size} bytes", body.len())));
-    }
-    let data = body[..n * size]
-        .chunks_exact(size)
-        .map(|c| match descr.as_str() {
-            "<f4" => f32::from_le_bytes([c[0], c[1], c[2], c[3]]),
-            "<i4" => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f32,
-            "<f8" => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32,
-            _ => i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32,
-        })
-        .collect();
-    Ok(Matrix { data, rows, cols })
+    Ok(Matrix { data: values.into_iter().map(|v| v as f32).collect(), rows, cols })
 }
 
-/// Parses CSV text.
+/// Parses CSV text (with the `csv` crate): comma-separated numbers, one sample per line;
+/// blank lines and `#` comments are skipped, a first line that is not numeric is a header.
 pub fn parse_csv(name: &str, text: &str) -> Result<Matrix, AccelError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let mut data = Vec::new();
     let (mut rows, mut cols) = (0usize, None);
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+    for record in reader.records() {
+        let record = record
+            .map_err(|e| AccelError::parse(name, e.position().map_or(1, |p| p.line() as usize), e.to_string()))?;
+        let line = record.position().map_or(1, |p| p.line() as usize);
+        if record.iter().all(str::is_empty) {
             continue;
         }
-        let vals: Result<Vec<f32>, _> = line.split(',').map(|f| f.trim().parse::<f32>()).collect();
+        let vals: Result<Vec<f32>, _> = record.iter().map(str::parse::<f32>).collect();
         let vals = match vals {
             Ok(v) => v,
             Err(_) if rows == 0 && cols.is_none() => {
-                cols = Some(line.split(',').count());
+                cols = Some(record.len());
                 continue; // a header
             }
-            Err(_) => return Err(AccelError::parse(name, i + 1, "a field is not a number")),
+            Err(_) => return Err(AccelError::parse(name, line, "a field is not a number")),
         };
         match cols {
             Some(c) if c != vals.len() => {
-                return Err(AccelError::parse(name, i + 1, format!("{} fields where {c} were expected", vals.len())))
+                return Err(AccelError::parse(name, line, format!("{} fields where {c} were expected", vals.len())))
             }
             _ => cols = Some(vals.len()),
         }
@@ -166,5 +164,7 @@ mod tests {
         assert!(e.contains("c.csv:2"), "{e}");
         assert!(parse_csv("d.csv", "1,2\nx,y\n").is_err());
         assert!(parse_csv("e.csv", "a,b\n").is_err());
+        let m = parse_csv("f.csv", "# a comment\n\"x\",\"y\"\n1,2\n").unwrap();
+        assert_eq!((m.rows, m.cols), (1, 2), "comments skipped, a quoted header");
     }
 }

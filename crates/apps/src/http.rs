@@ -34,31 +34,31 @@ pub struct Reply {
     pub body: u64,
 }
 
-/// Parse the request at the start of `buf`: `None` while its head is incomplete, else the
-/// bytes its head occupies (with any empty lines before it) and the reply it gets. The body
-/// that follows the head is [`Reply::body`] bytes long.
+/// Most header fields a request may have (more: 400).
+const MAX_HEADERS: usize = 128;
+
+/// Parse the request at the start of `buf` (with `httparse`): `None` while its head is
+/// incomplete, else the bytes its head occupies (with any empty lines before it) and the
+/// reply it gets. The body that follows the head is [`Reply::body`] bytes long.
 pub fn parse_request(buf: &[u8]) -> Option<(usize, Reply)> {
-    let lead = buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
-    let end = lead + buf[lead..].windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let bad = Reply { status: 400, object: 0, head_only: false, close: true, body: 0 };
-    let Ok(head) = std::str::from_utf8(&buf[lead..end - 4]) else { return Some((end, bad)) };
-    let mut lines = head.split("\r\n");
-    let mut parts = lines.next().unwrap_or("").split(' ');
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Some((end, bad));
+    let bad = |end| Some((end, Reply { status: 400, object: 0, head_only: false, close: true, body: 0 }));
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut fields);
+    let end = match req.parse(buf) {
+        Ok(httparse::Status::Complete(end)) => end,
+        Ok(httparse::Status::Partial) => return None,
+        // Malformed: answered once its head is complete, then the connection closes.
+        Err(_) => return bad(buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4),
     };
-    let mut close = match version {
-        "HTTP/1.1" => false,
-        "HTTP/1.0" => true,
-        _ => return Some((end, bad)),
-    };
+    let (Some(method), Some(target), Some(version)) = (req.method, req.path, req.version) else { return bad(end) };
+    let mut close = version == 0;
     // `framed`: the body's length is known (none, or a valid Content-Length).
     let mut framed = true;
     let mut content_length: Option<u64> = None;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else { return Some((end, bad)) };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
+    for h in req.headers.iter() {
+        let Ok(value) = std::str::from_utf8(h.value) else { return bad(end) };
+        let value = value.trim().to_ascii_lowercase();
+        let name = h.name.to_ascii_lowercase();
         match name.as_str() {
             "connection" if value.contains("close") => close = true,
             "connection" if value.contains("keep-alive") => close = false,

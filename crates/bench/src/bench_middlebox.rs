@@ -255,7 +255,7 @@ const RATE_HEADERS: [&str; 10] = [
     "frame rate",
     "throughput",
     "memcpy",
-    "3 copies of memcpy",
+    "memcpy ×3",
     "frame rate per unit",
     "CPUs busy",
     "frame rate per CPU",

@@ -3,6 +3,10 @@
 //! A duration is a number with a unit: `250us`, `500ms`, `5s`, `2m`, `1h` (decimals allowed:
 //! `1.5s`). A bare number is seconds (`--duration 5` is five seconds), as for Linux `ping -i`
 //! and `iperf3 -t`.
+//!
+//! Not `humantime`: it reads neither decimals (`1.5s`, `0.2` as `ping -i 0.2` takes) nor a
+//! bare number, both of which the flags have always accepted; what is left to parse is a
+//! number and a unit from a short table.
 
 use std::time::Duration;
 

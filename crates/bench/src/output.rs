@@ -47,7 +47,7 @@ pub enum Unit {
     FramesPerSec,
     /// Operations (requests, connections, inferences) per second.
     OpsPerSec,
-    /// Bytes (shown exactly below 10 kB, else with an SI prefix).
+    /// Bytes (shown exactly below 10 KiB, else in KiB, MiB, GiB or TiB).
     Bytes,
     /// Bytes per second (shown with an SI prefix).
     BytesPerSec,
@@ -85,8 +85,8 @@ impl Unit {
             Unit::FramesPerSec => fmt_si(v, "frame/s"),
             Unit::OpsPerSec => fmt_si(v, "/s"),
             Unit::BytesPerSec => fmt_si(v, "B/s"),
-            Unit::Bytes if v.abs() < 1e4 => format!("{v:.0} B"),
-            Unit::Bytes => fmt_si(v, "B"),
+            Unit::Bytes if v.abs() < 10.0 * 1024.0 => format!("{v:.0} B"),
+            Unit::Bytes => fmt_binary(v),
             Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
             Unit::Count => format!("{v:.2}"),
             Unit::Ratio => format!("{v:.2}"),
@@ -213,8 +213,14 @@ pub fn key_of(header: &str) -> String {
             _ => {}
         }
     }
+    snake(&base)
+}
+
+/// `text` as a snake_case identifier: ASCII letters and digits, `_` between words, never
+/// starting with a digit (`"64 B"` → `n64_b`), `value` if nothing is left.
+fn snake(text: &str) -> String {
     let mut key = String::new();
-    for c in base.trim().chars() {
+    for c in text.trim().chars() {
         if c.is_ascii_alphanumeric() {
             key.push(c.to_ascii_lowercase());
         } else if !key.ends_with('_') && !key.is_empty() {
@@ -222,11 +228,32 @@ pub fn key_of(header: &str) -> String {
         }
     }
     let key = key.trim_end_matches('_').to_string();
-    if key.is_empty() {
-        "value".into()
-    } else {
-        key
+    match key.chars().next() {
+        None => "value".into(),
+        Some(c) if c.is_ascii_digit() => format!("n{key}"),
+        Some(_) => key,
     }
+}
+
+/// The keys of a table's columns: [`key_of`] each header, except that headers that would
+/// share a key keep their parenthesised part (`"goodput (median)"` → `goodput_median`), and
+/// any key still repeated gets a number (`_2`, `_3`): a key is never lost to another.
+pub fn column_keys(headers: &[String]) -> Vec<String> {
+    let short: Vec<String> = headers.iter().map(|h| key_of(h)).collect();
+    let mut keys: Vec<String> = short
+        .iter()
+        .zip(headers)
+        .map(|(k, h)| if short.iter().filter(|o| *o == k).count() > 1 { snake(h) } else { k.clone() })
+        .collect();
+    for i in 0..keys.len() {
+        let base = keys[i].clone();
+        let mut n = 1;
+        while keys[..i].contains(&keys[i]) {
+            n += 1;
+            keys[i] = format!("{base}_{n}");
+        }
+    }
+    keys
 }
 
 /// A table of typed cells with a title, column headers and summary lines.
@@ -308,7 +335,7 @@ impl Table {
 
     /// The table as JSON (see the module documentation for the shape).
     pub fn to_json(&self) -> Value {
-        let keys: Vec<String> = self.headers.iter().map(|h| key_of(h)).collect();
+        let keys = column_keys(&self.headers);
         // A column's unit when all its numbers share one.
         let mut units: BTreeMap<String, Option<Unit>> = BTreeMap::new();
         for (i, k) in keys.iter().enumerate() {
@@ -396,6 +423,18 @@ impl Table {
     }
 }
 
+/// Format a size in bytes with a binary prefix, e.g. `fmt_binary(16384.0)` -> "16.00 KiB".
+pub fn fmt_binary(v: f64) -> String {
+    let mut d = 1024.0;
+    for p in ["KiB", "MiB", "GiB"] {
+        if v.abs() < d * 1024.0 {
+            return format!("{:.2} {p}", v / d);
+        }
+        d *= 1024.0;
+    }
+    format!("{:.2} TiB", v / d)
+}
+
 /// Format a rate with an SI prefix, e.g. `fmt_si(2.5e9, "bit/s")` -> "2.50 Gbit/s".
 pub fn fmt_si(v: f64, unit: &str) -> String {
     let (d, p) = if v.abs() >= 1e9 {
@@ -463,5 +502,12 @@ mod tests {
         assert_eq!(j["units"]["ratio"], "ratio");
         assert_eq!(key_of("copy size"), "copy_size");
         assert_eq!(key_of("GB/s"), "gb_s");
+        assert_eq!(key_of("3 copies of memcpy"), "n3_copies_of_memcpy");
+        assert_eq!(Unit::Bytes.render(16384.0), "16.00 KiB");
+        assert_eq!(Unit::Bytes.render(1_048_576.0 * 1.5), "1.50 MiB");
+        assert_eq!(Unit::Bytes.render(9000.0), "9000 B");
+        let headers: Vec<String> =
+            ["goodput (median)", "goodput (overall)", "rtt", "rtt", "p99"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(column_keys(&headers), ["goodput_median", "goodput_overall", "rtt", "rtt_2", "p99"]);
     }
 }

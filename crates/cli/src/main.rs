@@ -13,6 +13,7 @@ mod examples;
 mod flag_values;
 mod link_stack;
 mod logging;
+mod metrics_http;
 mod netns_names;
 mod openmetrics;
 mod services;

@@ -22,6 +22,18 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
+/// Every counter of `instances` as OpenMetrics text, labelled by instance, command and pid.
+pub fn exposition(instances: &[crate::statsfile::Entry]) -> String {
+    let mut families: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+    for e in instances {
+        let labels = vec![("instance", e.name.clone()), ("command", e.command.clone()), ("pid", e.pid.to_string())];
+        for (c, v) in &e.counters {
+            families.entry(c.clone()).or_default().push((labels.clone(), *v));
+        }
+    }
+    render(&families)
+}
+
 /// The exposition of `families` (counter name -> samples), families in name order.
 pub fn render(families: &BTreeMap<String, Vec<Sample>>) -> String {
     let mut by_metric: BTreeMap<String, (&str, &Vec<Sample>)> = BTreeMap::new();

@@ -8,6 +8,8 @@ peer's region, waits for its own completions and for the peer's writes to land, 
 `HASH h` (sha256 of its region) and `DONE`, then closes when it reads `BYE`.
 """
 
+from typing import Any
+import numpy.typing as npt
 import hashlib
 import sys
 import time
@@ -22,12 +24,12 @@ WRITES = [(0, 50, None), (1000, 2250, True), (20_000, 10_000, False), (100_000, 
 TIMEOUT = 60.0
 
 
-def payload(side, i, n):
+def payload(side: int, i: int, n: int) -> npt.NDArray[np.float32]:
     """The float32 data side `side` writes in its `i`-th write; reproducible by anyone."""
     return np.random.default_rng(100 * side + i).standard_normal(n).astype(np.float32)
 
 
-def expected_region(writer):
+def expected_region(writer: int) -> npt.NDArray[np.uint8]:
     """The bytes a region holds after side `writer` made all its writes into it."""
     region = np.zeros(REGION, dtype=np.uint8)
     for i, (off, n, _) in enumerate(WRITES):
@@ -35,28 +37,31 @@ def expected_region(writer):
     return region
 
 
-def segments(nbytes):
+def segments(nbytes: int) -> int:
     """Receive notifications a write of `nbytes` produces with the default configuration."""
     cfg = lr.rdma.default_config()
     seg = cfg["segment_size"]
     return -(-nbytes // seg) if nbytes > cfg["segment_threshold"] else 1
 
 
-def line(prefix):
+def line(prefix: str) -> list[str]:
     got = sys.stdin.readline().split()
     assert got and got[0] == prefix, f"expected {prefix}, got {got}"
     return got[1:]
 
 
-def main(mode, link, me, peer):
+def main(mode: str, link: str, me: int, peer: int) -> None:
     cidr = f"10.0.0.{me}/24"
     node = lr.rdma.ShmNode.create(link, cidr) if mode == "create" else lr.rdma.ShmNode.open(link, cidr, timeout=20)
     key = node.register(np.zeros(REGION // 4, dtype=np.float32))
     print(f"KEY {key}", flush=True)
     (peer_key,) = map(int, line("PEER"))
-    dst = (f"10.0.0.{peer}", node.address[1])
+    own = node.address
+    assert isinstance(own, tuple), own
+    dst = (f"10.0.0.{peer}", own[1])
     ids = [node.write(dst, peer_key, off, payload(me, i, n), registered=reg) for i, (off, n, reg) in enumerate(WRITES)]
-    done, notes = [], []
+    done: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
     want_notes = sum(segments(4 * n) for _, n, _ in WRITES)
     deadline = time.monotonic() + TIMEOUT
     while len(done) < len(WRITES) or len(notes) < want_notes:

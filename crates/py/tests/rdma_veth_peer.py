@@ -17,16 +17,19 @@ SIZE = 64 << 20
 LIMIT = 120.0
 
 
-def main():
+def main() -> None:
     ifname, cidr, peer_ip, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     node = lr.rdma.Node.on_af_packet(ifname, cidr)
     arr = np.zeros(SIZE, dtype=np.uint8)
     key = node.register(arr)
     data = np.random.default_rng(seed).integers(0, 256, SIZE, dtype=np.uint8)
-    dst = (peer_ip, node.address[1])
+    own = node.address
+    assert isinstance(own, tuple), own
+    dst = (peer_ip, own[1])
     end = time.monotonic() + LIMIT
     tries, write_ok = 0, False
-    ops, registered, landed = {}, 0, 0
+    ops: dict[int, int] = {}
+    registered, landed = 0, 0
     while time.monotonic() < end and not write_ok:
         # The peer may not be up yet: a write nobody answers times out; try again.
         tries += 1

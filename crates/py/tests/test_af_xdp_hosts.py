@@ -2,6 +2,7 @@
 joined by a veth pair this test creates: TCP and UDP with the bytes checked by hash both ways.
 The namespaces (and with them the veth and the XDP programs) are gone afterwards."""
 
+from typing import Optional
 import hashlib
 import os
 import subprocess
@@ -51,16 +52,16 @@ print("done", len(got), flush=True)
 """
 
 
-def require_root():
+def require_root() -> None:
     if os.geteuid() != 0:
         pytest.fail("NOT RUN: needs root: the test creates network namespaces, a veth pair and XDP programs")
 
 
-def ip(*args):
+def ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
-def two_namespaces_and_a_veth(ns_a, ns_b, if_a, if_b):
+def two_namespaces_and_a_veth(ns_a: str, ns_b: str, if_a: str, if_b: str) -> None:
     """Namespaces ns_a and ns_b joined by a veth (if_a in ns_a, if_b in ns_b), both ends up."""
     ip("netns", "add", ns_a)
     ip("netns", "add", ns_b)
@@ -69,7 +70,7 @@ def two_namespaces_and_a_veth(ns_a, ns_b, if_a, if_b):
     ip("-n", ns_b, "link", "set", if_b, "up")
 
 
-def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
+def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes() -> None:
     require_root()
     tag = f"{os.getpid()}"
     ns_a, ns_b = f"lr-pyxdp-a-{tag}", f"lr-pyxdp-b-{tag}"
@@ -80,7 +81,7 @@ def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
             ["ip", "netns", "exec", ns_a, sys.executable, "-c", SERVER_SCRIPT, SERVER],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        assert server.stdout is not None
+        assert server.stdout is not None and server.stderr is not None
         first = server.stdout.readline().split()
         assert first[:2] == ["ready", "link"], (first, server.stderr.read() if server.poll() is not None else "")
         h = lr.Host.on_link("af_xdp:lrpb", f"{CLIENT}/24", netns=ns_b)
@@ -92,7 +93,7 @@ def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
         for i, d in sent.items():
             assert udp.send_to(i.to_bytes(2, "big") + d, (SERVER, 7001))
             h.run(ms=0.2)
-        echoed = {}
+        echoed: dict[int, bytes] = {}
         deadline = time.monotonic() + 20
         while len(echoed) < len(sent) and time.monotonic() < deadline:
             h.run(ms=1)
@@ -131,7 +132,7 @@ def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes():
             subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
 
 
-def _linerate_bin():
+def _linerate_bin() -> Optional[str]:
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     for p in (os.environ.get("LINERATE_BIN"), f"{root}/target/release/linerate", f"{root}/target/ci/linerate"):
         if p and os.access(p, os.X_OK):
@@ -139,7 +140,7 @@ def _linerate_bin():
     return None
 
 
-def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_place():
+def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_place() -> None:
     """Host.on_link("af_xdp:...").rdma(): `linerate rdma write --link af_xdp:...` in the other
     namespace writes 4 MiB into a numpy array registered in place; the bytes are checked."""
     require_root()

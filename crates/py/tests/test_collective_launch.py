@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
-def cli():
+def cli() -> str:
     for profile in ("release", "ci", "debug"):
         exe = REPO / "target" / profile / "linerate"
         if exe.exists():
@@ -24,7 +24,7 @@ def cli():
     pytest.fail("NOT RUN: no linerate binary in target/ (make build-release builds it)", pytrace=False)
 
 
-def env():
+def env() -> dict[str, str]:
     e = dict(os.environ)
     for k in list(e):
         if k.startswith(("LINERATE_", "OMPI_", "PMI_", "PMIX_", "SLURM_")):
@@ -32,11 +32,11 @@ def env():
     return e
 
 
-def shm_files(fabric):
+def shm_files(fabric: str) -> list[str]:
     return sorted(f for f in os.listdir("/dev/shm") if f.startswith(f"linerate-{fabric}-"))
 
 
-def test_lines_stay_whole_and_are_tagged(tmp_path):
+def test_lines_stay_whole_and_are_tagged(tmp_path: Path) -> None:
     prog = tmp_path / "chatty.py"
     # Each line is written in three pieces with flushes in between: without whole-line
     # forwarding, the ranks' pieces interleave.
@@ -61,7 +61,7 @@ def test_lines_stay_whole_and_are_tagged(tmp_path):
     assert sorted(r.stderr.splitlines()) == [f"[{k}]<stderr>:rank {k} done" for k in range(3)]
 
 
-def test_a_killed_rank_stops_the_job_within_two_seconds_and_leaves_no_shm_file(tmp_path):
+def test_a_killed_rank_stops_the_job_within_two_seconds_and_leaves_no_shm_file(tmp_path: Path) -> None:
     fabric = f"t28-kill-{os.getpid()}"
     prog = tmp_path / "busy.py"
     # Every rank all-reduces in a loop; the test kills rank 1 mid-run.
@@ -80,7 +80,8 @@ def test_a_killed_rank_stops_the_job_within_two_seconds_and_leaves_no_shm_file(t
     p = subprocess.Popen([cli(), "collective", "launch", "-n", "3", "--fabric", fabric, sys.executable, str(prog)],
                          env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        pids = {}
+        pids: dict[int, int] = {}
+        assert p.stdout is not None and p.stderr is not None
         deadline = time.monotonic() + 60
         while len(pids) < 3 and time.monotonic() < deadline:
             line = p.stdout.readline()
@@ -110,7 +111,7 @@ def test_a_killed_rank_stops_the_job_within_two_seconds_and_leaves_no_shm_file(t
     assert shm_files(fabric) == []
 
 
-def test_a_failing_rank_passes_its_exit_status_on(tmp_path):
+def test_a_failing_rank_passes_its_exit_status_on(tmp_path: Path) -> None:
     prog = tmp_path / "fail.py"
     prog.write_text("import os, sys, time\nif os.environ['LINERATE_RANK'] == '2':\n    sys.exit(7)\ntime.sleep(30)\n")
     t = time.monotonic()
@@ -121,7 +122,7 @@ def test_a_failing_rank_passes_its_exit_status_on(tmp_path):
     assert "rank 2 exited with status 7; stopping ranks [0, 1]" in r.stderr
 
 
-def test_cleanup_removes_files_of_killed_jobs_and_keeps_those_in_use():
+def test_cleanup_removes_files_of_killed_jobs_and_keeps_those_in_use() -> None:
     fabric = f"t28-clean-{os.getpid()}"
     stale, held = f"/dev/shm/linerate-{fabric}-0-1", f"/dev/shm/linerate-{fabric}-bell-0"
     for f in (stale, held):

@@ -6,6 +6,7 @@ AF_PACKET with `init(link=, ip=, root=)`; bad values get their one sentence. The
 (and with them the veths, the bridge and the XDP programs) are deleted afterwards, also on
 failure."""
 
+from typing import Iterator, NoReturn, Optional
 import os
 import re
 import shutil
@@ -50,18 +51,18 @@ PROGRAM = textwrap.dedent("""
 """) % {"subnet": SUBNET}
 
 
-def not_run(reason):
+def not_run(reason: str) -> NoReturn:
     pytest.fail(f"NOT RUN: {reason}", pytrace=False)
 
 
-def require_root():
+def require_root() -> None:
     if os.geteuid() != 0:
         not_run("needs root: the test creates network namespaces, veths, a bridge and XDP programs")
     if shutil.which("ip") is None:
         not_run("the `ip` command (iproute2) is missing")
 
 
-def cli():
+def cli() -> str:
     for profile in ("release", "ci", "debug"):
         exe = REPO / "target" / profile / "linerate"
         if exe.exists():
@@ -69,7 +70,7 @@ def cli():
     not_run("no linerate binary in target/ (make build-release builds it)")
 
 
-def clean_env():
+def clean_env() -> dict[str, str]:
     env = dict(os.environ)
     for k in list(env):
         if k.startswith(("LINERATE_", "OMPI_", "PMI_", "PMIX_", "SLURM_", "MASTER_")):
@@ -77,13 +78,13 @@ def clean_env():
     return env
 
 
-def ip(*args):
+def ip(*args: str) -> None:
     r = subprocess.run(["ip", *args], capture_output=True, text=True)
     assert r.returncode == 0, f"ip {' '.join(args)}: {r.stderr}"
 
 
 @pytest.fixture
-def bridged():
+def bridged() -> Iterator[str]:
     """Namespaces `<prefix>-r0..r2` with veth `c<k>` whose peer `p<k>` is a port of bridge
     br0 in `<prefix>-br`; each veth end also has the kernel address SUBNET.(101+k).
     Yields the prefix; deletes everything afterwards."""
@@ -113,7 +114,7 @@ def bridged():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-def assert_bridge_forwards(prefix):
+def assert_bridge_forwards(prefix: str) -> None:
     """Namespace 0's kernel pings the kernel address of every other namespace through br0."""
     for k in range(1, N):
         r = subprocess.run(["ip", "netns", "exec", f"{prefix}-r0", "ping", "-c", "1", "-W", "3", f"{SUBNET}.{101 + k}"],
@@ -121,13 +122,13 @@ def assert_bridge_forwards(prefix):
         assert r.returncode == 0, f"the bridge does not forward to {SUBNET}.{101 + k}: {r.stdout}"
 
 
-def program(tmp_path):
+def program(tmp_path: Path) -> str:
     p = tmp_path / "rank_on_link.py"
     p.write_text(PROGRAM)
     return str(p)
 
 
-def assert_exact(r, kind):
+def assert_exact(r: subprocess.CompletedProcess[str], kind: str) -> None:
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     # OpenMPI may cut a rank's line with another's; its tags split them again.
     out = re.sub(r"\[\d+,\d+\]<stdout>:", "\n", r.stdout)
@@ -136,7 +137,7 @@ def assert_exact(r, kind):
     assert all(f"on {kind}:c" in line for line in lines), lines
 
 
-def test_three_ranks_on_af_xdp_under_mpirun(bridged, tmp_path):
+def test_three_ranks_on_af_xdp_under_mpirun(bridged: str, tmp_path: Path) -> None:
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         not_run("mpirun is not installed (make setup-system installs openmpi-bin)")
@@ -153,14 +154,14 @@ def test_three_ranks_on_af_xdp_under_mpirun(bridged, tmp_path):
     assert_exact(r, "af_xdp")
 
 
-def test_three_ranks_on_af_xdp_under_collective_launch(bridged, tmp_path):
+def test_three_ranks_on_af_xdp_under_collective_launch(bridged: str, tmp_path: Path) -> None:
     r = subprocess.run([cli(), "collective", "launch", "-n", str(N), "--link", "af_xdp:c{rank}",
                         "--ip", f"{SUBNET}.1/24", "--netns", bridged + "-r{rank}", sys.executable, program(tmp_path)],
                        env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
     assert_exact(r, "af_xdp")
 
 
-def test_three_ranks_on_af_packet_with_init_keywords(bridged, tmp_path):
+def test_three_ranks_on_af_packet_with_init_keywords(bridged: str, tmp_path: Path) -> None:
     per_rank = f'exec ip netns exec {bridged}-r$LINERATE_RANK "$0" "$1" kwargs af_packet'
     r = subprocess.run([cli(), "collective", "launch", "-n", str(N), "sh", "-c", per_rank, sys.executable,
                         program(tmp_path)], env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
@@ -168,7 +169,7 @@ def test_three_ranks_on_af_packet_with_init_keywords(bridged, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["cpi", "jacobi"])
-def test_an_mpi4py_program_runs_unchanged_on_af_xdp(bridged, tmp_path, name):
+def test_an_mpi4py_program_runs_unchanged_on_af_xdp(bridged: str, tmp_path: Path, name: str) -> None:
     """A program written for mpi4py (its import line changed) prints on AF_XDP ranks what it
     prints on the shared-memory fabric: the launcher's variables alone move it."""
     src = (Path(__file__).resolve().parent / "mpi_programs" / f"{name}.py").read_text()
@@ -185,13 +186,13 @@ def test_an_mpi4py_program_runs_unchanged_on_af_xdp(bridged, tmp_path, name):
     assert on_link.stdout.strip()
 
 
-def kmeans_checksum(out):
+def kmeans_checksum(out: str) -> str:
     sums = {line.split()[-1] for line in out.splitlines() if line.startswith("centres checksum")}
     assert len(sums) == 1, out
     return sums.pop()
 
 
-def test_kmeans_ranks_on_af_xdp_end_where_threads_on_the_fabric_end(bridged):
+def test_kmeans_ranks_on_af_xdp_end_where_threads_on_the_fabric_end(bridged: str) -> None:
     """`linerate kmeans` as one rank per process on AF_XDP (the launcher's variables select
     it) gives the centres, bit for bit, of three ranks as threads on the fabric."""
     args = ["kmeans", "--samples", "30000", "--iters", "5"]
@@ -207,7 +208,7 @@ def test_kmeans_ranks_on_af_xdp_end_where_threads_on_the_fabric_end(bridged):
     assert kmeans_checksum(r.stdout) == kmeans_checksum(threads.stdout)
 
 
-def init_error(code, netns=None, rank=1):
+def init_error(code: str, netns: Optional[str] = None, rank: int = 1) -> str:
     """Runs `code` (which calls init) as rank `rank` of 2; returns its last stderr line."""
     env = clean_env()
     env.update(LINERATE_RANK=str(rank), LINERATE_WORLD_SIZE="2")
@@ -219,7 +220,7 @@ def init_error(code, netns=None, rank=1):
     return r.stderr.strip().splitlines()[-1]
 
 
-def test_bad_link_values_get_one_sentence_each():
+def test_bad_link_values_get_one_sentence_each() -> None:
     e = init_error('lr.collective.init(link="veth0", ip="10.9.0.2/24", root="10.9.0.1")')
     assert e.startswith("ValueError:") and "is not KIND:NAME" in e, e
     e = init_error('lr.collective.init(link="af_xdp:veth0", root="10.9.0.1")')
@@ -232,7 +233,7 @@ def test_bad_link_values_get_one_sentence_each():
     assert e.startswith("ValueError: rank 1 cannot open af_packet:lr-none-i22c:"), e
 
 
-def test_a_root_that_does_not_answer_is_named(bridged):
+def test_a_root_that_does_not_answer_is_named(bridged: str) -> None:
     e = init_error(f'lr.collective.init(link="af_packet:c1", ip="{SUBNET}.2/24", root="{SUBNET}.1", timeout=1.5)',
                    netns=f"{bridged}-r1")
     assert e.startswith(f"TimeoutError: rank 1: the root {SUBNET}.1:7470 did not answer within 1.5s"), e

@@ -1,6 +1,7 @@
 """Every public module, class, function, method and property of linerate has a docstring (what
 `help()` and `inspect` show)."""
 
+from typing import Iterator
 import inspect
 
 import linerate as lr
@@ -9,8 +10,8 @@ from linerate import scapy_bridge
 MODULES = [lr, lr.middlebox, lr.spn, lr.rdma, lr.collective, scapy_bridge]
 
 
-def public_items():
-    seen = set()
+def public_items() -> Iterator[tuple[str, object]]:
+    seen: set[int] = set()
     for mod in MODULES:
         yield mod.__name__, mod
         for name in getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]:
@@ -27,7 +28,7 @@ def public_items():
                         yield f"{mod.__name__}.{name}.{attr}", member
 
 
-def test_every_public_item_has_a_docstring():
+def test_every_public_item_has_a_docstring() -> None:
     items = list(public_items())
     assert len(items) > 150, len(items)
     missing = [name for name, obj in items if not (getattr(obj, "__doc__", None) or "").strip()]

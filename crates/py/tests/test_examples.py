@@ -7,7 +7,7 @@ import sys
 EXAMPLE = pathlib.Path(__file__).resolve().parents[3] / "examples" / "tcp_upper.py"
 
 
-def test_tcp_upper_example_runs():
+def test_tcp_upper_example_runs() -> None:
     out = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.startswith("HELLO\nLINERATE SPEAKS TCP\nBYE\n"), out.stdout

@@ -13,7 +13,7 @@ HOST_MAC = "02:00:0a:00:00:02"
 PEER_MAC = "02:aa:00:00:00:01"
 
 
-def scapy_fuzzed(n: int) -> list:
+def scapy_fuzzed(n: int) -> list[bytes]:
     """n frames from scapy's fuzz(): random field values in otherwise well-formed layers."""
     random.seed(1234)
     base = Ether(src=PEER_MAC, dst=HOST_MAC)
@@ -31,14 +31,14 @@ def scapy_fuzzed(n: int) -> list:
     return [bytes(templates[i % len(templates)]()) for i in range(n)]
 
 
-def valid_frames(host) -> list:
+def valid_frames(host: lr.Host) -> list[bytes]:
     arp = Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2")
     ping = Ether(src=PEER_MAC, dst=host.mac) / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP() / (b"p" * 56)
     udp = Ether(src=PEER_MAC, dst=host.mac) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5, dport=7) / b"data"
     return [bytes(arp), bytes(ping), bytes(udp)]
 
 
-def still_answers_ping(net, host) -> bool:
+def still_answers_ping(net: lr.Testbed, host: lr.Host) -> bool:
     sb.collect(host)
     ping = Ether(src=PEER_MAC, dst=host.mac) / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(id=77, seq=1)
     arp = Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2")
@@ -47,7 +47,7 @@ def still_answers_ping(net, host) -> bool:
     return any(r.haslayer(ICMP) and r[ICMP].type == 0 and r[ICMP].id == 77 for r in replies)
 
 
-def test_a_million_random_and_mutated_frames():
+def test_a_million_random_and_mutated_frames() -> None:
     net = lr.Testbed()
     host = net.host("10.0.0.2/24", bench=True)
     host.udp_bind(7)

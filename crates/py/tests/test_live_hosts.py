@@ -2,6 +2,7 @@
 creates, talking to Linux in that namespace (Python's own sockets, ping), and two hosts in two
 processes on one shared-memory link. Every namespace and link is gone afterwards."""
 
+from typing import Optional
 import hashlib
 import os
 import subprocess
@@ -33,19 +34,21 @@ with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
 """
 
 
-def require_root():
+def require_root() -> None:
     if os.geteuid() != 0:
-        pytest.fail("needs root: the test creates a network namespace and a TAP device")
+        pytest.fail("NOT RUN: needs root: the test creates a network namespace and a TAP device")
 
 
-def namespaces():
+def namespaces() -> str:
     return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
 
 
-def serve_echo(h, lst, udp, client, limit_s=30.0):
+def serve_echo(h: lr.Host, lst: lr.TcpListener, udp: lr.UdpSocket, client: subprocess.Popen[str],
+               limit_s: float = 30.0) -> None:
     """Echo TCP (as received) and UDP (in upper case) on `h` until `client` exits or
     `limit_s` passes."""
-    conn, deadline = None, time.monotonic() + limit_s
+    conn: Optional[lr.TcpConn] = None
+    deadline = time.monotonic() + limit_s
     lst.setblocking(False)
     while time.monotonic() < deadline and client.poll() is None:
         h.run(ms=2)
@@ -70,11 +73,12 @@ def serve_echo(h, lst, udp, client, limit_s=30.0):
     h.run(ms=20)
 
 
-def test_linux_talks_to_a_python_host_on_a_tap():
+def test_linux_talks_to_a_python_host_on_a_tap() -> None:
     require_root()
     h = lr.Host.on_tap(f"{HOST}/24", f"{LINUX}/24", prefix="lr-py")
     ns = h.netns
-    client = None
+    assert ns is not None, "a TAP host lives in a namespace"
+    client: Optional[subprocess.Popen[str]] = None
     try:
         assert ns.startswith(f"lr-py-{os.getpid()}-") and h.kind == "tap" and h.linux_ip == LINUX
         assert f"{HOST} on TAP in namespace {ns}" in repr(h)
@@ -114,7 +118,7 @@ def test_linux_talks_to_a_python_host_on_a_tap():
         h.udp_bind()
 
 
-def test_bad_tap_arguments_are_value_errors():
+def test_bad_tap_arguments_are_value_errors() -> None:
     with pytest.raises(ValueError, match="prefix"):
         lr.Host.on_tap(prefix="bad prefix!")
     with pytest.raises(ValueError, match="not an IPv4"):
@@ -154,7 +158,7 @@ print("served" if done else "timed out")
 """
 
 
-def test_two_processes_talk_over_a_shared_memory_link():
+def test_two_processes_talk_over_a_shared_memory_link() -> None:
     name = f"lr-py-{os.getpid()}-shm"
     path = f"/dev/shm/linerate-{name}"
     peer = None

@@ -11,7 +11,7 @@ from scapy.packet import Raw
 mb = lr.middlebox
 
 
-def frames(n):
+def frames(n: int) -> list[bytes]:
     return [
         bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2")
               / TCP(sport=1000 + i, dport=443 if i % 3 == 0 else 80)
@@ -21,10 +21,10 @@ def frames(n):
 
 
 class Filter:
-    def __init__(self):
+    def __init__(self) -> None:
         self.seen = 0
 
-    def on_packet(self, ctx, pkt):
+    def on_packet(self, ctx: mb.Ctx, pkt: mb.Packet) -> None:
         self.seen += 1
         data = ctx.data(pkt)
         if data[36:38] == b"\x01\xbb":
@@ -34,11 +34,11 @@ class Filter:
         else:
             ctx.forward(pkt, 1 - ctx.port(pkt))
 
-    def dump(self):
+    def dump(self) -> str:
         return f"seen={self.seen}"
 
 
-def test_python_program_filters_and_tags():
+def test_python_program_filters_and_tags() -> None:
     rt = mb.Runtime([Filter(), "forward"], ports=2, policy="rr")
     for f in frames(12):
         rt.send(0, f)
@@ -51,16 +51,16 @@ def test_python_program_filters_and_tags():
     assert rt.dump(0)["program_state"] == "seen=6"
 
 
-def test_unsent_packets_are_dropped_and_kept_ones_wait():
+def test_unsent_packets_are_dropped_and_kept_ones_wait() -> None:
     class Lazy:
-        def on_packet(self, ctx, pkt):
+        def on_packet(self, ctx: mb.Ctx, pkt: mb.Packet) -> None:
             pass
 
     class Keeper:
-        def __init__(self):
-            self.kept = []
+        def __init__(self) -> None:
+            self.kept: list[mb.Packet] = []
 
-        def on_packet(self, ctx, pkt):
+        def on_packet(self, ctx: mb.Ctx, pkt: mb.Packet) -> None:
             self.kept.append(pkt)
             if len(self.kept) == 3:
                 for p in self.kept:
@@ -81,9 +81,9 @@ def test_unsent_packets_are_dropped_and_kept_ones_wait():
     rt.run()
 
 
-def test_exceptions_are_counted_not_fatal():
+def test_exceptions_are_counted_not_fatal() -> None:
     class Boom:
-        def on_packet(self, ctx, pkt):
+        def on_packet(self, ctx: mb.Ctx, pkt: mb.Packet) -> None:
             raise ValueError("boom")
 
     rt = mb.Runtime([Boom()], ports=2)

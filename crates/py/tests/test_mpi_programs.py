@@ -2,6 +2,7 @@
 on linerate.collective.MPI, under mpirun and under `linerate collective launch`, and print
 what the same program prints under real mpi4py over OpenMPI."""
 
+from typing import Callable, NoReturn
 import os
 import re
 import shutil
@@ -15,21 +16,23 @@ HERE = Path(__file__).resolve().parent
 PROGRAMS = sorted(p.stem for p in (HERE / "mpi_programs").glob("*.py"))
 REPO = HERE.parents[2]
 IMPORT = "from mpi4py import MPI"
+#: The `reference` fixture: a program's sorted output lines under mpi4py, by name and rank count.
+Reference = Callable[[str, int], list[str]]
 TIMEOUT = 240
 
 
-def not_run(reason):
+def not_run(reason: str) -> NoReturn:
     pytest.fail(f"NOT RUN: {reason}", pytrace=False)
 
 
-def mpirun():
+def mpirun() -> list[str]:
     exe = shutil.which("mpirun")
     if exe is None:
         not_run("mpirun is not installed (make setup-system installs openmpi-bin)")
     return [exe, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--tag-output"]
 
 
-def linerate_cli():
+def linerate_cli() -> str:
     for profile in ("release", "ci", "debug"):
         exe = REPO / "target" / profile / "linerate"
         if exe.exists():
@@ -37,7 +40,7 @@ def linerate_cli():
     not_run("no linerate binary in target/ (make build-release builds it)")
 
 
-def clean_env():
+def clean_env() -> dict[str, str]:
     env = dict(os.environ)
     for k in list(env):
         if k.startswith(("LINERATE_", "OMPI_", "PMI_", "PMIX_", "SLURM_")):
@@ -45,7 +48,7 @@ def clean_env():
     return env
 
 
-def linerate_version(name, tmp_path):
+def linerate_version(name: str, tmp_path: Path) -> Path:
     """The program with its import line changed to linerate's, and nothing else."""
     src = (HERE / "mpi_programs" / f"{name}.py").read_text()
     assert src.count(IMPORT) == 1, f"{name}.py imports MPI once, as mpi4py users write it"
@@ -57,7 +60,7 @@ def linerate_version(name, tmp_path):
 TAG = re.compile(r"\[\d+,\d+\]<stdout>:")
 
 
-def run(cmd):
+def run(cmd: list[str]) -> list[str]:
     r = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, f"{cmd}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
     out = r.stdout
@@ -71,15 +74,15 @@ def run(cmd):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     """Each program's output under real mpi4py, per rank count."""
     try:
         import mpi4py  # noqa: F401
     except ImportError:
         not_run("mpi4py is not installed (requirements-dev.txt pins it)")
-    cache = {}
+    cache: dict[tuple[str, int], list[str]] = {}
 
-    def get(name, n):
+    def get(name: str, n: int) -> list[str]:
         if (name, n) not in cache:
             cache[(name, n)] = run([*mpirun(), "-np", str(n), sys.executable, str(HERE / "mpi_programs" / f"{name}.py")])
         return cache[(name, n)]
@@ -87,13 +90,13 @@ def reference(tmp_path_factory):
     return get
 
 
-def test_there_are_five_programs():
+def test_there_are_five_programs() -> None:
     assert PROGRAMS == ["cpi", "exchange", "hello", "jacobi", "ring"]
 
 
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_program_under_mpirun_prints_what_mpi4py_prints(name, n, reference, tmp_path):
+def test_program_under_mpirun_prints_what_mpi4py_prints(name: str, n: int, reference: Reference, tmp_path: Path) -> None:
     want = reference(name, n)
     got = run([*mpirun(), "-np", str(n), sys.executable, str(linerate_version(name, tmp_path))])
     assert got == want
@@ -102,13 +105,13 @@ def test_program_under_mpirun_prints_what_mpi4py_prints(name, n, reference, tmp_
 
 @pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_program_under_collective_launch_prints_what_mpi4py_prints(name, n, reference, tmp_path):
+def test_program_under_collective_launch_prints_what_mpi4py_prints(name: str, n: int, reference: Reference, tmp_path: Path) -> None:
     want = reference(name, n)
     got = run([linerate_cli(), "collective", "launch", "-n", str(n), sys.executable, str(linerate_version(name, tmp_path))])
     assert got == want
 
 
-def test_a_program_alone_is_a_world_of_one(tmp_path):
+def test_a_program_alone_is_a_world_of_one(tmp_path: Path) -> None:
     """As under mpi4py, a program started without a launcher is rank 0 of 1."""
     r = subprocess.run([sys.executable, str(linerate_version("hello", tmp_path))], env=clean_env(),
                        capture_output=True, text=True, timeout=TIMEOUT)

@@ -2,6 +2,8 @@
 called with bad inputs (one bad argument at a time, the others plausible), and whatever it
 raises must be an ordinary Python exception (never pyo3's PanicException)."""
 
+from typing import Any, Callable, Iterator
+import pytest
 import inspect
 import os
 
@@ -11,6 +13,7 @@ import linerate as lr
 import linerate.middlebox as mb
 import linerate.rdma as rd
 import linerate.spn as spn
+from pathlib import Path
 
 BAD = [None, -1, 2**70, float("nan"), float("inf"), -1e300, "", "\x00bad", "10.0.0.300/40",
        b"", b"\xff\xff\xff", bytearray(), [], [b""], [-1], (1,), ("x", -1), {"a": 1}, object()]
@@ -19,7 +22,7 @@ RULE = 'alert tcp any any -> any 7597 (msg:"t"; content:"qazwsx"; sid:9;)'
 SKIP = {"close", "abort", "shutdown", "finalize"}
 
 
-def good_values(tmp_path):
+def good_values(tmp_path: Path) -> dict[str, Any]:
     net = lr.Testbed()
     host = net.host("10.0.0.1/24")
     net.host("10.0.0.2/24")
@@ -37,7 +40,7 @@ def good_values(tmp_path):
     }
 
 
-def instances(tmp_path):
+def instances(tmp_path: Path) -> list[object]:
     """A fresh object of each public class that can be made without other processes."""
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
@@ -53,7 +56,7 @@ def instances(tmp_path):
     ]
 
 
-def calls(fn, good):
+def calls(fn: Callable[..., object], good: dict[str, Any]) -> Iterator[tuple[list[Any], dict[str, Any]]]:
     """Argument lists for `fn`: each parameter bad in turn, the others good or default."""
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
@@ -67,7 +70,7 @@ def calls(fn, good):
         for bad in BAD:
             if p.default is not p.empty and p.default is bad:
                 continue
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             for j, q in enumerate(params):
                 if j == i:
                     kwargs[q.name] = bad
@@ -80,7 +83,7 @@ def calls(fn, good):
             yield [], kwargs
 
 
-def check(fn, label, good, panics):
+def check(fn: Callable[..., object], label: str, good: dict[str, Any], panics: list[str]) -> None:
     for args, kwargs in calls(fn, good):
         try:
             fn(*args, **kwargs)
@@ -91,20 +94,21 @@ def check(fn, label, good, panics):
             panics.append(f"{label}({kwargs or args}): {type(e).__name__}: {e}")
 
 
-def test_bad_inputs_never_panic(tmp_path, monkeypatch):
+def test_bad_inputs_never_panic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # any file a path argument creates lands here
     for var in ("LINERATE_RANK", "LINERATE_SIZE", "LINERATE_FABRIC"):
         monkeypatch.delenv(var, raising=False)
     good = good_values(tmp_path)
-    panics, checked = [], 0
-    functions = [lr.counter_names, lr.rx_accounted, lr.collective.init, lr.collective.covertype_like]
+    panics: list[str] = []
+    checked = 0
+    functions: list[Callable[..., object]] = [lr.counter_names, lr.rx_accounted, lr.collective.init, lr.collective.covertype_like]
     kmeans_good = dict(good, data=good["data_arr"])
     check(lr.collective.kmeans, "collective.kmeans", kmeans_good, panics)
     for fn in functions:
-        check(fn, fn.__name__, good, panics)
+        check(fn, getattr(fn, "__name__", str(fn)), good, panics)
         checked += 1
-    constructors = [lr.Testbed, mb.Runtime, mb.Firewall, mb.Ids, spn.Service]
-    statics = [lr.Host.on_tap, lr.Host.on_shm, mb.Blacklist.load, mb.Blacklist.parse, mb.IdsRules.load,
+    constructors: list[Callable[..., object]] = [lr.Testbed, mb.Runtime, mb.Firewall, mb.Ids, spn.Service]
+    statics: list[Callable[..., object]] = [lr.Host.on_tap, lr.Host.on_shm, mb.Blacklist.load, mb.Blacklist.parse, mb.IdsRules.load,
                mb.IdsRules.parse, spn.Model.load, spn.Model.parse, spn.Model.generate, rd.ShmNode.create,
                rd.ShmNode.open]
     for fn in constructors + statics:

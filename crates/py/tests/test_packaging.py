@@ -23,12 +23,12 @@ MODULES = {
 }
 
 
-def test_version_is_the_crate_version():
+def test_version_is_the_crate_version() -> None:
     workspace = tomllib.loads((ROOT / "Cargo.toml").read_text())
     assert lr.__version__ == workspace["workspace"]["package"]["version"]
 
 
-def test_every_class_names_its_public_module():
+def test_every_class_names_its_public_module() -> None:
     for name, mod in MODULES.items():
         classes = [obj for _, obj in inspect.getmembers(mod, inspect.isclass)]
         assert classes, name
@@ -40,7 +40,7 @@ def test_every_class_names_its_public_module():
             assert getattr(sys.modules[cls.__module__], cls.__name__) is cls
 
 
-def test_the_wheel_has_metadata_stubs_and_numpy(tmp_path):
+def test_the_wheel_has_metadata_stubs_and_numpy(tmp_path: Path) -> None:
     env = dict(os.environ, VIRTUAL_ENV=sys.prefix)
     maturin = Path(sys.executable).with_name("maturin")
     r = subprocess.run([str(maturin), "build", "--release", "-q", "-o", str(tmp_path)],
@@ -54,14 +54,14 @@ def test_the_wheel_has_metadata_stubs_and_numpy(tmp_path):
     for f in ["py.typed", "_linerate.pyi", "middlebox.pyi", "spn.pyi", "rdma.pyi", "collective.pyi"]:
         assert f"linerate/{f}" in names, f
     assert any(n.startswith("linerate/_linerate") and n.endswith(".so") for n in names)
-    requires = meta.get_all("Requires-Dist")
+    requires = meta.get_all("Requires-Dist") or []
     assert any(req.startswith("numpy") for req in requires), requires
     assert meta["Version"] == lr.__version__
     assert meta["License-Expression"] == "MIT OR Apache-2.0"
     assert "Host.on_tap" in meta.get_payload() and meta["Description-Content-Type"].startswith("text/markdown")
 
 
-def test_numpy_is_pinned_for_development_and_ranged_for_users():
+def test_numpy_is_pinned_for_development_and_ranged_for_users() -> None:
     pins = (ROOT / "requirements-dev.txt").read_text().split()
     assert any(p.startswith("numpy==") for p in pins) and any(p.startswith("mypy==") for p in pins)
     project = tomllib.loads((CRATE / "pyproject.toml").read_text())["project"]

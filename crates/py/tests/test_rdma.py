@@ -1,12 +1,13 @@
 """RDMA from Python: numpy arrays registered as regions, written into from another host,
 notifications and completions polled, on the in-process testbed (virtual time)."""
 
+from typing import Callable
 import numpy as np
 import pytest
 import linerate as lr
 
 
-def run_until(net, cond, ms=2000):
+def run_until(net: lr.Testbed, cond: Callable[[], bool], ms: int = 2000) -> bool:
     for _ in range(ms * 100):
         if cond():
             return True
@@ -14,7 +15,7 @@ def run_until(net, cond, ms=2000):
     return cond()
 
 
-def test_numpy_write_lands_once_and_both_sides_are_told():
+def test_numpy_write_lands_once_and_both_sides_are_told() -> None:
     net = lr.Testbed()
     a = net.host("10.0.0.1/24", loss=0.02, reorder=0.02, seed=5)
     b = net.host("10.0.0.2/24")
@@ -23,7 +24,7 @@ def test_numpy_write_lands_once_and_both_sides_are_told():
     src = np.arange(5000, dtype=np.float32) * 0.5
     notes, done = [], []
 
-    def settled():
+    def settled() -> bool:
         while (n := rb.poll_notification()) is not None:
             notes.append(n)
         while (c := ra.poll_completion()) is not None:
@@ -47,7 +48,7 @@ def test_numpy_write_lands_once_and_both_sides_are_told():
     assert c["rx_completed_registered"] == 1 and c["rx_completed_notified"] == 1
 
 
-def test_bad_key_and_range_are_refused_and_memory_untouched():
+def test_bad_key_and_range_are_refused_and_memory_untouched() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     ra, rb = a.rdma(), b.rdma()
@@ -56,7 +57,7 @@ def test_bad_key_and_range_are_refused_and_memory_untouched():
     ra.write(rb.address, key, 995, b"y" * 10)
     done = []
 
-    def finished():
+    def finished() -> bool:
         while (c := ra.poll_completion()) is not None:
             done.append(c)
         return len(done) == 2
@@ -68,7 +69,7 @@ def test_bad_key_and_range_are_refused_and_memory_untouched():
     assert rb.deregister(key) == b"\x07" * 1000
 
 
-def test_wait_runs_virtual_time_and_read_into_fills_a_numpy_array():
+def test_wait_runs_virtual_time_and_read_into_fills_a_numpy_array() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24", loss=0.05, seed=9), net.host("10.0.0.2/24")
     ra, rb = a.rdma(), b.rdma()

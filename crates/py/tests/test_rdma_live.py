@@ -4,6 +4,7 @@ the region), the refusals (unknown setting, a write larger than the region, a de
 array), and two processes in two network namespaces over a veth writing 64 MiB into each
 other's arrays in registered segments (needs root; fails with NOT RUN otherwise)."""
 
+from typing import Any, Optional
 import json
 import os
 import subprocess
@@ -17,9 +18,9 @@ import linerate as lr
 HERE = os.path.dirname(__file__)
 
 
-def changed(name, value):
+def changed(name: str, value: Any) -> Any:
     """A valid non-default value for setting `name` (the whole set stays consistent)."""
-    special = {
+    special: dict[str, Any] = {
         "transport": "udp:4791",
         "packet_payload": 1000,
         "first_write_id": 77,
@@ -39,7 +40,7 @@ def changed(name, value):
     return value + 0.25 if isinstance(value, float) else value + 3
 
 
-def test_every_setting_round_trips_through_a_node():
+def test_every_setting_round_trips_through_a_node() -> None:
     defaults = lr.rdma.default_config()
     assert list(defaults) == lr.rdma.SETTINGS
     assert defaults["segment_size"] == defaults["register_threshold"] == 256 * 1024
@@ -55,7 +56,7 @@ def test_every_setting_round_trips_through_a_node():
     assert node.address == ("10.0.0.1", 4791)
 
 
-def test_bad_settings_are_one_value_error_each():
+def test_bad_settings_are_one_value_error_each() -> None:
     h = lr.Testbed().host("10.0.0.1/24")
     with pytest.raises(ValueError, match='unknown setting "segment_sise"'):
         h.rdma(config={"segment_sise": 1})
@@ -68,7 +69,7 @@ def test_bad_settings_are_one_value_error_each():
     h.rdma(config={"window": 8})  # the refusals left nothing bound
 
 
-def test_raw_ethernet_transport_and_arrays_registered_in_place():
+def test_raw_ethernet_transport_and_arrays_registered_in_place() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     ra, rb = a.rdma(config={"transport": "eth"}), b.rdma(config={"transport": "eth:0x88b5"})
@@ -79,7 +80,8 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     with pytest.raises(ValueError):
         arr.resize(2000)  # numpy refuses: the node holds a view of it
     ra.write(mac, key, 40, np.arange(10, dtype=np.float32))
-    assert rb.wait_notification(0.1)["status"] == "ok"
+    note = rb.wait_notification(0.1)
+    assert note is not None and note["status"] == "ok", note
     # The write landed in the caller's array itself: no copy back.
     assert np.array_equal(arr[10:20], np.arange(10, dtype=np.float32))
     assert arr[:10].sum() == 0 and arr[20:].sum() == 0
@@ -88,7 +90,7 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     c = ra.wait_completion(0.2)
     while c is not None and c["status"] == "ok":
         c = ra.wait_completion(0.2)
-    assert c["status"] == "nacked:out_of_bounds", c
+    assert c is not None and c["status"] == "nacked:out_of_bounds", c
     assert np.array_equal(arr[10:20], np.arange(10, dtype=np.float32)) and arr[20:].sum() == 0
     assert rb.counters()["nack_out_of_bounds"] >= 1
     # Deregistered: the array comes back (the same object), later writes are refused.
@@ -96,7 +98,7 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     arr.resize(10, refcheck=False)  # the caller's again
     ra.write(mac, key, 0, np.ones(4, dtype=np.float32))
     c = ra.wait_completion(0.2)
-    assert c["status"] == "nacked:deregistered", c
+    assert c is not None and c["status"] == "nacked:deregistered", c
     assert rb.counters()["nack_deregistered"] >= 1
     with pytest.raises(ValueError, match="no region"):
         rb.region(key)
@@ -111,7 +113,7 @@ def test_raw_ethernet_transport_and_arrays_registered_in_place():
     assert isinstance(rb.deregister(k3), bytes)
 
 
-def test_host_rdma_on_a_live_host_writes_into_a_threaded_nodes_array():
+def test_host_rdma_on_a_live_host_writes_into_a_threaded_nodes_array() -> None:
     """Host.rdma() on a live host (shared memory, polled with the host) writing into the
     in-place array of a Node on the other end (its own polling thread)."""
     name = f"py24-live-{os.getpid()}"
@@ -126,7 +128,7 @@ def test_host_rdma_on_a_live_host_writes_into_a_threaded_nodes_array():
         node.write(peer.address, key, 0, data)
         c = node.wait_completion(20)
         assert c is not None and c["status"] == "ok", c
-        kinds = []
+        kinds: list[str] = []
         while len(kinds) < 16:
             n = peer.wait_notification(timeout=5.0)
             assert n is not None, f"{len(kinds)} notifications"
@@ -136,7 +138,7 @@ def test_host_rdma_on_a_live_host_writes_into_a_threaded_nodes_array():
         assert peer.deregister(key) is arr
 
 
-def _root_problem():
+def _root_problem() -> Optional[str]:
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
     if subprocess.run(["sh", "-c", "command -v ip"], capture_output=True).returncode != 0:
@@ -144,7 +146,7 @@ def _root_problem():
     return None
 
 
-def _linerate_bin():
+def _linerate_bin() -> Optional[str]:
     root = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
     for p in (os.environ.get("LINERATE_BIN"), f"{root}/target/release/linerate", f"{root}/target/ci/linerate"):
         if p and os.access(p, os.X_OK):
@@ -152,18 +154,21 @@ def _linerate_bin():
     return None
 
 
-def test_host_rdma_on_a_tap_host_receives_a_linux_side_write_in_place():
+def test_host_rdma_on_a_tap_host_receives_a_linux_side_write_in_place() -> None:
     """Host.rdma() on a TAP host: `linerate rdma write` in the TAP's namespace (AF_PACKET on
     the Linux side of the TAP) writes 1 MiB into an array registered in place."""
     why = _root_problem() or (None if _linerate_bin() else "no linerate binary (make build-release)")
     if why:
         pytest.fail(f"NOT RUN: {why} (run `make test` as root)")
+    exe = _linerate_bin()
+    assert exe is not None
     with lr.Host.on_tap("10.77.0.2/24", "10.77.0.1/24", prefix="lr-py24tap") as h:
         node = h.rdma()
         arr = np.zeros(1 << 20, dtype=np.uint8)
         key = node.register(arr)
+        assert h.netns is not None
         w = subprocess.Popen(
-            ["ip", "netns", "exec", h.netns, _linerate_bin(), "rdma", "write", "--af-packet", "lrtap0",
+            ["ip", "netns", "exec", h.netns, exe, "rdma", "write", "--af-packet", "lrtap0",
              "--ip", "10.77.0.3/24", "--to", "10.77.0.2", "--key", hex(key), "--size", "1MiB", "--seed", "9",
              "--limit", "60s", "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -190,14 +195,16 @@ def test_host_rdma_on_a_tap_host_receives_a_linux_side_write_in_place():
         assert rows[0]["data_fnv1a"] == f"{fnv:016x}", "the array holds what was written"
 
 
-def test_two_processes_in_two_namespaces_write_64_mib_into_each_others_arrays():
+def test_two_processes_in_two_namespaces_write_64_mib_into_each_others_arrays() -> None:
     why = _root_problem()
     if why:
         pytest.fail(f"NOT RUN: {why} (run `make test` as root)")
     pid = os.getpid()
     ns = [f"lr-py24-{pid}-a", f"lr-py24-{pid}-b"]
-    ip = lambda *a: subprocess.run(["ip", *a], check=True, capture_output=True)  # noqa: E731
-    procs = []
+    def ip(*a: str) -> None:
+        subprocess.run(["ip", *a], check=True, capture_output=True)
+
+    procs: list[subprocess.Popen[str]] = []
     try:
         for n in ns:
             ip("netns", "add", n)
@@ -213,6 +220,7 @@ def test_two_processes_in_two_namespaces_write_64_mib_into_each_others_arrays():
             ))
         reports = []
         for p in procs:
+            assert p.stdout is not None and p.stderr is not None
             line = p.stdout.readline()
             if not line:
                 pytest.fail("a side ended without a report: " + p.stderr.read())

@@ -25,21 +25,22 @@ LIMIT = 120
 class Peer:
     """A child process running rdma_peer.py, spoken to line by line."""
 
-    def __init__(self, mode, link, me, peer):
+    def __init__(self, mode: str, link: str, me: int, peer: int) -> None:
         self.me = me
         self.p = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "rdma_peer.py"), mode, link, str(me), str(peer)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        self.lines = []
+        self.lines: list[list[str]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
-    def _read(self):
+    def _read(self) -> None:
+        assert self.p.stdout is not None
         for ln in self.p.stdout:
             self.lines.append(ln.split())
 
-    def expect(self, word, deadline):
+    def expect(self, word: str, deadline: float) -> list[str]:
         """The arguments of the first line starting with `word`, waiting until `deadline`."""
         while time.monotonic() < deadline:
             for ln in self.lines:
@@ -49,22 +50,25 @@ class Peer:
                 break
             time.sleep(0.01)
         self.p.kill()
+        assert self.p.stderr is not None
         raise AssertionError(f"side {self.me}: no {word} line; got {self.lines}; stderr:\n{self.p.stderr.read()}")
 
-    def send(self, text):
+    def send(self, text: str) -> None:
+        assert self.p.stdin is not None
         self.p.stdin.write(text + "\n")
         self.p.stdin.flush()
 
-    def finish(self):
+    def finish(self) -> tuple[int, str]:
         try:
             self.p.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+        assert self.p.stderr is not None
         return self.p.returncode, self.p.stderr.read()
 
 
-def test_two_processes_write_numpy_arrays_into_each_other():
+def test_two_processes_write_numpy_arrays_into_each_other() -> None:
     link = f"py-rdma-{os.getpid()}"
     a = Peer("create", link, 1, 2)
     b = Peer("open", link, 2, 1)
@@ -90,14 +94,14 @@ def test_two_processes_write_numpy_arrays_into_each_other():
     assert not os.path.exists(f"/dev/shm/linerate-{link}")
 
 
-def test_wait_times_out_without_holding_the_gil_and_close_ends_the_peer():
+def test_wait_times_out_without_holding_the_gil_and_close_ends_the_peer() -> None:
     link = f"py-rdma-wait-{os.getpid()}"
     a = lr.rdma.ShmNode.create(link, "10.0.0.1/24")
     b = lr.rdma.ShmNode.open(link, "10.0.0.2/24", timeout=5)
     ticks = [0]
     stop = threading.Event()
 
-    def count():
+    def count() -> None:
         while not stop.is_set():
             ticks[0] += 1
 

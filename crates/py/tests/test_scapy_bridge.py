@@ -1,5 +1,6 @@
 """The scapy test-bench bridge: scapy packets in, scapy packets out."""
 
+from typing import Any, Callable, cast
 import linerate as lr
 from linerate import scapy_bridge as sb
 from scapy.layers.inet import ICMP, IP, UDP
@@ -8,7 +9,7 @@ from scapy.layers.l2 import ARP, Ether
 PEER_MAC = "02:aa:00:00:00:01"
 
 
-def bench():
+def bench() -> tuple[lr.Testbed, lr.Host, list[Any]]:
     net = lr.Testbed()
     host = net.host("10.0.0.2/24", bench=True)
     net.run(ms=0.1)
@@ -16,14 +17,14 @@ def bench():
     return net, host, boot
 
 
-def test_gratuitous_arp_at_start_up():
+def test_gratuitous_arp_at_start_up() -> None:
     _, host, boot = bench()
     assert len(boot) == 1 and boot[0].haslayer(ARP)
     assert boot[0][ARP].psrc == boot[0][ARP].pdst == "10.0.0.2"
     assert boot[0].dst == "ff:ff:ff:ff:ff:ff"
 
 
-def test_arp_then_ping_through_scapy():
+def test_arp_then_ping_through_scapy() -> None:
     net, host, _ = bench()
     req = Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2")
     (reply,) = sb.exchange(net, host, req)
@@ -39,7 +40,7 @@ def test_arp_then_ping_through_scapy():
     assert ICMP(bytes(rebuilt)).chksum == echo[ICMP].chksum
 
 
-def test_udp_to_closed_port_answers_port_unreachable():
+def test_udp_to_closed_port_answers_port_unreachable() -> None:
     net, host, _ = bench()
     sb.exchange(net, host, Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2"))
     pkt = Ether(src=PEER_MAC, dst=host.mac) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1234, dport=5555) / b"hi"
@@ -48,18 +49,18 @@ def test_udp_to_closed_port_answers_port_unreachable():
     assert host.counters()["rx_drop_udp_no_socket"] == 1
 
 
-def resolved_bench():
+def resolved_bench() -> tuple[lr.Testbed, lr.Host]:
     net, host, _ = bench()
     sb.exchange(net, host, Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc="10.0.0.1", pdst="10.0.0.2"))
     return net, host
 
 
-def accounted(c) -> bool:
+def accounted(c: dict[str, int]) -> bool:
     drops = sum(v for k, v in c.items() if k.startswith("rx_drop_"))
-    return c["rx_frames"] == c["rx_delivered"] + drops
+    return bool(c["rx_frames"] == c["rx_delivered"] + drops)
 
 
-def test_off_link_and_martian_sources_are_counted_and_the_host_keeps_answering():
+def test_off_link_and_martian_sources_are_counted_and_the_host_keeps_answering() -> None:
     net, host = resolved_bench()
     for src in ["192.168.99.1", "0.0.0.0", "127.0.0.1", "224.0.0.1", "10.0.0.2"]:
         assert sb.exchange(net, host, Ether(src=PEER_MAC, dst=host.mac) / IP(src=src, dst="10.0.0.2") / ICMP()) == []
@@ -70,9 +71,12 @@ def test_off_link_and_martian_sources_are_counted_and_the_host_keeps_answering()
     assert accounted(host.counters())
 
 
-def test_a_fragmented_echo_request_is_reassembled_and_answered_in_fragments():
-    from scapy.layers.inet import fragment
-    from scapy.layers.inet import defragment
+def test_a_fragmented_echo_request_is_reassembled_and_answered_in_fragments() -> None:
+    from scapy.layers import inet
+
+    # scapy's functions carry no annotations: give the two used here their types.
+    fragment = cast(Callable[..., list[Any]], inet.fragment)
+    defragment = cast(Callable[[list[Any]], list[Any]], inet.defragment)
 
     net, host = resolved_bench()
     ping = IP(src="10.0.0.1", dst="10.0.0.2", id=77) / ICMP(id=3, seq=9) / (bytes(range(256)) * 16)

@@ -1,6 +1,9 @@
 """Sockets behave like Python's non-blocking sockets: standard exceptions with errno, context
 managers, idempotent close, bytes-like input, and a repr with addresses and state."""
 
+from typing_extensions import Buffer
+from typing import Any, cast
+from typing import Optional
 import array
 import errno
 
@@ -9,15 +12,15 @@ import pytest
 import linerate as lr
 
 
-def pair():
+def pair() -> tuple[lr.Testbed, lr.Host, lr.Host]:
     net = lr.Testbed()
     return net, net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
 
 
-def establish(net, a, b, port=5001):
+def establish(net: lr.Testbed, a: lr.Host, b: lr.Host, port: int = 5001) -> tuple[lr.TcpListener, lr.TcpConn, lr.TcpConn]:
     lst = b.tcp_listen(port)
     c = a.tcp_connect(("10.0.0.2", port))
-    s = None
+    s: Optional[lr.TcpConn] = None
     for _ in range(1000):
         net.run(ms=0.05)
         if s is None:
@@ -30,7 +33,7 @@ def establish(net, a, b, port=5001):
     raise AssertionError("no connection")
 
 
-def test_refused_connection_is_connection_refused_error():
+def test_refused_connection_is_connection_refused_error() -> None:
     net, a, _ = pair()
     c = a.tcp_connect(("10.0.0.2", 9))
     net.run(ms=2)
@@ -39,7 +42,7 @@ def test_refused_connection_is_connection_refused_error():
     assert e.value.errno == errno.ECONNREFUSED
 
 
-def test_reset_is_connection_reset_error_on_the_peer():
+def test_reset_is_connection_reset_error_on_the_peer() -> None:
     net, a, b = pair()
     _, c, s = establish(net, a, b)
     c.abort()
@@ -49,7 +52,7 @@ def test_reset_is_connection_reset_error_on_the_peer():
     assert e.value.errno == errno.ECONNRESET
 
 
-def test_unanswered_syn_times_out_with_timeout_error():
+def test_unanswered_syn_times_out_with_timeout_error() -> None:
     net = lr.Testbed()
     a = net.host("10.0.0.1/24")
     net.host("10.0.0.2/24", loss=1.0)
@@ -65,7 +68,7 @@ def test_unanswered_syn_times_out_with_timeout_error():
     raise AssertionError("the connection never timed out")
 
 
-def test_would_block_and_broken_pipe_and_closed():
+def test_would_block_and_broken_pipe_and_closed() -> None:
     net, a, b = pair()
     _, c, s = establish(net, a, b)
     buf = bytearray(16)
@@ -73,16 +76,16 @@ def test_would_block_and_broken_pipe_and_closed():
         s.recv_into(buf)
     assert e.value.errno == errno.EAGAIN
     c.shutdown()
-    with pytest.raises(BrokenPipeError) as e:
+    with pytest.raises(BrokenPipeError) as pipe:
         c.send(b"after shutdown")
-    assert e.value.errno == errno.EPIPE
+    assert pipe.value.errno == errno.EPIPE
     c.close()
-    with pytest.raises(OSError) as e:
+    with pytest.raises(OSError) as closed:
         c.send(b"x")
-    assert e.value.errno == errno.EBADF
+    assert closed.value.errno == errno.EBADF
 
 
-def test_accept_recv_and_send_raise_blocking_io_error_when_they_would_block():
+def test_accept_recv_and_send_raise_blocking_io_error_when_they_would_block() -> None:
     """accept, recv and send behave as a non-blocking socket's: BlockingIOError (EAGAIN)
     instead of None or 0 when nothing can be done yet."""
     net, a, b = pair()
@@ -125,7 +128,7 @@ def test_accept_recv_and_send_raise_blocking_io_error_when_they_would_block():
     assert got == queued
 
 
-def test_address_in_use_and_message_too_long_are_os_errors():
+def test_address_in_use_and_message_too_long_are_os_errors() -> None:
     net, a, _ = pair()
     a.udp_bind(7)
     with pytest.raises(OSError) as e:
@@ -141,12 +144,13 @@ def test_address_in_use_and_message_too_long_are_os_errors():
         u.recv_from_into(bytearray(8))
 
 
-def test_context_managers_close_and_close_is_idempotent():
+def test_context_managers_close_and_close_is_idempotent() -> None:
     net, a, b = pair()
     with b.udp_bind(7) as srv, a.udp_bind() as cli:
         assert cli.send_to(b"hi", ("10.0.0.2", 7))
         net.run(ms=1)
-        assert srv.recv_from()[0] == b"hi"
+        got = srv.recv_from()
+        assert got is not None and got[0] == b"hi"
     with pytest.raises(OSError) as e:
         srv.recv_from()
     assert e.value.errno == errno.EBADF
@@ -170,10 +174,10 @@ def test_context_managers_close_and_close_is_idempotent():
     r.close()
 
 
-def test_bytes_like_input_is_accepted():
+def test_bytes_like_input_is_accepted() -> None:
     net, a, b = pair()
     srv, cli = b.udp_bind(7), a.udp_bind()
-    payloads = [b"bytes", bytearray(b"bytearray"), memoryview(b"memoryview"), array.array("B", b"array")]
+    payloads: list[Buffer] = [b"bytes", bytearray(b"bytearray"), memoryview(b"memoryview"), array.array("B", b"array")]
     for p in payloads:
         assert cli.send_to(p, ("10.0.0.2", 7))
     net.run(ms=1)
@@ -188,9 +192,9 @@ def test_bytes_like_input_is_accepted():
     n, (ip, _) = srv.recv_from_into(out)
     assert (n, ip, bytes(out)) == (3, "10.0.0.1", bytes(array.array("H", [1, 2]))[:3])
     with pytest.raises(TypeError, match="bytes-like"):
-        cli.send_to("a str is not bytes", ("10.0.0.2", 7))
+        cli.send_to(cast(Any, "a str is not bytes"), ("10.0.0.2", 7))  # ill-typed on purpose
     with pytest.raises(TypeError, match="writable"):
-        srv.recv_from_into(b"read-only")
+        srv.recv_from_into(cast(Any, b"read-only"))  # ill-typed on purpose
     _, c, s = establish(net, a, b)
     assert c.send(memoryview(b"0123456789")[2:6]) == 4
     c.send_all(bytearray(b"!"))
@@ -201,7 +205,7 @@ def test_bytes_like_input_is_accepted():
     assert s.recv() == b"5!"
 
 
-def test_repr_shows_addresses_and_state():
+def test_repr_shows_addresses_and_state() -> None:
     net, a, b = pair()
     lst, c, s = establish(net, a, b, port=5001)
     assert repr(a) == "<linerate.Host 10.0.0.1 on testbed>"

@@ -1,6 +1,7 @@
 """linerate.spn from Python: load, generate and evaluate SPNs on numpy batches (agreeing with
 the committed SPFlow references), and serve one on a testbed host and query it over UDP."""
 
+import numpy.typing as npt
 import json
 import math
 import time
@@ -14,18 +15,18 @@ import linerate as lr
 DATA = Path(__file__).resolve().parents[2] / "spn" / "tests" / "data"
 
 
-def reference(name):
+def reference(name: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     ref = json.loads((DATA / f"{name}.ref.json").read_text())
     x = np.array([[math.nan if v is None else v for v in row] for row in ref["inputs"]], dtype=np.float64)
     return x, np.array(ref["log_likelihood"])
 
 
-def max_rel(a, b):
+def max_rel(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
     return float(np.max(np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)))
 
 
 @pytest.mark.parametrize("name", ["nips10", "mixed8", "digits"])
-def test_agrees_with_spflow_references(name):
+def test_agrees_with_spflow_references(name: str) -> None:
     m = lr.spn.Model.load(DATA / f"{name}.json")
     x, want = reference(name)
     assert np.isnan(x).any()
@@ -34,7 +35,7 @@ def test_agrees_with_spflow_references(name):
     assert max_rel(got, want) <= 1e-9
 
 
-def test_uint8_with_mask_equals_float_with_nan():
+def test_uint8_with_mask_equals_float_with_nan() -> None:
     m = lr.spn.Model.load(DATA / "digits.json")
     x, want = reference("digits")
     mask = np.isnan(x)
@@ -45,7 +46,7 @@ def test_uint8_with_mask_equals_float_with_nan():
     assert np.allclose(m.likelihood(u8, mask=mask), np.exp(got), rtol=1e-12, atol=0)
 
 
-def test_generate_and_round_trip(tmp_path):
+def test_generate_and_round_trip(tmp_path: Path) -> None:
     m = lr.spn.Model.generate(vars=12, seed=3)
     assert m.num_vars == 12 and m.stats()["nodes"] > 3000
     p = tmp_path / "m.json"
@@ -58,7 +59,7 @@ def test_generate_and_round_trip(tmp_path):
     assert np.allclose(m.likelihood(np.full((3, 12), np.nan)), 1.0, rtol=1e-12)
 
 
-def test_generate_learnspn_shape():
+def test_generate_learnspn_shape() -> None:
     # The deep LearnSPN-like shape `linerate spn generate --shape learnspn` makes: the same
     # model seed for seed (the benchmark's 7,224, 8,105 and 10,506 nodes), most nodes leaves,
     # and unlike NIPS a size that grows slowly past 10 inputs.
@@ -81,7 +82,7 @@ def test_generate_learnspn_shape():
         lr.spn.Model.generate(vars=4, shape="deep")
 
 
-def test_errors_are_clear():
+def test_errors_are_clear() -> None:
     with pytest.raises(ValueError, match=r"node 1: weights sum to 1.5"):
         lr.spn.Model.parse('{"format":"linerate-spn","version":1,"num_vars":1,"nodes":['
                            '{"type":"bernoulli","var":0,"p":0.5},{"type":"sum","children":[0],"weights":[1.5]}]}')
@@ -94,7 +95,7 @@ def test_errors_are_clear():
         m.log_likelihood(np.zeros((2, 4)), mask=np.zeros((2, 4), dtype=bool))
 
 
-def test_service_on_a_testbed_answers_in_order():
+def test_service_on_a_testbed_answers_in_order() -> None:
     m = lr.spn.Model.load(DATA / "nips10.json")
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
@@ -110,7 +111,7 @@ def test_service_on_a_testbed_answers_in_order():
     assert c["requests"] == math.ceil(1000 / 37) + 1 and c["responses"] == c["requests"] and c["error_records"] == 0
 
 
-def test_service_with_workers_and_malformed_requests():
+def test_service_with_workers_and_malformed_requests() -> None:
     m = lr.spn.Model.generate(vars=6, nodes=200)
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")

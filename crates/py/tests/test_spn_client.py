@@ -3,6 +3,7 @@ in-process testbed: requests it encodes are answered, answers it decodes equal t
 evaluation, and it builds error-free requests only from 8-bit values. (Its socket exchanges
 with `linerate spn serve` over a TAP and AF_PACKET are tested in crates/cli/tests/spn_query.rs.)"""
 
+from types import ModuleType
 import importlib.util
 import math
 import time
@@ -16,19 +17,20 @@ import linerate as lr
 CLIENT = Path(__file__).resolve().parents[1] / "python" / "linerate" / "spn_client.py"
 
 
-def client_from_file():
+def client_from_file() -> ModuleType:
     """The module loaded from its file, as a machine without the native package would."""
     spec = importlib.util.spec_from_file_location("spn_client_standalone", CLIENT)
+    assert spec is not None and spec.loader is not None, CLIENT
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def exchange(net, svc, sock, records, want):
+def exchange(net: lr.Testbed, svc: lr.spn.Service, sock: lr.UdpSocket, records: list[bytes], want: int) -> list[bytes]:
     """Send `records` to the service and collect `want` answers (bounded by the wall clock)."""
     for rec in records:
         assert sock.send_to(rec, ("10.0.0.2", 5005))
-    answers = []
+    answers: list[bytes] = []
     deadline = time.monotonic() + 10
     while len(answers) < want and time.monotonic() < deadline:
         net.step()
@@ -39,12 +41,12 @@ def exchange(net, svc, sock, records, want):
     return answers
 
 
-def test_package_exports_the_same_client():
+def test_package_exports_the_same_client() -> None:
     c = client_from_file()
     assert lr.spn_client.encode_request(3, [[1, None, 3]]) == c.encode_request(3, [[1, None, 3]])
 
 
-def test_records_round_trip_through_the_rust_service():
+def test_records_round_trip_through_the_rust_service() -> None:
     c = client_from_file()
     m = lr.spn.Model.generate(vars=9, nodes=300)
     net = lr.Testbed()
@@ -75,7 +77,7 @@ def test_records_round_trip_through_the_rust_service():
     assert np.allclose(probs, [math.exp(v) for v in flat[:4]], rtol=1e-12)
 
 
-def test_error_records_and_bad_input():
+def test_error_records_and_bad_input() -> None:
     c = client_from_file()
     m = lr.spn.Model.generate(vars=6, nodes=200)
     net = lr.Testbed()

@@ -1,14 +1,15 @@
 """TCP from Python on an in-process testbed."""
 
+from typing import Optional
 import hashlib
 
 import linerate as lr
 
 
-def establish(net, a, b, port=5001):
+def establish(net: lr.Testbed, a: lr.Host, b: lr.Host, port: int = 5001) -> tuple[lr.TcpConn, lr.TcpConn]:
     lst = b.tcp_listen(port)
     c = a.tcp_connect(("10.0.0.2", port))
-    s = None
+    s: Optional[lr.TcpConn] = None
     for _ in range(1000):
         net.run(ms=0.05)
         if s is None:
@@ -21,7 +22,7 @@ def establish(net, a, b, port=5001):
     raise AssertionError("no connection")
 
 
-def test_transfer_with_loss_keeps_the_hash():
+def test_transfer_with_loss_keeps_the_hash() -> None:
     net = lr.Testbed()
     a = net.host("10.0.0.1/24", loss=0.02, seed=5)
     b = net.host("10.0.0.2/24")
@@ -49,7 +50,7 @@ def test_transfer_with_loss_keeps_the_hash():
     assert a.counters()["tcp_rack_lost"] >= st["rack_lost"]
 
 
-def test_refused_connection_raises():
+def test_refused_connection_raises() -> None:
     net = lr.Testbed()
     a, _ = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     c = a.tcp_connect(("10.0.0.2", 9))

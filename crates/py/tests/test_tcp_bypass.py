@@ -6,14 +6,14 @@ import linerate as lr
 from test_tcp import establish
 
 
-def test_bypass_hands_every_byte_to_the_handler_in_order():
+def test_bypass_hands_every_byte_to_the_handler_in_order() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24", loss=0.01, reorder=0.01, seed=3), net.host("10.0.0.2/24")
     c, s = establish(net, a, b)
     got = bytearray()
-    slots = set()
+    slots: set[int] = set()
 
-    def handler(slot, data):
+    def handler(slot: int, data: bytes) -> None:
         slots.add(slot)
         got.extend(data)
 
@@ -33,12 +33,12 @@ def test_bypass_hands_every_byte_to_the_handler_in_order():
     assert slots == {s.slot}
 
 
-def test_a_handler_exception_is_raised_by_run():
+def test_a_handler_exception_is_raised_by_run() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     c, s = establish(net, a, b)
 
-    def handler(slot, data):
+    def handler(slot: int, data: bytes) -> None:
         raise ValueError("handler refused")
 
     b.set_rx_handler(handler)
@@ -49,7 +49,7 @@ def test_a_handler_exception_is_raised_by_run():
             net.run(ms=0.05)
 
 
-def test_bypass_without_a_handler_is_refused():
+def test_bypass_without_a_handler_is_refused() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     c, s = establish(net, a, b)
@@ -57,7 +57,7 @@ def test_bypass_without_a_handler_is_refused():
         s.set_rx_bypass(True)
 
 
-def test_activity_lists_only_connections_with_segments():
+def test_activity_lists_only_connections_with_segments() -> None:
     net = lr.Testbed()
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     c1, s1 = establish(net, a, b, port=5001)

@@ -5,24 +5,26 @@ import pytest
 
 
 @pytest.fixture
-def net():
+def net() -> lr.Testbed:
     return lr.Testbed()
 
 
-def test_udp_round_trip_with_sender_address(net):
+def test_udp_round_trip_with_sender_address(net: lr.Testbed) -> None:
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     srv = b.udp_bind(7)
     cli = a.udp_bind(0)
     assert cli.send_to(b"hello", ("10.0.0.2", 7))
     net.run(ms=1)
-    data, (ip, port) = srv.recv_from()
+    got = srv.recv_from()
+    assert got is not None
+    data, (ip, port) = got
     assert data == b"hello" and ip == "10.0.0.1" and port == cli.port
     assert srv.recv_from() is None
     c = b.counters()
     assert c["udp_rx_datagrams"] == 1 and lr.rx_accounted(c)
 
 
-def test_ping_replies_and_arp_table(net):
+def test_ping_replies_and_arp_table(net: lr.Testbed) -> None:
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     rtts = a.ping("10.0.0.2", count=5)
     assert len(rtts) == 5 and all(r > 0 for r in rtts)
@@ -30,13 +32,13 @@ def test_ping_replies_and_arp_table(net):
     assert b.counters()["icmp_echo_replied"] == 5
 
 
-def test_ping_to_nobody_times_out_and_counts_unresolved(net):
+def test_ping_to_nobody_times_out_and_counts_unresolved(net: lr.Testbed) -> None:
     a = net.host("10.0.0.1/24")
     assert a.ping("10.0.0.99", count=1, timeout=3) == []
     assert a.counters()["tx_drop_arp_unresolved"] == 1
 
 
-def test_closed_port_reports_icmp_error(net):
+def test_closed_port_reports_icmp_error(net: lr.Testbed) -> None:
     a, _ = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     s = a.udp_bind()
     s.send_to(b"?", ("10.0.0.2", 4444))
@@ -44,16 +46,18 @@ def test_closed_port_reports_icmp_error(net):
     assert s.icmp_errors == 1
 
 
-def test_raw_ethernet(net):
+def test_raw_ethernet(net: lr.Testbed) -> None:
     a, b = net.host("10.0.0.1/24"), net.host("10.0.0.2/24")
     ra, rb = a.raw_bind(0x88B5), b.raw_bind(0x88B5)
     ra.send(b.mac, b"raw payload")
     net.run(ms=1)
-    payload, src = rb.recv()
+    raw = rb.recv()
+    assert raw is not None
+    payload, src = raw
     assert payload.startswith(b"raw payload") and src == a.mac
 
 
-def test_impaired_link_loses_about_what_was_asked(net):
+def test_impaired_link_loses_about_what_was_asked(net: lr.Testbed) -> None:
     a = net.host("10.0.0.1/24", loss=0.1, seed=3)
     b = net.host("10.0.0.2/24")
     net.run(ms=1)
@@ -71,7 +75,7 @@ def test_impaired_link_loses_about_what_was_asked(net):
     assert a.counters()["tx_frames"] >= 2000
 
 
-def test_bad_input_gives_clear_errors(net):
+def test_bad_input_gives_clear_errors(net: lr.Testbed) -> None:
     with pytest.raises(ValueError, match="not a valid IPv4"):
         net.host("10.0.0.300/24")
     a = net.host("10.0.0.1/24")

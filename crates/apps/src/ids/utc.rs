@@ -20,28 +20,19 @@ pub struct Utc {
 }
 
 impl Utc {
-    /// The date and time `nanos` nanoseconds after 1970-01-01 00:00:00 UTC.
+    /// The date and time `nanos` nanoseconds after 1970-01-01 00:00:00 UTC (the calendar
+    /// from the `time` crate).
     pub fn from_unix_nanos(nanos: u64) -> Utc {
-        let secs = nanos / 1_000_000_000;
-        let days = (secs / 86_400) as i64;
-        let rem = (secs % 86_400) as u32;
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(nanos))
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
         Utc {
-            year: yoe + era * 400 + i64::from(month <= 2),
-            month,
-            day,
-            hour: rem / 3600,
-            minute: (rem / 60) % 60,
-            second: rem % 60,
-            micros: ((nanos % 1_000_000_000) / 1000) as u32,
+            year: i64::from(t.year()),
+            month: u32::from(u8::from(t.month())),
+            day: u32::from(t.day()),
+            hour: u32::from(t.hour()),
+            minute: u32::from(t.minute()),
+            second: u32::from(t.second()),
+            micros: t.microsecond(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! `--csv FILE` and `--plot FILE.png` of the `bench` commands: their tables as CSV, and the
 //! first table with a numeric column drawn with the same plotting code as `reproduce`.
 
-use super::figure::{field, Axis, Figure, Kind, Point, Series};
+use super::figure::{csv_text, Axis, Figure, Kind, Point, Series};
 use crate::output::{Cell, Table, Unit};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -55,7 +55,7 @@ pub fn write_requested(tables: &[Table]) {
 /// Every cell of every table, one per line: table title, row index, column header, value
 /// (a number in base units, or text), unit.
 pub fn tables_csv(tables: &[Table]) -> String {
-    let mut out = String::from("table,row,column,value,unit\n");
+    let mut rows: Vec<[String; 5]> = Vec::new();
     for t in tables {
         for (i, r) in t.rows().iter().enumerate() {
             for (h, c) in t.headers().iter().zip(r) {
@@ -64,11 +64,11 @@ pub fn tables_csv(tables: &[Table]) -> String {
                     Cell::Text(s) => (s.clone(), String::new()),
                     Cell::Missing(s) => (String::new(), format!("missing: {s}")),
                 };
-                out += &format!("{},{i},{},{},{}\n", field(t.title()), field(h), field(&v), field(&u));
+                rows.push([t.title().to_string(), i.to_string(), h.clone(), v, u]);
             }
         }
     }
-    out
+    csv_text(&["table", "row", "column", "value", "unit"], rows)
 }
 
 /// A unit's display scale and name for the plot's y axis.

@@ -1,7 +1,6 @@
 //! One reproduced figure: its series (ours, peers, the paper's stated numbers, theory), the
 //! text of its report section, and its CSV form.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// What a series is, which decides how it is drawn and labelled.
@@ -172,33 +171,35 @@ impl Figure {
     /// The figure as CSV: one row per point, one row per missing peer (x and y empty, the
     /// reason in `source`). Category names replace indices in `x`.
     pub fn to_csv(&self) -> String {
-        let mut out = CSV_COLUMNS.join(",") + "\n";
         let x_unit = if self.categories.is_empty() { self.x.unit.as_str() } else { "category" };
+        let mut rows: Vec<[String; 9]> = Vec::new();
         for s in &self.series {
             for p in &s.points {
                 let x = match self.categories.get(p.x as usize) {
                     Some(c) if !self.categories.is_empty() => c.clone(),
                     _ => num(p.x),
                 };
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{}",
-                    field(&self.id),
-                    field(&s.name),
-                    s.kind.name(),
-                    field(&x),
-                    field(x_unit),
+                let sd = p.sd.map(num).unwrap_or_default();
+                let kind = s.kind.name().to_string();
+                let y_unit = self.y.unit.clone();
+                rows.push([
+                    self.id.clone(),
+                    s.name.clone(),
+                    kind,
+                    x,
+                    x_unit.into(),
                     num(p.y),
-                    field(&self.y.unit),
-                    p.sd.map(num).unwrap_or_default(),
-                    field(&s.source)
-                );
+                    y_unit,
+                    sd,
+                    s.source.clone(),
+                ]);
             }
         }
         for (peer, why) in &self.missing {
-            let _ = writeln!(out, "{},{},peer,,,,,,{}", field(&self.id), field(peer), field(why));
+            let e = String::new;
+            rows.push([self.id.clone(), peer.clone(), "peer".into(), e(), e(), e(), e(), e(), why.clone()]);
         }
-        out
+        csv_text(&CSV_COLUMNS, rows)
     }
 
     /// Write the CSV to `path`.
@@ -218,13 +219,18 @@ fn num(v: f64) -> String {
     }
 }
 
-/// A CSV field, quoted when it holds a comma, quote or line break.
-pub fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// CSV text (the `csv` crate quotes what needs quoting): the header line, then the rows.
+pub fn csv_text<R: AsRef<[String]>>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let put = || -> Result<Vec<u8>, csv::Error> {
+        w.write_record(header)?;
+        for r in rows {
+            w.write_record(r.as_ref())?;
+        }
+        w.into_inner().map_err(|e| e.into_error().into())
+    };
+    // Writing to memory cannot fail; the text is UTF-8 as its fields are.
+    String::from_utf8(put().unwrap_or_default()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -260,6 +266,7 @@ mod tests {
         let csv = f.to_csv();
         assert!(csv.contains("c,linerate,linerate,UDP,category,12,µs"), "{csv}");
         assert!(csv.contains(",TCP,category,3.000000e-7,"), "{csv}");
-        assert_eq!(field("a\"b"), "\"a\"\"b\"");
+        let quoted = csv_text(&["h"], [vec!["a\"b,c".to_string()]]);
+        assert_eq!(quoted, "h\n\"a\"\"b,c\"\n");
     }
 }

@@ -23,10 +23,13 @@ pub struct FirewallArgs {
     io: IoArgs,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Run `linerate firewall`.
 pub fn run_firewall(a: FirewallArgs) -> Result<ExitCode, String> {
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let set = Arc::new(PrefixSet::load(&a.blacklist).map_err(|e| format!("blacklist: {e}"))?);
     let input = open_input(&a.io)?;
     let output = open_output(&a.io)?;

@@ -50,6 +50,8 @@ pub struct HostArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// What one shard counted, for the final table.
@@ -59,6 +61,7 @@ struct ShardReport {
 
 /// Run `linerate host`.
 pub fn run(a: HostArgs) -> Result<ExitCode, String> {
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let mut cfg = Config::parse_host(&a.ip).map_err(|e| e.to_string())?;
     cfg.gateway = a.gateway;
     let opts = OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![cfg.ip], ..OpenOptions::default() };

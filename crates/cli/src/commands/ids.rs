@@ -76,6 +76,8 @@ pub struct IdsArgs {
     io: IoArgs,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Subcommands of `linerate ids`.
@@ -136,6 +138,7 @@ pub fn run_ids(a: IdsArgs) -> Result<ExitCode, String> {
     if let Some(IdsCommand::Check(c)) = a.command {
         return run_check(c);
     }
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let path = a.rules.clone().ok_or("--rules is required (or use 'linerate ids check RULES')")?;
     let stdout_taken = one_stdout(&a)?;
     let rules = load(&a, &path)?;

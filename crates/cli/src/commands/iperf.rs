@@ -80,6 +80,8 @@ pub struct IperfArgs {
     /// Print the summary as JSON (progress lines then go to stderr).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Default sending time of a client.
@@ -87,6 +89,7 @@ const DEFAULT_TIME: Duration = Duration::from_secs(10);
 
 /// Run `linerate iperf`.
 pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     install_stop_handler();
     if let Some(cpu) = a.cpu {
         pin_cpu(cpu);

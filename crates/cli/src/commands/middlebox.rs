@@ -247,24 +247,24 @@ pub fn summary(title: &str, o: &RunOutcome) -> Table {
     let mut row = |w: &str, c: &str, v: u64| t.row(vec![Cell::from(w), Cell::from(c), Cell::count_u64(v)]);
     for (i, p) in s.ports.iter().enumerate() {
         let w = format!("port {i} ({})", p.kind);
-        row(&w, "frames in", p.rx_frames);
-        row(&w, "frames out", p.tx_frames);
+        row(&w, "rx_frames", p.rx_frames);
+        row(&w, "tx_frames", p.tx_frames);
         if p.stalls > 0 {
-            row(&w, "stalls (units full)", p.stalls);
+            row(&w, "stalls_units_full", p.stalls);
         }
         for (r, n) in p.drops.iter() {
-            row(&w, &format!("dropped: {r}"), n);
+            row(&w, &format!("drop_{r}"), n);
         }
     }
     for (i, u) in s.units.iter().enumerate() {
         let w = format!("unit {i} ({})", u.program);
-        row(&w, "frames", u.unit.rx_frames);
-        row(&w, "to port", u.unit.to_port);
-        row(&w, "to host", u.unit.to_host);
-        row(&w, "max slots used", u.lb.max_occupancy as u64);
+        row(&w, "rx_frames", u.unit.rx_frames);
+        row(&w, "to_port", u.unit.to_port);
+        row(&w, "to_host", u.unit.to_host);
+        row(&w, "max_slots_used", u.lb.max_occupancy as u64);
         row(&w, "slots", u.slots as u64);
         for (r, n) in u.unit.drops.iter().chain(u.lb.drops.iter()) {
-            row(&w, &format!("dropped: {r}"), n);
+            row(&w, &format!("drop_{r}"), n);
         }
         for (r, n) in &u.program_counters {
             row(&w, r, *n);
@@ -353,7 +353,7 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
                         let rest = k.strip_prefix(&format!("{e}."))?;
                         let r = rest
                             .strip_prefix("drop.")
-                            .map(|r| format!("drop {r}"))
+                            .map(|r| format!("drop_{r}"))
                             .or_else(|| rest.strip_prefix("app.").map(String::from))?;
                         (*v > 0).then(|| format!("{r}={v}"))
                     })

@@ -247,7 +247,9 @@ fn run_eval(a: EvalArgs) -> Result<ExitCode, String> {
 }
 
 /// Read input vectors: one per line, values separated by commas or spaces; empty fields,
-/// "nan" and "?" are missing; blank lines and lines starting with '#' are skipped.
+/// "nan" and "?" are missing; blank lines and lines starting with '#' are skipped. (Not the
+/// `csv` crate: a line may be separated by spaces instead, decided line by line, as the
+/// Python client and SPFlow's exports write them.)
 pub(crate) fn parse_inputs(r: impl BufRead, num_vars: usize, what: &str) -> Result<Vec<f64>, String> {
     let mut rows = Vec::new();
     for (i, line) in r.lines().enumerate() {

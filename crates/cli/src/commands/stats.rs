@@ -35,7 +35,7 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
         });
     }
     if a.prometheus {
-        print!("{}", prometheus(&instances));
+        print!("{}", crate::openmetrics::exposition(&instances));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new("linerate counters", &["instance", "command", "pid", "counter", "value"]);
@@ -94,18 +94,6 @@ pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
     t.summary("instances", Cell::count(instances.len() as f64));
     t.print(a.json);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Every counter of `instances` as OpenMetrics text.
-fn prometheus(instances: &[crate::statsfile::Entry]) -> String {
-    let mut families: std::collections::BTreeMap<String, Vec<crate::openmetrics::Sample>> = Default::default();
-    for e in instances {
-        let labels = vec![("instance", e.name.clone()), ("command", e.command.clone()), ("pid", e.pid.to_string())];
-        for (c, v) in &e.counters {
-            families.entry(c.clone()).or_default().push((labels.clone(), *v));
-        }
-    }
-    crate::openmetrics::render(&families)
 }
 
 /// Per process whose instances are shards (`NAME.shardN`): its name, command, pid and every

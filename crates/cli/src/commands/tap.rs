@@ -93,6 +93,8 @@ pub struct TapArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Where the --run command's output goes: standard output, or stderr when standard output
@@ -115,6 +117,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     if a.cleanup {
         return run_cleanup(a.json);
     }
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let mut cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?.mtu(a.mtu);
     let linux = Config::parse_host(&a.linux_ip).map_err(|e| format!("--linux-ip: {e}"))?;
     if linux.ip == cfg.ip {

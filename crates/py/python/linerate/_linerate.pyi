@@ -4,9 +4,38 @@ from os import PathLike
 from types import TracebackType
 from typing import Any, Callable, Dict, final, List, Optional, Tuple, Type, Union
 
-from typing_extensions import Self
+from typing_extensions import Buffer, Self, TypedDict
 
-_Bytes = Union[bytes, bytearray, memoryview]
+class _TcpStats(TypedDict):
+    """What TcpConn.stats() returns."""
+
+    state: str
+    cwnd: int
+    ssthresh: int
+    srtt_us: Optional[float]
+    rttvar_us: float
+    rto_ms: float
+    retransmits: int
+    timeouts: int
+    fast_recoveries: int
+    bytes_acked: int
+    bytes_received: int
+    mss: int
+    sack: bool
+    timestamps: bool
+    wscale: Optional[Tuple[int, int]]
+    cc: str
+    rack_lost: int
+    tlp_probes: int
+    dsacks_received: int
+    dsacks_sent: int
+    recoveries_undone: int
+    spurious_rtos: int
+    tx_buffer: int
+    rx_buffer: int
+
+# Anything with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy arrays), as socket.send takes.
+_Bytes = Buffer
 _WritableBuffer = Union[bytearray, memoryview]
 _Addr = Tuple[str, int]
 
@@ -173,7 +202,7 @@ class TcpConn:
     def __exit__(
         self, t: Optional[Type[BaseException]], v: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None: ...
-    def stats(self) -> Dict[str, object]: ...
+    def stats(self) -> _TcpStats: ...
 
 from . import collective as collective, middlebox as middlebox, rdma as rdma, spn as spn
 from .rdma import RdmaNode as RdmaNode

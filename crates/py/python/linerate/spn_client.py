@@ -38,7 +38,12 @@ import socket
 import struct
 import sys
 import time
-from typing import Iterable, Optional
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+#: One input vector: 8-bit values, None or NaN for a missing one.
+Row = List[Any]
+#: A service address: (host, port).
+Addr = Tuple[str, int]
 
 REQUEST_MAGIC = b"SPNQ"
 RESPONSE_MAGIC = b"SPNR"
@@ -70,7 +75,7 @@ class SpnError(Exception):
     """The service answered with an error record, or could not be reached."""
 
 
-def _rows(vectors) -> list[list]:
+def _rows(vectors: Any) -> list[Row]:
     """The vectors as lists of values (numpy arrays included); a single vector is not allowed."""
     if hasattr(vectors, "tolist"):
         vectors = vectors.tolist()
@@ -84,11 +89,11 @@ def _rows(vectors) -> list[list]:
     return rows
 
 
-def _is_missing(v) -> bool:
+def _is_missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def encode_request(req_id: int, rows: list[list], log: bool = True) -> bytes:
+def encode_request(req_id: int, rows: Sequence[Row], log: bool = True) -> bytes:
     """One request record for ``rows`` (each value 0..255, or None / NaN for missing)."""
     count, vlen = len(rows), len(rows[0]) if rows else 0
     if not 1 <= count <= 0xFFFF or not 1 <= vlen <= 0xFFFF:
@@ -134,19 +139,19 @@ def _check(rec: bytes, req_id: int, want: int) -> list[float]:
     return values
 
 
-def _chunks(rows: list[list], per: int) -> list[list[list]]:
+def _chunks(rows: list[Row], per: int) -> list[list[Row]]:
     return [rows[i:i + per] for i in range(0, len(rows), per)]
 
 
-def _udp_per_request(rows: list[list]) -> int:
+def _udp_per_request(rows: list[Row]) -> int:
     vlen = len(rows[0])
     per_vector = vlen + ((vlen + 7) // 8 if any(_is_missing(v) for r in rows for v in r) else 0)
     room = MAX_DATAGRAM - HEADER.size
     return min(room // 8, room // per_vector)
 
 
-def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: float = 1.0,
-          retries: int = 5, per_request: int | None = None, stats: dict | None = None) -> list[float]:
+def query(addr: Union[Addr, str], vectors: Any, transport: str = "udp", log: bool = True, timeout: float = 1.0,
+          retries: int = 5, per_request: int | None = None, stats: dict[str, Any] | None = None) -> list[float]:
     """Evaluate ``vectors`` on the service at ``addr`` ((host, port) or "host:port").
 
     ``vectors``: a sequence of equal-length sequences (or a 2-D numpy array) of 8-bit values,
@@ -184,7 +189,7 @@ def query(addr, vectors, transport: str = "udp", log: bool = True, timeout: floa
     return values
 
 
-def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent: int) -> dict:
+def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent: int) -> dict[str, Any]:
     """Rate and latency percentiles of an exchange (nearest-rank percentiles)."""
     s = sorted(lat)
 
@@ -199,20 +204,21 @@ def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent:
     }
 
 
-def _refused(addr) -> SpnError:
+def _refused(addr: Addr) -> SpnError:
     return SpnError(f"{addr[0]}:{addr[1]} refused the request (no UDP service on that port)")
 
 
-def _send(s: socket.socket, rec: bytes, addr) -> None:
+def _send(s: socket.socket, rec: bytes, addr: Addr) -> None:
     try:
         s.send(rec)
     except ConnectionRefusedError:
         raise _refused(addr) from None
 
 
-def _udp_exchange(addr, records, chunks, timeout, retries, lat, resent):
-    answers = [None] * len(records)
-    sent = [None] * len(records)  # (time last sent, tries)
+def _udp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], timeout: float, retries: int,
+                  lat: list[float], resent: list[int]) -> list[list[float]]:
+    answers: list[Optional[list[float]]] = [None] * len(records)
+    sent: list[Tuple[float, int]] = [(0.0, 0)] * len(records)  # (time last sent, tries)
     first = [0.0] * len(records)
     done = nxt = 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -246,7 +252,7 @@ def _udp_exchange(addr, records, chunks, timeout, retries, lat, resent):
             answers[i] = _check(rec, i, len(chunks[i]))
             lat.append(time.monotonic() - first[i])
             done += 1
-    return answers
+    return [a for a in answers if a is not None]
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -259,20 +265,21 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def _tcp_exchange(addr, records, chunks, timeout, lat):
+def _tcp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], timeout: float,
+                  lat: list[float]) -> list[list[float]]:
     import threading
 
-    answers = []
+    answers: list[list[float]] = []
     try:
         conn = socket.create_connection(addr, timeout=timeout)
     except OSError as e:
         raise SpnError(f"cannot connect to {addr[0]}:{addr[1]}: {e}") from None
     with conn as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        failure = []
-        sent_at = []  # when each request was handed to the socket
+        failure: list[OSError] = []
+        sent_at: list[float] = []  # when each request was handed to the socket
 
-        def send_all():
+        def send_all() -> None:
             try:
                 for r in records:
                     s.sendall(r)
@@ -322,7 +329,7 @@ def read_csv(lines: Iterable[str]) -> list[list[Optional[float]]]:
     return rows
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     """The command: query a service with the vectors of a CSV file, print one value per line."""
     p = argparse.ArgumentParser(description="Query a linerate SPN service (linerate spn serve).")
     p.add_argument("--server", required=True, help="ADDR:PORT of the service")
@@ -346,7 +353,7 @@ def main(argv=None) -> int:
         else:
             with open(a.input) as f:
                 rows = read_csv(f)
-        figures: dict = {}
+        figures: dict[str, Any] = {}
         values = query(a.server, rows, transport="tcp" if a.tcp else "udp", log=not a.prob, timeout=a.timeout,
                        stats=figures)
     except (SpnError, ValueError, OSError) as e:

@@ -2,66 +2,18 @@
 //! two dimensions (one vector, or one vector per row) of uint8, int32, int64, float32 or
 //! float64, little-endian; NaN marks a missing value.
 
-/// The values of `bytes` (a whole .npy file) as f64, and the number of values per vector.
+/// The values of `bytes` (a whole .npy file) as f64, and the number of values per vector
+/// (read by the workspace's one `.npy` reader, [`accel::matrix::read_npy`]).
 pub(crate) fn parse(bytes: &[u8], what: &str) -> Result<(Vec<f64>, usize), String> {
-    let bad = |why: &str| format!("{what}: {why}");
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err(bad("not a .npy file (no \\x93NUMPY magic)"));
-    }
-    let (header_len, start) = match bytes[6] {
-        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
-        v => return Err(bad(&format!(".npy format version {v} is not supported"))),
+    let (values, dims) = accel::matrix::read_npy(what, bytes).map_err(|e| e.to_string())?;
+    let vars = match dims[..] {
+        [v] | [_, v] => v,
+        _ => return Err(format!("{what}: a {}-dimensional array (one or two dimensions expected)", dims.len())),
     };
-    let header = bytes.get(start..start + header_len).ok_or_else(|| bad("the header is cut short"))?;
-    let header = std::str::from_utf8(header).map_err(|_| bad("the header is not text"))?;
-    let descr = field(header, "descr").ok_or_else(|| bad("the header has no 'descr'"))?;
-    let descr = quoted(descr).ok_or_else(|| bad("the header's 'descr' is not a quoted string"))?;
-    if field(header, "fortran_order").is_some_and(|f| f.starts_with("True")) {
-        return Err(bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)"));
+    if vars == 0 || values.is_empty() {
+        return Err(format!("{what}: an empty array"));
     }
-    let shape = field(header, "shape").ok_or_else(|| bad("the header has no 'shape'"))?;
-    let dims: Vec<usize> = shape
-        .trim_start_matches('(')
-        .split(')')
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| bad(&format!("shape {shape:?} is not a list of sizes"))))
-        .collect::<Result<_, _>>()?;
-    let (rows, vars) = match dims[..] {
-        [v] => (1, v),
-        [r, v] => (r, v),
-        _ => return Err(bad(&format!("a {}-dimensional array (one or two dimensions expected)", dims.len()))),
-    };
-    let (size, read): (usize, fn(&[u8]) -> f64) = match descr {
-        "|u1" | "<u1" | "u1" => (1, |b| f64::from(b[0])),
-        "<i4" => (4, |b| f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-        "<i8" => (8, |b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as f64),
-        "<f4" => (4, |b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-        "<f8" => (8, |b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))),
-        d => return Err(bad(&format!("element type {d:?} is not supported (uint8, int32, int64, float32, float64)"))),
-    };
-    let data = &bytes[start + header_len..];
-    let count = rows.checked_mul(vars).ok_or_else(|| bad("the shape is too large"))?;
-    if vars == 0 || data.len() != count * size {
-        return Err(bad(&format!("{} data bytes for a {rows} x {vars} array of {descr}", data.len())));
-    }
-    Ok((data.chunks_exact(size).map(read).collect(), vars))
-}
-
-/// The quoted string that `text` starts with, without its quotes.
-fn quoted(text: &str) -> Option<&str> {
-    let q = text.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    text[1..].split(q).next()
-}
-
-/// The text after `'key':` in a .npy header dictionary.
-fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let at = header.find(&format!("'{key}'"))?;
-    Some(header[at + key.len() + 2..].trim_start().strip_prefix(':')?.trim_start())
+    Ok((values, vars))
 }
 
 #[cfg(test)]
@@ -88,7 +40,7 @@ mod tests {
         let f: Vec<u8> = [7.0f64, f64::NAN].iter().flat_map(|x| x.to_le_bytes()).collect();
         let (v, n) = parse(&npy("<f8", "(2,)", &f), "t").unwrap();
         assert_eq!((v[0], v[1].is_nan(), n), (7.0, true, 2));
-        assert!(parse(&npy("|u1", "(2, 3)", &[1, 2]), "t").unwrap_err().contains("2 data bytes for a 2 x 3"));
+        assert!(parse(&npy("|u1", "(2, 3)", &[1, 2]), "t").unwrap_err().contains("does not match the header"));
         assert!(parse(&npy(">f8", "(1,)", &[0; 8]), "t").unwrap_err().contains("not supported"));
         assert!(parse(b"a,b,c\n1,2,3\n", "t").unwrap_err().contains("not a .npy file"));
     }

@@ -89,6 +89,8 @@ pub struct ServeArgs {
     /// Die with the parent process (set by `linerate spn bench`).
     #[arg(long, hide = true)]
     child: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// `--workers`: a number, or `auto` for one per CPU this process may use.
@@ -130,6 +132,7 @@ pub(crate) struct ServeReport {
 
 /// Run `linerate spn serve`.
 pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     if a.child {
         die_with_parent();
     }
