@@ -32,7 +32,8 @@ pub struct RdmaConfig {
     pub entry_timeout: Duration,
     /// Completions the receive notification queue holds (those waiting plus the registered
     /// ops that may still complete); past that, new ops are NACKed `queue_full` until the
-    /// application takes some.
+    /// application takes some. The send side uses the same bound: send completions not yet
+    /// taken plus writes pending; past that, `post_write` is refused `CompletionsFull`.
     pub notify_capacity: usize,
     /// Completed ops remembered for duplicate detection.
     pub recent_capacity: usize,

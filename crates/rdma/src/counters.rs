@@ -86,6 +86,11 @@ net::define_counters! {
     drop_unexpected_type,
     /// Writes accepted into the command queue.
     tx_writes_posted,
+    /// Writes refused because the command queue was full (`RdmaError::QueueFull`).
+    tx_refused_queue_full,
+    /// Writes refused because untaken send completions and pending writes filled
+    /// `notify_capacity` (`RdmaError::CompletionsFull`).
+    tx_refused_completions_full,
     /// Writes completed successfully (sender's local completion).
     tx_writes_completed,
     /// Writes completed with an error.
@@ -118,8 +123,9 @@ net::define_counters! {
     tx_backpressure,
     /// Sends the stack refused for good (no route, too large).
     tx_send_errors,
-    /// ACKs and NACKs dropped unsent because the link stayed full and too many piled up
-    /// (the sender retransmits and is answered again).
+    /// ACKs and NACKs dropped unsent because more than the answer backlog
+    /// ([`crate::memory::answer_backlog`]) piled up while the link stayed full (the sender
+    /// retransmits and is answered again).
     drop_answer_backlog,
 }
 

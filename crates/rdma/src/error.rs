@@ -10,6 +10,10 @@ pub enum RdmaError {
     /// The command queue is full: poll and post again.
     #[error("the command queue is full")]
     QueueFull,
+    /// Send completions nobody has taken fill the completion queue (with the writes that
+    /// will post one): take some from `completions()` and post again.
+    #[error("the send completion queue is full: take completions before posting more writes")]
+    CompletionsFull,
     /// No more regions can be registered.
     #[error("the region table is full")]
     TooManyRegions,

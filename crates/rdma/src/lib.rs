@@ -82,6 +82,14 @@
 //! in the order they were posted (an op that has started keeps its turn). Adaptive windows
 //! (AIMD on timeouts and transient NACKs) are a possible refinement.
 //!
+//! # Memory
+//!
+//! Every queue a node grows (escape channel, registration table, notification and completion
+//! queues, recently completed ops, pending answers, the sender's tables and timers) has a
+//! bound from its [`RdmaConfig`]; beyond it the node refuses (a NACK, a refused
+//! `post_write`, a dropped answer) and counts why. [`memory`] lists them;
+//! [`RdmaNode::memory`] reports what each holds now against its bound.
+//!
 //! # Limits
 //!
 //! - Exactly-once completion rests on the receiver remembering completed (source, op) pairs
@@ -126,6 +134,7 @@ pub mod counters;
 pub(crate) mod crc;
 pub mod error;
 pub(crate) mod escape;
+pub mod memory;
 pub mod node;
 pub mod notify;
 pub mod peer;
@@ -140,6 +149,7 @@ pub mod wire;
 pub use config::RdmaConfig;
 pub use counters::{Counter, Counters};
 pub use error::RdmaError;
+pub use memory::{MemoryUse, QueueUse};
 pub use node::RdmaNode;
 pub use notify::{Completion, CompletionKind, NotifyQueue, Status};
 pub use peer::{Peer, Transport, DEFAULT_ETHERTYPE, DEFAULT_UDP_PORT};

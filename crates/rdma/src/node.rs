@@ -2,6 +2,7 @@
 //! own, by `poll(stack, now)`.
 
 use crate::counters::{Counter, Counters};
+use crate::memory::{Lens, MemoryUse};
 use crate::notify::NotifyQueue;
 use crate::peer::{Peer, Transport};
 use crate::receiver::{Answer, Receiver};
@@ -239,6 +240,12 @@ impl RdmaNode {
             (Sock::Udp(_), Peer::Udp(_)) | (Sock::Eth(_), Peer::Eth(_)) => {}
             _ => return Err(RdmaError::WrongTransport(dst)),
         }
+        // Every pending write posts one completion: with those not yet taken, they must fit
+        // the completion queue's bound.
+        if self.send_q.len() + self.tx.pending_writes() >= self.cfg.notify_capacity {
+            self.ctr.bump(Counter::tx_refused_completions_full);
+            return Err(RdmaError::CompletionsFull);
+        }
         self.tx.post(dst, key, offset, data.into(), opts, &mut self.ctr)
     }
 
@@ -326,6 +333,32 @@ impl RdmaNode {
             }
             _ => self.rx.handle(peer, &pkt, now, &mut self.answers, &self.recv_q, &mut self.ctr),
         }
+        // Answers wait while the link is full, but not without bound (also when packets are
+        // handed in here faster than the node is polled): the newest beyond it are dropped.
+        let max_answers = crate::memory::answer_backlog(&self.cfg);
+        if self.answers.len() > max_answers {
+            let excess = self.answers.len() - max_answers;
+            self.answers.truncate(max_answers);
+            self.ctr.add(Counter::drop_answer_backlog, excess as u64);
+        }
+    }
+
+    /// What every queue of the node holds now and the bound its configuration sets (see
+    /// [`crate::memory`]).
+    pub fn memory(&self) -> MemoryUse {
+        let lens = Lens {
+            escape: self.rx.escape_len(),
+            registered_ops: self.rx.registered_in_flight(),
+            notifications: self.recv_q.len(),
+            recent_ops: self.rx.recent_len(),
+            answers: self.answers.len(),
+            completions: self.send_q.len(),
+            pending_writes: self.tx.pending_writes(),
+            ops: self.tx.ops_in_flight(),
+            packets_in_flight: self.tx.packets_in_flight(),
+            timers: self.tx.timer_entries(),
+        };
+        crate::memory::report(&self.cfg, self.max_packet, self.tx.stride(), lens)
     }
 
     /// One round: take received packets from the socket (up to the configured batch), run
@@ -351,13 +384,6 @@ impl RdmaNode {
         // One ACK for each run of consecutive packets of an op that arrived together.
         let folded = coalesce_acks(&mut self.answers);
         self.ctr.add(Counter::tx_acks_folded, folded as u64);
-        // Answers wait while the link is full, but not without bound.
-        let max_answers = 16 * self.cfg.rx_batch;
-        if self.answers.len() > max_answers {
-            let excess = self.answers.len() - max_answers;
-            self.answers.drain(..excess);
-            self.ctr.add(Counter::drop_answer_backlog, excess as u64);
-        }
         self.rx.on_timers(now, &mut self.ctr);
         let mut em = StackEmit { stack, sock: self.sock, fatal: None, sent: 0 };
         let mut done = 0;

@@ -76,6 +76,11 @@ impl Receiver {
         self.escape.len()
     }
 
+    /// Completed ops remembered for duplicate detection.
+    pub fn recent_len(&self) -> usize {
+        self.recent.len()
+    }
+
     /// Deregister a region: pending registered ops into it and their parked packets are
     /// dropped (counted); later packets for it are NACKed as deregistered.
     pub fn deregister(&mut self, key: RegionKey, ctr: &mut Counters) -> Option<crate::region::RegionMem> {

@@ -62,6 +62,11 @@ impl Recent {
         }
     }
 
+    /// Ops remembered.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
     /// True when nothing is remembered.
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {

@@ -260,7 +260,6 @@ impl Sender {
     }
 
     /// Ops in the op table.
-    #[cfg(test)]
     pub fn ops_in_flight(&self) -> usize {
         self.ops.len() - self.op_free.len()
     }
@@ -268,6 +267,11 @@ impl Sender {
     /// Packets in flight (the transaction table's live entries).
     pub fn packets_in_flight(&self) -> usize {
         self.txns.len() - self.txn_free.len()
+    }
+
+    /// Entries in the retransmission timer heap (live and stale).
+    pub fn timer_entries(&self) -> usize {
+        self.timers.len()
     }
 
     /// Queue a write of `data` to (`peer`, `key`, `offset`); returns its write id.
@@ -287,6 +291,7 @@ impl Sender {
             return Err(RdmaError::BadLength(len));
         }
         if self.cmdq.len() >= self.cmd_capacity {
+            ctr.bump(Counter::tx_refused_queue_full);
             return Err(RdmaError::QueueFull);
         }
         let id = self.next_write;
@@ -383,6 +388,15 @@ impl Sender {
         (self.rto_for(peer) * (1u32 << shift)).min(self.max_rto)
     }
 
+    /// Arm packet `t`'s timer for `deadline` (its entry in the heap; an older entry of the
+    /// same packet goes stale and is skipped or purged).
+    fn arm(&mut self, t: u32, deadline: Instant) {
+        let x = &mut self.txns[t as usize];
+        x.deadline = deadline;
+        self.timers.push(Reverse((deadline, t, x.gen)));
+        self.purge_timers();
+    }
+
     fn new_txn(&mut self, op: u32, index: u32, now: Instant, deadline: Instant) -> Option<u32> {
         let t = self.txn_free.pop()?;
         let x = &mut self.txns[t as usize];
@@ -393,9 +407,7 @@ impl Sender {
         x.tries = 1;
         x.sent_at = now;
         x.last_tx = now;
-        x.deadline = deadline;
-        self.timers.push(Reverse((deadline, t, x.gen)));
-        self.purge_timers();
+        self.arm(t, deadline);
         Some(t)
     }
 
@@ -583,9 +595,7 @@ impl Sender {
                     // Retry after a backoff; the tries are counted by the timer path.
                     let tries = self.txns[txn as usize].tries;
                     let deadline = now + self.backoff(peer, tries);
-                    let x = &mut self.txns[txn as usize];
-                    x.deadline = deadline;
-                    self.timers.push(Reverse((deadline, txn, x.gen)));
+                    self.arm(txn, deadline);
                 } else {
                     self.fail_op(slot, Status::Nacked(why), local, ctr);
                 }
@@ -625,7 +635,7 @@ impl Sender {
                 continue;
             }
             if busy {
-                self.timers.push(Reverse((x.deadline, id, x.gen)));
+                self.arm(id, x.deadline);
                 continue;
             }
             let Some(op_peer) = self.ops[x.op as usize].as_ref().map(|o| o.peer) else { continue };
@@ -650,10 +660,7 @@ impl Sender {
             if let Some(&(_, probe_due)) = probed.iter().find(|p| silent && p.0 == op_peer) {
                 // Just after the probe's next timer, so the same packet stays the probe.
                 ctr.bump(Counter::tx_postponed);
-                let deadline = probe_due + Duration::from_nanos(1);
-                let t = &mut self.txns[id as usize];
-                t.deadline = deadline;
-                self.timers.push(Reverse((deadline, id, t.gen)));
+                self.arm(id, probe_due + Duration::from_nanos(1));
                 continue;
             }
             let Some(op) = self.ops[x.op as usize].as_ref() else { continue };
@@ -676,13 +683,12 @@ impl Sender {
                     let t = &mut self.txns[id as usize];
                     t.tries = tries;
                     t.last_tx = now;
-                    t.deadline = deadline;
-                    self.timers.push(Reverse((deadline, id, t.gen)));
+                    self.arm(id, deadline);
                 }
                 TxOutcome::Busy => {
                     ctr.bump(Counter::tx_backpressure);
                     busy = true;
-                    self.timers.push(Reverse((x.deadline, id, x.gen)));
+                    self.arm(id, x.deadline);
                 }
                 TxOutcome::Failed => {
                     ctr.bump(Counter::tx_send_errors);

@@ -2,6 +2,7 @@
 
     python crates/spn/bench/spflow_compare.py [--linerate target/release/linerate]
         [--model M.json --inputs I.csv | --vars 10 [--shape learnspn|nips]] [--rows 20000] [--secs 3]
+        [--spflow-threads 1,2]
 
 Without --model, `linerate spn generate` makes a model of --shape (default: LearnSPN-shaped,
 deep chains of sums over products) with --vars inputs and samples --rows input vectors from it. SPFlow 1.1.0 (package `spflow`) and/or classic SPFlow (package
@@ -59,6 +60,8 @@ def main():
     ap.add_argument("--shape", default="learnspn", choices=["learnspn", "nips"])
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--secs", type=float, default=3.0)
+    ap.add_argument("--spflow-threads", default="1,2",
+                    help="PyTorch thread counts SPFlow 1.1.0 is measured with (comma-separated)")
     a = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     model, inputs = a.model, a.inputs
@@ -84,9 +87,18 @@ def main():
             print(f"{name}: not installed ({e})")
             continue
         found = True
-        ll, rate = timed(lambda x: evaluate(root, x), X)
-        print(f"{name}: {rate:,.0f} samples/s; linerate one core is {one / rate:,.0f}x, all cores {many / rate:,.0f}x; "
-              f"largest relative difference of the log-likelihoods {sm.max_rel_diff(ll, ours_ll):.1e}")
+        # PyTorch's thread count is set per measurement (classic SPFlow is numpy, one thread);
+        # a warm-up call first, so one-off set-up is not timed.
+        threads = [int(t) for t in a.spflow_threads.split(",")] if "PyTorch" in name else [None]
+        for th in threads:
+            if th is not None:
+                import torch
+                torch.set_num_threads(th)
+            evaluate(root, X[:256])
+            ll, rate = timed(lambda x: evaluate(root, x), X)
+            label = name if th is None else f"{name}, {th} thread(s)"
+            print(f"{label}: {rate:,.0f} samples/s; linerate one core is {one / rate:,.0f}x, all cores {many / rate:,.0f}x; "
+                  f"largest relative difference of the log-likelihoods {sm.max_rel_diff(ll, ours_ll):.1e}")
     if not found:
         print("no SPFlow installed: nothing to compare against")
 
