@@ -309,8 +309,8 @@ fn an_iperf_client_killed_with_sigkill_on_the_shm_link_is_noticed_and_the_server
 /// and bogus SACK on a live connection, ICMP errors quoting it, malformed TCP options and flag
 /// sets, lying IP and UDP lengths, overlapping, oversize, tiny, duplicate and never-completed
 /// fragments, 2,000 slowloris connections, 10,000 mutated segments): after each the host still
-/// answers a ping and a fresh TCP echo, the live connection still echoes, and at the end the
-/// receive accounting holds exactly.
+/// answers a ping and a fresh TCP echo, the live connection still echoes, and the receive
+/// accounting read from `linerate stats --json` holds exactly; at the end too.
 #[test]
 fn thirty_two_hostile_cases_leave_the_host_serving_and_its_accounting_exact() {
     let python = venv_python();
@@ -319,11 +319,14 @@ fn thirty_two_hostile_cases_leave_the_host_serving_and_its_accounting_exact() {
     }
     let _one = serial();
     let py = python.unwrap();
-    let script = format!("{py} {} lrtap0 02:00:0a:4d:00:02 {HOST}", common::HOSTILE_CASES);
+    // sh's parent is the linerate process: the script reads its counters with `linerate stats`
+    // after each case and checks the receive accounting identity (naming the case if not).
+    let script = format!("{py} {} lrtap0 02:00:0a:4d:00:02 {HOST} {} $PPID", common::HOSTILE_CASES, common::BIN);
     let out = tap_run(&script, &["--json", "--duration", "600", "--max-sessions", "8192"]);
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "a hostile case failed: {text}");
     assert!(text.contains("32 of 32 hostile cases passed"), "{text}");
+    assert!(text.contains("receive accounting held after each of 32 cases"), "{text}");
     let c = counters(&out.stdout);
     common::assert_rx_accounting(&c);
     assert!(c.get("tcp_challenge_acks").copied().unwrap_or(0) > 0, "no challenge ACK for the blind attacks: {c:?}");

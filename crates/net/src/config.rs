@@ -37,8 +37,11 @@ pub struct Config {
     pub gratuitous_arp: bool,
     /// Datagrams a UDP or raw socket queues before dropping.
     pub socket_rx_queue: usize,
-    /// Bytes a UDP socket's receive queue holds at most (at least one 64 KiB datagram).
+    /// Bytes a UDP socket's receive queue holds at most (at least one 64 KiB datagram); the
+    /// queue grows to it on demand, charged to the stack's memory budget (`tcp.mem_limit`).
     pub socket_rx_bytes: usize,
+    /// UDP sockets bound at once at most (a bind beyond is refused).
+    pub udp_max_sockets: usize,
     /// IPv4 reassembly limits: timeout, memory in all and per source, datagrams at once.
     pub reasm: crate::reasm::ReasmLimits,
     /// ICMP error messages sent per second at most (0: unlimited).
@@ -88,6 +91,7 @@ impl Config {
             gratuitous_arp: true,
             socket_rx_queue: 512,
             socket_rx_bytes: 1 << 20,
+            udp_max_sockets: 4096,
             reasm: crate::reasm::ReasmLimits::default(),
             icmp_error_rate: 1000,
             ephemeral_first: 49152,

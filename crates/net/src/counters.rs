@@ -76,6 +76,8 @@ define_counters! {
     udp_rx_datagrams,
     /// UDP datagrams sent.
     udp_tx_datagrams,
+    /// UDP binds refused because `Config::udp_max_sockets` sockets were bound.
+    udp_bind_refused,
     /// Raw Ethernet frames delivered to a raw socket.
     raw_rx_frames,
     /// Raw Ethernet frames sent.
@@ -292,6 +294,9 @@ define_counters! {
     rx_drop_udp_no_socket,
     /// UDP datagram dropped because the socket's receive queue was full.
     rx_drop_udp_rx_queue_full,
+    /// UDP datagram dropped because its socket's queue could not grow under the stack's
+    /// memory budget (see `tcp::memory`).
+    rx_drop_udp_mem_limit,
     /// Raw frame dropped because the raw socket's receive queue was full.
     rx_drop_raw_rx_queue_full,
     // Not a received frame's verdict: reassembly's per-datagram outcomes, the transmit side

@@ -122,6 +122,9 @@ pub enum BindError {
     /// Port 0 asked for an ephemeral port and every one is taken.
     #[error("no ephemeral UDP port is free")]
     NoFreePort,
+    /// As many sockets as `Config::udp_max_sockets` allows are bound.
+    #[error("{0} UDP sockets are bound, the most this stack allows (Config::udp_max_sockets)")]
+    TooManySockets(usize),
 }
 
 /// Why [`Stack::tcp_listen`](crate::Stack::tcp_listen) failed.
@@ -401,6 +404,7 @@ impl From<BindError> for NetError {
         match e {
             BindError::PortInUse(p) => NetError::PortInUse(p),
             BindError::NoFreePort => NetError::NoFreePort,
+            BindError::TooManySockets(_) => NetError::TableFull,
         }
     }
 }

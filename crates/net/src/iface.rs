@@ -9,7 +9,7 @@ use crate::raw::RawTable;
 use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
 use crate::tcp::sink::LinkSink;
-use crate::udp::{SocketAddrV4Meta, UdpTable};
+use crate::udp::{Delivery, UdpTable};
 use crate::Config;
 use link::{Instant, Link};
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -72,7 +72,13 @@ impl Core {
     pub fn new(cfg: Config) -> Core {
         let seed = u32::from(cfg.ip);
         Core {
-            udp: UdpTable::new(cfg.ephemeral_first, cfg.socket_rx_queue, cfg.socket_rx_bytes, MAX_UDP_PAYLOAD),
+            udp: UdpTable::new(
+                cfg.ephemeral_first,
+                cfg.udp_max_sockets,
+                cfg.socket_rx_queue,
+                cfg.socket_rx_bytes,
+                MAX_UDP_PAYLOAD,
+            ),
             reasm: Reassembler::new(cfg.reasm),
             expired: Vec::new(),
             raw: RawTable::new(cfg.socket_rx_queue, cfg.mtu),
@@ -456,16 +462,13 @@ impl Core {
             return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
         let from = SocketAddrV4::new(src, udp.src_port());
-        match self.udp.by_port_mut(udp.dst_port()) {
-            Some(sock) => {
-                if sock.queue.push(SocketAddrV4Meta(from), udp.payload()) {
-                    self.eg.counters.bump(Counter::udp_rx_datagrams);
-                    Ok(())
-                } else {
-                    self.drop(Counter::rx_drop_udp_rx_queue_full)
-                }
+        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
+            Delivery::Queued => {
+                self.eg.counters.bump(Counter::udp_rx_datagrams);
+                Ok(())
             }
-            None => {
+            Delivery::Dropped(reason) => self.drop(reason),
+            Delivery::NoSocket => {
                 self.drop(Counter::rx_drop_udp_no_socket)?;
                 if !broadcast {
                     self.send_icmp_error(link, src, unreach_code::PORT, ip_packet)?;

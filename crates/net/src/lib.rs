@@ -137,6 +137,7 @@
 //! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) |
 
 mod arp;
+pub mod budget;
 mod config;
 pub mod counters;
 mod egress;
@@ -153,6 +154,7 @@ mod stack_tcp;
 pub mod tcp;
 mod udp;
 
+pub use budget::MemoryUse;
 pub use config::Config;
 pub use counters::{Counter, Counters, RxAccounting, RX_DROP_PREFIX, TX_DROP_PREFIX};
 pub use error::{

@@ -1,7 +1,14 @@
-//! A bounded FIFO of byte packets with metadata, stored back to back in one preallocated
-//! byte ring (no allocation after construction). Used for socket receive queues (where a
-//! reassembled 64 KiB datagram and a 60-byte one share the same bytes) and packets waiting
-//! for ARP.
+//! A bounded FIFO of byte packets with metadata, stored back to back in one byte ring. Used
+//! for socket receive queues (where a reassembled 64 KiB datagram and a 60-byte one share the
+//! same bytes) and packets waiting for ARP. A queue is either preallocated
+//! ([`PacketQueue::with_limits`]: no allocation after construction) or grows on demand up to
+//! its limits ([`PacketQueue::on_demand`], [`PacketQueue::growth_for`], [`PacketQueue::grow_to`]:
+//! UDP sockets, whose owner charges the growth to the stack's memory budget).
+
+/// Smallest byte ring an on-demand queue allocates.
+const MIN_GROW_BYTES: usize = 2048;
+/// Fewest records an on-demand queue allocates.
+const MIN_GROW_RECORDS: usize = 8;
 
 /// A FIFO of up to `max_packets` packets of up to `max_packet` bytes each, holding at most
 /// `max_bytes` bytes in all, each packet with metadata `M`.
@@ -11,6 +18,9 @@ pub struct PacketQueue<M: Copy + Default> {
     /// Ring of records: metadata, start offset in `data`, length.
     meta: Box<[(M, u32, u32)]>,
     max_packet: usize,
+    /// Limits an on-demand queue grows to (a preallocated one is at them from the start).
+    max_packets: usize,
+    max_bytes: usize,
     head: usize,
     len: usize,
     /// Next free byte offset in `data`.
@@ -27,14 +37,88 @@ impl<M: Copy + Default> PacketQueue<M> {
     /// A queue of at most `max_packets` packets and `max_bytes` bytes, packets of at most
     /// `max_packet` bytes (`max_bytes` is raised to hold at least one largest packet).
     pub fn with_limits(max_packets: usize, max_bytes: usize, max_packet: usize) -> Self {
+        let mut q = Self::on_demand(max_packets, max_bytes, max_packet);
+        q.grow_to(q.max_bytes, q.max_packets);
+        q
+    }
+
+    /// Like [`Self::with_limits`], but holding no storage until it is grown.
+    pub fn on_demand(max_packets: usize, max_bytes: usize, max_packet: usize) -> Self {
         PacketQueue {
-            data: vec![0u8; max_bytes.max(max_packet).max(1)].into_boxed_slice(),
-            meta: vec![(M::default(), 0, 0); max_packets.max(1)].into_boxed_slice(),
+            data: Box::default(),
+            meta: Box::default(),
             max_packet,
+            max_packets: max_packets.max(1),
+            max_bytes: max_bytes.max(max_packet).max(1),
             head: 0,
             len: 0,
             wr: 0,
         }
+    }
+
+    /// Bytes of storage held: the byte ring and the records.
+    pub fn storage_len(&self) -> usize {
+        Self::storage_of(self.data.len(), self.meta.len())
+    }
+
+    /// Bytes of storage of a byte ring of `bytes` and `records` records.
+    pub fn storage_of(bytes: usize, records: usize) -> usize {
+        bytes + records * std::mem::size_of::<(M, u32, u32)>()
+    }
+
+    /// The storage (byte ring, records) a queue whose push of `need` bytes failed would grow
+    /// to so that it fits, or `None` if the queue is at its limits (or `need` is too large).
+    pub fn growth_for(&self, need: usize) -> Option<(usize, usize)> {
+        if need > self.max_packet {
+            return None;
+        }
+        let records = if self.is_full() {
+            if self.meta.len() >= self.max_packets {
+                return None;
+            }
+            (self.meta.len() * 2).clamp(MIN_GROW_RECORDS, self.max_packets)
+        } else {
+            self.meta.len()
+        };
+        let mut bytes = self.data.len();
+        if self.place(need).is_none() {
+            let want = self.bytes_held() + need.max(1);
+            bytes = want.next_power_of_two().max(bytes * 2).max(MIN_GROW_BYTES).min(self.max_bytes);
+            if bytes < want || bytes <= self.data.len() {
+                return None;
+            }
+        }
+        Some((bytes, records))
+    }
+
+    /// Bytes the queued packets occupy in the ring (an empty packet takes one).
+    fn bytes_held(&self) -> usize {
+        (0..self.len).map(|i| self.meta[(self.head + i) % self.meta.len()].2.max(1) as usize).sum()
+    }
+
+    /// Move the queued packets, in order, into new storage of `bytes` and `records` (as
+    /// [`Self::growth_for`] gave; never fewer than what is queued).
+    pub fn grow_to(&mut self, bytes: usize, records: usize) {
+        let mut data = vec![0u8; bytes.max(self.bytes_held())].into_boxed_slice();
+        let mut meta = vec![(M::default(), 0, 0); records.max(self.len)].into_boxed_slice();
+        let mut wr = 0;
+        for (i, rec) in meta.iter_mut().enumerate().take(self.len) {
+            let (m, at, n) = self.meta[(self.head + i) % self.meta.len()];
+            data[wr..wr + n as usize].copy_from_slice(&self.data[at as usize..(at + n) as usize]);
+            *rec = (m, wr as u32, n);
+            wr += n.max(1) as usize;
+        }
+        (self.data, self.meta, self.head, self.wr) = (data, meta, 0, wr);
+    }
+
+    /// Give back the storage of an empty queue; returns the bytes freed (0 if not empty).
+    pub fn release(&mut self) -> usize {
+        if !self.is_empty() {
+            return 0;
+        }
+        let freed = self.storage_len();
+        (self.data, self.meta, self.head, self.wr) = (Box::default(), Box::default(), 0, 0);
+        freed
     }
 
     /// Packets queued.
@@ -232,5 +316,45 @@ mod tests {
             assert_eq!(q.pop_into(&mut buf), Some((i, n)));
             assert!(buf[..n].iter().all(|&b| b == i as u8));
         }
+    }
+
+    #[test]
+    fn on_demand_grows_in_order_to_its_limits_and_releases() {
+        let mut q: PacketQueue<u32> = PacketQueue::on_demand(20, 5000, 3000);
+        assert_eq!(q.storage_len(), 0);
+        assert!(!q.push(0, b"a"), "no storage yet");
+        let rec = std::mem::size_of::<(u32, u32, u32)>();
+        assert_eq!(q.growth_for(1), Some((MIN_GROW_BYTES, MIN_GROW_RECORDS)));
+        q.grow_to(MIN_GROW_BYTES, MIN_GROW_RECORDS);
+        assert_eq!(q.storage_len(), MIN_GROW_BYTES + MIN_GROW_RECORDS * rec);
+        for i in 0..8u32 {
+            assert!(q.push(i, &[i as u8; 100]));
+        }
+        q.pop_front();
+        // Full in records: the ring keeps its bytes and the records double.
+        assert!(q.push(8, &[8; 100]));
+        assert!(!q.push(9, &[9; 100]));
+        assert_eq!(q.growth_for(100), Some((MIN_GROW_BYTES, 16)));
+        q.grow_to(MIN_GROW_BYTES, 16);
+        assert!(q.push(9, &[9; 100]));
+        // Out of bytes: the ring grows to the next power of two, capped at the limit.
+        assert!(!q.push(10, &[10; 2000]));
+        assert_eq!(q.growth_for(2000), Some((4096, 16)));
+        q.grow_to(4096, 16);
+        assert!(q.push(10, &[10; 2000]));
+        assert_eq!(q.growth_for(2000), Some((5000, 16)));
+        assert_eq!(q.growth_for(3000), None, "more than the limit holds");
+        assert_eq!(q.growth_for(3001), None, "larger than the largest packet");
+        let mut buf = [0u8; 3000];
+        for i in 1..=10u32 {
+            let n = if i == 10 { 2000 } else { 100 };
+            assert_eq!(q.pop_into(&mut buf), Some((i, n)));
+            assert!(buf[..n].iter().all(|&b| b == i as u8));
+        }
+        assert_eq!(q.release(), 4096 + 16 * rec);
+        assert_eq!(q.storage_len(), 0);
+        let mut full: PacketQueue<u32> = PacketQueue::with_limits(2, 100, 100);
+        assert!(full.push(1, &[1; 60]) && full.push(2, &[2; 40]));
+        assert_eq!(full.growth_for(1), None, "a preallocated queue is at its limits");
     }
 }

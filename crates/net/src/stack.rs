@@ -6,7 +6,7 @@ use crate::ping::{PingClient, PingReply, STAMP_LEN};
 use crate::raw::RawHandle;
 use crate::tcp::sink::LinkSink;
 use crate::udp::UdpHandle;
-use crate::{Config, Counters};
+use crate::{Config, Counter, Counters};
 use link::{FrameBatch, Instant, Link, LinkError};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use wire::{IcmpMessage, IcmpRepr, MacAddr};
@@ -198,7 +198,11 @@ impl<L: Link> Stack<L> {
     /// assert!(stack.udp_port(any).unwrap() >= 49152);
     /// ```
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, BindError> {
-        self.core.udp.bind(port)
+        let r = self.core.udp.bind(port);
+        if let Err(BindError::TooManySockets(_)) = r {
+            self.core.eg.counters.bump(Counter::udp_bind_refused);
+        }
+        r
     }
 
     /// The local port of a UDP socket.
@@ -206,9 +210,9 @@ impl<L: Link> Stack<L> {
         Ok(self.core.udp.get(h)?.port)
     }
 
-    /// Close a UDP socket; its queued datagrams are discarded.
+    /// Close a UDP socket; its queued datagrams are discarded and its memory given back.
     pub fn udp_close(&mut self, h: UdpHandle) -> Result<(), BadHandle> {
-        self.core.udp.close(h)
+        self.core.udp.close(h, &mut self.core.tcp.mem)
     }
 
     /// Send one datagram. `Ok(false)` means the link's queue is full (back-pressure: retry
@@ -296,7 +300,11 @@ impl<L: Link> Stack<L> {
     /// full length and sender.
     #[must_use = "the datagram is taken off the queue: its length and sender are only reported here"]
     pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, BadHandle> {
-        Ok(self.core.udp.get_mut(h)?.queue.pop_into(buf).map(|(m, n)| (n, m.0)))
+        self.udp_recv_with(h, |from, data| {
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            (data.len(), from)
+        })
     }
 
     /// Take the oldest queued datagram, lending it to `f` in place in the socket's queue
@@ -307,7 +315,7 @@ impl<L: Link> Stack<L> {
         h: UdpHandle,
         f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
     ) -> Result<Option<R>, BadHandle> {
-        Ok(self.core.udp.get_mut(h)?.queue.pop_with(|m, data| f(m.0, data)))
+        self.core.udp.recv_with(h, &mut self.core.tcp.mem, f)
     }
 
     /// Datagrams waiting on a socket.

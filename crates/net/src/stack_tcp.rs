@@ -447,7 +447,7 @@ impl<L: Link> Stack<L> {
         let t = &self.core.tcp;
         let m = &t.mem;
         let pooled = t.tx_storage.held() + t.rx_storage.held();
-        TcpMemory { used: m.used, peak: m.peak, pooled, pressure: m.pressure, limit: m.limit }
+        TcpMemory { used: m.used - m.udp, peak: m.peak, pooled, pressure: m.pressure, limit: m.limit }
     }
 
     /// Statistics of a connection.

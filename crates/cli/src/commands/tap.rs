@@ -38,9 +38,10 @@ pub struct TapArgs {
     /// TCP sessions the host can hold at once.
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     max_sessions: u32,
-    /// TCP's memory budget in MiB (send and receive buffers of every connection together):
+    /// The memory budget in MiB of TCP and UDP together (every connection's send and receive
+    /// buffers and every UDP receive queue):
     /// under pressure from a quarter of it buffers stop growing and new ones get 16 KiB; at the
-    /// limit sends wait. Its use is `tcp_mem_bytes` in `linerate stats`.
+    /// limit sends wait and UDP datagrams are dropped. Its use is `mem_bytes` in `linerate stats`.
     #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     tcp_mem: u32,
     /// The services' ports.
@@ -278,10 +279,20 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     Ok(exit)
 }
 
-/// TCP's memory budget and use, as (name, bytes) beside the counters (gauges, not counts).
-fn memory_gauges<L: Link>(stack: &Stack<L>) -> [(&'static str, u64); 3] {
-    let m = stack.tcp_memory();
-    [("tcp_mem_bytes", m.used as u64), ("tcp_mem_peak_bytes", m.peak as u64), ("tcp_mem_limit_bytes", m.limit as u64)]
+/// The memory budget shared by TCP and UDP and its use (`tcp_mem_limit_bytes` and
+/// `tcp_mem_peak_bytes` are the shared budget's), and the UDP sockets bound, as (name, value)
+/// beside the counters (gauges, not counts).
+fn memory_gauges<L: Link>(stack: &Stack<L>) -> [(&'static str, u64); 7] {
+    let m = stack.memory();
+    [
+        ("tcp_mem_bytes", m.tcp as u64),
+        ("udp_mem_bytes", m.udp as u64),
+        ("tcp_mem_peak_bytes", m.peak as u64),
+        ("tcp_mem_limit_bytes", m.limit as u64),
+        ("mem_bytes", m.used as u64),
+        ("udp_sockets", m.udp_sockets as u64),
+        ("udp_sockets_max", m.udp_max_sockets as u64),
+    ]
 }
 
 /// `linerate tap --cleanup`: remove what killed runs left behind and say what.

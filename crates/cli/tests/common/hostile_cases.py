@@ -3,11 +3,15 @@ of its link, each followed by a check that the host still serves: a ping, and a 
 round trip on a fresh connection; the blind attacks also check that the live connection they
 aim at still echoes.
 
-  hostile_cases.py IFACE HOST_MAC HOST_IP
+  hostile_cases.py IFACE HOST_MAC HOST_IP [LINERATE_BIN HOST_PID]
 
-Prints one line per case ("ok NAME" or "FAILED NAME: why") and exits 1 if any failed.
+With the linerate binary and the host's process id, the host's receive accounting identity
+(rx_frames = rx_delivered + sum of rx_drop_*) is also read from `linerate stats --json` after
+each case and must hold exactly. Prints one line per case ("ok NAME" or "FAILED NAME: why")
+and exits 1 if any failed.
 """
 
+import json
 import random
 import resource
 import socket
@@ -22,6 +26,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import hostile_frames  # noqa: E402  (the mutation generator, shared with the AF_XDP test)
 
 IFACE, HOST_MAC, HOST = sys.argv[1], sys.argv[2], sys.argv[3]
+LINERATE, HOST_PID = (sys.argv[4], int(sys.argv[5])) if len(sys.argv) > 5 else (None, None)
 ECHO, HTTP = 7, 80
 rng = random.Random(25)
 raw = hostile_frames.raw_socket(IFACE)
@@ -83,48 +88,33 @@ def rand32():
     return rng.getrandbits(32)
 
 
-@case
-def blind_rsts_with_random_sequence_numbers():
-    with Live() as c:
-        send([c.tcp(flags="R", seq=rand32()) for _ in range(200)])
+def blind_attack(name, flags, count, ack=True, payload=b"", sack=False):
+    """Register a case sending `count` segments with `flags` and random numbers (a random ACK
+    number too if `ack`; three random SACK blocks if `sack`) at a live connection."""
+
+    def run():
+        with Live() as c:
+            segments = []
+            for _ in range(count):
+                kw = {"flags": flags, "seq": rand32()}
+                if ack:
+                    kw["ack"] = rand32()
+                if sack:
+                    kw["options"] = [("SAck", tuple(rand32() for _ in range(6)))]
+                segments.append(c.tcp(**kw) / Raw(payload) if payload else c.tcp(**kw))
+            send(segments)
+
+    run.__name__ = name
+    case(run)
 
 
-@case
-def blind_rst_acks_with_random_numbers():
-    with Live() as c:
-        send([c.tcp(flags="RA", seq=rand32(), ack=rand32()) for _ in range(200)])
-
-
-@case
-def syn_injected_into_a_live_connection():
-    with Live() as c:
-        send([c.tcp(flags="S", seq=rand32()) for _ in range(20)])
-
-
-@case
-def acks_of_data_never_sent():
-    with Live() as c:
-        send([c.tcp(flags="A", seq=rand32(), ack=rand32()) for _ in range(50)])
-
-
-@case
-def data_with_random_sequence_numbers():
-    with Live() as c:
-        send([c.tcp(flags="PA", seq=rand32(), ack=rand32()) / Raw(b"x" * 100) for _ in range(50)])
-
-
-@case
-def fins_with_random_sequence_numbers():
-    with Live() as c:
-        send([c.tcp(flags="FA", seq=rand32(), ack=rand32()) for _ in range(50)])
-
-
-@case
-def bogus_sack_blocks():
-    with Live() as c:
-        blocks = [(rand32(), rand32()) for _ in range(3)]
-        send([c.tcp(flags="A", seq=rand32(), ack=rand32(), options=[("SAck", tuple(x for b in blocks for x in b))])
-              for _ in range(50)])
+blind_attack("blind_rsts_with_random_sequence_numbers", "R", 200, ack=False)
+blind_attack("blind_rst_acks_with_random_numbers", "RA", 200)
+blind_attack("syn_injected_into_a_live_connection", "S", 20, ack=False)
+blind_attack("acks_of_data_never_sent", "A", 50)
+blind_attack("data_with_random_sequence_numbers", "PA", 50, payload=b"x" * 100)
+blind_attack("fins_with_random_sequence_numbers", "FA", 50)
+blind_attack("bogus_sack_blocks", "A", 50, sack=True)
 
 
 @case
@@ -337,17 +327,52 @@ def ten_thousand_mutated_segments():
     hostile_frames.mutate(IFACE, HOST_MAC, HOST, 10000)
 
 
+def host_counters():
+    """The host's counters as `linerate stats --json` reads them (published every 0.25 s)."""
+    out = subprocess.run([LINERATE, "stats", "--json", "--all"], capture_output=True, text=True, timeout=10)
+    if out.returncode != 0:
+        raise AssertionError(f"linerate stats failed: {out.stderr.strip()}")
+    rows = [r for t in json.loads(out.stdout)["tables"] for r in t["rows"] if int(r["pid"]) == HOST_PID]
+    if not rows:
+        raise AssertionError(f"linerate stats lists no instance of pid {HOST_PID}")
+    return {r["counter"]: int(r["value"]) for r in rows}
+
+
+def accounting_holds(after):
+    """Check the receive accounting identity exactly, from a snapshot published after `after`
+    frames were counted (so that it includes the case just run)."""
+    deadline = time.monotonic() + 5
+    while True:
+        c = host_counters()
+        if c.get("rx_frames", 0) > after or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    drops = sum(v for k, v in c.items() if k.startswith("rx_drop_"))
+    off = c.get("rx_frames", 0) - c.get("rx_delivered", 0) - drops
+    if off != 0 or c.get("rx_unaccounted", 0) != 0:
+        raise AssertionError(
+            f"receive accounting off by {off}: rx_frames {c.get('rx_frames')} = rx_delivered "
+            f"{c.get('rx_delivered')} + rx_drop_* {drops} does not hold"
+        )
+    return c["rx_frames"]
+
+
 def main():
     failed = 0
+    frames = 0
     for fn in CASES:
         try:
             fn()
             time.sleep(0.05)
             serves()
+            if LINERATE:
+                frames = accounting_holds(frames)
             print("ok", fn.__name__, flush=True)
         except Exception as e:  # noqa: BLE001  (every failure is reported by name)
             failed += 1
             print("FAILED", fn.__name__ + ":", repr(e), flush=True)
+    if LINERATE and not failed:
+        print(f"receive accounting held after each of {len(CASES)} cases", flush=True)
     print(f"{len(CASES) - failed} of {len(CASES)} hostile cases passed", flush=True)
     sys.exit(1 if failed else 0)
 

@@ -1,5 +1,6 @@
-//! The stack-wide memory budget of TCP's buffers, with pressure levels like Linux's
-//! `tcp_mem`: below `pressure` buffers are sized and grown freely; at or above it auto-tuning
+//! The stack-wide memory budget of TCP's buffers and UDP's receive queues, with pressure
+//! levels like Linux's `tcp_mem`/`udp_mem` (one budget for both, `TcpConfig::mem_limit` and
+//! `mem_pressure`). For TCP: below `pressure` buffers are sized and grown freely; at or above it auto-tuning
 //! stops growing them, emptied rings give their storage back even when grown, and rings that
 //! need storage get the minimum size (`TcpConfig::buffer_min`); at `limit` no ring gets new
 //! storage: `tcp_send` accepts nothing (back-pressure, `tcp_mem_send_refused`) and data for a
@@ -12,8 +13,15 @@
 //! defaults, 4,096 stalled connections need at most 64 MiB + 3,840 x 16 KiB = 124 MiB
 //! (measured over a TAP: 125 MiB at the peak, 160 MiB resident for the whole process).
 //!
-//! What is counted is the storage of every send and receive ring and of the pools that keep
-//! emptied rings' storage. Fresh allocations are charged at once; what is given back is
+//! For UDP (see `crate::udp`): a socket's receive queue holds no storage until a datagram
+//! arrives and grows on demand (doubling, up to `Config::socket_rx_bytes` and
+//! `socket_rx_queue` records); growth that does not fit under the limit is refused and the
+//! datagram dropped (`rx_drop_udp_mem_limit`), after the storage of every emptied UDP queue
+//! was given back; at or above the pressure level a queue read empty gives its storage back.
+//! UDP's use is counted exactly at each growth and release ([`MemAccount::udp`]).
+//!
+//! What is counted for TCP is the storage of every send and receive ring and of the pools
+//! that keep emptied rings' storage. Fresh allocations are charged at once; what is given back is
 //! found by a recount of every session every [`RECOUNT_EVERY`], so between recounts the
 //! figure can only be too high, never too low.
 
@@ -37,8 +45,10 @@ pub enum MemLevel {
 /// The budget and its current use.
 #[derive(Debug, Clone)]
 pub struct MemAccount {
-    /// Bytes of ring storage held (pools included).
+    /// Bytes held in all: TCP's ring storage (pools included) and UDP's queues.
     pub used: usize,
+    /// Of `used`, the bytes of UDP receive queues (exact).
+    pub udp: usize,
     /// Pressure threshold, bytes.
     pub pressure: usize,
     /// Hard limit, bytes.
@@ -51,7 +61,7 @@ pub struct MemAccount {
 impl MemAccount {
     /// An account with nothing used.
     pub fn new(pressure: usize, limit: usize) -> Self {
-        MemAccount { used: 0, pressure: pressure.min(limit), limit, peak: 0, last_recount: Instant::ZERO }
+        MemAccount { used: 0, udp: 0, pressure: pressure.min(limit), limit, peak: 0, last_recount: Instant::ZERO }
     }
 
     /// The current level.
@@ -89,10 +99,24 @@ impl MemAccount {
         true
     }
 
-    /// The use counted afresh.
-    pub fn set_used(&mut self, used: usize) {
-        self.used = used;
-        self.peak = self.peak.max(used);
+    /// TCP's use counted afresh (UDP's exact count is added to it).
+    pub fn set_used(&mut self, tcp_used: usize) {
+        self.used = tcp_used.saturating_add(self.udp);
+        self.peak = self.peak.max(self.used);
+    }
+
+    /// `bytes` of UDP queue storage were just allocated.
+    #[inline]
+    pub fn charge_udp(&mut self, bytes: usize) {
+        self.udp = self.udp.saturating_add(bytes);
+        self.charge(bytes);
+    }
+
+    /// `bytes` of UDP queue storage were just freed.
+    #[inline]
+    pub fn release_udp(&mut self, bytes: usize) {
+        self.udp = self.udp.saturating_sub(bytes);
+        self.used = self.used.saturating_sub(bytes);
     }
 }
 
@@ -113,5 +137,19 @@ mod tests {
         assert_eq!((m.level(), m.peak), (MemLevel::Normal, 200));
         assert!(m.recount_due(Instant::ZERO + RECOUNT_EVERY));
         assert!(!m.recount_due(Instant::ZERO + RECOUNT_EVERY));
+    }
+
+    #[test]
+    fn udp_use_is_exact_and_survives_a_tcp_recount() {
+        let mut m = MemAccount::new(100, 200);
+        m.charge_udp(120);
+        assert_eq!((m.used, m.udp, m.level()), (120, 120, MemLevel::Pressure));
+        m.set_used(30);
+        assert_eq!((m.used, m.udp), (150, 120));
+        assert!(m.fits(50) && !m.fits(51));
+        m.release_udp(120);
+        assert_eq!((m.used, m.udp, m.peak), (30, 0, 150));
+        m.set_used(0);
+        assert_eq!(m.used, 0);
     }
 }
