@@ -45,9 +45,11 @@ pub mod fabric;
 pub(crate) mod frame;
 pub mod launch;
 pub mod on_link;
+pub mod pipe;
 pub mod pool;
 pub mod schedule;
 pub mod stream;
+pub mod transport;
 
 pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
@@ -58,3 +60,4 @@ pub use half::{bf16, f16};
 pub use launch::{from_env, parse_launch, parse_root, Launch, Launcher};
 pub use on_link::{LinkCommunicator, LinkRank, LinkStack};
 pub use stream::RecvStream;
+pub use transport::Transport;
