@@ -13,9 +13,13 @@ use std::time::Duration;
 
 const N: usize = 3;
 
+/// What a rank reports: bytes it put on the fabric, then its all-reduce, broadcast, received
+/// and all-gather results.
+type Outcome = (u64, Vec<f64>, Vec<i32>, Vec<u8>, Vec<i64>);
+
 /// Runs rank `r` of job `name`: large and small operations; returns the bytes its stack
 /// put on the fabric and its results.
-fn rank(name: &str, r: usize, shm: Option<String>) -> (u64, Vec<f64>, Vec<i32>, Vec<u8>, Vec<i64>) {
+fn rank(name: &str, r: usize, shm: Option<String>) -> Outcome {
     let fab = ShmFabric::join(name, r, N, fabric_link_config(), Duration::from_secs(20)).unwrap();
     let stack = net::Stack::new(fabric_host_config(r, N).unwrap(), fab).unwrap();
     let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
@@ -39,7 +43,7 @@ fn rank(name: &str, r: usize, shm: Option<String>) -> (u64, Vec<f64>, Vec<i32>, 
     (sent, sum, b, got, g)
 }
 
-fn run(tag: &str, transport: Transport) -> Vec<(u64, Vec<f64>, Vec<i32>, Vec<u8>, Vec<i64>)> {
+fn run(tag: &str, transport: Transport) -> Vec<Outcome> {
     let name = format!("coll-pipes-{tag}-{}", std::process::id());
     let shm = transport.shm_job(true, Some(&name)).unwrap();
     let handles: Vec<_> = (0..N)
