@@ -96,8 +96,10 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
     .map_err(|e| e.to_string())?;
     let stack = net::Stack::new(collective::fabric_host_config(l.rank, l.size).map_err(|e| e.to_string())?, fab)
         .map_err(|e| e.to_string())?;
-    let ep = collective::Endpoint::new(l.rank, collective::fabric_addrs(l.size), collective::Config::default())
-        .map_err(|e| e.to_string())?;
+    let shm =
+        collective::Transport::from_env().and_then(|t| t.shm_job(true, Some(&name))).map_err(|e| e.to_string())?;
+    let cfg = collective::Config { shm, ..collective::Config::default() };
+    let ep = collective::Endpoint::new(l.rank, collective::fabric_addrs(l.size), cfg).map_err(|e| e.to_string())?;
     let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
     c.connect().map_err(|e| e.to_string())?;
     let measure = |c: &mut collective::Communicator<_>| -> Result<Vec<_>, collective::CollectiveError> {

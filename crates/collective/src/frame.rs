@@ -11,6 +11,7 @@
 //! [`FrameError`], never a panic.
 
 use crate::dtype::{to_bytes_in, Element};
+use crate::pipe::{PipeRead, ShmPipe};
 use crate::pool::BufPool;
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
@@ -205,12 +206,30 @@ impl Parser {
         out: &mut VecDeque<Msg>,
         pool: &mut BufPool,
     ) -> Result<PumpEnd, PumpError> {
+        self.pump_from(&mut TcpSource { stack, h }, max, out, pool)
+    }
+
+    /// [`Parser::pump`] from any byte stream (a TCP connection, a [`ShmPipe`]).
+    pub fn pump_from<S: ByteSource>(
+        &mut self,
+        src: &mut S,
+        max: usize,
+        out: &mut VecDeque<Msg>,
+        pool: &mut BufPool,
+    ) -> Result<PumpEnd, PumpError> {
         loop {
-            if let Some((msg, missing)) = &mut self.cur {
-                let avail = stack.tcp_recv_borrow(h)?;
-                if *missing > 0 && avail.is_empty() {
-                    return self.idle(stack, h);
+            if let Some((_, 0)) = &self.cur {
+                if let Some((m, _)) = self.cur.take() {
+                    out.push_back(m);
                 }
+                continue;
+            }
+            let avail = match src.peek()? {
+                Some(a) if !a.is_empty() => a,
+                Some(_) => return Ok(PumpEnd::WouldBlock),
+                None => return Ok(PumpEnd::Eof),
+            };
+            if let Some((msg, missing)) = &mut self.cur {
                 let take = avail.len().min(*missing);
                 if msg.payload.capacity() - msg.payload.len() < take {
                     // The bytes are arriving: reserve the rest at once rather than doubling.
@@ -218,21 +237,13 @@ impl Parser {
                 }
                 msg.payload.extend_from_slice(&avail[..take]);
                 *missing -= take;
-                if take > 0 {
-                    stack.tcp_recv_consume(h, take)?;
-                }
-                if *missing == 0 {
-                    if let Some((m, _)) = self.cur.take() {
-                        out.push_back(m);
-                    }
-                }
+                src.consume(take)?;
                 continue;
             }
-            match stack.tcp_recv(h, &mut self.hdr[self.have..])? {
-                Recv::Data(n) => self.have += n,
-                Recv::WouldBlock => return Ok(PumpEnd::WouldBlock),
-                Recv::Eof => return Ok(PumpEnd::Eof),
-            }
+            let take = avail.len().min(HEADER_LEN - self.have);
+            self.hdr[self.have..self.have + take].copy_from_slice(&avail[..take]);
+            self.have += take;
+            src.consume(take)?;
             if self.have == HEADER_LEN {
                 self.have = 0;
                 let (kind, tag, step, len) = decode_header(&self.hdr, max)?;
@@ -241,12 +252,54 @@ impl Parser {
             }
         }
     }
+}
 
-    fn idle<L: Link>(&self, stack: &mut Stack<L>, h: TcpHandle) -> Result<PumpEnd, PumpError> {
-        match stack.tcp_recv(h, &mut [])? {
-            Recv::Eof => Ok(PumpEnd::Eof),
-            _ => Ok(PumpEnd::WouldBlock),
+/// A byte stream a [`Parser`] reads from.
+pub trait ByteSource {
+    /// Bytes ready to read (some or all of them; empty if none now), or `None` at the end of
+    /// the stream (the peer closed it and everything was read).
+    fn peek(&mut self) -> Result<Option<&[u8]>, PumpError>;
+    /// Releases the first `n` bytes of what [`ByteSource::peek`] returned.
+    fn consume(&mut self, n: usize) -> Result<(), PumpError>;
+}
+
+/// One TCP connection of a stack as a [`ByteSource`].
+struct TcpSource<'a, L: Link> {
+    stack: &'a mut Stack<L>,
+    h: TcpHandle,
+}
+
+impl<L: Link> ByteSource for TcpSource<'_, L> {
+    fn peek(&mut self) -> Result<Option<&[u8]>, PumpError> {
+        if self.stack.tcp_recv_ready(self.h)? == 0 {
+            return match self.stack.tcp_recv(self.h, &mut [])? {
+                Recv::Eof => Ok(None),
+                _ => Ok(Some(&[])),
+            };
         }
+        Ok(Some(self.stack.tcp_recv_borrow(self.h)?))
+    }
+
+    fn consume(&mut self, n: usize) -> Result<(), PumpError> {
+        if n > 0 {
+            self.stack.tcp_recv_consume(self.h, n)?;
+        }
+        Ok(())
+    }
+}
+
+impl ByteSource for ShmPipe {
+    fn peek(&mut self) -> Result<Option<&[u8]>, PumpError> {
+        Ok(match self.read() {
+            PipeRead::Data(b) => Some(b),
+            PipeRead::Empty => Some(&[]),
+            PipeRead::Eof => None,
+        })
+    }
+
+    fn consume(&mut self, n: usize) -> Result<(), PumpError> {
+        ShmPipe::consume(self, n);
+        Ok(())
     }
 }
 

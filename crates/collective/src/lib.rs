@@ -17,7 +17,9 @@
 //!   to sleep on while idle; [`bind`]: a rank per core when they fit; [`pool`]: message
 //!   buffers reused across operations; [`on_link`]: a rank on a real interface
 //!   (`af_xdp:IFACE`, `af_packet:IFACE`) that joins through rank 0's address, for ranks on
-//!   different machines.
+//!   different machines; [`pipe`]: the shared-memory transport between ranks of one machine
+//!   (the operations' messages bypass TCP), chosen per job by [`Transport`] (pipes on the
+//!   fabric, TCP over a link, `LINERATE_TRANSPORT` overrides).
 //!
 //! Which algorithm runs (defaults of [`Config`]; each can be forced with the `*_with` calls):
 //!
@@ -45,9 +47,11 @@ pub mod fabric;
 pub(crate) mod frame;
 pub mod launch;
 pub mod on_link;
+pub mod pipe;
 pub mod pool;
 pub mod schedule;
 pub mod stream;
+pub mod transport;
 
 pub use comm::Communicator;
 pub use dtype::{DType, Element, ReduceOp};
@@ -58,3 +62,4 @@ pub use half::{bf16, f16};
 pub use launch::{from_env, parse_launch, parse_root, Launch, Launcher};
 pub use on_link::{LinkCommunicator, LinkRank, LinkStack};
 pub use stream::RecvStream;
+pub use transport::Transport;

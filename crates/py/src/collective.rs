@@ -31,7 +31,7 @@ use accel::kmeans::{lloyd, Shape};
 use apps::kmeans::DistKmeans;
 use collective::{
     bf16, f16, CollectiveError, Communicator, Config, Element, Endpoint, LinkCommunicator, LinkRank, ReduceOp, Request,
-    ShmFabric,
+    ShmFabric, Transport,
 };
 use link::Link;
 use numpy::{
@@ -864,8 +864,11 @@ impl PyComm {
 /// root off the subnet. `timeout` (seconds) bounds the set-up and every operation.
 /// The process's threads stay unbound unless `LINERATE_BIND=on` (then the calling thread is
 /// pinned to one CPU, round-robin by rank, as the command-line ranks are).
+/// `transport` (`LINERATE_TRANSPORT`): `"auto"` (shared-memory pipes between ranks on the
+/// fabric, TCP over a link), `"shm"` (pipes to every peer) or `"tcp"` (TCP to every peer).
 #[pyfunction]
-#[pyo3(signature = (fabric = None, timeout = 60.0, *, link = None, ip = None, root = None, gateway = None))]
+#[pyo3(signature = (fabric = None, timeout = 60.0, *, link = None, ip = None, root = None, gateway = None, transport = None))]
+#[allow(clippy::too_many_arguments)]
 fn init(
     py: Python<'_>,
     fabric: Option<String>,
@@ -874,6 +877,7 @@ fn init(
     ip: Option<String>,
     root: Option<String>,
     gateway: Option<String>,
+    transport: Option<String>,
 ) -> PyResult<PyComm> {
     let l = collective::from_env().map_err(val)?;
     if l.size > 254 || !(timeout > 0.0 && timeout.is_finite()) {
@@ -881,7 +885,12 @@ fn init(
     }
     let timeout = crate::duration_ms(timeout * 1e3)?;
     let (r, n) = (l.rank, l.size);
-    let cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
+    let transport = match transport {
+        Some(t) => Transport::parse(&t),
+        None => Transport::from_env(),
+    }
+    .map_err(val)?;
+    let mut cfg = Config { timeout, connect_timeout: timeout, ..Config::default() };
     // Python's later threads (numpy's, OpenMP's) would inherit a one-CPU mask: bind the rank
     // only when LINERATE_BIND=on asks for it.
     let bind = std::env::var("LINERATE_BIND").is_ok_and(|v| v.trim() == "on");
@@ -890,6 +899,7 @@ fn init(
             on.host.gateway = Some(g.trim().parse().map_err(|_| val(format!("gateway {g:?} is not an IPv4 address")))?);
         }
         let medium = on.link.to_string();
+        cfg.shm = transport.shm_job(false, fabric.as_deref().or(l.fabric.as_deref())).map_err(val)?;
         let comm = py.allow_threads(|| on.join(r, n, cfg, bind)).map_err(join_err)?;
         return Ok(PyComm { comm: Some(Rank::Link(comm)), rank: r, size: n, medium });
     }
@@ -899,6 +909,7 @@ fn init(
              or link=... for a rank on an interface",
         )
     })?;
+    cfg.shm = transport.shm_job(true, Some(&name)).map_err(val)?;
     let comm = py
         .allow_threads(|| -> Result<Communicator<ShmFabric>, String> {
             let fab =

@@ -54,3 +54,15 @@ def test_init_without_launcher_says_what_is_missing() -> None:
             lr.collective.init()
     finally:
         os.environ.update(saved)
+
+
+def test_init_refuses_an_unknown_transport_in_one_sentence(monkeypatch):
+    import linerate as lr
+
+    monkeypatch.setenv("LINERATE_RANK", "0")
+    monkeypatch.setenv("LINERATE_WORLD_SIZE", "1")
+    with pytest.raises(ValueError, match="one of auto, shm, tcp"):
+        lr.collective.init(fabric=f"py-transport-{os.getpid()}", transport="rdma")
+    monkeypatch.setenv("LINERATE_TRANSPORT", "infiniband")
+    with pytest.raises(ValueError, match="one of auto, shm, tcp"):
+        lr.collective.init(fabric=f"py-transport-{os.getpid()}")

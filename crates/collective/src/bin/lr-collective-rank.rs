@@ -20,7 +20,7 @@
 //! picks the sizes), then the send/recv goodput
 //! rows of Fig. 5b (`LINERATE_BENCH_GOODPUT_ONLY=1` skips the latency part).
 
-use collective::{AllreduceAlgo, Communicator, Config, Endpoint, LinkRank, ReduceOp, ShmFabric, TreeAlgo};
+use collective::{AllreduceAlgo, Communicator, Config, Endpoint, LinkRank, ReduceOp, ShmFabric, Transport, TreeAlgo};
 use link::Link;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -115,10 +115,9 @@ fn self_check<L: Link>(c: &mut Communicator<L>, args: &Args) -> Result<(), Failu
     if args.die_rank.is_some() {
         let req = c.endpoint().iallreduce_with(&xs[r], ReduceOp::Sum, AllreduceAlgo::ReduceBcast);
         if Some(r) == args.die_rank {
-            for _ in 0..100 {
-                c.poll()?;
-            }
-            // Abrupt exit: no destructor runs, the rings stay open, the peers hear nothing.
+            // Abrupt exit before the contribution leaves (a poll would hand it to the
+            // shared-memory pipes at once): no destructor runs, the rings stay open, the peers
+            // hear nothing.
             std::process::exit(3);
         }
         c.wait(req)?;
@@ -225,7 +224,8 @@ fn main() -> ExitCode {
     }
     let run = || -> Result<(), Failure> {
         if let Some(on) = LinkRank::resolve(&launch, None, None, None)? {
-            let cfg = Config { timeout: args.timeout, ..Config::default() };
+            let shm = Transport::from_env()?.shm_job(false, launch.fabric.as_deref())?;
+            let cfg = Config { timeout: args.timeout, shm, ..Config::default() };
             let mut c = on.join(r, n, cfg, false)?;
             if args.bench {
                 bench(&mut c, &args.bench_sizes)?;
@@ -241,7 +241,8 @@ fn main() -> ExitCode {
         let nc = collective::fabric_host_config(r, n).map_err(|e| Failure::Wrong(e.to_string()))?;
         let stack = net::Stack::new(nc, fabric).map_err(|e| Failure::Wrong(e.to_string()))?;
         let addrs = collective::fabric_addrs(n);
-        let cfg = Config { timeout: args.timeout, connect_timeout: Duration::from_secs(30), ..Config::default() };
+        let shm = Transport::from_env()?.shm_job(true, Some(&args.fabric))?;
+        let cfg = Config { timeout: args.timeout, connect_timeout: Duration::from_secs(30), shm, ..Config::default() };
         let mut c = Communicator::new(stack, Endpoint::new(r, addrs, cfg)?)?;
         c.connect()?;
         if args.bench {

@@ -58,6 +58,12 @@ pub struct Config {
     /// connection, so TCP's window holds the sender back; an operation that then cannot find
     /// its message fails at its timeout with [`CollectiveError::UnmatchedLimit`].
     pub max_unmatched: usize,
+    /// The job's name for shared-memory pipes ([`crate::pipe`]) to every peer: the
+    /// operations' messages go through them, the TCP connections carry only the set-up.
+    /// `None` (the default): everything over TCP. [`crate::Transport`] picks it per job.
+    pub shm: Option<String>,
+    /// Bytes of each direction's ring of a pipe (a power of two).
+    pub pipe_ring: usize,
 }
 
 impl Default for Config {
@@ -74,6 +80,8 @@ impl Default for Config {
             reduce: TreeAlgo::Flat,
             chain_segment: 64 * 1024,
             max_unmatched: 64 << 20,
+            shm: None,
+            pipe_ring: crate::pipe::DEFAULT_PIPE_RING,
         }
     }
 }

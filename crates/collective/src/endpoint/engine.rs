@@ -111,7 +111,7 @@ impl Endpoint {
                         let src = if *buf == Buf::Input { &op.input } else { &op.work };
                         let bytes = src.get(range.clone()).unwrap_or(&[]);
                         let buf = self.pool.take(crate::frame::HEADER_LEN + bytes.len());
-                        self.peers[*peer].outbox.push_back(encode_in(buf, op.kind, op.tag, *wire, bytes));
+                        self.peers[*peer].queue(encode_in(buf, op.kind, op.tag, *wire, bytes));
                     }
                 }
                 op.posted = true;

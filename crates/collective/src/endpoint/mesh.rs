@@ -45,7 +45,7 @@ impl Endpoint {
         if let Some((rank, missing)) = &self.setup_error {
             return Err(CollectiveError::SetupTimeout { rank: *rank, waiting_for: missing.clone() });
         }
-        Ok(if self.peers.iter().all(|p| p.up) { MeshState::Ready } else { MeshState::Connecting })
+        Ok(if self.peers.iter().all(Peer::ready) { MeshState::Ready } else { MeshState::Connecting })
     }
 
     /// Leaves abruptly, as a crashed rank would: every connection is reset and every
@@ -57,6 +57,9 @@ impl Endpoint {
             }
             p.lost = Some("this rank aborted".into());
             p.up = j == self.rank;
+            if let Some(q) = p.pipe.take() {
+                q.close();
+            }
         }
         for op in self.ops.values_mut() {
             if op.outcome.is_none() {
@@ -78,7 +81,9 @@ impl Endpoint {
                 continue;
             }
             let in_stack = p.conn.map_or(0, |h| stack.tcp_send_pending(h).unwrap_or(0));
-            if in_stack > 0 || !p.outbox.is_empty() {
+            let in_pipe = !p.pipe_out.is_empty()
+                || p.pipe.as_ref().is_some_and(|q| !q.peer_closed() && (!q.peer_attached() || q.unread() > 0));
+            if in_stack > 0 || !p.outbox.is_empty() || in_pipe {
                 v.push(j);
             }
         }
@@ -91,6 +96,9 @@ impl Endpoint {
         for p in &mut self.peers {
             if let Some(h) = p.conn.take() {
                 let _ = stack.tcp_close(h);
+            }
+            if let Some(q) = p.pipe.take() {
+                q.close();
             }
             p.lost.get_or_insert_with(|| "closed by this rank".into());
         }
@@ -113,6 +121,15 @@ impl Endpoint {
         }
         for (j, p) in self.peers.iter().enumerate().filter(|&(j, _)| j != self.rank) {
             out += &format!("rank {j}: up {} lost {:?} outbox {} ", p.up, p.lost, p.outbox.len());
+            if let Some(q) = &p.pipe {
+                out += &format!(
+                    "pipe attached {} unread {} queued {} partial {:?} ",
+                    q.peer_attached(),
+                    q.unread(),
+                    p.pipe_out.len(),
+                    p.pipe_parser.partial()
+                );
+            }
             if let Some(h) = p.conn {
                 if let Ok(st) = stack.tcp_stats(h) {
                     out += &format!(
@@ -132,7 +149,7 @@ impl Endpoint {
 
     /// Ranks that are not connected yet.
     pub fn unconnected(&self) -> Vec<usize> {
-        (0..self.size()).filter(|&j| !self.peers[j].up).collect()
+        (0..self.size()).filter(|&j| !self.peers[j].ready()).collect()
     }
 
     pub(super) fn setup_progress<L: Link>(
@@ -141,7 +158,8 @@ impl Endpoint {
         now: Instant,
     ) -> Result<(), CollectiveError> {
         self.bootstrap_progress(stack)?;
-        if self.peers.iter().all(|p| p.up) {
+        self.pipes_progress();
+        if self.peers.iter().all(Peer::ready) {
             return Ok(());
         }
         let deadline = *self.setup_deadline.get_or_insert(now + self.cfg.connect_timeout);
@@ -216,7 +234,7 @@ impl Endpoint {
                 }
             }
         }
-        if self.peers.iter().all(|p| p.up) {
+        if self.peers.iter().all(Peer::ready) {
             return Ok(());
         }
         if now >= deadline && self.setup_error.is_none() {

@@ -11,10 +11,12 @@
 //!   operation along its schedule, and collecting results;
 //! - `ops`: the operations a rank starts (`isend`, `iallreduce`, ...).
 
+use crate::doorbell::Doorbell;
 use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
 use crate::frame::{
     decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
 };
+use crate::pipe::ShmPipe;
 use crate::pool::BufPool;
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
@@ -32,6 +34,7 @@ mod config;
 mod engine;
 mod mesh;
 mod ops;
+mod pipes;
 
 pub use config::{AllreduceAlgo, Config, Counters, MeshState, TreeAlgo};
 
@@ -50,6 +53,17 @@ struct Peer {
     outbox: VecDeque<Vec<u8>>,
     out_off: usize,
     lost: Option<String>,
+    /// Messages of operations go through a shared-memory pipe ([`Config::shm`]) instead of
+    /// the connection (which then carries only the set-up).
+    pipe_wanted: bool,
+    /// The pipe, once created (lower rank) or opened (higher rank).
+    pipe: Option<ShmPipe>,
+    pipe_parser: Parser,
+    /// Framed messages for the pipe; it has taken the first `pipe_off` bytes of the first.
+    pipe_out: VecDeque<Vec<u8>>,
+    pipe_off: usize,
+    /// The peer's doorbell (rung after writing into the pipe), if it has one.
+    bell: Option<Doorbell>,
 }
 
 impl Peer {
@@ -58,6 +72,20 @@ impl Peer {
         let m = self.inbox.remove(self.inbox.iter().position(f)?)?;
         self.inbox_bytes -= m.payload.len();
         Some(m)
+    }
+
+    /// Queues a framed message of an operation on the peer's transport (pipe or connection).
+    fn queue(&mut self, m: Vec<u8>) {
+        if self.pipe_wanted {
+            self.pipe_out.push_back(m);
+        } else {
+            self.outbox.push_back(m);
+        }
+    }
+
+    /// Whether the transport to this peer is complete (connection up, pipe if wanted).
+    fn ready(&self) -> bool {
+        self.up && (!self.pipe_wanted || self.pipe.is_some())
     }
 }
 
@@ -197,6 +225,12 @@ impl Endpoint {
                 outbox: VecDeque::new(),
                 out_off: 0,
                 lost: None,
+                pipe_wanted: cfg.shm.is_some() && j != rank,
+                pipe: None,
+                pipe_parser: Parser::default(),
+                pipe_out: VecDeque::new(),
+                pipe_off: 0,
+                bell: None,
             })
             .collect();
         Endpoint {
@@ -264,8 +298,10 @@ impl Endpoint {
         let before = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
         self.setup_progress(stack, now)?;
         self.read_all(stack);
+        self.read_pipes();
         self.advance_ops(now);
         self.flush(stack);
+        self.flush_pipes();
         let after = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
         Ok(before != after)
     }

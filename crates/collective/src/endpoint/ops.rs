@@ -9,7 +9,7 @@ impl Endpoint {
         self.check_peer(peer)?;
         // Framed straight from `data` (one copy); the operation has nothing left to do.
         let buf = self.pool.take(crate::frame::HEADER_LEN + std::mem::size_of_val(data));
-        self.peers[peer].outbox.push_back(encode_elems_in(buf, Kind::P2p, tag, 0, data));
+        self.peers[peer].queue(encode_elems_in(buf, Kind::P2p, tag, 0, data));
         let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
         Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
     }

@@ -80,6 +80,7 @@ def init(
     ip: Optional[str] = None,
     root: Optional[str] = None,
     gateway: Optional[str] = None,
+    transport: Optional[str] = None,
 ) -> Communicator: ...
 def kmeans(
     data: npt.NDArray[np.float32], init: npt.NDArray[np.float32], max_iter: int = 300, tol: float = 0.0

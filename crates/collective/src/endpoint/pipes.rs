@@ -1,0 +1,95 @@
+//! The shared-memory pipes to peers on this machine ([`Config::shm`]): creating or opening
+//! them, reading messages out of them and writing queued messages into them.
+
+use super::*;
+use crate::frame::PumpError;
+use std::time::Duration;
+
+impl Endpoint {
+    /// Creates the pipes to higher ranks (at once) and opens those of lower ranks (once
+    /// their creator made them). A pipe that cannot be made loses its peer with the reason.
+    pub(super) fn pipes_progress(&mut self) {
+        let Some(job) = self.cfg.shm.as_deref() else { return };
+        for (j, p) in self.peers.iter_mut().enumerate() {
+            if !p.pipe_wanted || p.pipe.is_some() || p.lost.is_some() {
+                continue;
+            }
+            let made = if self.rank < j {
+                ShmPipe::create(job, self.rank, j, self.cfg.pipe_ring).map(Some)
+            } else {
+                ShmPipe::open(job, self.rank, j)
+            };
+            match made {
+                Ok(Some(pipe)) => {
+                    p.pipe = Some(pipe);
+                    p.bell = Doorbell::open(job, j, Duration::ZERO).ok();
+                }
+                Ok(None) => {}
+                Err(e) => p.lost = Some(format!("shared-memory pipe to rank {j}: {e}")),
+            }
+        }
+    }
+
+    /// Reads every pipe's complete messages into its peer's inbox (as `read_all` does for
+    /// connections, with the same back-pressure).
+    pub(super) fn read_pipes(&mut self) {
+        for p in &mut self.peers {
+            let (Some(pipe), None) = (p.pipe.as_mut(), &p.lost) else { continue };
+            if p.inbox_bytes >= self.cfg.max_unmatched {
+                if !p.paused {
+                    p.paused = true;
+                    self.counters.unmatched_pauses += 1;
+                }
+                continue;
+            }
+            p.paused = false;
+            let before = p.inbox.len();
+            let r = p.pipe_parser.pump_from(pipe, self.cfg.max_message, &mut p.inbox, &mut self.pool);
+            for m in p.inbox.range(before..) {
+                self.counters.bytes_received += m.payload.len() as u64;
+                p.inbox_bytes += m.payload.len();
+            }
+            self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
+            self.counters.msgs_received += (p.inbox.len() - before) as u64;
+            match r {
+                Ok(PumpEnd::WouldBlock) => {}
+                Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its shared-memory pipe".into()),
+                Err(PumpError::Frame(e)) => {
+                    p.lost = Some(format!("protocol violation on the shared-memory pipe: {e}"));
+                    self.counters.protocol_errors += 1;
+                    p.pipe = None;
+                }
+                Err(e) => p.lost = Some(e.to_string()),
+            }
+        }
+    }
+
+    /// Copies queued messages into the pipes as far as their rings have room, and rings a
+    /// peer's doorbell when it got bytes (it may sleep on it).
+    pub(super) fn flush_pipes(&mut self) {
+        for p in &mut self.peers {
+            let (Some(pipe), None) = (p.pipe.as_mut(), &p.lost) else { continue };
+            let mut wrote = false;
+            while let Some(m) = p.pipe_out.front() {
+                let n = pipe.write(&m[p.pipe_off..]);
+                wrote |= n > 0;
+                p.pipe_off += n;
+                if p.pipe_off < m.len() {
+                    break;
+                }
+                let len = m.len();
+                p.pipe_off = 0;
+                if let Some(m) = p.pipe_out.pop_front() {
+                    self.pool.give(m);
+                }
+                self.counters.msgs_sent += 1;
+                self.counters.bytes_sent += len.saturating_sub(crate::frame::HEADER_LEN) as u64;
+            }
+            if wrote {
+                if let Some(b) = &p.bell {
+                    b.ring();
+                }
+            }
+        }
+    }
+}
