@@ -3,7 +3,9 @@
 
 use super::activity::Activity;
 use super::bypass::RxBypass;
+use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
@@ -28,25 +30,6 @@ pub struct Listener {
     pub ready: VecDeque<u32>,
     /// Connections in SYN-RECEIVED.
     pub half_open: usize,
-}
-
-/// A rate limit for challenge ACKs (RFC 5961 section 7).
-#[derive(Debug)]
-pub(crate) struct ChallengeLimit {
-    per_sec: u32,
-    used: u32,
-    window: Instant,
-}
-
-impl ChallengeLimit {
-    pub fn allow(&mut self, now: Instant) -> bool {
-        if now - self.window >= std::time::Duration::from_secs(1) {
-            self.window = now;
-            self.used = 0;
-        }
-        self.used += 1;
-        self.used <= self.per_sec
-    }
 }
 
 /// All TCP state of one stack.
@@ -78,8 +61,7 @@ pub struct TcpEngine {
     next_ephemeral: u16,
     first_ephemeral: u16,
     /// Sessions that have something to send.
-    pub(crate) dirty: VecDeque<u32>,
-    dirty_flag: Vec<bool>,
+    pub(crate) dirty: DirtyQueue,
     /// The application's RX-bypass handler.
     pub(crate) bypass: RxBypass,
     /// Connection activity for the application's watchers.
@@ -121,11 +103,10 @@ impl TcpEngine {
             listeners: IntMap::default(),
             free: (0..n as u32).rev().collect(),
             isn: IsnGenerator::new(cfg.secret),
-            challenge: ChallengeLimit { per_sec: cfg.challenge_ack_limit, used: 0, window: Instant::ZERO },
+            challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
             next_ephemeral: first_ephemeral,
             first_ephemeral,
-            dirty: VecDeque::with_capacity(64),
-            dirty_flag: vec![false; n],
+            dirty: DirtyQueue::new(n),
             bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
@@ -174,27 +155,37 @@ impl TcpEngine {
     }
 
     /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
-    /// need of the engine ([`Ctx`]: the configuration, the memory budget, the storage pool).
+    /// need of the engine ([`Ctx`]: the configuration, timers, dirty queue, memory budget,
+    /// storage pools). The one place the per-connection tables are indexed for an event.
     #[inline(always)] // a few loads; out of line it cost 1% of an exchange (tcp_cost)
-    pub(crate) fn tcb(&mut self, sid: SessionId) -> (TcbMut<'_>, Ctx<'_>) {
+    pub(crate) fn tcb(&mut self, sid: impl Into<SessionId>) -> (TcbMut<'_>, Ctx<'_>) {
+        let sid = sid.into();
         let i = sid.index();
-        let tcb = TcbMut::new(&mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
-        (tcb, Ctx { cfg: &self.cfg, mem: &mut self.mem, rx_storage: &mut self.rx_storage })
+        let tcb = TcbMut::new(sid, &mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
+        let ctx = Ctx {
+            cfg: &self.cfg,
+            local_mss: self.local_mss,
+            timers: &mut self.timers,
+            dirty: &mut self.dirty,
+            challenge: &mut self.challenge,
+            bypass: &mut self.bypass,
+            sack_before: &mut self.sack_before,
+            mem: &mut self.mem,
+            tx_storage: &mut self.tx_storage,
+            rx_storage: &mut self.rx_storage,
+        };
+        (tcb, ctx)
     }
 
     /// Note that `sid` has something to send.
+    #[inline]
     pub fn mark_dirty(&mut self, sid: u32) {
-        if !self.dirty_flag[sid as usize] {
-            self.dirty_flag[sid as usize] = true;
-            self.dirty.push_back(sid);
-        }
+        self.dirty.mark(sid);
     }
 
     /// The next dirty session, its flag cleared (it may be marked again while it sends).
     pub fn pop_dirty(&mut self) -> Option<u32> {
-        let sid = self.dirty.pop_front()?;
-        self.dirty_flag[sid as usize] = false;
-        Some(sid)
+        self.dirty.pop()
     }
 
     /// Start listening on `port`.
@@ -402,7 +393,10 @@ impl TcpEngine {
                 TimerKind::Persist => self.on_persist(out, sid, now),
                 TimerKind::Keepalive => self.on_keepalive(out, sid, now),
                 TimerKind::Linger => self.finish(sid, None),
-                TimerKind::Reorder => self.on_reorder_timeout(out, sid, now),
+                TimerKind::Reorder => {
+                    let (mut tcb, mut ctx) = self.tcb(sid);
+                    tcb.on_reorder_timeout(&mut ctx, out, now);
+                }
             }
         }
         self.flush_dirty(out, now)
@@ -411,7 +405,8 @@ impl TcpEngine {
     /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
     fn on_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         if self.tx[sid as usize].tlp_armed {
-            self.on_probe_timeout(sid, now);
+            let (mut tcb, mut ctx) = self.tcb(sid);
+            tcb.on_probe_timeout(&mut ctx, now);
             return;
         }
         let st = self.state[sid as usize].state;
@@ -433,7 +428,7 @@ impl TcpEngine {
         out.counters().bump(Counter::tcp_rto_fired);
         tx.timeouts += 1;
         if st.is_synchronized() {
-            self.mark_rto_undo(sid, now);
+            self.tcb(sid).0.mark_rto_undo(now);
         }
         let tx = &mut self.tx[sid as usize];
         let flight = tx.in_flight();

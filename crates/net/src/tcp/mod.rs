@@ -9,10 +9,12 @@
 pub(crate) mod activity;
 pub(crate) mod assembler;
 pub(crate) mod bypass;
+pub(crate) mod challenge;
 pub mod cc;
 pub(crate) mod clock;
 pub mod config;
 pub(crate) mod conn;
+pub(crate) mod dirty;
 pub(crate) mod engine;
 pub(crate) mod isn;
 mod listen;
@@ -21,7 +23,6 @@ pub mod memory;
 pub(crate) mod output;
 mod pmtu;
 pub(crate) mod rack;
-mod recovery;
 pub(crate) mod ringbuf;
 pub(crate) mod rtt;
 pub(crate) mod rx;
@@ -33,8 +34,6 @@ pub(crate) mod storage;
 pub(crate) mod syncookie;
 pub(crate) mod tcb;
 pub(crate) mod timer;
-mod tlp;
-mod undo;
 #[cfg(test)]
 mod unit_util;
 

@@ -7,7 +7,7 @@ use super::clock::ts_clock;
 use super::conn::{RxSar, TxSar};
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::recovery::start_recovery;
+use super::tcb::recovery::start_recovery;
 use super::seq::{dist, ge, gt, le, lt, Seq};
 use super::sink::SegmentSink;
 use super::tcb::SessionId;
@@ -165,7 +165,8 @@ impl TcpEngine {
         if has_ack {
             self.ack_advances(out, sid, repr);
             self.state[sid as usize].state = TcpState::Established;
-            self.arm_loss_timer(sid, out.now());
+            let (mut tcb, mut ctx) = self.tcb(sid);
+            tcb.arm_loss_timer(&mut ctx, out.now());
             out.counters().bump(Counter::tcp_active_opens);
         } else {
             // Simultaneous open: answer with SYN-ACK carrying the same ISS.
@@ -373,7 +374,7 @@ impl TcpEngine {
                     out.counters().bump(Counter::tcp_dsacks_received);
                     let tx = &self.tx[sid as usize];
                     dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(Seq(e));
-                    self.on_dsack(out, sid, s, e);
+                    self.tcb(sid).0.on_dsack(out, s, e);
                 }
             }
             let tx = &mut self.tx[sid as usize];
@@ -387,9 +388,10 @@ impl TcpEngine {
         }
         if gt(repr.ack, self.tx[sid as usize].snd_una) {
             self.ack_advances(out, sid, repr);
-            self.probe_episode_acked(out, sid, repr.ack, dsack_of_probe);
+            self.tcb(sid).0.probe_episode_acked(out, repr.ack, dsack_of_probe);
             let now = out.now();
-            self.arm_loss_timer(sid, now);
+            let (mut tcb, mut ctx) = self.tcb(sid);
+            tcb.arm_loss_timer(&mut ctx, now);
         } else if Seq(repr.ack) == self.tx[sid as usize].snd_una
             && seg_len == 0
             && !window_changed
@@ -406,7 +408,8 @@ impl TcpEngine {
             tx.rack.on_ack(tx.snd_una, &newly_sacked, ecr, now);
             let tx = &self.tx[sid as usize];
             if !tx.sb.is_empty() || tx.recover.is_some() {
-                self.detect_losses(out, sid, now, false);
+                let (mut tcb, mut ctx) = self.tcb(sid);
+                tcb.detect_losses(&mut ctx, out, now, false);
             }
             let tx = &self.tx[sid as usize];
             let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
@@ -414,7 +417,7 @@ impl TcpEngine {
             // bytes, so data SACKed earlier and now cumulatively acknowledged counts once.
             let delivered = (dist(una_before, tx.snd_una) + tx.sb.sacked).saturating_sub(sacked_before);
             if tx.recover.is_some() && gt(tx.snd_una, una_before) || sacked > 0 {
-                self.prr_on_ack(sid, delivered);
+                self.tcb(sid).0.prr_on_ack(delivered);
             }
         }
         let tx = &mut self.tx[sid as usize];
@@ -499,7 +502,7 @@ impl TcpEngine {
         }
         if self.tx[sid as usize].rto_undo.is_some() {
             let ecr = self.rx[sid as usize].ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
-            self.check_spurious_rto(out, sid, ecr);
+            self.tcb(sid).0.check_spurious_rto(out, ecr);
         }
         if data_acked > 0 {
             let (mut tcb, ctx) = self.tcb(SessionId(sid));
@@ -521,7 +524,7 @@ impl TcpEngine {
         }
         tx.dupacks += 1;
         out.counters().bump(Counter::tcp_dup_acks);
-        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(out, sid) {
+        if sack_ok && tx.tlp_high.is_some() && self.tcb(sid).0.probe_sacked(out) {
             return;
         }
         if sack_ok {

@@ -12,11 +12,19 @@
 //! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
 
 pub(crate) mod autotune;
+pub(crate) mod output;
+pub(crate) mod recovery;
+pub(crate) mod tlp;
+pub(crate) mod undo;
 pub(crate) mod window;
 
+use super::bypass::RxBypass;
+use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
 use super::storage::StoragePool;
+use super::timer::Timers;
 use super::TcpConfig;
 
 /// A session's index into the per-connection tables.
@@ -43,8 +51,22 @@ impl From<u32> for SessionId {
 pub(crate) struct Ctx<'a> {
     /// The engine's configuration.
     pub cfg: &'a TcpConfig,
+    /// Our MSS (announced in SYNs).
+    pub local_mss: u16,
+    /// All sessions' timers (the view arms and cancels its own).
+    pub timers: &'a mut Timers,
+    /// Sessions with something to send (the view queues itself).
+    pub dirty: &'a mut DirtyQueue,
+    /// The stack's challenge-ACK rate limit.
+    pub challenge: &'a mut ChallengeLimit,
+    /// The application's RX-bypass handler.
+    pub bypass: &'a mut RxBypass,
+    /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
+    pub sack_before: &'a mut Vec<(u32, u32)>,
     /// The memory budget of the rings and pools.
     pub mem: &'a mut MemAccount,
+    /// Send-ring storage parked by empty rings.
+    pub tx_storage: &'a mut StoragePool,
     /// Receive-ring storage parked by empty rings.
     pub rx_storage: &'a mut StoragePool,
 }
@@ -52,6 +74,7 @@ pub(crate) struct Ctx<'a> {
 /// One connection: its rows of the per-connection tables, borrowed for one event.
 #[derive(Debug)]
 pub(crate) struct TcbMut<'a> {
+    sid: SessionId,
     state: &'a mut StateEntry,
     tx: &'a mut TxSar,
     rx: &'a mut RxSar,
@@ -62,7 +85,19 @@ impl<'a> TcbMut<'a> {
     /// A view over one session's rows (the engine takes it from its tables with
     /// `TcpEngine::tcb`; the unit tests from rows of their own).
     #[inline(always)]
-    pub(crate) fn new(state: &'a mut StateEntry, tx: &'a mut TxSar, rx: &'a mut RxSar, bufs: &'a mut Buffers) -> Self {
-        TcbMut { state, tx, rx, bufs }
+    pub(crate) fn new(
+        sid: SessionId,
+        state: &'a mut StateEntry,
+        tx: &'a mut TxSar,
+        rx: &'a mut RxSar,
+        bufs: &'a mut Buffers,
+    ) -> Self {
+        TcbMut { sid, state, tx, rx, bufs }
+    }
+
+    /// The session's id (its row in the tables, and its timers' and dirty flag's).
+    #[inline(always)]
+    pub(crate) fn sid(&self) -> u32 {
+        self.sid.0
     }
 }
