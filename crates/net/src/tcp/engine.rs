@@ -492,14 +492,6 @@ impl TcpEngine {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.timers.next()
     }
-
-    /// Re-arm keep-alive after activity.
-    pub fn touch_keepalive(&mut self, sid: u32, now: Instant) {
-        if let Some(idle) = self.cfg.keepalive {
-            self.tx[sid as usize].keepalives = 0;
-            self.timers.arm(sid, TimerKind::Keepalive, now + idle);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 pub(crate) mod activity;
 pub(crate) mod assembler;
 pub(crate) mod bypass;
-pub(crate) mod challenge;
 pub mod cc;
+pub(crate) mod challenge;
 pub(crate) mod clock;
 pub mod config;
 pub(crate) mod conn;

@@ -12,6 +12,8 @@
 //! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
 
 pub(crate) mod autotune;
+pub(crate) mod handshake;
+pub(crate) mod input;
 pub(crate) mod output;
 pub(crate) mod recovery;
 pub(crate) mod tlp;
@@ -93,11 +95,5 @@ impl<'a> TcbMut<'a> {
         bufs: &'a mut Buffers,
     ) -> Self {
         TcbMut { sid, state, tx, rx, bufs }
-    }
-
-    /// The session's id (its row in the tables, and its timers' and dirty flag's).
-    #[inline(always)]
-    pub(crate) fn sid(&self) -> u32 {
-        self.sid.0
     }
 }

@@ -10,8 +10,8 @@
 //! The probe timeout shares the retransmission timer: while it runs as a PTO, `tlp_armed` is
 //! set; when it fires the probe goes out and the timer becomes the RTO again.
 
-use super::super::conn::WORST_DELAYED_ACK_NANOS;
 use super::super::config::TcpConfig;
+use super::super::conn::WORST_DELAYED_ACK_NANOS;
 use super::super::seq::{dist, ge, le, lt, Seq};
 use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
@@ -132,12 +132,7 @@ impl TcbMut<'_> {
     /// An ACK reached SND.UNA `ack`: the probe episode ends once everything up to the probe is
     /// acknowledged. A retransmitted probe that was not reported as a duplicate (D-SACK)
     /// repaired a loss: the congestion window answers as after a fast recovery (RFC 8985 7.4).
-    pub(crate) fn probe_episode_acked<S: SegmentSink>(
-        &mut self,
-        out: &mut S,
-        ack: u32,
-        dsack_of_probe: bool,
-    ) {
+    pub(crate) fn probe_episode_acked<S: SegmentSink>(&mut self, out: &mut S, ack: u32, dsack_of_probe: bool) {
         let tx = &mut *self.tx;
         let Some(high) = tx.tlp_high else { return };
         if !le(high, ack) {
