@@ -11,10 +11,9 @@ use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
-use super::tcb::{Ctx, SessionId, TcbMut};
-use super::timer::{TimerKind, Timers};
+use super::tcb::{Ctx, SessionId, TcbMut, TcbRef};
+use super::timer::Timers;
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
-use crate::counters::Counter;
 use crate::error::{BadHandle, ConnectError, ListenError};
 use crate::int_hash::IntMap;
 use link::Instant;
@@ -175,6 +174,13 @@ impl TcpEngine {
             rx_storage: &mut self.rx_storage,
         };
         (tcb, ctx)
+    }
+
+    /// Session `sid`'s rows to read.
+    #[inline(always)]
+    pub(crate) fn row(&self, sid: u32) -> TcbRef<'_> {
+        let i = sid as usize;
+        TcbRef { state: &self.state[i], tx: &self.tx[i], rx: &self.rx[i], bufs: &self.bufs[i] }
     }
 
     /// Note that `sid` has something to send.
@@ -381,111 +387,15 @@ impl TcpEngine {
     pub(crate) fn on_timers<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
         self.recount_memory(now);
         while let Some((sid, kind)) = self.timers.pop_due(now) {
-            if !self.state[sid as usize].in_use {
+            let (mut tcb, mut ctx) = self.tcb(sid);
+            if !tcb.in_use() {
                 continue;
             }
-            match kind {
-                TimerKind::Retransmit => self.on_rto(out, sid, now),
-                TimerKind::DelayedAck => {
-                    self.rx[sid as usize].ack_now = true;
-                    self.mark_dirty(sid);
-                }
-                TimerKind::Persist => self.on_persist(out, sid, now),
-                TimerKind::Keepalive => self.on_keepalive(out, sid, now),
-                TimerKind::Linger => self.finish(sid, None),
-                TimerKind::Reorder => {
-                    let (mut tcb, mut ctx) = self.tcb(sid);
-                    tcb.on_reorder_timeout(&mut ctx, out, now);
-                }
+            if let Some(error) = tcb.on_timer(&mut ctx, out, kind, now) {
+                self.finish(sid, error);
             }
         }
         self.flush_dirty(out, now)
-    }
-
-    /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
-    fn on_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        if self.tx[sid as usize].tlp_armed {
-            let (mut tcb, mut ctx) = self.tcb(sid);
-            tcb.on_probe_timeout(&mut ctx, now);
-            return;
-        }
-        let st = self.state[sid as usize].state;
-        let tx = &mut self.tx[sid as usize];
-        if tx.snd_una == tx.snd_max {
-            return;
-        }
-        tx.tlp_due = false;
-        tx.tlp_high = None;
-        tx.tail_recovery = false;
-        tx.undo = None;
-        tx.retries += 1;
-        let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
-        if tx.retries > limit {
-            out.counters().bump(Counter::tcp_timeouts_fatal);
-            self.finish(sid, Some(TcpError::TimedOut));
-            return;
-        }
-        out.counters().bump(Counter::tcp_rto_fired);
-        tx.timeouts += 1;
-        if st.is_synchronized() {
-            self.tcb(sid).0.mark_rto_undo(now);
-        }
-        let tx = &mut self.tx[sid as usize];
-        let flight = tx.in_flight();
-        if st.is_synchronized() {
-            let first_of_episode = tx.recover.is_none() && tx.retries == 1;
-            tx.cc.on_timeout(flight, first_of_episode);
-        }
-        tx.rtt.back_off();
-        tx.timed = None;
-        tx.snd_nxt = tx.snd_una;
-        tx.recover = None;
-        tx.dupacks = 0;
-        // The SACK scoreboard stays (as Linux keeps it): resending from SND.UNA skips what
-        // the peer already holds.
-        tx.retx_high = tx.snd_una;
-        if let Some(f) = tx.fin_seq {
-            if super::seq::le(tx.snd_una, f) {
-                tx.fin_seq = None;
-            }
-        }
-        let rto = tx.rto();
-        self.timers.arm(sid, TimerKind::Retransmit, now + rto);
-        self.mark_dirty(sid);
-    }
-
-    /// Zero-window probe due: the output path sends one byte beyond the window, unless the
-    /// window has been closed longer than `zero_window_limit` (then the connection is reset).
-    fn on_persist<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        let tx = &mut self.tx[sid as usize];
-        let held = tx.zero_window_since.map(|t| now - t);
-        if let (Some(held), Some(limit)) = (held, self.cfg.zero_window_limit) {
-            if held >= limit {
-                out.counters().bump(Counter::tcp_zero_window_aborts);
-                self.send_abort_reset(out, sid);
-                self.finish(sid, Some(TcpError::TimedOut));
-                return;
-            }
-        }
-        tx.probes += 1;
-        self.mark_dirty(sid);
-    }
-
-    fn on_keepalive<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        let Some(idle) = self.cfg.keepalive else { return };
-        let tx = &mut self.tx[sid as usize];
-        if !self.state[sid as usize].state.is_synchronized() {
-            return;
-        }
-        if tx.keepalives >= 9 {
-            self.finish(sid, Some(TcpError::TimedOut));
-            return;
-        }
-        tx.keepalives += 1;
-        // A keep-alive carries SEG.SEQ = SND.NXT - 1 and no data (RFC 9293 3.8.4).
-        let seq = tx.snd_nxt - 1;
-        self.send_control(out, sid, seq, wire::tcp::flags::ACK);
-        self.timers.arm(sid, TimerKind::Keepalive, now + idle / 10);
     }
 
     /// The next instant a timer may fire.

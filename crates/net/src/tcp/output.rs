@@ -4,7 +4,6 @@
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::seq::Seq;
 use super::sink::SegmentSink;
 use crate::counters::Counter;
 use link::Instant;
@@ -31,12 +30,6 @@ impl TcpEngine {
     pub(crate) fn output<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
         let (mut tcb, mut ctx) = self.tcb(sid);
         tcb.output(&mut ctx, out, now);
-    }
-
-    /// Send a segment without data (ACK, keep-alive) on session `sid` with sequence number `seq`.
-    pub(crate) fn send_control<S: SegmentSink>(&mut self, out: &mut S, sid: u32, seq: Seq, flags: u8) -> bool {
-        let (mut tcb, mut ctx) = self.tcb(sid);
-        tcb.send_control(&mut ctx, out, seq, flags)
     }
 
     /// Answer a segment that belongs to no connection with a reset (RFC 9293 3.10.7.1).

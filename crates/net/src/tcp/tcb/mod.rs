@@ -11,11 +11,13 @@
 //! ([`autotune`]) and the receive-window update rule ([`window`]); the rest of the per-connection logic (receive, output, recovery, RACK,
 //! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
 
+pub(crate) mod app;
 pub(crate) mod autotune;
 pub(crate) mod handshake;
 pub(crate) mod input;
 pub(crate) mod output;
 pub(crate) mod recovery;
+pub(crate) mod timers;
 pub(crate) mod tlp;
 pub(crate) mod undo;
 pub(crate) mod window;
@@ -96,4 +98,24 @@ impl<'a> TcbMut<'a> {
     ) -> Self {
         TcbMut { sid, state, tx, rx, bufs }
     }
+
+    /// True while the session's slot holds a connection.
+    #[inline(always)]
+    pub(crate) fn in_use(&self) -> bool {
+        self.state.in_use
+    }
+}
+
+/// One connection's rows to read (the application's queries, tests): shared borrows, taken
+/// with `TcpEngine::row`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TcbRef<'a> {
+    /// The state-table entry.
+    pub state: &'a StateEntry,
+    /// Send sequence variables.
+    pub tx: &'a TxSar,
+    /// Receive sequence variables.
+    pub rx: &'a RxSar,
+    /// Buffers.
+    pub bufs: &'a Buffers,
 }
