@@ -11,6 +11,7 @@ use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
+use super::tcb::lifecycle::Ending;
 use super::tcb::{Ctx, SessionId, TcbMut, TcbRef};
 use super::timer::Timers;
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
@@ -150,7 +151,7 @@ impl TcpEngine {
 
     /// The handle of session `sid`.
     pub fn handle(&self, sid: u32) -> TcpHandle {
-        TcpHandle { id: sid, gen: self.state[sid as usize].gen }
+        TcpHandle { id: sid, gen: self.row(sid).state.gen }
     }
 
     /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
@@ -235,20 +236,12 @@ impl TcpEngine {
                 return Err(e);
             }
         }
-        let s = &mut self.state[sid as usize];
-        s.gen = s.gen.wrapping_add(1);
-        *s = StateEntry { gen: s.gen, state, in_use: true, tuple, listener: None, released: false, error: None };
         let iss = self.isn.isn(self.local_ip, &tuple, now);
-        self.tx[sid as usize] = TxSar::new(iss, self.local_mss, self.cfg.cc, self.cfg.min_rto, self.cfg.max_rto);
-        self.tx[sid as usize].reordering = self.cfg.dup_thresh;
-        self.rx[sid as usize] = RxSar::default();
-        self.release_buffers(sid);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.open(&mut ctx, tuple, state, iss);
         self.count_sessions();
-        let b = &mut self.bufs[sid as usize];
-        if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
-            // Rings of the configured size, whose storage comes from the pool when written.
-            *b = Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer);
-        }
+        let (mut tcb, ctx) = self.tcb(sid);
+        tcb.size_buffers(&ctx);
         Ok(sid)
     }
 
@@ -257,43 +250,24 @@ impl TcpEngine {
     /// the pool for other sessions instead of every new session touching fresh memory while
     /// thousands linger.
     pub(crate) fn park_buffers_if_done(&mut self, sid: u32) {
-        let s = &self.state[sid as usize];
-        if s.released && s.state == TcpState::TimeWait {
-            self.release_buffers(sid);
-        }
-    }
-
-    /// Drop whatever session `sid`'s buffers hold and park their storage.
-    fn release_buffers(&mut self, sid: u32) {
-        let b = &mut self.bufs[sid as usize];
-        b.tx.clear();
-        b.rx.consume(usize::MAX);
-        b.asm = Default::default();
-        self.tx_storage.park_now(&mut b.tx.ring);
-        self.rx_storage.park_now(&mut b.rx);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.park_buffers_if_done(&mut ctx);
     }
 
     /// Free session `sid` (it leaves the lookup table; its slot can be reused).
     pub fn free_session(&mut self, sid: u32) {
-        let s = &mut self.state[sid as usize];
-        if !s.in_use {
-            return;
+        let Some((tuple, half_open)) = self.tcb(sid).0.free() else { return };
+        if let Some(l) = half_open.and_then(|p| self.listeners.get_mut(&p)) {
+            l.half_open = l.half_open.saturating_sub(1);
         }
-        if s.state == TcpState::SynReceived {
-            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
-                l.half_open = l.half_open.saturating_sub(1);
-            }
-        }
-        let tuple = s.tuple;
-        s.in_use = false;
-        s.state = TcpState::Closed;
         self.lookup.remove(&tuple);
         self.timers.cancel_all(sid);
         self.free.push(sid);
         self.count_sessions();
         // Its buffers' storage goes back now (to the pool or the allocator), not when the
         // slot is next used: a crowd of ended sessions holds no memory.
-        self.release_buffers(sid);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.release_buffers(&mut ctx);
     }
 
     /// Tell the storage pools how many sessions the stack holds.
@@ -307,22 +281,18 @@ impl TcpEngine {
     /// else keep it in CLOSED with `error` for the application to see.
     pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
         self.activity.mark(sid);
-        let s = &mut self.state[sid as usize];
-        if s.error.is_none() {
-            s.error = error;
-        }
+        let ending = self.tcb(sid).0.end(error);
         self.timers.cancel_all(sid);
-        if s.released || s.listener.is_some() {
-            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
-                l.ready.retain(|&x| x != sid);
+        match ending {
+            Ending::Free(listener) => {
+                if let Some(l) = listener.and_then(|p| self.listeners.get_mut(&p)) {
+                    l.ready.retain(|&x| x != sid);
+                }
+                self.free_session(sid);
             }
-            // `free_session` must still see SYN-RECEIVED to give the listener's half-open
-            // slot back; it sets CLOSED itself.
-            self.free_session(sid);
-        } else {
-            s.state = TcpState::Closed;
-            let tuple = s.tuple;
-            self.lookup.remove(&tuple);
+            Ending::Closed(tuple) => {
+                self.lookup.remove(&tuple);
+            }
         }
     }
 
@@ -357,7 +327,7 @@ impl TcpEngine {
 
     /// Mark a connection as errored by the application and let the caller send RST.
     pub fn abort(&mut self, sid: u32) {
-        self.state[sid as usize].released = true;
+        self.tcb(sid).0.set_released();
         self.finish(sid, Some(TcpError::Aborted));
     }
 
@@ -430,7 +400,7 @@ mod tests {
             TcpOptions { mss: Some(MSS), window_scale: Some(7), sack_permitted: true, ..TcpOptions::default() };
         let syn_ack = from_peer(PEER_ISS, syn.seq.wrapping_add(1), SYN | ACK, 1000, options, &[]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &syn_ack), Ok(()));
-        assert_eq!(e.state[sid as usize].state, TcpState::Established);
+        assert_eq!(e.row(sid).state.state, TcpState::Established);
         let ack = flush(&mut e, &mut out);
         assert_eq!(ack.len(), 1, "the handshake's ACK");
         assert_eq!(

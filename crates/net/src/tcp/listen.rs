@@ -85,13 +85,12 @@ impl TcpEngine {
         let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, out.now()) else {
             return Err(Counter::rx_drop_tcp_table_full);
         };
-        let s = &mut self.state[sid as usize];
-        s.listener = Some(tuple.local_port);
+        let (mut tcb, ctx) = self.tcb(sid);
+        tcb.held_by(tuple.local_port);
+        tcb.accept_syn(&ctx, repr);
         if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
             l.half_open += 1;
         }
-        let (mut tcb, ctx) = self.tcb(sid);
-        tcb.accept_syn(&ctx, repr);
         self.mark_dirty(sid);
         out.counters().bump(Counter::tcp_passive_opens);
         Ok(())
@@ -153,7 +152,7 @@ impl TcpEngine {
         };
         let (mut tcb, ctx) = self.tcb(sid);
         tcb.restore_from_cookie(&ctx, repr, iss, st);
-        self.state[sid as usize].listener = Some(tuple.local_port);
+        tcb.held_by(tuple.local_port);
         if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
             l.ready.push_back(sid);
         }
@@ -170,7 +169,7 @@ impl TcpEngine {
     /// cannot be confused with the old connection: a timestamp above TS.Recent, or without
     /// timestamps a sequence number above RCV.NXT.
     pub(super) fn time_wait_allows_syn(&self, sid: u32, repr: &TcpRepr) -> bool {
-        let rx = &self.rx[sid as usize];
+        let rx = self.row(sid).rx;
         match (rx.ts_ok, repr.options.timestamps) {
             (true, Some((tsval, _))) => gt(tsval, rx.ts_recent),
             _ => Seq(repr.seq) > rx.rcv_nxt,
@@ -181,7 +180,7 @@ impl TcpEngine {
     /// (Counted in `time_wait_reclaimed`, moved to the counters by the receive path.)
     pub(super) fn reclaim_time_wait(&mut self) -> bool {
         while let Some((sid, gen)) = self.time_wait.pop_front() {
-            let s = &self.state[sid as usize];
+            let s = self.row(sid).state;
             if s.in_use && s.gen == gen && s.state == TcpState::TimeWait && s.released {
                 self.free_session(sid);
                 self.time_wait_reclaimed += 1;
@@ -195,7 +194,8 @@ impl TcpEngine {
     /// done, and in line to be reclaimed first when the table is full.
     pub(super) fn queue_time_wait(&mut self, sid: u32) {
         self.park_buffers_if_done(sid);
-        self.time_wait.push_back((sid, self.state[sid as usize].gen));
+        let gen = self.row(sid).state.gen;
+        self.time_wait.push_back((sid, gen));
         if self.time_wait.len() > 2 * self.state.len() {
             let state = &self.state;
             self.time_wait.retain(|&(s, g)| {

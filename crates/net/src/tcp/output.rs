@@ -88,8 +88,7 @@ mod tests {
         let mut e = engine();
         let mut out = Recorder::new();
         let (sid, our) = established(&mut e, &mut out, 1000);
-        e.bufs[sid as usize].tx.enqueue(&[9u8; 100_000]);
-        e.mark_dirty(sid);
+        queue(&mut e, sid, &[9u8; 100_000]);
         let segs = flush(&mut e, &mut out);
         assert_eq!(segs.len(), 10, "IW = 10 segments (RFC 6928)");
         for (i, (h, p)) in segs.iter().enumerate() {
@@ -107,8 +106,7 @@ mod tests {
         let mut out = Recorder::new();
         // 20 << 7 = 2,560 bytes offered.
         let (sid, our) = established(&mut e, &mut out, 20);
-        e.bufs[sid as usize].tx.enqueue(&[9u8; 100_000]);
-        e.mark_dirty(sid);
+        queue(&mut e, sid, &[9u8; 100_000]);
         let segs = flush(&mut e, &mut out);
         let sent: usize = segs.iter().map(|(_, p)| p.len()).sum();
         assert!(sent <= 2560, "{sent} bytes sent into a 2,560-byte window");
@@ -121,11 +119,10 @@ mod tests {
         let mut out = Recorder::new();
         let (sid, our) = established(&mut e, &mut out, 1000);
         out.failing = true;
-        e.bufs[sid as usize].tx.enqueue(&[9u8; 1000]);
-        e.mark_dirty(sid);
+        queue(&mut e, sid, &[9u8; 1000]);
         flush(&mut e, &mut out);
         assert_eq!(out.failures, 1);
-        assert_eq!(e.tx[sid as usize].snd_max.0, our + 1000, "as if sent");
+        assert_eq!(e.row(sid).tx.snd_max.0, our + 1000, "as if sent");
         out.failing = false;
         let deadline = e.next_deadline().expect("the retransmission (or probe) timer");
         out.now = deadline;
