@@ -92,3 +92,31 @@ impl TcbMut<'_> {
         self.tx.cc.set_algorithm(algo);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The view alone: rows of its own, no engine, no sink, no link.
+    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    use super::super::super::{TcpConfig, TcpState};
+    use super::super::{SessionId, TcbMut};
+    use super::Shutdown;
+
+    fn shutdown_in(state: TcpState) -> (Shutdown, TcpState, bool) {
+        let cfg = TcpConfig::default();
+        let mut s = StateEntry { state, in_use: true, ..StateEntry::default() };
+        let mut tx = TxSar::new(1, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
+        let (mut rx, mut b) = (RxSar::default(), Buffers::default());
+        let what = TcbMut::new(SessionId(3), &mut s, &mut tx, &mut rx, &mut b).shutdown();
+        (what, s.state, tx.fin_queued)
+    }
+
+    #[test]
+    fn closing_our_direction_queues_a_fin_where_rfc_9293_says_and_nowhere_else() {
+        assert_eq!(shutdown_in(TcpState::Established), (Shutdown::FinQueued, TcpState::FinWait1, true));
+        assert_eq!(shutdown_in(TcpState::SynReceived), (Shutdown::FinQueued, TcpState::FinWait1, true));
+        assert_eq!(shutdown_in(TcpState::CloseWait), (Shutdown::FinQueued, TcpState::LastAck, true));
+        assert_eq!(shutdown_in(TcpState::SynSent), (Shutdown::Abandon, TcpState::SynSent, false));
+        assert_eq!(shutdown_in(TcpState::FinWait2), (Shutdown::Nothing, TcpState::FinWait2, false));
+        assert_eq!(shutdown_in(TcpState::TimeWait), (Shutdown::Nothing, TcpState::TimeWait, false));
+    }
+}
