@@ -466,10 +466,8 @@ impl TcbMut<'_> {
             let ecr = self.rx.ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
             self.check_spurious_rto(out, ecr);
         }
-        if data_acked > 0 {
-            if self.autotune_tx(ctx.cfg, ctx.mem) {
-                out.counters().bump(Counter::tcp_tx_buffer_grown);
-            }
+        if data_acked > 0 && self.autotune_tx(ctx.cfg, ctx.mem) {
+            out.counters().bump(Counter::tcp_tx_buffer_grown);
         }
         // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
@@ -619,10 +617,8 @@ impl TcbMut<'_> {
                 }
             }
         }
-        if off == 0 && !rx.bypass {
-            if self.autotune_rx(ctx.cfg, ctx.mem, now) {
-                out.counters().bump(Counter::tcp_rx_buffer_grown);
-            }
+        if off == 0 && !rx.bypass && self.autotune_rx(ctx.cfg, ctx.mem, now) {
+            out.counters().bump(Counter::tcp_rx_buffer_grown);
         }
         let rx = &mut *self.rx;
         if off > 0 || had_holes {

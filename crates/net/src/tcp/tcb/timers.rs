@@ -107,7 +107,7 @@ impl TcbMut<'_> {
 
     /// Keep-alive probe due (RFC 9293 3.8.4); nine unanswered end the connection.
     fn on_keepalive<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> Option<Option<TcpError>> {
-        let Some(idle) = ctx.cfg.keepalive else { return None };
+        let idle = ctx.cfg.keepalive?;
         let tx = &mut *self.tx;
         if !self.state.state.is_synchronized() {
             return None;
