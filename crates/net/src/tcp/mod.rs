@@ -1,10 +1,12 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
 //! (`lookup`), port table and state table (`engine`), send/receive sequence tables
-//! (`conn`), timers (`timer`), receive engine (`rx`) with its RX bypass (`bypass`),
-//! transmit engine (`output`), connection activity for the application (`activity`),
+//! (`conn`), timers (`timer`), the receive side (`rx`: checks and demultiplexing; `listen`:
+//! segments for no session) with its RX bypass (`bypass`), the transmit side (`output`: the
+//! flush of dirty sessions, resets), connection activity for the application (`activity`),
 //! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
-//! (`assembler`), buffers (`ringbuf`, `sendq`), their shared storage (`storage`) and the application interface (methods on
-//! [`crate::Stack`]).
+//! (`assembler`), buffers (`ringbuf`, `sendq`), their shared storage (`storage`) and the
+//! application interface (methods on [`crate::Stack`]). What one connection does is in
+//! `tcb`: methods of the per-connection view, taken once per event.
 
 pub(crate) mod activity;
 pub(crate) mod assembler;

@@ -1,15 +1,18 @@
 //! One connection read as one: [`TcbMut`] borrows a session's rows of the per-connection
 //! tables (state, send and receive sequence variables, buffers), taken once per event by the
-//! engine, so that per-connection logic is written as methods of one connection while the
-//! tables themselves stay structure-of-arrays (DESIGN.md's layout: one table per Limago
-//! module, preallocated, indexed by session id).
+//! engine (`TcpEngine::tcb`), so that per-connection logic is written as methods of one
+//! connection while the tables themselves stay structure-of-arrays (DESIGN.md's layout: one
+//! table per Limago module, preallocated, indexed by session id). [`TcbRef`] lends the same
+//! rows to read (`TcpEngine::row`).
 //!
-//! The methods decide and report; they do not send and do not count. What needs the engine
-//! beyond the connection (the memory budget, the configuration) is passed in, and what they
-//! decided (a buffer grew, an ACK is due) is returned or left in the connection's own state
-//! for the engine to act on. The logic moved here so far: buffer auto-tuning
-//! ([`autotune`]) and the receive-window update rule ([`window`]); the rest of the per-connection logic (receive, output, recovery, RACK,
-//! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
+//! Every per-connection behaviour is here, one file per concern: [`input`], [`handshake`],
+//! [`output`], [`recovery`], [`tlp`], [`undo`], [`pmtu`], [`timers`], [`autotune`],
+//! [`window`], [`app`], [`lifecycle`]. What needs the engine beyond the connection comes in a
+//! [`Ctx`] (configuration, timers, dirty queue, challenge-ACK limit, RX-bypass handler,
+//! memory budget, storage pools); what only the engine can do (answer with a reset, move the
+//! session to a listener's accept queue or the TIME-WAIT queue, end or free it) is returned
+//! (`input::After`, `lifecycle::Ending`). Input and output still emit segments and bump
+//! counters through the `SegmentSink` they are given.
 
 pub(crate) mod app;
 pub(crate) mod autotune;
