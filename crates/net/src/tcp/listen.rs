@@ -114,7 +114,7 @@ impl TcpEngine {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
             seq: iss,
-            ack: repr.seq.wrapping_add(1),
+            ack: (Seq(repr.seq) + 1).0,
             flags: SYN | ACK,
             window: self.cfg.rx_buffer.min(65535) as u16,
             urgent: 0,
@@ -139,7 +139,7 @@ impl TcpEngine {
         payload: &[u8],
     ) -> Option<Verdict> {
         let now = out.now();
-        let (iss, peer_isn) = (repr.ack.wrapping_sub(1), repr.seq.wrapping_sub(1));
+        let (iss, peer_isn) = ((Seq(repr.ack) - 1).0, (Seq(repr.seq) - 1).0);
         let tsecr = repr.options.timestamps.map(|t| t.1);
         let st = self.cookies.check(self.local_ip, &tuple, peer_isn, iss, tsecr, now)?;
         let l = self.listeners.get(&tuple.local_port)?;

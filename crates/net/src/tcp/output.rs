@@ -4,6 +4,7 @@
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
+use super::seq::Seq;
 use super::sink::SegmentSink;
 use crate::counters::Counter;
 use link::Instant;
@@ -51,7 +52,7 @@ impl TcpEngine {
             (seg_ack, 0, RST)
         } else {
             let syn_fin = (seg_flags & SYN != 0) as u32 + (seg_flags & FIN != 0) as u32;
-            (0, seg_seq.wrapping_add(seg_len + syn_fin), RST | ACK)
+            (0, (Seq(seg_seq) + (seg_len + syn_fin)).0, RST | ACK)
         };
         let repr = TcpRepr {
             src_port: tuple.local_port,

@@ -162,7 +162,7 @@ impl TcbMut<'_> {
             && Seq(repr.seq) == self.rx.irs
         {
             trimmed.flags &= !SYN;
-            trimmed.seq = repr.seq.wrapping_add(1);
+            trimmed.seq = (Seq(repr.seq) + 1).0;
         }
         let repr = &trimmed;
         let (ts_ok, ts_recent) = (self.rx.ts_ok, self.rx.ts_recent);

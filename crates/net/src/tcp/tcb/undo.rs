@@ -5,7 +5,7 @@
 //! reordering does not trigger recovery again.
 
 use super::super::conn::{TxSar, UndoPoint};
-use super::super::seq::lt;
+use super::super::seq::{dist, lt};
 use super::super::sink::SegmentSink;
 use super::TcbMut;
 use crate::counters::Counter;
@@ -48,7 +48,7 @@ impl TcbMut<'_> {
             return;
         }
         let mss = (tx.mss as u32).max(1);
-        tx.undo_dsacked += u64::from(end.wrapping_sub(start).div_ceil(mss));
+        tx.undo_dsacked += u64::from(dist(start, end).div_ceil(mss));
         let retransmitted = tx.retransmits - u.retransmits;
         if retransmitted == 0 || tx.undo_dsacked < retransmitted {
             return;
