@@ -332,7 +332,7 @@ impl<L: Link> Stack<L> {
     /// connection where something happened (see [`Stack::tcp_take_activity`]) independently of
     /// the others, so several services on one stack can each have one.
     pub fn tcp_watch(&mut self) -> Result<TcpWatch, TooManyWatchers> {
-        let sessions = self.core.tcp.state.len();
+        let sessions = self.core.tcp.capacity();
         let w = self.core.tcp.activity.add(sessions);
         w.map(TcpWatch).ok_or(TooManyWatchers)
     }

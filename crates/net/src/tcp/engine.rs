@@ -42,13 +42,13 @@ pub struct TcpEngine {
     /// Our MSS (announced).
     pub local_mss: u16,
     /// State table.
-    pub state: Vec<StateEntry>,
+    state: Vec<StateEntry>,
     /// Send sequence table.
-    pub tx: Vec<TxSar>,
+    tx: Vec<TxSar>,
     /// Receive sequence table.
-    pub rx: Vec<RxSar>,
+    rx: Vec<RxSar>,
     /// Session buffers.
-    pub bufs: Vec<Buffers>,
+    bufs: Vec<Buffers>,
     /// Timers.
     pub timers: Timers,
     /// 4-tuple -> session id.
@@ -122,6 +122,11 @@ impl TcpEngine {
             local_mss,
             cfg,
         }
+    }
+
+    /// Sessions the tables hold (in use or not).
+    pub(crate) fn capacity(&self) -> usize {
+        self.state.len()
     }
 
     /// Sessions in use.

@@ -196,12 +196,13 @@ impl TcpEngine {
         self.park_buffers_if_done(sid);
         let gen = self.row(sid).state.gen;
         self.time_wait.push_back((sid, gen));
-        if self.time_wait.len() > 2 * self.state.len() {
-            let state = &self.state;
-            self.time_wait.retain(|&(s, g)| {
-                let e = &state[s as usize];
+        if self.time_wait.len() > 2 * self.capacity() {
+            let mut queue = std::mem::take(&mut self.time_wait);
+            queue.retain(|&(s, g)| {
+                let e = self.row(s).state;
                 e.in_use && e.gen == g && e.state == TcpState::TimeWait
             });
+            self.time_wait = queue;
         }
     }
 }
