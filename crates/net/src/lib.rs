@@ -118,23 +118,28 @@
 //! # The TCP engine's layout
 //!
 //! The per-connection tables stay structure-of-arrays (one preallocated table per Limago
-//! module, indexed by session id). [`tcp`]'s `tcb` module holds the per-connection view: a
-//! `SessionId` and `TcbMut`, one session's rows borrowed for one event, whose methods decide
-//! and return what they decided and never send or count (so far buffer auto-tuning and the
-//! receive-window update rule; receive, output, recovery, RACK, TLP, undo and PMTU are still
-//! `impl TcpEngine` blocks sending through a `SegmentSink`). `docs/DESIGN.md` walks one
-//! segment in and one out.
+//! module, indexed by session id), indexed in two places: `TcpEngine::tcb` lends one session's
+//! rows as a `TcbMut` with a small context (configuration, timers, dirty queue, pools) for one
+//! event, and `TcpEngine::row` lends them to read. [`tcp`]'s `tcb` module holds everything one
+//! connection does as methods of that view (input, handshake, output, recovery, RACK, TLP,
+//! undo, PMTU, timers, auto-tuning, the receive-window rule, the application's calls, the
+//! slot's life); what only the engine can do (answer with a reset, the listener's accept
+//! queue, TIME-WAIT reclaim, freeing the slot) they return for the engine to do. The view's
+//! input and output still send and count through the `SegmentSink`. `docs/DESIGN.md` walks
+//! one segment in and one out.
 //!
-//! Before and after the view (issue 23), instructions under callgrind, the same release
-//! build flags, each figure the difference of two run sizes divided by the difference in
-//! units (`pingpong` 2,000 and 22,000 exchanges; `cycles` 200 and 2,200; `bulk 4 MB 65536`
-//! with 5 and 55 MB, divided by all segments both sides sent, data and ACKs):
+//! Instructions under callgrind, the same release build flags, each figure the difference of
+//! two run sizes divided by the difference in units (`pingpong` 2,000 and 22,000 exchanges;
+//! `cycles` 200 and 2,200; `bulk 4 MB 65536` with 5 and 55 MB, divided by all segments both
+//! sides sent, data and ACKs). Before: before the view (issue 23); after: everything per
+//! connection in the view (measured on another machine than "before", which the "first
+//! steps" column reproduced exactly):
 //!
-//! | figure | before | after |
-//! | --- | --- | --- |
-//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) |
-//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) |
-//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) |
+//! | figure | before | first steps | after |
+//! | --- | --- | --- | --- |
+//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) | 10,713 (-0.67%) |
+//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) | 26,927 (+0.46%) |
+//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) | 6,426 (-1.12%) |
 
 mod arp;
 pub mod budget;

@@ -6,8 +6,8 @@ use crate::error::{
     BadHandle, BypassError, ConnectError, ControlError, ListenError, RecvError, SendError, TooManyWatchers,
 };
 use crate::tcp::sink::LinkSink;
+use crate::tcp::tcb::app::Shutdown;
 use crate::tcp::tcb::SessionId;
-use crate::tcp::timer::TimerKind;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch};
 use crate::{Counter, Stack};
 use link::{Link, LinkError};
@@ -49,7 +49,7 @@ impl<L: Link> Stack<L> {
     pub fn tcp_accept(&mut self, l: TcpListener) -> Option<TcpHandle> {
         let tcp = &mut self.core.tcp;
         let sid = tcp.listeners.get_mut(&l.0)?.ready.pop_front()?;
-        tcp.state[sid as usize].listener = None;
+        tcp.tcb(sid).0.accepted();
         Some(tcp.handle(sid))
     }
 
@@ -106,7 +106,7 @@ impl<L: Link> Stack<L> {
     /// `None` while connecting; then `Ok(())` once established or `Err` if it failed.
     pub fn tcp_connect_result(&self, h: TcpHandle) -> Result<Option<Result<(), TcpError>>, BadHandle> {
         let sid = self.core.tcp.sid(h)?;
-        let s = &self.core.tcp.state[sid as usize];
+        let s = self.core.tcp.row(sid).state;
         Ok(match (s.state, s.error) {
             (_, Some(e)) => Some(Err(e)),
             (TcpState::SynSent | TcpState::SynReceived, None) => None,
@@ -116,26 +116,26 @@ impl<L: Link> Stack<L> {
 
     /// The connection's state.
     pub fn tcp_state(&self, h: TcpHandle) -> Result<TcpState, BadHandle> {
-        Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].state)
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.state)
     }
 
     /// The remote address `(ip, port)` of the connection (for accepted ones: who connected).
     pub fn tcp_peer(&self, h: TcpHandle) -> Result<SocketAddrV4, BadHandle> {
-        let t = self.core.tcp.state[self.core.tcp.sid(h)? as usize].tuple;
+        let t = self.core.tcp.row(self.core.tcp.sid(h)?).state.tuple;
         Ok(SocketAddrV4::new(t.remote_ip, t.remote_port))
     }
 
     /// Why the connection ended, if it ended abnormally.
     pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, BadHandle> {
-        Ok(self.core.tcp.state[self.core.tcp.sid(h)? as usize].error)
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.error)
     }
 
     fn sendable(&self, sid: u32) -> Result<(), SendError> {
-        let s = &self.core.tcp.state[sid as usize];
-        if let Some(e) = s.error {
+        let row = self.core.tcp.row(sid);
+        if let Some(e) = row.state.error {
             return Err(SendError::Connection(e));
         }
-        if !s.state.can_send() || self.core.tcp.tx[sid as usize].fin_queued {
+        if !row.state.state.can_send() || row.tx.fin_queued {
             return Err(SendError::NotConnected);
         }
         Ok(())
@@ -179,17 +179,12 @@ impl<L: Link> Stack<L> {
     pub fn tcp_send(&mut self, h: TcpHandle, data: &[u8]) -> Result<usize, SendError> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
-        let tcp = &mut self.core.tcp;
-        let b = &mut tcp.bufs[sid as usize];
-        if data.is_empty() || b.tx.free() == 0 || b.tx.has_transfers() {
-            return Ok(0); // (the ring waits behind queued transfers, to keep the byte order)
-        }
-        if !tcp.tx_storage.unpark(&mut b.tx.ring, &mut tcp.mem, tcp.cfg.buffer_min) {
+        let (mut tcb, mut ctx) = self.core.tcp.tcb(sid);
+        let Some(n) = tcb.enqueue(&mut ctx, data) else {
             // The memory budget's limit: back-pressure, as a full send buffer.
             self.core.eg.counters.bump(Counter::tcp_mem_send_refused);
             return Ok(0);
-        }
-        let n = b.tx.enqueue(data);
+        };
         if n > 0 {
             self.kick(sid)?;
         }
@@ -206,7 +201,7 @@ impl<L: Link> Stack<L> {
         let sid = self.core.tcp.sid(h)?;
         self.sendable(sid)?;
         if !data.is_empty() {
-            self.core.tcp.bufs[sid as usize].tx.push_transfer(data);
+            self.core.tcp.tcb(sid).0.push_transfer(data);
             self.kick(sid)?;
         }
         Ok(())
@@ -214,8 +209,7 @@ impl<L: Link> Stack<L> {
 
     /// Bytes queued for sending and not yet acknowledged (send ring plus transfers).
     pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        let b = &self.core.tcp.bufs[self.core.tcp.sid(h)? as usize];
-        Ok(b.tx.len())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.tx.len())
     }
 
     /// Take back a buffer handed over with [`Stack::tcp_send_transfer`] whose bytes are all
@@ -223,13 +217,13 @@ impl<L: Link> Stack<L> {
     /// again without touching fresh memory. `None` if none is waiting.
     pub fn tcp_reclaim_transfer(&mut self, h: TcpHandle) -> Result<Option<Vec<u8>>, BadHandle> {
         let sid = self.core.tcp.sid(h)?;
-        Ok(self.core.tcp.bufs[sid as usize].tx.reclaim())
+        Ok(self.core.tcp.tcb(sid).0.reclaim_transfer())
     }
 
     /// Free space in the send buffer: its size less what is queued (transfers included), so
     /// 0 while transfers fill it.
     pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].tx.room())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.tx.room())
     }
 
     fn kick(&mut self, sid: u32) -> Result<(), LinkError> {
@@ -279,7 +273,7 @@ impl<L: Link> Stack<L> {
     #[must_use = "the data copied into the buffer is consumed: the returned length says how much of the buffer holds it"]
     pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, RecvError> {
         let sid = self.core.tcp.sid(h)?;
-        let ring = &self.core.tcp.bufs[sid as usize].rx;
+        let ring = &self.core.tcp.row(sid).bufs.rx;
         // A busy-polling reader mostly finds nothing: answer that without the copy's set-up.
         let n = if ring.is_empty() { 0 } else { ring.copy_out(0, buf) };
         if n > 0 {
@@ -290,8 +284,9 @@ impl<L: Link> Stack<L> {
     }
 
     fn recv_idle(&self, sid: u32) -> Result<Recv, RecvError> {
-        let s = &self.core.tcp.state[sid as usize];
-        if self.core.tcp.rx[sid as usize].fin_received {
+        let row = self.core.tcp.row(sid);
+        let s = row.state;
+        if row.rx.fin_received {
             return Ok(Recv::Eof);
         }
         match s.error {
@@ -304,7 +299,7 @@ impl<L: Link> Stack<L> {
     /// Borrow the next contiguous run of received in-order data without copying; release it
     /// with [`Stack::tcp_recv_consume`].
     pub fn tcp_recv_borrow(&self, h: TcpHandle) -> Result<&[u8], BadHandle> {
-        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.contiguous())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.rx.contiguous())
     }
 
     /// Install the RX-bypass handler (seed 000): for connections switched to bypass with
@@ -324,16 +319,10 @@ impl<L: Link> Stack<L> {
         if on && !tcp.bypass.is_set() {
             return Err(BypassError::NoHandler);
         }
-        tcp.rx[sid as usize].bypass = on;
-        if on {
-            let ring = &mut tcp.bufs[sid as usize].rx;
-            let (a, z) = ring.peek(0, usize::MAX);
-            tcp.bypass.deliver(h, a);
-            tcp.bypass.deliver(h, z);
-            let n = a.len() + z.len();
-            if n > 0 {
-                self.tcp_recv_consume(h, n)?;
-            }
+        let (mut tcb, mut ctx) = tcp.tcb(sid);
+        let n = tcb.set_rx_bypass(&mut ctx, on);
+        if n > 0 {
+            self.tcp_recv_consume(h, n)?;
         }
         Ok(())
     }
@@ -343,7 +332,7 @@ impl<L: Link> Stack<L> {
     /// connection where something happened (see [`Stack::tcp_take_activity`]) independently of
     /// the others, so several services on one stack can each have one.
     pub fn tcp_watch(&mut self) -> Result<TcpWatch, TooManyWatchers> {
-        let sessions = self.core.tcp.state.len();
+        let sessions = self.core.tcp.capacity();
         let w = self.core.tcp.activity.add(sessions);
         w.map(TcpWatch).ok_or(TooManyWatchers)
     }
@@ -355,19 +344,19 @@ impl<L: Link> Stack<L> {
         let tcp = &mut self.core.tcp;
         let mut sids = std::mem::take(&mut tcp.scratch_activity);
         tcp.activity.take(w.0, &mut sids);
-        out.extend(sids.drain(..).filter(|&sid| tcp.state[sid as usize].in_use).map(|sid| tcp.handle(sid)));
+        out.extend(sids.drain(..).filter(|&sid| tcp.row(sid).state.in_use).map(|sid| tcp.handle(sid)));
         tcp.scratch_activity = sids;
     }
 
     /// Bytes of in-order data ready to read.
     pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.bufs[self.core.tcp.sid(h)? as usize].rx.len())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.rx.len())
     }
 
     /// True once the peer's FIN arrived and every byte before it was read.
     pub fn tcp_at_eof(&self, h: TcpHandle) -> Result<bool, RecvError> {
         let sid = self.core.tcp.sid(h)?;
-        Ok(self.core.tcp.bufs[sid as usize].rx.is_empty() && self.recv_idle(sid)? == Recv::Eof)
+        Ok(self.core.tcp.row(sid).bufs.rx.is_empty() && self.recv_idle(sid)? == Recv::Eof)
     }
 
     /// Release `n` bytes of received data; sends a window update at once if the window opened
@@ -386,17 +375,14 @@ impl<L: Link> Stack<L> {
         let sid = self.core.tcp.sid(h)?;
         let now = self.core.eg.now;
         let tcp = &mut self.core.tcp;
-        let next = match tcp.state[sid as usize].state {
-            TcpState::SynSent => {
+        match tcp.tcb(sid).0.shutdown() {
+            Shutdown::Abandon => {
                 tcp.finish(sid, None);
                 return Ok(());
             }
-            TcpState::SynReceived | TcpState::Established => TcpState::FinWait1,
-            TcpState::CloseWait => TcpState::LastAck,
-            _ => return Ok(()),
-        };
-        tcp.state[sid as usize].state = next;
-        tcp.tx[sid as usize].fin_queued = true;
+            Shutdown::Nothing => return Ok(()),
+            Shutdown::FinQueued => {}
+        }
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
         tcp.output(&mut out, sid, now);
         Ok(out.finish_link()?)
@@ -407,20 +393,19 @@ impl<L: Link> Stack<L> {
     pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let now = self.core.eg.now;
-        if self.core.tcp.state[sid as usize].state == TcpState::Closed {
-            self.core.tcp.state[sid as usize].released = true;
+        if self.core.tcp.row(sid).state.state == TcpState::Closed {
+            let (mut tcb, mut ctx) = self.core.tcp.tcb(sid);
+            tcb.release(&mut ctx, now);
             self.core.tcp.free_session(sid);
             return Ok(());
         }
         self.tcp_shutdown(h)?;
         let tcp = &mut self.core.tcp;
-        if !tcp.state[sid as usize].in_use {
+        if !tcp.row(sid).state.in_use {
             return Ok(());
         }
-        tcp.state[sid as usize].released = true;
-        if tcp.state[sid as usize].state == TcpState::FinWait2 {
-            tcp.timers.arm(sid, TimerKind::Linger, now + tcp.cfg.time_wait);
-        }
+        let (mut tcb, mut ctx) = tcp.tcb(sid);
+        tcb.release(&mut ctx, now);
         tcp.park_buffers_if_done(sid);
         Ok(())
     }
@@ -453,10 +438,10 @@ impl<L: Link> Stack<L> {
     /// Statistics of a connection.
     pub fn tcp_stats(&self, h: TcpHandle) -> Result<TcpConnStats, BadHandle> {
         let tcp = &self.core.tcp;
-        let sid = tcp.sid(h)? as usize;
-        let (tx, rx) = (&tcp.tx[sid], &tcp.rx[sid]);
+        let row = tcp.row(tcp.sid(h)?);
+        let (tx, rx) = (row.tx, row.rx);
         Ok(TcpConnStats {
-            state: tcp.state[sid].state,
+            state: row.state.state,
             cwnd: tx.cc.cwnd,
             ssthresh: tx.cc.ssthresh,
             srtt: tx.rtt.srtt(),
@@ -474,8 +459,8 @@ impl<L: Link> Stack<L> {
             sack: rx.sack_ok,
             timestamps: rx.ts_ok,
             cc: tx.cc.algorithm(),
-            local_port: tcp.state[sid].tuple.local_port,
-            remote: Some(SocketAddrV4::new(tcp.state[sid].tuple.remote_ip, tcp.state[sid].tuple.remote_port)),
+            local_port: row.state.tuple.local_port,
+            remote: Some(SocketAddrV4::new(row.state.tuple.remote_ip, row.state.tuple.remote_port)),
             snd_una: tx.snd_una.0,
             snd_nxt: tx.snd_nxt.0,
             rcv_nxt: rx.rcv_nxt.0,
@@ -485,15 +470,15 @@ impl<L: Link> Stack<L> {
             dsacks_sent: rx.dsacks_sent,
             recoveries_undone: tx.undone,
             spurious_rtos: tx.spurious_rtos,
-            tx_buffer: tcp.bufs[sid].tx.capacity(),
-            rx_buffer: tcp.bufs[sid].rx.capacity(),
+            tx_buffer: row.bufs.tx.capacity(),
+            rx_buffer: row.bufs.rx.capacity(),
         })
     }
 
     /// Choose the congestion control of a connection.
     pub fn tcp_set_cc(&mut self, h: TcpHandle, algo: crate::tcp::CcAlgorithm) -> Result<(), BadHandle> {
         let sid = self.core.tcp.sid(h)?;
-        self.core.tcp.tx[sid as usize].cc.set_algorithm(algo);
+        self.core.tcp.tcb(sid).0.set_cc(algo);
         Ok(())
     }
 

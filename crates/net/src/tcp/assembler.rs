@@ -1,6 +1,8 @@
 //! Out-of-order reassembly bookkeeping: which byte ranges beyond the next expected byte have
 //! arrived (the data itself sits in the receive ring), and the SACK blocks that describe them.
 
+use super::seq::Seq;
+
 /// Most separate out-of-order ranges kept (8 KiB of bookkeeping at most, allocated as
 /// needed); out-of-order segments that would need more are dropped. A 10,000-segment window
 /// with 5% of it reordered holds about 500 holes.
@@ -82,7 +84,7 @@ impl Assembler {
     pub fn sack_blocks(&self, rcv_nxt: u32, max: usize) -> [Option<(u32, u32)>; 4] {
         let mut out = [None; 4];
         let mut n = 0;
-        let abs = |r: &(u32, u32)| (rcv_nxt.wrapping_add(r.0), rcv_nxt.wrapping_add(r.1));
+        let abs = |r: &(u32, u32)| ((Seq(rcv_nxt) + r.0).0, (Seq(rcv_nxt) + r.1).0);
         if let Some(i) = self.recent {
             out[0] = Some(abs(&self.ranges[i]));
             n = 1;

@@ -3,16 +3,18 @@
 
 use super::activity::Activity;
 use super::bypass::RxBypass;
+use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
-use super::tcb::{Ctx, SessionId, TcbMut};
-use super::timer::{TimerKind, Timers};
+use super::tcb::lifecycle::Ending;
+use super::tcb::{Ctx, SessionId, TcbMut, TcbRef};
+use super::timer::Timers;
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
-use crate::counters::Counter;
 use crate::error::{BadHandle, ConnectError, ListenError};
 use crate::int_hash::IntMap;
 use link::Instant;
@@ -30,25 +32,6 @@ pub struct Listener {
     pub half_open: usize,
 }
 
-/// A rate limit for challenge ACKs (RFC 5961 section 7).
-#[derive(Debug)]
-pub(crate) struct ChallengeLimit {
-    per_sec: u32,
-    used: u32,
-    window: Instant,
-}
-
-impl ChallengeLimit {
-    pub fn allow(&mut self, now: Instant) -> bool {
-        if now - self.window >= std::time::Duration::from_secs(1) {
-            self.window = now;
-            self.used = 0;
-        }
-        self.used += 1;
-        self.used <= self.per_sec
-    }
-}
-
 /// All TCP state of one stack.
 #[derive(Debug)]
 pub struct TcpEngine {
@@ -59,13 +42,13 @@ pub struct TcpEngine {
     /// Our MSS (announced).
     pub local_mss: u16,
     /// State table.
-    pub state: Vec<StateEntry>,
+    state: Vec<StateEntry>,
     /// Send sequence table.
-    pub tx: Vec<TxSar>,
+    tx: Vec<TxSar>,
     /// Receive sequence table.
-    pub rx: Vec<RxSar>,
+    rx: Vec<RxSar>,
     /// Session buffers.
-    pub bufs: Vec<Buffers>,
+    bufs: Vec<Buffers>,
     /// Timers.
     pub timers: Timers,
     /// 4-tuple -> session id.
@@ -78,8 +61,7 @@ pub struct TcpEngine {
     next_ephemeral: u16,
     first_ephemeral: u16,
     /// Sessions that have something to send.
-    pub(crate) dirty: VecDeque<u32>,
-    dirty_flag: Vec<bool>,
+    pub(crate) dirty: DirtyQueue,
     /// The application's RX-bypass handler.
     pub(crate) bypass: RxBypass,
     /// Connection activity for the application's watchers.
@@ -121,11 +103,10 @@ impl TcpEngine {
             listeners: IntMap::default(),
             free: (0..n as u32).rev().collect(),
             isn: IsnGenerator::new(cfg.secret),
-            challenge: ChallengeLimit { per_sec: cfg.challenge_ack_limit, used: 0, window: Instant::ZERO },
+            challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
             next_ephemeral: first_ephemeral,
             first_ephemeral,
-            dirty: VecDeque::with_capacity(64),
-            dirty_flag: vec![false; n],
+            dirty: DirtyQueue::new(n),
             bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
@@ -141,6 +122,11 @@ impl TcpEngine {
             local_mss,
             cfg,
         }
+    }
+
+    /// Sessions the tables hold (in use or not).
+    pub(crate) fn capacity(&self) -> usize {
+        self.state.len()
     }
 
     /// Sessions in use.
@@ -170,31 +156,48 @@ impl TcpEngine {
 
     /// The handle of session `sid`.
     pub fn handle(&self, sid: u32) -> TcpHandle {
-        TcpHandle { id: sid, gen: self.state[sid as usize].gen }
+        TcpHandle { id: sid, gen: self.row(sid).state.gen }
     }
 
     /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
-    /// need of the engine ([`Ctx`]: the configuration, the memory budget, the storage pool).
+    /// need of the engine ([`Ctx`]: the configuration, timers, dirty queue, memory budget,
+    /// storage pools). The one place the per-connection tables are indexed for an event.
     #[inline(always)] // a few loads; out of line it cost 1% of an exchange (tcp_cost)
-    pub(crate) fn tcb(&mut self, sid: SessionId) -> (TcbMut<'_>, Ctx<'_>) {
+    pub(crate) fn tcb(&mut self, sid: impl Into<SessionId>) -> (TcbMut<'_>, Ctx<'_>) {
+        let sid = sid.into();
         let i = sid.index();
-        let tcb = TcbMut::new(&mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
-        (tcb, Ctx { cfg: &self.cfg, mem: &mut self.mem, rx_storage: &mut self.rx_storage })
+        let tcb = TcbMut::new(sid, &mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
+        let ctx = Ctx {
+            cfg: &self.cfg,
+            local_mss: self.local_mss,
+            timers: &mut self.timers,
+            dirty: &mut self.dirty,
+            challenge: &mut self.challenge,
+            bypass: &mut self.bypass,
+            sack_before: &mut self.sack_before,
+            mem: &mut self.mem,
+            tx_storage: &mut self.tx_storage,
+            rx_storage: &mut self.rx_storage,
+        };
+        (tcb, ctx)
+    }
+
+    /// Session `sid`'s rows to read.
+    #[inline(always)]
+    pub(crate) fn row(&self, sid: u32) -> TcbRef<'_> {
+        let i = sid as usize;
+        TcbRef { state: &self.state[i], tx: &self.tx[i], rx: &self.rx[i], bufs: &self.bufs[i] }
     }
 
     /// Note that `sid` has something to send.
+    #[inline]
     pub fn mark_dirty(&mut self, sid: u32) {
-        if !self.dirty_flag[sid as usize] {
-            self.dirty_flag[sid as usize] = true;
-            self.dirty.push_back(sid);
-        }
+        self.dirty.mark(sid);
     }
 
     /// The next dirty session, its flag cleared (it may be marked again while it sends).
     pub fn pop_dirty(&mut self) -> Option<u32> {
-        let sid = self.dirty.pop_front()?;
-        self.dirty_flag[sid as usize] = false;
-        Some(sid)
+        self.dirty.pop()
     }
 
     /// Start listening on `port`.
@@ -238,20 +241,12 @@ impl TcpEngine {
                 return Err(e);
             }
         }
-        let s = &mut self.state[sid as usize];
-        s.gen = s.gen.wrapping_add(1);
-        *s = StateEntry { gen: s.gen, state, in_use: true, tuple, listener: None, released: false, error: None };
         let iss = self.isn.isn(self.local_ip, &tuple, now);
-        self.tx[sid as usize] = TxSar::new(iss, self.local_mss, self.cfg.cc, self.cfg.min_rto, self.cfg.max_rto);
-        self.tx[sid as usize].reordering = self.cfg.dup_thresh;
-        self.rx[sid as usize] = RxSar::default();
-        self.release_buffers(sid);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.open(&mut ctx, tuple, state, iss);
         self.count_sessions();
-        let b = &mut self.bufs[sid as usize];
-        if b.tx.capacity() != self.cfg.tx_buffer || b.rx.capacity() != self.cfg.rx_buffer {
-            // Rings of the configured size, whose storage comes from the pool when written.
-            *b = Buffers::new(self.cfg.tx_buffer, self.cfg.rx_buffer);
-        }
+        let (mut tcb, ctx) = self.tcb(sid);
+        tcb.size_buffers(&ctx);
         Ok(sid)
     }
 
@@ -260,43 +255,24 @@ impl TcpEngine {
     /// the pool for other sessions instead of every new session touching fresh memory while
     /// thousands linger.
     pub(crate) fn park_buffers_if_done(&mut self, sid: u32) {
-        let s = &self.state[sid as usize];
-        if s.released && s.state == TcpState::TimeWait {
-            self.release_buffers(sid);
-        }
-    }
-
-    /// Drop whatever session `sid`'s buffers hold and park their storage.
-    fn release_buffers(&mut self, sid: u32) {
-        let b = &mut self.bufs[sid as usize];
-        b.tx.clear();
-        b.rx.consume(usize::MAX);
-        b.asm = Default::default();
-        self.tx_storage.park_now(&mut b.tx.ring);
-        self.rx_storage.park_now(&mut b.rx);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.park_buffers_if_done(&mut ctx);
     }
 
     /// Free session `sid` (it leaves the lookup table; its slot can be reused).
     pub fn free_session(&mut self, sid: u32) {
-        let s = &mut self.state[sid as usize];
-        if !s.in_use {
-            return;
+        let Some((tuple, half_open)) = self.tcb(sid).0.free() else { return };
+        if let Some(l) = half_open.and_then(|p| self.listeners.get_mut(&p)) {
+            l.half_open = l.half_open.saturating_sub(1);
         }
-        if s.state == TcpState::SynReceived {
-            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
-                l.half_open = l.half_open.saturating_sub(1);
-            }
-        }
-        let tuple = s.tuple;
-        s.in_use = false;
-        s.state = TcpState::Closed;
         self.lookup.remove(&tuple);
         self.timers.cancel_all(sid);
         self.free.push(sid);
         self.count_sessions();
         // Its buffers' storage goes back now (to the pool or the allocator), not when the
         // slot is next used: a crowd of ended sessions holds no memory.
-        self.release_buffers(sid);
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.release_buffers(&mut ctx);
     }
 
     /// Tell the storage pools how many sessions the stack holds.
@@ -310,22 +286,18 @@ impl TcpEngine {
     /// else keep it in CLOSED with `error` for the application to see.
     pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
         self.activity.mark(sid);
-        let s = &mut self.state[sid as usize];
-        if s.error.is_none() {
-            s.error = error;
-        }
+        let ending = self.tcb(sid).0.end(error);
         self.timers.cancel_all(sid);
-        if s.released || s.listener.is_some() {
-            if let Some(l) = s.listener.and_then(|p| self.listeners.get_mut(&p)) {
-                l.ready.retain(|&x| x != sid);
+        match ending {
+            Ending::Free(listener) => {
+                if let Some(l) = listener.and_then(|p| self.listeners.get_mut(&p)) {
+                    l.ready.retain(|&x| x != sid);
+                }
+                self.free_session(sid);
             }
-            // `free_session` must still see SYN-RECEIVED to give the listener's half-open
-            // slot back; it sets CLOSED itself.
-            self.free_session(sid);
-        } else {
-            s.state = TcpState::Closed;
-            let tuple = s.tuple;
-            self.lookup.remove(&tuple);
+            Ending::Closed(tuple) => {
+                self.lookup.remove(&tuple);
+            }
         }
     }
 
@@ -360,7 +332,7 @@ impl TcpEngine {
 
     /// Mark a connection as errored by the application and let the caller send RST.
     pub fn abort(&mut self, sid: u32) {
-        self.state[sid as usize].released = true;
+        self.tcb(sid).0.set_released();
         self.finish(sid, Some(TcpError::Aborted));
     }
 
@@ -390,120 +362,20 @@ impl TcpEngine {
     pub(crate) fn on_timers<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
         self.recount_memory(now);
         while let Some((sid, kind)) = self.timers.pop_due(now) {
-            if !self.state[sid as usize].in_use {
+            let (mut tcb, mut ctx) = self.tcb(sid);
+            if !tcb.in_use() {
                 continue;
             }
-            match kind {
-                TimerKind::Retransmit => self.on_rto(out, sid, now),
-                TimerKind::DelayedAck => {
-                    self.rx[sid as usize].ack_now = true;
-                    self.mark_dirty(sid);
-                }
-                TimerKind::Persist => self.on_persist(out, sid, now),
-                TimerKind::Keepalive => self.on_keepalive(out, sid, now),
-                TimerKind::Linger => self.finish(sid, None),
-                TimerKind::Reorder => self.on_reorder_timeout(out, sid, now),
+            if let Some(error) = tcb.on_timer(&mut ctx, out, kind, now) {
+                self.finish(sid, error);
             }
         }
         self.flush_dirty(out, now)
     }
 
-    /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
-    fn on_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        if self.tx[sid as usize].tlp_armed {
-            self.on_probe_timeout(sid, now);
-            return;
-        }
-        let st = self.state[sid as usize].state;
-        let tx = &mut self.tx[sid as usize];
-        if tx.snd_una == tx.snd_max {
-            return;
-        }
-        tx.tlp_due = false;
-        tx.tlp_high = None;
-        tx.tail_recovery = false;
-        tx.undo = None;
-        tx.retries += 1;
-        let limit = if st.is_synchronized() { self.cfg.max_retries } else { self.cfg.syn_retries };
-        if tx.retries > limit {
-            out.counters().bump(Counter::tcp_timeouts_fatal);
-            self.finish(sid, Some(TcpError::TimedOut));
-            return;
-        }
-        out.counters().bump(Counter::tcp_rto_fired);
-        tx.timeouts += 1;
-        if st.is_synchronized() {
-            self.mark_rto_undo(sid, now);
-        }
-        let tx = &mut self.tx[sid as usize];
-        let flight = tx.in_flight();
-        if st.is_synchronized() {
-            let first_of_episode = tx.recover.is_none() && tx.retries == 1;
-            tx.cc.on_timeout(flight, first_of_episode);
-        }
-        tx.rtt.back_off();
-        tx.timed = None;
-        tx.snd_nxt = tx.snd_una;
-        tx.recover = None;
-        tx.dupacks = 0;
-        // The SACK scoreboard stays (as Linux keeps it): resending from SND.UNA skips what
-        // the peer already holds.
-        tx.retx_high = tx.snd_una;
-        if let Some(f) = tx.fin_seq {
-            if super::seq::le(tx.snd_una, f) {
-                tx.fin_seq = None;
-            }
-        }
-        let rto = tx.rto();
-        self.timers.arm(sid, TimerKind::Retransmit, now + rto);
-        self.mark_dirty(sid);
-    }
-
-    /// Zero-window probe due: the output path sends one byte beyond the window, unless the
-    /// window has been closed longer than `zero_window_limit` (then the connection is reset).
-    fn on_persist<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        let tx = &mut self.tx[sid as usize];
-        let held = tx.zero_window_since.map(|t| now - t);
-        if let (Some(held), Some(limit)) = (held, self.cfg.zero_window_limit) {
-            if held >= limit {
-                out.counters().bump(Counter::tcp_zero_window_aborts);
-                self.send_abort_reset(out, sid);
-                self.finish(sid, Some(TcpError::TimedOut));
-                return;
-            }
-        }
-        tx.probes += 1;
-        self.mark_dirty(sid);
-    }
-
-    fn on_keepalive<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
-        let Some(idle) = self.cfg.keepalive else { return };
-        let tx = &mut self.tx[sid as usize];
-        if !self.state[sid as usize].state.is_synchronized() {
-            return;
-        }
-        if tx.keepalives >= 9 {
-            self.finish(sid, Some(TcpError::TimedOut));
-            return;
-        }
-        tx.keepalives += 1;
-        // A keep-alive carries SEG.SEQ = SND.NXT - 1 and no data (RFC 9293 3.8.4).
-        let seq = tx.snd_nxt - 1;
-        self.send_control(out, sid, seq, wire::tcp::flags::ACK);
-        self.timers.arm(sid, TimerKind::Keepalive, now + idle / 10);
-    }
-
     /// The next instant a timer may fire.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.timers.next()
-    }
-
-    /// Re-arm keep-alive after activity.
-    pub fn touch_keepalive(&mut self, sid: u32, now: Instant) {
-        if let Some(idle) = self.cfg.keepalive {
-            self.tx[sid as usize].keepalives = 0;
-            self.timers.arm(sid, TimerKind::Keepalive, now + idle);
-        }
     }
 }
 
@@ -533,7 +405,7 @@ mod tests {
             TcpOptions { mss: Some(MSS), window_scale: Some(7), sack_permitted: true, ..TcpOptions::default() };
         let syn_ack = from_peer(PEER_ISS, syn.seq.wrapping_add(1), SYN | ACK, 1000, options, &[]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &syn_ack), Ok(()));
-        assert_eq!(e.state[sid as usize].state, TcpState::Established);
+        assert_eq!(e.row(sid).state.state, TcpState::Established);
         let ack = flush(&mut e, &mut out);
         assert_eq!(ack.len(), 1, "the handshake's ACK");
         assert_eq!(

@@ -8,10 +8,9 @@ use super::lookup::FourTuple;
 use super::rx::Verdict;
 use super::seq::{gt, Seq};
 use super::sink::SegmentSink;
-use super::syncookie::{cookie_tsval, CookieState};
+use super::syncookie::cookie_tsval;
 use super::TcpState;
 use crate::counters::Counter;
-use link::Instant;
 use std::time::Duration;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpOptions, TcpRepr};
@@ -86,12 +85,12 @@ impl TcpEngine {
         let Ok(sid) = self.alloc(tuple, TcpState::SynReceived, out.now()) else {
             return Err(Counter::rx_drop_tcp_table_full);
         };
-        let s = &mut self.state[sid as usize];
-        s.listener = Some(tuple.local_port);
+        let (mut tcb, ctx) = self.tcb(sid);
+        tcb.held_by(tuple.local_port);
+        tcb.accept_syn(&ctx, repr);
         if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
             l.half_open += 1;
         }
-        self.accept_syn(sid, repr);
         self.mark_dirty(sid);
         out.counters().bump(Counter::tcp_passive_opens);
         Ok(())
@@ -115,7 +114,7 @@ impl TcpEngine {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
             seq: iss,
-            ack: repr.seq.wrapping_add(1),
+            ack: (Seq(repr.seq) + 1).0,
             flags: SYN | ACK,
             window: self.cfg.rx_buffer.min(65535) as u16,
             urgent: 0,
@@ -140,7 +139,7 @@ impl TcpEngine {
         payload: &[u8],
     ) -> Option<Verdict> {
         let now = out.now();
-        let (iss, peer_isn) = (repr.ack.wrapping_sub(1), repr.seq.wrapping_sub(1));
+        let (iss, peer_isn) = ((Seq(repr.ack) - 1).0, (Seq(repr.seq) - 1).0);
         let tsecr = repr.options.timestamps.map(|t| t.1);
         let st = self.cookies.check(self.local_ip, &tuple, peer_isn, iss, tsecr, now)?;
         let l = self.listeners.get(&tuple.local_port)?;
@@ -151,60 +150,26 @@ impl TcpEngine {
         let Ok(sid) = self.alloc(tuple, TcpState::Established, now) else {
             return Some(Err(Counter::rx_drop_tcp_table_full));
         };
-        self.restore_from_cookie(sid, repr, iss, st);
-        self.state[sid as usize].listener = Some(tuple.local_port);
+        let (mut tcb, ctx) = self.tcb(sid);
+        tcb.restore_from_cookie(&ctx, repr, iss, st);
+        tcb.held_by(tuple.local_port);
         if let Some(l) = self.listeners.get_mut(&tuple.local_port) {
             l.ready.push_back(sid);
         }
         out.counters().bump(Counter::tcp_syncookies_accepted);
         out.counters().bump(Counter::tcp_established_passive);
-        let v = self.on_synchronized(out, sid, repr, payload);
+        let v = self.input(out, sid, tuple, repr, payload);
         self.activity.mark(sid);
-        if self.state[sid as usize].in_use {
-            self.touch_keepalive(sid, now);
-            self.mark_dirty(sid);
-        }
+        let (mut tcb, mut ctx) = self.tcb(sid);
+        tcb.settle(&mut ctx, out, false);
         Some(v)
-    }
-
-    /// The sequence state of a connection opened by a cookie, as if its SYN had been kept.
-    fn restore_from_cookie(&mut self, sid: u32, ack: &TcpRepr, iss: u32, st: CookieState) {
-        let (cfg, local_mss) = (&self.cfg, self.local_mss);
-        let rx = &mut self.rx[sid as usize];
-        let tx = &mut self.tx[sid as usize];
-        *tx = super::conn::TxSar::new(iss, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
-        tx.reordering = cfg.dup_thresh;
-        tx.snd_una = Seq(ack.ack);
-        tx.snd_nxt = tx.snd_una;
-        tx.snd_max = tx.snd_una;
-        tx.retx_high = tx.snd_una;
-        rx.irs = Seq(ack.seq) - 1;
-        rx.rcv_nxt = Seq(ack.seq);
-        rx.tune_mark = rx.rcv_nxt;
-        rx.rcv_adv = rx.rcv_nxt + cfg.rx_buffer.min(65535) as u32;
-        rx.last_ack_sent = rx.rcv_nxt;
-        rx.ts_ok = cfg.timestamps && ack.options.timestamps.is_some();
-        if let Some((tsval, _)) = ack.options.timestamps {
-            rx.ts_recent = tsval;
-        }
-        // Without timestamps the cookie could not carry the peer's window scale.
-        let theirs = if rx.ts_ok { st.window_scale } else { None };
-        super::rx::agree_window_scale(rx, tx, cfg.window_scale, theirs);
-        rx.sack_ok = cfg.sack && st.sack_permitted && rx.ts_ok;
-        let overhead = if rx.ts_ok { 12 } else { 0 };
-        tx.mss = st.mss.min(local_mss) - overhead;
-        tx.cc.set_mss(tx.mss as u32);
-        tx.snd_wnd = u32::from(ack.window) << tx.snd_shift;
-        tx.max_snd_wnd = tx.snd_wnd;
-        tx.snd_wl1 = Seq(ack.seq);
-        tx.snd_wl2 = Seq(ack.ack);
     }
 
     /// RFC 6191 (and RFC 1122 4.2.2.13): a new SYN may reopen a 4-tuple in TIME-WAIT if it
     /// cannot be confused with the old connection: a timestamp above TS.Recent, or without
     /// timestamps a sequence number above RCV.NXT.
     pub(super) fn time_wait_allows_syn(&self, sid: u32, repr: &TcpRepr) -> bool {
-        let rx = &self.rx[sid as usize];
+        let rx = self.row(sid).rx;
         match (rx.ts_ok, repr.options.timestamps) {
             (true, Some((tsval, _))) => gt(tsval, rx.ts_recent),
             _ => Seq(repr.seq) > rx.rcv_nxt,
@@ -215,7 +180,7 @@ impl TcpEngine {
     /// (Counted in `time_wait_reclaimed`, moved to the counters by the receive path.)
     pub(super) fn reclaim_time_wait(&mut self) -> bool {
         while let Some((sid, gen)) = self.time_wait.pop_front() {
-            let s = &self.state[sid as usize];
+            let s = self.row(sid).state;
             if s.in_use && s.gen == gen && s.state == TcpState::TimeWait && s.released {
                 self.free_session(sid);
                 self.time_wait_reclaimed += 1;
@@ -225,20 +190,19 @@ impl TcpEngine {
         false
     }
 
-    /// Session `sid` enters TIME-WAIT: 2 MSL on the linger timer, buffers parked, and in line
-    /// to be reclaimed first when the table is full.
-    pub(super) fn enter_time_wait(&mut self, sid: u32, now: Instant) {
-        self.state[sid as usize].state = TcpState::TimeWait;
-        self.timers.cancel(sid, super::timer::TimerKind::Retransmit);
-        self.timers.arm(sid, super::timer::TimerKind::Linger, now + self.cfg.time_wait);
+    /// Session `sid` entered TIME-WAIT (its view armed the linger timer): buffers parked if
+    /// done, and in line to be reclaimed first when the table is full.
+    pub(super) fn queue_time_wait(&mut self, sid: u32) {
         self.park_buffers_if_done(sid);
-        self.time_wait.push_back((sid, self.state[sid as usize].gen));
-        if self.time_wait.len() > 2 * self.state.len() {
-            let state = &self.state;
-            self.time_wait.retain(|&(s, g)| {
-                let e = &state[s as usize];
+        let gen = self.row(sid).state.gen;
+        self.time_wait.push_back((sid, gen));
+        if self.time_wait.len() > 2 * self.capacity() {
+            let mut queue = std::mem::take(&mut self.time_wait);
+            queue.retain(|&(s, g)| {
+                let e = self.row(s).state;
                 e.in_use && e.gen == g && e.state == TcpState::TimeWait
             });
+            self.time_wait = queue;
         }
     }
 }

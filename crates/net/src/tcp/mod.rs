@@ -1,18 +1,22 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
 //! (`lookup`), port table and state table (`engine`), send/receive sequence tables
-//! (`conn`), timers (`timer`), receive engine (`rx`) with its RX bypass (`bypass`),
-//! transmit engine (`output`), connection activity for the application (`activity`),
+//! (`conn`), timers (`timer`), the receive side (`rx`: checks and demultiplexing; `listen`:
+//! segments for no session) with its RX bypass (`bypass`), the transmit side (`output`: the
+//! flush of dirty sessions, resets), connection activity for the application (`activity`),
 //! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
-//! (`assembler`), buffers (`ringbuf`, `sendq`), their shared storage (`storage`) and the application interface (methods on
-//! [`crate::Stack`]).
+//! (`assembler`), buffers (`ringbuf`, `sendq`), their shared storage (`storage`) and the
+//! application interface (methods on [`crate::Stack`]). What one connection does is in
+//! `tcb`: methods of the per-connection view, taken once per event.
 
 pub(crate) mod activity;
 pub(crate) mod assembler;
 pub(crate) mod bypass;
 pub mod cc;
+pub(crate) mod challenge;
 pub(crate) mod clock;
 pub mod config;
 pub(crate) mod conn;
+pub(crate) mod dirty;
 pub(crate) mod engine;
 pub(crate) mod isn;
 mod listen;
@@ -21,7 +25,6 @@ pub mod memory;
 pub(crate) mod output;
 mod pmtu;
 pub(crate) mod rack;
-mod recovery;
 pub(crate) mod ringbuf;
 pub(crate) mod rtt;
 pub(crate) mod rx;
@@ -33,8 +36,6 @@ pub(crate) mod storage;
 pub(crate) mod syncookie;
 pub(crate) mod tcb;
 pub(crate) mod timer;
-mod tlp;
-mod undo;
 #[cfg(test)]
 mod unit_util;
 

@@ -14,7 +14,7 @@ impl TcpEngine {
     pub(crate) fn quotes_flight(&self, local_port: u16, remote: SocketAddrV4, seq: u32) -> bool {
         let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
         let Some(sid) = self.lookup.get(&t) else { return false };
-        let tx = &self.tx[sid as usize];
+        let tx = self.row(sid).tx;
         le(tx.snd_una, seq) && lt(seq, tx.snd_max)
     }
 
@@ -29,22 +29,8 @@ impl TcpEngine {
     ) {
         let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
         let Some(sid) = self.lookup.get(&t) else { return };
-        let options = if self.rx[sid as usize].ts_ok { 12 } else { 0 };
-        let mss = mtu.saturating_sub(40 + options).max(64) as u16;
-        let tx = &mut self.tx[sid as usize];
-        if mss >= tx.mss {
+        if !self.tcb(sid).0.path_mtu_dropped(mtu) {
             return;
-        }
-        tx.mss = mss;
-        tx.cc.set_mss(mss as u32);
-        tx.snd_nxt = tx.snd_una;
-        tx.retx_high = tx.snd_una;
-        tx.sb.clear();
-        tx.timed = None;
-        if let Some(f) = tx.fin_seq {
-            if le(tx.snd_una, f) {
-                tx.fin_seq = None;
-            }
         }
         self.mark_dirty(sid);
         let now = out.now();

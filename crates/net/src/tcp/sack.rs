@@ -9,7 +9,7 @@ pub struct Scoreboard {
     pub sacked: u32,
 }
 
-use super::seq::{gt, le, lt, max, Seq};
+use super::seq::{dist, gt, le, lt, max, Seq};
 
 /// Most ranges tracked (8 KiB at most, allocated as needed); further blocks are ignored. A
 /// 10,000-segment window with 5% of it reordered leaves about 500 holes at the receiver.
@@ -71,7 +71,7 @@ impl Scoreboard {
     }
 
     fn recount(&mut self) {
-        self.sacked = self.ranges.iter().map(|r| r.1.wrapping_sub(r.0)).sum();
+        self.sacked = self.ranges.iter().map(|r| dist(r.0, r.1)).sum();
     }
 
     /// Highest SACKed sequence number (end of the last block).
@@ -139,7 +139,7 @@ impl Scoreboard {
     pub fn is_lost(&self, seq: impl Into<Seq>, mss: u32, dup_thresh: u32) -> bool {
         let seq: u32 = seq.into().0;
         let above: Vec<_> = self.ranges.iter().filter(|r| gt(r.1, seq)).collect();
-        let bytes: u32 = above.iter().map(|r| r.1.wrapping_sub(max(r.0, seq))).sum();
+        let bytes: u32 = above.iter().map(|r| dist(max(r.0, seq), r.1)).sum();
         above.len() as u32 >= dup_thresh || bytes >= dup_thresh * mss
     }
 
@@ -154,7 +154,7 @@ impl Scoreboard {
                 if !self.is_lost(seq, mss, dup_thresh) {
                     return None;
                 }
-                let end = if lt(seq.wrapping_add(mss), r.0) { seq.wrapping_add(mss) } else { r.0 };
+                let end = if lt(Seq(seq) + mss, r.0) { (Seq(seq) + mss).0 } else { r.0 };
                 return Some((seq, end));
             }
             if lt(seq, r.1) {
@@ -169,7 +169,7 @@ impl Scoreboard {
     pub fn unsacked_between(&self, from: impl Into<Seq>, to: impl Into<Seq>) -> u32 {
         let from: u32 = from.into().0;
         let to: u32 = to.into().0;
-        let total = to.wrapping_sub(from);
+        let total = dist(from, to);
         let covered: u32 = self
             .ranges
             .iter()
@@ -177,7 +177,7 @@ impl Scoreboard {
                 let s = max(r.0, from);
                 let e = if lt(r.1, to) { r.1 } else { to };
                 if lt(s, e) {
-                    e.wrapping_sub(s)
+                    dist(s, e)
                 } else {
                     0
                 }

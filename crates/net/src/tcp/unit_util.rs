@@ -49,11 +49,11 @@ pub fn established(e: &mut TcpEngine, out: &mut Recorder, peer_window: u16) -> (
     // The window of a SYN is never scaled (RFC 7323 2.2): the scaled one follows in an ACK.
     let syn_ack = from_peer(PEER_ISS, iss.wrapping_add(1), SYN | ACK, 65535, options, &[]);
     assert_eq!(e.on_segment(out, PEER, LOCAL, &syn_ack), Ok(()));
-    assert_eq!(e.state[sid as usize].state, TcpState::Established);
+    assert_eq!(e.row(sid).state.state, TcpState::Established);
     flush(e, out);
     let update = from_peer(PEER_ISS + 1, iss.wrapping_add(1), ACK, peer_window, TcpOptions::default(), &[]);
     assert_eq!(e.on_segment(out, PEER, LOCAL, &update), Ok(()));
-    assert_eq!(e.tx[sid as usize].snd_wnd, u32::from(peer_window) << 7);
+    assert_eq!(e.row(sid).tx.snd_wnd, u32::from(peer_window) << 7);
     (sid, iss.wrapping_add(1))
 }
 
@@ -62,4 +62,13 @@ pub fn flush(e: &mut TcpEngine, out: &mut Recorder) -> Vec<(TcpRepr, Vec<u8>)> {
     let now = out.now;
     e.flush_dirty(out, now);
     out.take()
+}
+
+/// Queue `data` on session `sid` as the application does (`Stack::tcp_send`) and mark it to
+/// send; the bytes queued.
+pub fn queue(e: &mut TcpEngine, sid: u32, data: &[u8]) -> usize {
+    let (mut tcb, mut ctx) = e.tcb(sid);
+    let n = tcb.enqueue(&mut ctx, data).expect("the memory budget allows the ring");
+    e.mark_dirty(sid);
+    n
 }

@@ -161,7 +161,7 @@ mod tests {
         }
 
         fn tcb(&mut self) -> TcbMut<'_> {
-            TcbMut::new(&mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs)
+            TcbMut::new(super::super::SessionId(0), &mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs)
         }
     }
 

@@ -1,22 +1,39 @@
 //! One connection read as one: [`TcbMut`] borrows a session's rows of the per-connection
 //! tables (state, send and receive sequence variables, buffers), taken once per event by the
-//! engine, so that per-connection logic is written as methods of one connection while the
-//! tables themselves stay structure-of-arrays (DESIGN.md's layout: one table per Limago
-//! module, preallocated, indexed by session id).
+//! engine (`TcpEngine::tcb`), so that per-connection logic is written as methods of one
+//! connection while the tables themselves stay structure-of-arrays (DESIGN.md's layout: one
+//! table per Limago module, preallocated, indexed by session id). [`TcbRef`] lends the same
+//! rows to read (`TcpEngine::row`).
 //!
-//! The methods decide and report; they do not send and do not count. What needs the engine
-//! beyond the connection (the memory budget, the configuration) is passed in, and what they
-//! decided (a buffer grew, an ACK is due) is returned or left in the connection's own state
-//! for the engine to act on. The logic moved here so far: buffer auto-tuning
-//! ([`autotune`]) and the receive-window update rule ([`window`]); the rest of the per-connection logic (receive, output, recovery, RACK,
-//! TLP, undo, PMTU) still lives in `impl TcpEngine` blocks and moves here step by step.
+//! Every per-connection behaviour is here, one file per concern: [`input`], [`handshake`],
+//! [`output`], [`recovery`], [`tlp`], [`undo`], [`pmtu`], [`timers`], [`autotune`],
+//! [`window`], [`app`], [`lifecycle`]. What needs the engine beyond the connection comes in a
+//! [`Ctx`] (configuration, timers, dirty queue, challenge-ACK limit, RX-bypass handler,
+//! memory budget, storage pools); what only the engine can do (answer with a reset, move the
+//! session to a listener's accept queue or the TIME-WAIT queue, end or free it) is returned
+//! (`input::After`, `lifecycle::Ending`). Input and output still emit segments and bump
+//! counters through the `SegmentSink` they are given.
 
+pub(crate) mod app;
 pub(crate) mod autotune;
+pub(crate) mod handshake;
+pub(crate) mod input;
+pub(crate) mod lifecycle;
+pub(crate) mod output;
+pub(crate) mod pmtu;
+pub(crate) mod recovery;
+pub(crate) mod timers;
+pub(crate) mod tlp;
+pub(crate) mod undo;
 pub(crate) mod window;
 
+use super::bypass::RxBypass;
+use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
+use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
 use super::storage::StoragePool;
+use super::timer::Timers;
 use super::TcpConfig;
 
 /// A session's index into the per-connection tables.
@@ -43,8 +60,22 @@ impl From<u32> for SessionId {
 pub(crate) struct Ctx<'a> {
     /// The engine's configuration.
     pub cfg: &'a TcpConfig,
+    /// Our MSS (announced in SYNs).
+    pub local_mss: u16,
+    /// All sessions' timers (the view arms and cancels its own).
+    pub timers: &'a mut Timers,
+    /// Sessions with something to send (the view queues itself).
+    pub dirty: &'a mut DirtyQueue,
+    /// The stack's challenge-ACK rate limit.
+    pub challenge: &'a mut ChallengeLimit,
+    /// The application's RX-bypass handler.
+    pub bypass: &'a mut RxBypass,
+    /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
+    pub sack_before: &'a mut Vec<(u32, u32)>,
     /// The memory budget of the rings and pools.
     pub mem: &'a mut MemAccount,
+    /// Send-ring storage parked by empty rings.
+    pub tx_storage: &'a mut StoragePool,
     /// Receive-ring storage parked by empty rings.
     pub rx_storage: &'a mut StoragePool,
 }
@@ -52,6 +83,7 @@ pub(crate) struct Ctx<'a> {
 /// One connection: its rows of the per-connection tables, borrowed for one event.
 #[derive(Debug)]
 pub(crate) struct TcbMut<'a> {
+    sid: SessionId,
     state: &'a mut StateEntry,
     tx: &'a mut TxSar,
     rx: &'a mut RxSar,
@@ -62,7 +94,33 @@ impl<'a> TcbMut<'a> {
     /// A view over one session's rows (the engine takes it from its tables with
     /// `TcpEngine::tcb`; the unit tests from rows of their own).
     #[inline(always)]
-    pub(crate) fn new(state: &'a mut StateEntry, tx: &'a mut TxSar, rx: &'a mut RxSar, bufs: &'a mut Buffers) -> Self {
-        TcbMut { state, tx, rx, bufs }
+    pub(crate) fn new(
+        sid: SessionId,
+        state: &'a mut StateEntry,
+        tx: &'a mut TxSar,
+        rx: &'a mut RxSar,
+        bufs: &'a mut Buffers,
+    ) -> Self {
+        TcbMut { sid, state, tx, rx, bufs }
     }
+
+    /// True while the session's slot holds a connection.
+    #[inline(always)]
+    pub(crate) fn in_use(&self) -> bool {
+        self.state.in_use
+    }
+}
+
+/// One connection's rows to read (the application's queries, tests): shared borrows, taken
+/// with `TcpEngine::row`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TcbRef<'a> {
+    /// The state-table entry.
+    pub state: &'a StateEntry,
+    /// Send sequence variables.
+    pub tx: &'a TxSar,
+    /// Receive sequence variables.
+    pub rx: &'a RxSar,
+    /// Buffers.
+    pub bufs: &'a Buffers,
 }

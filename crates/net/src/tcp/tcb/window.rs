@@ -56,7 +56,7 @@ mod tests {
     fn reading_less_than_two_segments_sends_no_window_update() {
         let (mut s, mut tx, mut rx, mut b) = rows();
         let mut pool = StoragePool::new(10_000);
-        assert!(!TcbMut::new(&mut s, &mut tx, &mut rx, &mut b).consume_rx(1999, &mut pool));
+        assert!(!TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(1999, &mut pool));
         assert!(!rx.ack_now);
         assert_eq!(b.rx.len(), 6001);
     }
@@ -65,7 +65,7 @@ mod tests {
     fn reading_two_segments_sends_the_window_update_at_once() {
         let (mut s, mut tx, mut rx, mut b) = rows();
         let mut pool = StoragePool::new(10_000);
-        assert!(TcbMut::new(&mut s, &mut tx, &mut rx, &mut b).consume_rx(2000, &mut pool));
+        assert!(TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(2000, &mut pool));
         assert!(rx.ack_now, "free 4,000 >= offered 2,000 + 2 MSS");
     }
 
@@ -74,7 +74,7 @@ mod tests {
         let (mut s, mut tx, mut rx, mut b) = rows();
         s.state = TcpState::CloseWait;
         let mut pool = StoragePool::new(10_000);
-        assert!(!TcbMut::new(&mut s, &mut tx, &mut rx, &mut b).consume_rx(8000, &mut pool));
+        assert!(!TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(8000, &mut pool));
         assert!(!rx.ack_now);
     }
 }

@@ -10,24 +10,25 @@
 //! The probe timeout shares the retransmission timer: while it runs as a PTO, `tlp_armed` is
 //! set; when it fires the probe goes out and the timer becomes the RTO again.
 
-use super::conn::WORST_DELAYED_ACK_NANOS;
-use super::engine::TcpEngine;
-use super::seq::{dist, ge, le, lt, Seq};
-use super::sink::SegmentSink;
-use super::timer::TimerKind;
-use super::TcpState;
+use super::super::config::TcpConfig;
+use super::super::conn::WORST_DELAYED_ACK_NANOS;
+use super::super::seq::{dist, ge, le, lt, Seq};
+use super::super::sink::SegmentSink;
+use super::super::timer::TimerKind;
+use super::super::TcpState;
+use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
 use std::time::Duration;
 
-impl TcpEngine {
-    /// The probe timeout for session `sid` now, if a probe may be scheduled (RFC 8985 7.2):
-    /// SACK agreed, data in flight, not in recovery, no probe outstanding, an RTT measured.
-    fn probe_timeout(&self, sid: u32) -> Option<Duration> {
-        let tx = &self.tx[sid as usize];
-        let st = self.state[sid as usize].state;
-        if !self.cfg.tail_loss_probe
-            || !self.rx[sid as usize].sack_ok
+impl TcbMut<'_> {
+    /// The probe timeout now, if a probe may be scheduled (RFC 8985 7.2): SACK agreed, data
+    /// in flight, not in recovery, no probe outstanding, an RTT measured.
+    fn probe_timeout(&self, cfg: &TcpConfig) -> Option<Duration> {
+        let tx = &*self.tx;
+        let st = self.state.state;
+        if !cfg.tail_loss_probe
+            || !self.rx.sack_ok
             || !matches!(st, TcpState::Established | TcpState::CloseWait)
             || tx.snd_una == tx.snd_max
             || tx.recover.is_some()
@@ -49,31 +50,31 @@ impl TcpEngine {
 
     /// (Re)start the retransmission timer after new data went out or an ACK advanced: as a
     /// probe timeout where a probe may be scheduled, else as the RTO.
-    pub(crate) fn arm_loss_timer(&mut self, sid: u32, now: Instant) {
-        let tx = &self.tx[sid as usize];
+    pub(crate) fn arm_loss_timer(&mut self, ctx: &mut Ctx, now: Instant) {
+        let tx = &*self.tx;
         if tx.snd_una == tx.snd_max {
-            self.tx[sid as usize].tlp_armed = false;
-            self.timers.cancel(sid, TimerKind::Retransmit);
+            self.tx.tlp_armed = false;
+            ctx.timers.cancel(self.sid.0, TimerKind::Retransmit);
             return;
         }
-        match self.probe_timeout(sid) {
+        match self.probe_timeout(ctx.cfg) {
             Some(pto) => {
-                self.tx[sid as usize].tlp_armed = true;
-                self.timers.arm(sid, TimerKind::Retransmit, now + pto);
+                self.tx.tlp_armed = true;
+                ctx.timers.arm(self.sid.0, TimerKind::Retransmit, now + pto);
             }
             None => {
-                let tx = &mut self.tx[sid as usize];
+                let tx = &mut *self.tx;
                 tx.tlp_armed = false;
                 let rto = tx.rto();
-                self.timers.arm(sid, TimerKind::Retransmit, now + rto);
+                ctx.timers.arm(self.sid.0, TimerKind::Retransmit, now + rto);
             }
         }
     }
 
     /// The probe timeout fired: a probe goes at the next output, and the timer runs on as the
     /// RTO from now.
-    pub(crate) fn on_probe_timeout(&mut self, sid: u32, now: Instant) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn on_probe_timeout(&mut self, ctx: &mut Ctx, now: Instant) {
+        let tx = &mut *self.tx;
         tx.tlp_armed = false;
         if tx.snd_una == tx.snd_max {
             return;
@@ -81,14 +82,14 @@ impl TcpEngine {
         // Recovery may have started since the PTO was armed: then only the RTO runs on.
         tx.tlp_due = tx.recover.is_none() && tx.tlp_high.is_none();
         let rto = tx.rto();
-        self.timers.arm(sid, TimerKind::Retransmit, now + rto);
-        self.mark_dirty(sid);
+        ctx.timers.arm(self.sid.0, TimerKind::Retransmit, now + rto);
+        ctx.dirty.mark(self.sid.0);
     }
 
     /// What the due probe sends: `Some((seq, len, retransmission))`, new data if the peer's
     /// window and the queue allow one segment of it, else the last segment sent.
-    pub(crate) fn probe_segment(&self, sid: u32, data_end: Seq) -> Option<(Seq, usize, bool)> {
-        let tx = &self.tx[sid as usize];
+    pub(crate) fn probe_segment(&self, data_end: Seq) -> Option<(Seq, usize, bool)> {
+        let tx = &*self.tx;
         let wnd_end = tx.snd_una + tx.snd_wnd;
         if lt(tx.snd_nxt, data_end) && lt(tx.snd_nxt, wnd_end) {
             let len = dist(tx.snd_nxt, data_end).min(dist(tx.snd_nxt, wnd_end)).min(tx.mss as u32);
@@ -103,8 +104,8 @@ impl TcpEngine {
     }
 
     /// The probe went out: remember where the flight ended.
-    pub(crate) fn probe_sent<S: SegmentSink>(&mut self, out: &mut S, sid: u32, retransmission: bool) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn probe_sent<S: SegmentSink>(&mut self, out: &mut S, retransmission: bool) {
+        let tx = &mut *self.tx;
         tx.tlp_due = false;
         tx.tlp_high = Some(tx.snd_max);
         tx.tlp_retx = retransmission;
@@ -114,8 +115,8 @@ impl TcpEngine {
 
     /// A duplicate ACK while a probe is outstanding: if it SACKs the probe, the holes below are
     /// lost. Returns true if recovery started.
-    pub(crate) fn probe_sacked<S: SegmentSink>(&mut self, out: &mut S, sid: u32) -> bool {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn probe_sacked<S: SegmentSink>(&mut self, out: &mut S) -> bool {
+        let tx = &mut *self.tx;
         let (Some(high), Some(sacked)) = (tx.tlp_high, tx.sb.high()) else { return false };
         if tx.recover.is_some() || !ge(sacked, high) {
             return false;
@@ -131,14 +132,8 @@ impl TcpEngine {
     /// An ACK reached SND.UNA `ack`: the probe episode ends once everything up to the probe is
     /// acknowledged. A retransmitted probe that was not reported as a duplicate (D-SACK)
     /// repaired a loss: the congestion window answers as after a fast recovery (RFC 8985 7.4).
-    pub(crate) fn probe_episode_acked<S: SegmentSink>(
-        &mut self,
-        out: &mut S,
-        sid: u32,
-        ack: u32,
-        dsack_of_probe: bool,
-    ) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn probe_episode_acked<S: SegmentSink>(&mut self, out: &mut S, ack: u32, dsack_of_probe: bool) {
+        let tx = &mut *self.tx;
         let Some(high) = tx.tlp_high else { return };
         if !le(high, ack) {
             return;

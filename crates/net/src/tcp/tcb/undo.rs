@@ -4,10 +4,10 @@
 //! before the recovery, and the connection's reordering threshold doubles so that the same
 //! reordering does not trigger recovery again.
 
-use super::conn::{TxSar, UndoPoint};
-use super::engine::TcpEngine;
-use super::seq::lt;
-use super::sink::SegmentSink;
+use super::super::conn::{TxSar, UndoPoint};
+use super::super::seq::{dist, lt};
+use super::super::sink::SegmentSink;
+use super::TcbMut;
 use crate::counters::Counter;
 use link::Instant;
 
@@ -18,7 +18,7 @@ pub const MAX_REORDERING: u32 = 64;
 /// within two round trips of the last one, before that one could be proved spurious, joins
 /// its episode: a burst of reordering starts several recoveries in a row, and undoing only
 /// the last would leave the window the first one cut.
-pub(super) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
+pub(crate) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
     let srtt = tx.rtt.srtt().unwrap_or_default();
     if let Some(u) = tx.undo.as_mut().filter(|u| now - u.at < srtt * 2) {
         u.recoveries += 1;
@@ -35,11 +35,11 @@ pub(super) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
     tx.undo_dsacked = 0;
 }
 
-impl TcpEngine {
+impl TcbMut<'_> {
     /// The peer reported `[start, end)` as received twice (D-SACK). If that makes every
     /// retransmission of the last recovery a duplicate, undo the recovery.
-    pub(super) fn on_dsack<S: SegmentSink>(&mut self, out: &mut S, sid: u32, start: u32, end: u32) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn on_dsack<S: SegmentSink>(&mut self, out: &mut S, start: u32, end: u32) {
+        let tx = &mut *self.tx;
         tx.dsacks_received += 1;
         let (una, nxt) = (tx.snd_una, tx.snd_nxt);
         tx.rack.on_dsack(una, nxt);
@@ -48,7 +48,7 @@ impl TcpEngine {
             return;
         }
         let mss = (tx.mss as u32).max(1);
-        tx.undo_dsacked += u64::from(end.wrapping_sub(start).div_ceil(mss));
+        tx.undo_dsacked += u64::from(dist(start, end).div_ceil(mss));
         let retransmitted = tx.retransmits - u.retransmits;
         if retransmitted == 0 || tx.undo_dsacked < retransmitted {
             return;

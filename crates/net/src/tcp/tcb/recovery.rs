@@ -5,19 +5,19 @@
 //! show to be spurious (the ACK echoes the original transmission) is undone (Eifel, RFC 3522
 //! detection with the RFC 4015 response).
 
-use super::clock::ts_clock;
-use super::conn::{Prr, RtoUndo, TxSar};
-use super::engine::TcpEngine;
-use super::seq::{gt, lt, Seq};
-use super::sink::SegmentSink;
-use super::timer::TimerKind;
+use super::super::clock::ts_clock;
+use super::super::conn::{Prr, RtoUndo, TxSar};
+use super::super::seq::{gt, lt, Seq};
+use super::super::sink::SegmentSink;
+use super::super::timer::TimerKind;
+use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
 
 /// Enter loss recovery (RFC 5681 3.2, RFC 6675 5, RFC 6937 3): the recovery point is SND.MAX
 /// and the congestion window answers the loss. With SACK, PRR then paces what is sent and
 /// RACK says what is lost; without, the first unacknowledged segment goes again at once.
-pub(super) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
+pub(crate) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
     super::undo::mark_undo_point(tx, now);
     tx.recover = Some(tx.snd_max);
     let flight = tx.in_flight();
@@ -35,12 +35,12 @@ pub(super) fn start_recovery(tx: &mut TxSar, sack: bool, now: Instant) {
     }
 }
 
-impl TcpEngine {
-    /// Run RACK loss detection for `sid` (with SACK): start recovery when it finds a loss,
+impl TcbMut<'_> {
+    /// Run RACK loss detection (with SACK): start recovery when it finds a loss,
     /// and keep the reordering timer for segments that may still turn out lost. `on_timer`:
     /// run by the reordering timer rather than an ACK.
-    pub(super) fn detect_losses<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant, on_timer: bool) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn detect_losses<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant, on_timer: bool) {
+        let tx = &mut *self.tx;
         let mss = (tx.mss as u32).max(1);
         let reo_wnd = tx.rack.reo_wnd(tx.recover.is_some(), tx.sb.sacked / mss, tx.reordering, tx.rtt.srtt());
         let found = tx.rack.detect_loss(&tx.sb, reo_wnd, now);
@@ -57,30 +57,30 @@ impl TcpEngine {
                 // `tcp_rack_reo_timeout` does): with a window of two, a lone retransmission
                 // would leave nothing behind it whose SACK could show it lost, and a lost
                 // retransmission then waited for the RTO.
-                let delivered = if on_timer { u32::from(self.tx[sid as usize].mss) } else { 0 };
-                self.prr_on_ack(sid, delivered);
+                let delivered = if on_timer { u32::from(self.tx.mss) } else { 0 };
+                self.prr_on_ack(delivered);
             }
-            self.mark_dirty(sid);
+            ctx.dirty.mark(self.sid.0);
         }
         match found.timeout {
-            Some(t) => self.timers.arm(sid, TimerKind::Reorder, now + t),
-            None => self.timers.cancel(sid, TimerKind::Reorder),
+            Some(t) => ctx.timers.arm(self.sid.0, TimerKind::Reorder, now + t),
+            None => ctx.timers.cancel(self.sid.0, TimerKind::Reorder),
         }
     }
 
     /// The reordering timer fired.
-    pub(super) fn on_reorder_timeout<S: SegmentSink>(&mut self, out: &mut S, sid: u32, now: Instant) {
+    pub(crate) fn on_reorder_timeout<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
         out.counters().bump(Counter::tcp_reorder_timeouts);
-        if self.rx[sid as usize].sack_ok {
-            self.detect_losses(out, sid, now, true);
+        if self.rx.sack_ok {
+            self.detect_losses(ctx, out, now, true);
         }
     }
 
     /// PRR on an ACK during recovery (RFC 6937 section 3.1, with the slow-start reduction
     /// bound): `delivered` bytes reached the receiver; the window becomes what is in the
     /// network plus the share of it that may be sent now.
-    pub(super) fn prr_on_ack(&mut self, sid: u32, delivered: u32) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn prr_on_ack(&mut self, delivered: u32) {
+        let tx = &mut *self.tx;
         if tx.recover.is_none() {
             return;
         }
@@ -106,8 +106,8 @@ impl TcpEngine {
     }
 
     /// A data segment `[seq, seq + len)` went out.
-    pub(super) fn on_data_sent(&mut self, sid: u32, seq: Seq, len: usize, now: Instant) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn on_data_sent(&mut self, seq: Seq, len: usize, now: Instant) {
+        let tx = &mut *self.tx;
         tx.rack.on_send(seq, seq + len as u32, now);
         if tx.recover.is_some() {
             tx.prr.out += len as u64;
@@ -115,9 +115,9 @@ impl TcpEngine {
     }
 
     /// A retransmission timeout fires: remember what undoing it would restore.
-    pub(super) fn mark_rto_undo(&mut self, sid: u32, now: Instant) {
-        let ts_ok = self.rx[sid as usize].ts_ok;
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn mark_rto_undo(&mut self, now: Instant) {
+        let ts_ok = self.rx.ts_ok;
+        let tx = &mut *self.tx;
         // Only the first timeout of a series (`retries` already counts this one).
         tx.rto_undo = (ts_ok && tx.retries == 1).then_some(RtoUndo {
             ts: ts_clock(now),
@@ -130,8 +130,8 @@ impl TcpEngine {
     /// The first ACK that advances after a timeout: if it echoes a timestamp from before the
     /// timeout, the original transmission arrived and the timeout was spurious. Restore the
     /// window and stop resending what is already in flight (RFC 4015 3.2).
-    pub(super) fn check_spurious_rto<S: SegmentSink>(&mut self, out: &mut S, sid: u32, ecr: Option<u32>) {
-        let tx = &mut self.tx[sid as usize];
+    pub(crate) fn check_spurious_rto<S: SegmentSink>(&mut self, out: &mut S, ecr: Option<u32>) {
+        let tx = &mut *self.tx;
         let Some(undo) = tx.rto_undo.take() else { return };
         let Some(ecr) = ecr else { return };
         if ecr == 0 || !lt(ecr, undo.ts) {

@@ -1,0 +1,514 @@
+//! One connection's output: what it sends now (SYN, SYN-ACK, data within the congestion and
+//! receive windows, retransmissions in loss recovery, FIN, window probes, ACKs), built in
+//! place in the link's batch.
+
+use super::super::clock::ts_clock;
+use super::super::seq::{dist, gt, le, lt, max, Seq};
+use super::super::sink::SegmentSink;
+use super::super::timer::TimerKind;
+use super::super::TcpState;
+use super::{Ctx, TcbMut};
+use crate::counters::Counter;
+use link::Instant;
+use wire::tcp::flags::{ACK, FIN, PSH, RST, SYN};
+use wire::{TcpOptions, TcpRepr};
+
+/// One segment to build.
+struct Seg {
+    seq: Seq,
+    flags: u8,
+    /// Offset of the payload in the send ring (from `snd_una`).
+    data_off: usize,
+    len: usize,
+}
+
+impl TcbMut<'_> {
+    /// Send whatever the connection may send now.
+    pub(crate) fn output<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+        let s = *self.state;
+        if !s.in_use {
+            return;
+        }
+        match s.state {
+            TcpState::SynSent | TcpState::SynReceived => return self.output_handshake(ctx, out, now),
+            TcpState::Closed => return,
+            TcpState::TimeWait => {
+                if self.rx.ack_now {
+                    let seq = self.tx.snd_nxt;
+                    if !self.send_control(ctx, out, seq, ACK) {
+                        ctx.dirty.mark(self.sid.0); // the link is full: the ACK goes at the next flush
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let mut sent_any = false;
+        if self.tx.tlp_due {
+            sent_any |= self.send_loss_probe(ctx, out, now);
+        }
+        let snd_max_before = self.tx.snd_max;
+        if self.tx.retx_front {
+            sent_any |= self.retransmit_front(ctx, out);
+        }
+        if self.tx.recover.is_some() && self.rx.sack_ok {
+            sent_any |= self.output_sack_recovery(ctx, out, now);
+        }
+        sent_any |= self.output_new_data(ctx, out, now);
+        sent_any |= self.output_probe(ctx, out, now);
+        let rx = &mut *self.rx;
+        if !sent_any && rx.ack_now {
+            let seq = self.tx.snd_nxt;
+            if !self.send_control(ctx, out, seq, ACK) {
+                ctx.dirty.mark(self.sid.0); // the link is full: the ACK (or window update) waits
+            }
+        }
+        let tx = &*self.tx;
+        // In persist mode the persist timer replaces the retransmission timer (the probe byte
+        // must not time the connection out while the peer answers, RFC 1122 4.2.2.17).
+        if tx.snd_una != tx.snd_max && ctx.timers.deadline(self.sid.0, TimerKind::Persist).is_none() {
+            if gt(tx.snd_max, snd_max_before) && !tx.tlp_due && tx.tlp_high.is_none() {
+                // New data went out: a loss probe is scheduled anew (RFC 8985 7.2).
+                self.arm_loss_timer(ctx, now);
+            } else {
+                let rto = tx.rto();
+                ctx.timers.arm_if_idle(self.sid.0, TimerKind::Retransmit, now + rto);
+            }
+        }
+    }
+
+    /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
+    fn send_loss_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+        let data_end = self.data_end();
+        let Some((seq, len, retransmission)) = self.probe_segment(data_end) else {
+            self.tx.tlp_due = false;
+            return false;
+        };
+        let flags = if seq + len as u32 == data_end { ACK | PSH } else { ACK };
+        let data_off = dist(self.tx.snd_una, seq) as usize;
+        if !self.emit(ctx, out, Seg { seq, flags, data_off, len }, now) {
+            ctx.dirty.mark(self.sid.0);
+            return false;
+        }
+        if retransmission {
+            out.counters().bump(Counter::tcp_retransmits);
+        }
+        self.after_send(ctx, seq, len, false, now);
+        self.probe_sent(out, retransmission);
+        true
+    }
+
+    fn output_handshake<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+        let st = self.state.state;
+        let tx = &*self.tx;
+        if tx.snd_nxt != tx.iss {
+            if self.rx.ack_now && st == TcpState::SynReceived {
+                // A duplicate SYN: repeat the SYN-ACK.
+                let iss = tx.iss;
+                self.emit(ctx, out, Seg { seq: iss, flags: SYN | ACK, data_off: 0, len: 0 }, now);
+            }
+            return;
+        }
+        let flags = if st == TcpState::SynSent { SYN } else { SYN | ACK };
+        let iss = tx.iss;
+        let resend = tx.retries > 0;
+        if self.emit(ctx, out, Seg { seq: iss, flags, data_off: 0, len: 0 }, now) {
+            let tx = &mut *self.tx;
+            if resend {
+                tx.retransmits += 1;
+            }
+            tx.snd_nxt = iss + 1;
+            tx.snd_max = max(tx.snd_max, tx.snd_nxt);
+            if tx.retries == 0 {
+                tx.timed = Some((iss, now));
+            }
+            let rto = tx.rto();
+            ctx.timers.arm_if_idle(self.sid.0, TimerKind::Retransmit, now + rto);
+        } else {
+            ctx.dirty.mark(self.sid.0);
+        }
+    }
+
+    /// Sequence number just past the last byte of data queued (ring and transfers).
+    fn data_end(&self) -> Seq {
+        let tx = &*self.tx;
+        tx.snd_una + self.bufs.tx.len() as u32
+    }
+
+    /// Sender silly-window avoidance (RFC 9293 3.8.6.2.1, MUST-38): a segment shorter than
+    /// the MSS that the window cuts short of the queued data waits until it reaches half the
+    /// largest window the peer offered. While data is in flight the ACKs bring the wider
+    /// window; with nothing in flight the override timer (the persist timer, one RTO) lets it
+    /// go. Returns true to hold.
+    fn sws_holds(&mut self, ctx: &mut Ctx, len: usize, avail: usize, now: Instant) -> bool {
+        let tx = &mut *self.tx;
+        let window_cut = len < tx.mss as usize && len < avail && len < (tx.max_snd_wnd / 2) as usize;
+        tx.sws_hold = window_cut && tx.probes == 0;
+        if tx.sws_hold && tx.snd_una == tx.snd_max {
+            let rto = tx.rtt.rto();
+            ctx.timers.arm_if_idle(self.sid.0, TimerKind::Persist, now + rto);
+        }
+        tx.sws_hold
+    }
+
+    fn output_new_data<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+        let data_end = self.data_end();
+        let mut sent_any = false;
+        self.tx.sws_hold = false;
+        loop {
+            let tx = &*self.tx;
+            let in_recovery_sack = tx.recover.is_some() && self.rx.sack_ok;
+            let wnd = tx.snd_wnd.min(if in_recovery_sack { u32::MAX } else { tx.cc.cwnd });
+            let wnd_end = tx.snd_una + wnd;
+            let fin_due = tx.fin_queued && tx.fin_seq.is_none();
+            if !lt(tx.snd_nxt, data_end) {
+                if fin_due && tx.snd_nxt == data_end && (le(tx.snd_nxt, wnd_end) || tx.snd_wnd == 0) {
+                    let seq = tx.snd_nxt;
+                    if !self.emit(ctx, out, Seg { seq, flags: FIN | ACK, data_off: 0, len: 0 }, now) {
+                        ctx.dirty.mark(self.sid.0);
+                        return sent_any;
+                    }
+                    self.after_send(ctx, seq, 0, true, now);
+                    sent_any = true;
+                }
+                return sent_any;
+            }
+            if in_recovery_sack && self.tx.pipe() + tx.mss as u32 > tx.cc.cwnd {
+                return sent_any;
+            }
+            if !lt(tx.snd_nxt, wnd_end) {
+                return sent_any;
+            }
+            if lt(tx.snd_nxt, tx.snd_max) {
+                // Resending after a timeout: skip what the peer SACKed.
+                if let Some(end) = tx.sb.sacked_run_end(tx.snd_nxt) {
+                    let tx = &mut *self.tx;
+                    tx.snd_nxt = if lt(end, tx.snd_max) { end } else { tx.snd_max };
+                    continue;
+                }
+            }
+            let avail = dist(tx.snd_nxt, data_end) as usize;
+            let room = dist(tx.snd_nxt, wnd_end) as usize;
+            let mut len = avail.min(room).min(tx.mss as usize);
+            if let Some(next) = tx.sb.next_sacked_start(tx.snd_nxt).filter(|_| lt(tx.snd_nxt, tx.snd_max)) {
+                len = len.min(dist(tx.snd_nxt, next) as usize);
+            }
+            // Nagle and silly-window avoidance hold back new data only: a resend after a
+            // timeout may be cut short by a SACKed range and must go anyway.
+            let resend = lt(tx.snd_nxt, tx.snd_max);
+            if !resend && ctx.cfg.nagle && len < tx.mss as usize && tx.snd_una != tx.snd_max {
+                return sent_any;
+            }
+            let seq = tx.snd_nxt;
+            if !resend && self.sws_holds(ctx, len, avail, now) {
+                return sent_any;
+            }
+            let last = seq + len as u32 == data_end;
+            let mut flags = ACK;
+            if last {
+                flags |= PSH;
+                if fin_due {
+                    flags |= FIN;
+                }
+            }
+            let data_off = dist(self.tx.snd_una, seq) as usize;
+            if !self.emit(ctx, out, Seg { seq, flags, data_off, len }, now) {
+                ctx.dirty.mark(self.sid.0);
+                return sent_any;
+            }
+            self.after_send(ctx, seq, len, flags & FIN != 0, now);
+            sent_any = true;
+        }
+    }
+
+    /// Bookkeeping after a data or FIN segment at `seq` went out.
+    fn after_send(&mut self, ctx: &mut Ctx, seq: Seq, len: usize, fin: bool, now: Instant) {
+        let tx = &mut *self.tx;
+        let retransmission = lt(seq, tx.snd_max);
+        if retransmission {
+            tx.retransmits += 1;
+            tx.timed = None;
+        } else if tx.timed.is_none() && len > 0 {
+            tx.timed = Some((seq, now));
+        }
+        let mut next = seq + len as u32;
+        if fin {
+            tx.fin_seq = Some(next);
+            next += 1;
+        }
+        if gt(next, tx.snd_nxt) {
+            tx.snd_nxt = next;
+        }
+        tx.snd_max = max(tx.snd_max, tx.snd_nxt);
+        let rto = tx.rto();
+        ctx.timers.arm_if_idle(self.sid.0, TimerKind::Retransmit, now + rto);
+    }
+
+    /// Retransmit the first unacknowledged segment (fast retransmit, NewReno partial ACK).
+    fn retransmit_front<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) -> bool {
+        let now = out.now();
+        let data_end = self.data_end();
+        let tx = &mut *self.tx;
+        tx.retx_front = false;
+        let seq = tx.snd_una;
+        // Only data sent before: a full MSS from `snd_una` may reach into data never sent
+        // and beyond the peer's window when the original segments were small.
+        let len = (dist(seq, data_end) as usize).min(tx.mss as usize).min(dist(seq, tx.snd_max) as usize);
+        let fin = tx.fin_seq == Some(seq + len as u32);
+        if len == 0 && !fin {
+            return false;
+        }
+        let mut flags = ACK;
+        if fin {
+            flags |= FIN;
+        }
+        if !self.emit(ctx, out, Seg { seq, flags, data_off: 0, len }, now) {
+            self.tx.retx_front = true;
+            ctx.dirty.mark(self.sid.0);
+            return false;
+        }
+        let tx = &mut *self.tx;
+        tx.retransmits += 1;
+        tx.timed = None;
+        tx.retx_high = max(tx.retx_high, seq + len as u32);
+        out.counters().bump(Counter::tcp_retransmits);
+        true
+    }
+
+    /// Loss recovery with SACK: retransmit what RACK marked lost while PRR's window has room.
+    fn output_sack_recovery<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+        let mut sent_any = false;
+        loop {
+            let tx = &*self.tx;
+            if self.tx.pipe() + tx.mss as u32 > tx.cc.cwnd {
+                return sent_any;
+            }
+            // What RACK marked lost, in sequence order.
+            let Some((s, e)) = tx.rack.next_lost(&tx.sb, tx.snd_una) else {
+                return sent_any;
+            };
+            let data_off = dist(tx.snd_una, s) as usize;
+            let len = dist(s, e) as usize;
+            if !self.emit(ctx, out, Seg { seq: s, flags: ACK, data_off, len }, now) {
+                ctx.dirty.mark(self.sid.0);
+                return sent_any;
+            }
+            let tx = &mut *self.tx;
+            tx.retx_high = e;
+            tx.retransmits += 1;
+            tx.timed = None;
+            out.counters().bump(Counter::tcp_retransmits);
+            sent_any = true;
+            if s == tx.snd_una {
+                // The head went again: its ACK is one RTT away from now, so the timer
+                // restarts (as Linux does), or a recovery that took a while to find the loss
+                // would time out just before the repair arrives.
+                let rto = tx.rto();
+                ctx.timers.arm(self.sid.0, TimerKind::Retransmit, now + rto);
+            }
+        }
+    }
+
+    /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
+    /// timer; when it fires, send one byte beyond the window.
+    fn output_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+        let data_end = self.data_end();
+        let tx = &*self.tx;
+        let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
+        if tx.snd_wnd != 0 || !waiting {
+            let tx = &mut *self.tx;
+            tx.probes = 0;
+            tx.zero_window_since = None;
+            if !tx.sws_hold {
+                ctx.timers.cancel(self.sid.0, TimerKind::Persist);
+            }
+            return false;
+        }
+        // Data sent before the window closed is left to the retransmission timer; when it
+        // expires, `snd_nxt` is pulled back to `snd_una` and probing starts.
+        if tx.snd_una != tx.snd_nxt && tx.probes == 0 {
+            return false;
+        }
+        // Exponential backoff up to the maximum RTO (as Linux's `tcp_probe0_when`).
+        let interval = tx.rtt.rto().saturating_mul(1u32 << tx.probes.min(20)).min(ctx.cfg.max_rto);
+        if tx.probes == 0 && tx.zero_window_since.is_none() {
+            self.tx.zero_window_since = Some(now);
+        }
+        let tx = &*self.tx;
+        // The timer fires at the zero-window limit at the latest, which ends the connection.
+        let interval = match (tx.zero_window_since, ctx.cfg.zero_window_limit) {
+            (Some(since), Some(limit)) => interval.min((since + limit).saturating_since(now)),
+            _ => interval,
+        };
+        if tx.probes == 0 || ctx.timers.deadline(self.sid.0, TimerKind::Persist).is_some() {
+            ctx.timers.arm_if_idle(self.sid.0, TimerKind::Persist, now + interval);
+            ctx.timers.cancel(self.sid.0, TimerKind::Retransmit);
+            return false;
+        }
+        // The persist timer fired (probes > 0 and no deadline armed): probe with one byte.
+        let seq = tx.snd_nxt;
+        let (len, flags) = if lt(seq, data_end) { (1, ACK) } else { (0, FIN | ACK) };
+        let data_off = dist(tx.snd_una, seq) as usize;
+        if self.emit(ctx, out, Seg { seq, flags, data_off, len }, now) {
+            out.counters().bump(Counter::tcp_window_probes);
+            if len == 0 {
+                self.after_send(ctx, seq, len, true, now);
+            } else {
+                // The probe byte does not advance `snd_nxt` (as in BSD): every probe carries
+                // the same first unacknowledged byte, and sending resumes with it once the
+                // window opens.
+                let tx = &mut *self.tx;
+                tx.snd_max = max(tx.snd_max, seq + 1);
+            }
+            ctx.timers.cancel(self.sid.0, TimerKind::Retransmit);
+        }
+        ctx.timers.arm(self.sid.0, TimerKind::Persist, now + interval);
+        true
+    }
+
+    /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
+    pub(crate) fn send_control<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seq: Seq, flags: u8) -> bool {
+        let now = out.now();
+        self.emit(ctx, out, Seg { seq, flags, data_off: 0, len: 0 }, now)
+    }
+
+    /// Options for a segment of this connection.
+    fn options_for(&self, ctx: &Ctx, flags: u8, now: Instant) -> TcpOptions {
+        let rx = &*self.rx;
+        let st = self.state.state;
+        let mut o = TcpOptions::default();
+        let tsval = ts_clock(now);
+        if flags & SYN != 0 {
+            o.mss = Some(ctx.local_mss);
+            let passive = st == TcpState::SynReceived;
+            if let Some(ws) = ctx.cfg.window_scale {
+                if !passive || rx.ws_ok {
+                    o.window_scale = Some(ws.min(14));
+                }
+            }
+            if ctx.cfg.sack && (!passive || rx.sack_ok) {
+                o.sack_permitted = true;
+            }
+            if ctx.cfg.timestamps && (!passive || rx.ts_ok) {
+                o.timestamps = Some((tsval, if passive { rx.ts_recent } else { 0 }));
+            }
+            return o;
+        }
+        if rx.ts_ok {
+            o.timestamps = Some((tsval, rx.ts_recent));
+        }
+        if rx.sack_ok && flags & ACK != 0 {
+            let b = &self.bufs.asm;
+            let max_blocks = if rx.ts_ok { 3 } else { 4 };
+            let dsack = rx.dsack.is_some() as usize;
+            if !b.is_empty() {
+                o.sack_blocks = b.sack_blocks(rx.rcv_nxt.0, max_blocks - dsack);
+            }
+            if let Some(d) = rx.dsack {
+                // The D-SACK block goes first (RFC 2883 section 4).
+                o.sack_blocks.copy_within(0..3, 1);
+                o.sack_blocks[0] = Some(d);
+            }
+        }
+        o
+    }
+
+    /// The window field to advertise now (never moving the right edge left), updating `rcv_adv`.
+    fn advertise(&mut self, ctx: &mut Ctx, syn: bool) -> u16 {
+        let ring = &self.bufs.rx;
+        // A session in TIME-WAIT may have parked its buffers: it goes on showing the window of
+        // an empty buffer (it accepts no data any more either way).
+        let parked = ring.capacity() == 0 && self.state.state == TcpState::TimeWait;
+        let free = if parked { ctx.cfg.rx_buffer as u32 } else { ring.free() as u32 };
+        let rx = &mut *self.rx;
+        if syn {
+            let w = free.min(65535);
+            rx.rcv_adv = rx.rcv_nxt + w;
+            return w as u16;
+        }
+        let shift = rx.rcv_shift as u32;
+        let promised = rx.rcv_nxt.bytes_to(rx.rcv_adv);
+        let wnd = free.max(promised);
+        // Round down: rounding up promised up to 2^shift - 1 bytes the buffer does not have,
+        // and re-rounding that promise on every ACK made the right edge creep further past
+        // the buffer. Rounding down may retract the edge by less than one scale unit, which
+        // RFC 7323 2.4 allows for; the buffer still holds everything promised before.
+        let field = (wnd >> shift).min(65535);
+        // Segments are accepted up to the highest right edge ever advertised (RFC 7323 2.4):
+        // rounding down may retract the edge by less than one scale unit, and a peer that
+        // already sent up to the old edge must not be stranded out of the window.
+        let edge = rx.rcv_nxt + (field << shift);
+        if edge > rx.rcv_adv {
+            rx.rcv_adv = edge;
+        }
+        field as u16
+    }
+
+    /// Build and emit one segment. Returns false if the link is full.
+    fn emit<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seg: Seg, now: Instant) -> bool {
+        let syn = seg.flags & SYN != 0;
+        let mut options = self.options_for(ctx, seg.flags, now);
+        if 20 + options.emitted_len() + 20 + seg.len > out.mtu() {
+            // SACK blocks do not fit beside a full-sized data segment: leave them out.
+            options.sack_blocks = [None; 4];
+        }
+        let window = self.advertise(ctx, syn);
+        let tuple = self.state.tuple;
+        let rx = &*self.rx;
+        let ack = if seg.flags & ACK != 0 { rx.rcv_nxt.0 } else { 0 };
+        let repr = TcpRepr {
+            src_port: tuple.local_port,
+            dst_port: tuple.remote_port,
+            seq: seg.seq.0,
+            ack,
+            flags: seg.flags,
+            window,
+            urgent: 0,
+            options,
+        };
+        let queue = &self.bufs.tx;
+        let hl = repr.header_len();
+        let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
+            // One pass over the payload: copied into the frame and summed for the checksum, so
+            // the frame (in the link's memory, which the peer reads next) is never read back.
+            let (copied, sum) = queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
+            debug_assert_eq!(copied, seg.len);
+            let _ = repr.emit_summed(buf, src, dst, seg.len, sum);
+        });
+        if sent {
+            out.counters().bump(Counter::tcp_tx_segments);
+            if seg.len > 0 {
+                self.on_data_sent(seg.seq, seg.len, now);
+            }
+            if seg.flags & ACK != 0 {
+                let rx = &mut *self.rx;
+                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack {
+                    rx.dsack = None;
+                    rx.dsacks_sent += 1;
+                    out.counters().bump(Counter::tcp_dsacks_sent);
+                }
+                if rx.challenge_pending {
+                    rx.challenge_pending = false;
+                    out.counters().bump(Counter::tcp_challenge_acks);
+                }
+                rx.last_ack_sent = Seq(ack);
+                rx.ack_now = false;
+                rx.segs_unacked = 0;
+                ctx.timers.cancel(self.sid.0, TimerKind::DelayedAck);
+            }
+        }
+        sent
+    }
+
+    /// Send a reset on an existing connection (abort).
+    pub(crate) fn send_abort_reset<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) {
+        let st = *self.state;
+        if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
+            return;
+        }
+        let seq = self.tx.snd_nxt;
+        if self.send_control(ctx, out, seq, RST | ACK) {
+            out.counters().bump(Counter::tcp_resets_sent);
+        }
+    }
+}
