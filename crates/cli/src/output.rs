@@ -279,12 +279,12 @@ impl Table {
 
     /// Mark this table as a reference measured beside the result (memcpy bandwidth): `--plot`
     /// draws the result, not this.
-    pub fn as_reference(mut self) -> Self {
+    pub fn into_reference(mut self) -> Self {
         self.reference = true;
         self
     }
 
-    /// True if this table is a reference, not a result (see [`Table::as_reference`]).
+    /// True if this table is a reference, not a result (see [`Table::into_reference`]).
     pub fn is_reference(&self) -> bool {
         self.reference
     }

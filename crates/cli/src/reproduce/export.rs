@@ -171,7 +171,7 @@ mod tests {
         let m = || {
             let mut m = Table::new("memcpy", &["copy size", "memcpy"]);
             m.row(vec![Cell::bytes(64), Cell::Num(1e10, Unit::BytesPerSec)]);
-            m.as_reference()
+            m.into_reference()
         };
         assert_eq!(tables_figure(&[m(), t()]).unwrap().title, "goodput");
         assert_eq!(tables_figure(&[m()]).unwrap().title, "memcpy", "a reference alone is drawn");
