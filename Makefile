@@ -3,14 +3,18 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 CARGO ?= cargo
-APT_PACKAGES := iproute2 ethtool iputils-ping arping netcat-openbsd socat curl tcpdump tshark jq iperf3 libpcap-dev libhyperscan-dev nftables iptables openmpi-bin libopenmpi-dev fonts-dejavu-core pkg-config valgrind
+APT_PACKAGES := iproute2 ethtool iputils-ping arping netcat-openbsd socat curl tcpdump tshark jq iperf3 libpcap-dev libhyperscan-dev nftables iptables openmpi-bin libopenmpi-dev fonts-dejavu-core pkg-config valgrind man-db groff-base
 
-.PHONY: demo test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-tools fuzz-build fuzz clean
+.PHONY: demo man test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-tools fuzz-build fuzz clean
 
 demo: build-release
 	./target/release/linerate demo
 
 test: setup build-release py-develop test-rust test-python
+
+# A man page per command (from the command-line definition) in target/man: `man -l target/man/linerate-ping.1`.
+man: build-release
+	./target/release/linerate man target/man
 
 setup: setup-system setup-python
 

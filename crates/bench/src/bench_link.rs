@@ -394,7 +394,7 @@ fn memcpy_table(sizes: &[usize], rates: &[f64], block: f64) -> Table {
         t.row(vec![Cell::bytes(*s as u64), Cell::Num(*r, Unit::BytesPerSec)]);
     }
     t.row(vec![Cell::bytes(1 << 20), Cell::Num(block, Unit::BytesPerSec)]);
-    t
+    t.into_reference()
 }
 
 /// The link table: one row per kind and size, rates beside memcpy and the goals.

@@ -301,7 +301,7 @@ pub fn measure_all(a: &MiddleboxBenchArgs) -> Result<Vec<Table>, String> {
     for (s, m) in a.sizes.iter().zip(&memcpy) {
         mt.row(vec![Cell::bytes(*s as u64), Cell::Num(*m, Unit::BytesPerSec)]);
     }
-    tables.push(mt);
+    tables.push(mt.into_reference());
 
     if !skip("forward") {
         let mut t = Table::new(

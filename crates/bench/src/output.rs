@@ -262,6 +262,7 @@ pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<Cell>>,
     summary: Vec<(String, String, Cell)>,
+    reference: bool,
 }
 
 impl Table {
@@ -272,7 +273,20 @@ impl Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             summary: Vec::new(),
+            reference: false,
         }
+    }
+
+    /// Mark this table as a reference measured beside the result (memcpy bandwidth): `--plot`
+    /// draws the result, not this.
+    pub fn into_reference(mut self) -> Self {
+        self.reference = true;
+        self
+    }
+
+    /// True if this table is a reference, not a result (see [`Table::into_reference`]).
+    pub fn is_reference(&self) -> bool {
+        self.reference
     }
 
     /// Append a row (cells beyond the header count are ignored, missing ones are blank).

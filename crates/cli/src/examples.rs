@@ -20,7 +20,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["spn"], "linerate spn generate --vars 10 -o m.json\n  linerate spn compile m.json\n  linerate spn bench --duration 1s --json"),
     (&["spn", "generate"], "linerate spn generate --vars 10 -o m.json\n  linerate spn generate --vars 20 --seed 7 -o m.json --samples 1000 --samples-out x.csv"),
     (&["spn", "compile"], "linerate spn compile m.json\n  linerate spn compile m.json --json"),
-    (&["spn", "eval"], "linerate spn eval m.json x.csv\n  head -3 x.csv | linerate spn eval m.json"),
+    (&["spn", "eval"], "linerate spn eval m.json x.csv\n  head -3 x.csv | linerate spn eval m.json\n  linerate spn eval m.json x.csv --json | jq .values"),
     (&["spn", "serve"], "linerate spn serve --shm spn1 --transport udp --limit 10m   # the other side creates the link\n  linerate spn serve --shm spn1 --transport tcp --workers 2\n  ip netns exec a linerate spn serve --link af_xdp:veth0 --ip 10.9.0.2/24 --model m.json   # on an interface"),
     (&["spn", "query"], "linerate spn query --server 10.77.0.2:5005 --input x.csv\n  linerate spn query --server 10.77.0.2:5005 --tcp --input x.npy --json | jq '.values'"),
     (&["iperf3"], "linerate iperf3 -s --one-off --run 'iperf3 -c 10.77.0.2 -t 2 -J'   # stock iperf3 against linerate\n  linerate iperf3 -c 10.77.0.1 -t 2 -u -b 100M --json --run 'iperf3 -s -1'   # linerate against stock iperf3"),
@@ -40,6 +40,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["bench", "tcp"], "linerate bench tcp --duration 1s --repeat 1\n  linerate bench tcp --impairment-grid --grid-rows '1% loss' --grid-limit 60s --json\n  linerate bench tcp --link af_xdp --many 1000   # linerate over a veth on AF_XDP, beside Linux"),
     (&["bench", "middlebox"], "linerate bench middlebox --duration 200ms --sizes 64 --units 1\n  linerate bench middlebox --skip ids,swap --json"),
     (&["bench", "collective"], "linerate bench collective --ranks 2\n  linerate bench collective --ranks 2,4 --json"),
+    (&["man"], "linerate man /usr/local/share/man/man1 && man linerate-ping\n  linerate man out && man -l out/linerate-bench-link.1"),
     (&["completions"], "linerate completions bash > ~/.local/share/bash-completion/completions/linerate\n  linerate completions zsh > ~/.zfunc/_linerate\n  linerate completions fish > ~/.config/fish/completions/linerate.fish"),
 ];
 

@@ -79,6 +79,12 @@ enum Command {
     Bench(BenchArgs),
     /// Re-run the seed papers' evaluations: per figure a PNG, a CSV and a report.md section.
     Reproduce(reproduce::ReproduceArgs),
+    /// Write a man page per command (linerate.1, linerate-ping.1, linerate-bench-link.1, ...)
+    /// to DIR, generated from the command-line definition.
+    Man {
+        /// The directory (created if missing).
+        dir: std::path::PathBuf,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
         /// The shell.
@@ -139,6 +145,16 @@ fn writes_to_a_pipe_only(c: &Command) -> bool {
     )
 }
 
+/// `linerate man DIR`: one page per visible command, from the definition (clap_mangen).
+fn write_man_pages(dir: &std::path::Path) -> Result<ExitCode, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    clap_mangen::generate_to(command(), dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let pages =
+        std::fs::read_dir(dir).map(|d| d.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "1")).count());
+    eprintln!("linerate: {} man pages in {}", pages.unwrap_or(0), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::from_arg_matches(&command().get_matches()) {
         Ok(cli) => cli,
@@ -158,6 +174,7 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command(), "linerate", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Man { dir } => write_man_pages(&dir),
         Command::Demo(a) => commands::demo::run(a),
         Command::Tap(a) => commands::tap::run(a),
         Command::Host(a) => commands::host::run(a),

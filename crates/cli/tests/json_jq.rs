@@ -285,6 +285,7 @@ fn outputs(dir: &Scratch) -> BTreeMap<&'static str, Vec<u8>> {
     o.insert("ids", run(&["ids", "--rules", RULES, "--input", &trace, "--output", &out, "--json"]).stdout);
     o.insert("ids check", run(&["ids", "check", RULES, "--json"]).stdout);
     o.insert("spn compile", run(&["spn", "compile", &model, "--json"]).stdout);
+    o.insert("spn eval", run(&["spn", "eval", &model, &inputs, "--json"]).stdout);
     o.insert("spn bench", run(&["spn", "bench", "--duration", "100ms", "--transports", "udp", "--json"]).stdout);
     o.insert("rdma bench", run(&["rdma", "bench", "--reps", "2", "--mib", "1", "--json"]).stdout);
     o.insert(

@@ -232,3 +232,12 @@ fn bench_writes_csv_and_plot() {
     assert!(text.starts_with("table,row,column,value,unit\n") && text.lines().count() > 4, "{text}");
     assert!(colours_in_plot_area(&png) > 2, "blank plot");
 }
+
+#[test]
+fn reproduce_help_names_the_papers() {
+    let out = std::process::Command::new(common::BIN).args(["reproduce", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for name in ["TaPaSCo", "connectionless RDMA", "Limago", "EasyNet", "Rosebud"] {
+        assert!(help.contains(name), "{name} missing from reproduce --help:\n{help}");
+    }
+}

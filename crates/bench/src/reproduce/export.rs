@@ -85,11 +85,13 @@ fn scale(u: Unit) -> (f64, &'static str) {
     }
 }
 
-/// The first table with a numeric column as a figure: x is the first column (numbers, or
-/// the row's text as categories), each numeric column with the unit of the first numeric
-/// column after it is a series.
+/// The main result as a figure: the first table with a numeric column that is not a
+/// reference (memcpy; a reference only if nothing else has numbers). x is the first column
+/// (numbers, or the row's text as categories), each numeric column with the unit of the first
+/// numeric column after it is a series.
 pub fn tables_figure(tables: &[Table]) -> Option<Figure> {
-    for t in tables {
+    let results = tables.iter().filter(|t| !t.is_reference());
+    for t in results.chain(tables.iter().filter(|t| t.is_reference())) {
         let rows = t.rows();
         let unit_of = |j: usize| rows.iter().find_map(|r| r.get(j).and_then(Cell::unit));
         let Some((first, yunit)) = (1..t.headers().len()).find_map(|j| unit_of(j).map(|u| (j, u))) else {
@@ -162,5 +164,16 @@ mod tests {
         c.row(vec![Cell::from("UDP"), Cell::secs(1e-5)]);
         let f = tables_figure(&[Table::new("empty", &["a"]), c]).unwrap();
         assert_eq!(f.categories, vec!["UDP".to_string()]);
+    }
+
+    #[test]
+    fn figure_draws_the_result_not_the_memcpy_reference() {
+        let m = || {
+            let mut m = Table::new("memcpy", &["copy size", "memcpy"]);
+            m.row(vec![Cell::bytes(64), Cell::Num(1e10, Unit::BytesPerSec)]);
+            m.into_reference()
+        };
+        assert_eq!(tables_figure(&[m(), t()]).unwrap().title, "goodput");
+        assert_eq!(tables_figure(&[m()]).unwrap().title, "memcpy", "a reference alone is drawn");
     }
 }

@@ -26,11 +26,24 @@ use std::time::Instant;
 /// The papers, in order.
 pub const PAPERS: [&str; 5] = ["000", "001", "002", "003", "004"];
 
+/// The papers by number, each with its name in `--help`.
+fn paper_names() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue as P;
+    clap::builder::PossibleValuesParser::new([
+        P::new("000").help("TaPaSCo's 100G TCP/IP stack and SPN inference (TU Darmstadt)"),
+        P::new("001").help("Receive-side notification for connectionless RDMA (U. Manchester)"),
+        P::new("002").help("Limago, a 100 GbE TCP/IP stack (UAM / ETH Zurich)"),
+        P::new("003").help("EasyNet, 100 Gbps networking for HLS: collectives, K-Means (ETH Zurich)"),
+        P::new("004").help("Rosebud, FPGA-accelerated middleboxes: firewall, Pigasus IDS (UCSD / MIT)"),
+        P::new("all").help("all five"),
+    ])
+}
+
 /// Options of `linerate reproduce`.
 #[derive(clap::Args)]
 pub struct ReproduceArgs {
-    /// Which paper's evaluation to re-run: 000, 001, 002, 003, 004 or all.
-    #[arg(default_value = "all", value_parser = ["000", "001", "002", "003", "004", "all"])]
+    /// Which paper's evaluation to re-run (or all).
+    #[arg(default_value = "all", value_parser = paper_names())]
     paper: String,
     /// Directory for report.md and each figure's PNG and CSV (created if missing).
     #[arg(long, value_name = "DIR")]

@@ -80,14 +80,19 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
         ("pcap capture of a host's traffic", Box::new(|a: &DemoArgs| pcap_step(&a.pcap))),
     ];
     let mut failed = 0;
+    let mut narrow = Vec::new();
     for (name, step) in steps {
         if !a.json {
             eprintln!("demo: {name} ...");
         }
         match step(&a) {
-            Ok(o) => t.row(vec![Cell::from(name), Cell::Text(o.result), o.figure, Cell::Text(o.of)]),
+            Ok(o) => {
+                narrow.push((name, o.figure.render(), o.result.clone(), o.of.clone()));
+                t.row(vec![Cell::from(name), Cell::Text(o.result), o.figure, Cell::Text(o.of)]);
+            }
             Err(e) => {
                 failed += 1;
+                narrow.push((name, "FAILED".into(), e.clone(), String::new()));
                 t.row(vec![
                     Cell::from(name),
                     Cell::Text(format!("FAILED: {e}")),
@@ -97,8 +102,38 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    t.print(a.json);
+    if a.json {
+        t.print(true);
+    } else {
+        print!("{}", narrow_text(t.title(), &narrow));
+    }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Width of the demo's text (full rows are in `--json`).
+const WIDTH: usize = 100;
+
+/// The tour as narrow text: per step its name and figure on one line, then what it checked
+/// and what the figure is, indented and wrapped within [`WIDTH`] columns.
+fn narrow_text(title: &str, rows: &[(&str, String, String, String)]) -> String {
+    let mut out = format!("{title}\n\n");
+    for (name, figure, result, of) in rows {
+        let pad = WIDTH.saturating_sub(name.chars().count() + figure.chars().count()).max(2);
+        out += &format!("{name}{}{figure}\n", " ".repeat(pad));
+        for text in [result.as_str(), of.as_str()].into_iter().filter(|s| !s.is_empty()) {
+            let mut line = String::from("   ");
+            for word in text.split_whitespace() {
+                if line.chars().count() + 1 + word.chars().count() > WIDTH && !line.trim().is_empty() {
+                    out += &format!("{line}\n");
+                    line = String::from("   ");
+                }
+                line += " ";
+                line += word;
+            }
+            out += &format!("{line}\n");
+        }
+    }
+    out
 }
 
 fn testbed_with(n: usize) -> Result<(Testbed, Vec<HostId>), String> {

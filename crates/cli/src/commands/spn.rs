@@ -223,6 +223,10 @@ pub struct EvalArgs {
     /// Print likelihoods instead of log-likelihoods.
     #[arg(long)]
     prob: bool,
+    /// Print JSON, as `spn query --json` does: `output`, `vectors` and the `values` in order
+    /// (-inf as null).
+    #[arg(long)]
+    json: bool,
 }
 
 fn run_eval(a: EvalArgs) -> Result<ExitCode, String> {
@@ -239,8 +243,17 @@ fn run_eval(a: EvalArgs) -> Result<ExitCode, String> {
     let output = if a.prob { Output::Likelihood } else { Output::LogLikelihood };
     ev.eval_f64(&rows, &mut out, output).map_err(msg)?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-    for v in out {
-        writeln!(w, "{v:?}").map_err(msg)?;
+    if a.json {
+        let v = serde_json::json!({
+            "output": if a.prob { "likelihood" } else { "log_likelihood" },
+            "vectors": out.len(),
+            "values": out,
+        });
+        writeln!(w, "{v}").map_err(msg)?;
+    } else {
+        for v in out {
+            writeln!(w, "{v:?}").map_err(msg)?;
+        }
     }
     w.flush().map_err(msg)?;
     Ok(ExitCode::SUCCESS)
