@@ -6,7 +6,10 @@
 //! `action proto src_addr src_port -> dst_addr dst_port ( option; option:value; ... )`
 //! (`<>` for both directions), or the Snort 3 service form `action service ( ... )`.
 //!
-//! Parsing never panics: every problem becomes a message naming the line and the problem.
+//! Parsing never panics: every problem becomes a [`RuleError`] naming the file, the line, the
+//! option and the reason. The code is split by family: `header` (action, protocol, addresses),
+//! `options` (the option list and its driver), `content`, `pcre`, `bytes` (byte_*),
+//! `header_opts` (ip_proto, flags, fragbits), `flow` (flow, flowbits), `addr` and `values`.
 //! Options the engine cannot evaluate are not errors: they are listed in [`Rule::unsupported`].
 
 use super::rule::*;
@@ -17,6 +20,7 @@ use crate::AccelError;
 mod addr;
 mod bytes;
 mod content;
+mod error;
 mod flow;
 mod header;
 mod header_opts;
@@ -28,6 +32,7 @@ pub use addr::{parse_addr, parse_ports};
 use bytes::*;
 pub use content::decode_content;
 use content::*;
+pub use error::RuleError;
 use flow::*;
 use header::*;
 use header_opts::*;
@@ -63,20 +68,14 @@ pub fn parse_rules(text: &str, source: &str, vars: &Vars, strict: bool) -> Resul
             continue;
         }
         let res = if let Some(rest) = strip_keyword(t, &["ipvar", "var"]) {
-            set_var(rest, &mut vars, true)
+            set_var(rest, &mut vars, true).map_err(|reason| RuleError::new(line, None, reason))
         } else if let Some(rest) = strip_keyword(t, &["portvar"]) {
-            set_var(rest, &mut vars, false)
+            set_var(rest, &mut vars, false).map_err(|reason| RuleError::new(line, None, reason))
         } else {
-            match parse_rule(t, line, &vars) {
-                Ok(r) => {
-                    out.rules.push(r);
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            }
+            parse_rule(t, line, &vars).map(|r| out.rules.push(r))
         };
-        if let Err(problem) = res {
-            let e = AccelError::parse(source, line, problem);
+        if let Err(e) = res {
+            let e = AccelError::from(e.in_file(source));
             if strict {
                 return Err(e);
             }
@@ -151,25 +150,26 @@ pub(super) fn logical_lines(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// Parses one rule (a logical line). `line` is recorded in the rule.
-pub fn parse_rule(text: &str, line: usize, vars: &Vars) -> Result<Rule, String> {
-    let open = find_options_start(text).ok_or("missing '(' that starts the rule options")?;
+/// Parses one rule (a logical line). `line` is recorded in the rule and in its error.
+pub fn parse_rule(text: &str, line: usize, vars: &Vars) -> Result<Rule, RuleError> {
+    let err = |reason: String| RuleError::new(line, None, reason);
+    let open = find_options_start(text).ok_or_else(|| err("missing '(' that starts the rule options".into()))?;
     let header = text[..open].trim();
     let after = &text[open + 1..];
-    let close = after.rfind(')').ok_or("missing ')' at the end of the rule options")?;
+    let close = after.rfind(')').ok_or_else(|| err("missing ')' at the end of the rule options".into()))?;
     let trailing = after[close + 1..].trim();
     if !trailing.is_empty() {
-        return Err(format!("unexpected text '{}' after the closing ')'", shorten(trailing)));
+        return Err(err(format!("unexpected text '{}' after the closing ')'", shorten(trailing))));
     }
     let body = &after[..close];
 
-    let (mut rule, app) = parse_header(header, line, vars)?;
+    let (mut rule, app) = parse_header(header, line, vars).map_err(err)?;
     parse_options(body, &mut rule)?;
     if let Some(app) = app {
-        map_app_proto(&mut rule, app, vars)?;
+        map_app_proto(&mut rule, app, vars).map_err(err)?;
     }
     if rule.sid == 0 {
-        return Err("rule has no sid (every rule needs sid:N with N > 0)".into());
+        return Err(err("rule has no sid (every rule needs sid:N with N > 0)".into()));
     }
     Ok(rule)
 }
