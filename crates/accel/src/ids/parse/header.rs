@@ -133,30 +133,7 @@ pub(super) fn app_proto(service: &str) -> Option<AppProto> {
 pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, Option<AppProto>), String> {
     let toks = header_tokens(h);
     let mut app = None;
-    let mut rule = Rule {
-        line,
-        action: Action::Alert,
-        proto: RuleProto::Ip,
-        src: AddrSpec::Any,
-        src_ports: PortSet::any(),
-        bidirectional: false,
-        dst: AddrSpec::Any,
-        dst_ports: PortSet::any(),
-        gid: 1,
-        sid: 0,
-        rev: 0,
-        msg: String::new(),
-        classtype: None,
-        priority: None,
-        services: Vec::new(),
-        flow: FlowOpts::default(),
-        flowbits: Vec::new(),
-        header_tests: Vec::new(),
-        segments: Vec::new(),
-        vars: Vec::new(),
-        unsupported: Vec::new(),
-        approximations: Vec::new(),
-    };
+    let mut rule = blank_rule(line);
     match toks.len() {
         0 => return Err("empty rule header (expected 'action proto src port -> dst port')".into()),
         1 => {
@@ -217,4 +194,32 @@ pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, O
         }
     }
     Ok((rule, app))
+}
+
+/// A rule at `line` matching everything, before its header and options are read.
+fn blank_rule(line: usize) -> Rule {
+    Rule {
+        line,
+        action: Action::Alert,
+        proto: RuleProto::Ip,
+        src: AddrSpec::Any,
+        src_ports: PortSet::any(),
+        bidirectional: false,
+        dst: AddrSpec::Any,
+        dst_ports: PortSet::any(),
+        gid: 1,
+        sid: 0,
+        rev: 0,
+        msg: String::new(),
+        classtype: None,
+        priority: None,
+        services: Vec::new(),
+        flow: FlowOpts::default(),
+        flowbits: Vec::new(),
+        header_tests: Vec::new(),
+        segments: Vec::new(),
+        vars: Vec::new(),
+        unsupported: Vec::new(),
+        approximations: Vec::new(),
+    }
 }
