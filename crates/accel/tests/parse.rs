@@ -2,7 +2,7 @@
 
 use std::net::Ipv4Addr;
 
-use accel::ids::parse::{decode_content, parse_rule};
+use accel::ids::parse::{decode_content, parse_rule, RuleError};
 use accel::ids::rule::*;
 use accel::ids::{RuleSet, Vars};
 use accel::AccelError;
@@ -13,7 +13,7 @@ fn rule(text: &str) -> Rule {
 }
 
 fn err(text: &str) -> String {
-    parse_rule(text, 1, &Vars::default()).expect_err(text)
+    parse_rule(text, 1, &Vars::default()).expect_err(text).reason
 }
 
 fn ip(s: &str) -> Ipv4Addr {
@@ -67,9 +67,9 @@ fn variables_can_be_set_and_nest() {
     assert!(r.src.matches(ip("8.8.8.8")) && !r.src.matches(ip("10.0.0.1")));
     assert!(r.dst.matches(ip("192.168.3.3")) && !r.dst.matches(ip("8.8.8.8")));
     let e = parse_rule("alert tcp $NOPE any -> any any (sid:1;)", 1, &v).unwrap_err();
-    assert!(e.contains("undefined address variable '$NOPE'"), "{e}");
+    assert!(e.reason.contains("undefined address variable '$NOPE'"), "{e}");
     v.set_net("LOOP", "$LOOP");
-    assert!(parse_rule("alert tcp $LOOP any -> any any (sid:1;)", 1, &v).unwrap_err().contains("cycle"));
+    assert!(parse_rule("alert tcp $LOOP any -> any any (sid:1;)", 1, &v).unwrap_err().reason.contains("cycle"));
     // Rule files may define variables themselves.
     let (set, rep) = RuleSet::parse(
         "ipvar MINE 1.2.3.4\nportvar P [7,9]\nalert udp any any -> $MINE $P (sid:9;)\n",
@@ -308,4 +308,28 @@ proptest! {
             let _ = r;
         }
     }
+}
+
+#[test]
+fn rule_error_names_line_option_and_reason() {
+    let e =
+        parse_rule("alert tcp any any -> any any (content:\"abc\",depth 1; sid:1;)", 7, &Vars::default()).unwrap_err();
+    assert_eq!(
+        e,
+        RuleError {
+            file: None,
+            line: 7,
+            option: Some("content".into()),
+            reason: "content: depth (1) is less than the pattern length (3)".into()
+        }
+    );
+    assert_eq!(e.to_string(), "rule text:7: option 'content': content: depth (1) is less than the pattern length (3)");
+    let e = e.in_file("local.rules");
+    assert!(e.to_string().starts_with("local.rules:7: option 'content': "), "{e}");
+    let boxed: Box<dyn std::error::Error> = Box::new(e);
+    assert!(boxed.to_string().contains("depth (1)"));
+    // A header error names no option.
+    let h = parse_rule("alert tcp any any => any any (sid:1;)", 3, &Vars::default()).unwrap_err();
+    assert_eq!((h.line, h.option.as_deref()), (3, None));
+    assert_eq!(h.to_string(), "rule text:3: unknown direction '=>' (expected -> or <>)");
 }
