@@ -73,13 +73,8 @@ impl Endpoint {
                 if p.out_off < m.len() {
                     break;
                 }
-                let len = m.len();
                 p.out_off = 0;
-                if let Some(m) = p.outbox.pop_front() {
-                    self.pool.give(m);
-                }
-                self.counters.msgs_sent += 1;
-                self.counters.bytes_sent += len.saturating_sub(crate::frame::HEADER_LEN) as u64;
+                message_sent(&mut p.outbox, &mut self.pool, &mut self.counters);
             }
         }
     }
@@ -346,5 +341,15 @@ impl Endpoint {
     /// finished), or `None` if it is not known (collected already).
     pub fn step_of<T>(&self, req: &Request<T>) -> Option<usize> {
         self.ops.get(&req.id).map(|op| op.step)
+    }
+}
+
+/// A message at the front of `queue` went out whole (over TCP or a pipe): its buffer goes back
+/// to the pool and the counters count it.
+pub(super) fn message_sent(queue: &mut VecDeque<Vec<u8>>, pool: &mut BufPool, counters: &mut Counters) {
+    if let Some(m) = queue.pop_front() {
+        counters.msgs_sent += 1;
+        counters.bytes_sent += m.len().saturating_sub(crate::frame::HEADER_LEN) as u64;
+        pool.give(m);
     }
 }

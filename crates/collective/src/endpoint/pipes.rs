@@ -77,13 +77,8 @@ impl Endpoint {
                 if p.pipe_off < m.len() {
                     break;
                 }
-                let len = m.len();
                 p.pipe_off = 0;
-                if let Some(m) = p.pipe_out.pop_front() {
-                    self.pool.give(m);
-                }
-                self.counters.msgs_sent += 1;
-                self.counters.bytes_sent += len.saturating_sub(crate::frame::HEADER_LEN) as u64;
+                super::engine::message_sent(&mut p.pipe_out, &mut self.pool, &mut self.counters);
             }
             if wrote {
                 if let Some(b) = &p.bell {
