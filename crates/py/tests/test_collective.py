@@ -56,7 +56,7 @@ def test_init_without_launcher_says_what_is_missing() -> None:
         os.environ.update(saved)
 
 
-def test_init_refuses_an_unknown_transport_in_one_sentence(monkeypatch):
+def test_init_refuses_an_unknown_transport_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
     import linerate as lr
 
     monkeypatch.setenv("LINERATE_RANK", "0")
