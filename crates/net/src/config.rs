@@ -52,6 +52,8 @@ pub struct Config {
     pub verify_udp_checksum: bool,
     /// TCP settings.
     pub tcp: crate::tcp::TcpConfig,
+    /// IPv6 addresses, default router and Neighbor Discovery (off without an address).
+    pub ipv6: crate::ipv6::config::Ipv6Config,
 }
 
 impl Config {
@@ -97,7 +99,18 @@ impl Config {
             ephemeral_first: 49152,
             verify_udp_checksum: true,
             tcp: crate::tcp::TcpConfig::default(),
+            ipv6: crate::ipv6::config::Ipv6Config::default(),
         })
+    }
+
+    /// Add an IPv6 address with its on-link prefix (`"fd77::2/64"`; a bare address means
+    /// /64): the host then speaks IPv6, with the link-local address of its MAC beside it.
+    pub fn ipv6_addr(mut self, cidr: &str) -> Result<Self, ConfigError> {
+        let c = crate::ipv6::config::Ipv6Cidr::parse(cidr)?;
+        if !self.ipv6.addrs.contains(&c) {
+            self.ipv6.addrs.push(c);
+        }
+        Ok(self)
     }
 
     /// Set the MAC address.
@@ -173,6 +186,12 @@ impl Config {
         }
         if !self.mac.is_unicast() {
             return Err(ConfigError::MacNotUnicast(self.mac));
+        }
+        if self.ipv6.is_on() && self.mtu < wire::ipv6::MIN_MTU {
+            return Err(ConfigError::Ipv6MtuTooSmall(self.mtu));
+        }
+        if self.ipv6.ndp.cache_size == 0 || self.ipv6.ndp.max_pending == 0 {
+            return Err(ConfigError::ZeroSize);
         }
         Ok(())
     }

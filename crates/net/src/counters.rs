@@ -165,6 +165,26 @@ define_counters! {
     ipv4_fragmented_sent,
     /// IPv4 fragments we sent.
     ipv4_frags_sent,
+    /// ICMPv6 echo requests answered.
+    icmpv6_echo_replied,
+    /// ICMPv6 error messages received (Packet Too Big included).
+    icmpv6_errors_received,
+    /// ICMPv6 error messages sent (parameter problems, unreachables).
+    icmpv6_errors_sent,
+    /// Neighbor Solicitations sent (resolution, probes, duplicate address detection).
+    ndp_solicits_sent,
+    /// Neighbor Advertisements sent (answers, and announcements after DAD).
+    ndp_adverts_sent,
+    /// Addresses of ours that passed duplicate address detection.
+    ndp_dad_succeeded,
+    /// Addresses of ours another node turned out to use (never used).
+    ndp_dad_failed,
+    /// Router Advertisements taken in.
+    ndp_router_adverts_accepted,
+    /// IPv6 datagrams we sent in fragments.
+    ipv6_fragmented_sent,
+    /// IPv6 fragments we sent.
+    ipv6_frags_sent,
     /// Frame shorter than an Ethernet header or with an incomplete VLAN tag.
     rx_drop_eth_truncated,
     /// Frame addressed to another MAC address.
@@ -299,6 +319,70 @@ define_counters! {
     rx_drop_udp_mem_limit,
     /// Raw frame dropped because the raw socket's receive queue was full.
     rx_drop_raw_rx_queue_full,
+    /// IPv6 packet shorter than its header or its payload length.
+    rx_drop_ipv6_truncated,
+    /// IPv6 EtherType with an IP version other than 6.
+    rx_drop_ipv6_bad_version,
+    /// IPv6 jumbogram (payload length 0 with hop-by-hop options, RFC 2675): not supported.
+    rx_drop_ipv6_jumbogram,
+    /// IPv6 source that can never send: multicast, loopback, one of our addresses, or unspecified outside duplicate address detection.
+    rx_drop_ipv6_martian_src,
+    /// IPv6 packet to an address or group that is not ours.
+    rx_drop_ipv6_not_for_us,
+    /// IPv6 extension header or option running past the packet.
+    rx_drop_ipv6_ext_truncated,
+    /// IPv6 extension-header chain beyond the limits (headers, options, bytes).
+    rx_drop_ipv6_ext_too_long,
+    /// IPv6 hop-by-hop header anywhere but first (answered with a parameter problem).
+    rx_drop_ipv6_ext_misplaced_hop_by_hop,
+    /// Malformed IPv6 option, or over 7 bytes of padding in a row.
+    rx_drop_ipv6_ext_bad_option,
+    /// Unknown IPv6 option whose type says to discard the packet.
+    rx_drop_ipv6_ext_unknown_option,
+    /// IPv6 routing header with segments left (type 0 is deprecated, RFC 5095; a host does not forward).
+    rx_drop_ipv6_ext_routing_header,
+    /// First IPv6 fragment without the whole header chain (RFC 7112).
+    rx_drop_ipv6_ext_incomplete_first_fragment,
+    /// IPv6 fragment (other than an atomic one): reassembly is not supported yet.
+    rx_drop_ipv6_frag_unsupported,
+    /// IPv6 packet with no upper layer (next header 59).
+    rx_drop_ipv6_no_next_header,
+    /// IPv6 packet of an upper-layer protocol nobody handles (answered with a parameter problem).
+    rx_drop_ipv6_unknown_next_header,
+    /// ICMPv6 message shorter than its header.
+    rx_drop_icmpv6_truncated,
+    /// ICMPv6 checksum wrong.
+    rx_drop_icmpv6_bad_checksum,
+    /// ICMPv6 echo reply that answers no ping of ours.
+    rx_drop_icmpv6_unmatched_reply,
+    /// ICMPv6 informational message of a type nobody handles.
+    rx_drop_icmpv6_unhandled_type,
+    /// Neighbor Discovery message that is too short or has a non-zero code.
+    rx_drop_ndp_invalid,
+    /// Neighbor Discovery message whose hop limit is not 255 (it crossed a router).
+    rx_drop_ndp_hop_limit,
+    /// Neighbor Discovery message from a source its type does not allow.
+    rx_drop_ndp_bad_source,
+    /// Neighbor Discovery message with a multicast target.
+    rx_drop_ndp_multicast_target,
+    /// Neighbor Discovery option of length 0, past the message, or too short.
+    rx_drop_ndp_bad_option,
+    /// Neighbor Solicitation for an address that is not ours.
+    rx_drop_ndp_not_for_us,
+    /// Neighbor Solicitation for an address of ours still under duplicate address detection (RFC 4862 5.4.3).
+    rx_drop_ndp_tentative_target,
+    /// Neighbor Advertisement from another node claiming one of our addresses.
+    rx_drop_ndp_conflict,
+    /// Neighbor Advertisement for a neighbour we are not resolving or caching (RFC 4861 7.2.5).
+    rx_drop_ndp_advert_no_entry,
+    /// Router Solicitation: hosts ignore them.
+    rx_drop_ndp_router_solicit,
+    /// Redirect: not followed.
+    rx_drop_ndp_redirect,
+    /// Router Advertisement while `accept_ra` is off.
+    rx_drop_ndp_ra_ignored,
+    /// Router Advertisement from a new router while `max_routers` are known.
+    rx_drop_ndp_router_table_full,
     // Not a received frame's verdict: reassembly's per-datagram outcomes, the transmit side
     // and the link.
     /// Reassembly given up: the datagram was not complete within the timeout.
@@ -313,6 +397,12 @@ define_counters! {
     tx_drop_arp_unresolved,
     /// Outgoing packet dropped: too many packets already waiting for ARP resolution.
     tx_drop_arp_pending_full,
+    /// Outgoing IPv6 packet dropped: no source address or no route for its destination.
+    tx_drop_ipv6_no_route,
+    /// Outgoing IPv6 packet dropped: its next hop did not answer Neighbor Solicitations.
+    tx_drop_ndp_unresolved,
+    /// Outgoing IPv6 packet dropped: too many packets already waiting for resolution.
+    tx_drop_ndp_pending_full,
     /// Outgoing frame dropped because the link's transmit queue stayed full.
     tx_drop_link_full,
     /// Challenge ACKs (RFC 5961) not sent: over the rate limit, or one already waiting to

@@ -58,7 +58,7 @@ pub enum NetError {
     },
     /// The destination cannot be reached (no route, or it is not a unicast host).
     #[error("no route to {0}")]
-    NoRoute(Ipv4Addr),
+    NoRoute(std::net::IpAddr),
     /// The EtherType is already bound or reserved by the stack.
     #[error("EtherType 0x{0:04x} is reserved or already bound")]
     EtherTypeInUse(u16),
@@ -91,6 +91,12 @@ pub enum ConfigError {
     /// The host address string is not `a.b.c.d` or `a.b.c.d/len` of a unicast address.
     #[error("'{0}' is not a valid IPv4 host address (expected a.b.c.d or a.b.c.d/len)")]
     BadAddress(String),
+    /// The IPv6 address string is not `addr` or `addr/len` of a unicast address.
+    #[error("'{0}' is not a valid IPv6 host address (expected e.g. fd77::2 or fd77::2/64)")]
+    BadIpv6Address(String),
+    /// IPv6 is on but the MTU is below its minimum of 1280 bytes (RFC 8200).
+    #[error("IPv6 needs an MTU of at least 1280 bytes, not {0}")]
+    Ipv6MtuTooSmall(usize),
     /// The MTU is outside what the stack supports (68 to 9216 bytes).
     #[error("the MTU of {0} bytes is outside 68..=9216")]
     MtuOutOfRange(usize),
@@ -206,8 +212,8 @@ pub enum RawSendError {
 pub enum PingError {
     /// The destination is not a reachable host.
     #[error("no route to {0}")]
-    NoRoute(Ipv4Addr),
-    /// The request is larger than the largest IPv4 packet.
+    NoRoute(std::net::IpAddr),
+    /// The request is larger than the largest IP packet.
     #[error("an echo payload of {len} bytes exceeds the maximum of {max}")]
     TooLarge {
         /// Requested payload size, bytes.
@@ -346,7 +352,7 @@ impl From<TxError> for UdpSendError {
 impl From<TxError> for PingError {
     fn from(e: TxError) -> Self {
         match e {
-            TxError::NoRoute(a) => PingError::NoRoute(a),
+            TxError::NoRoute(a) => PingError::NoRoute(a.into()),
             TxError::TooLarge { len, max } => PingError::TooLarge { len, max },
             TxError::Link(e) => PingError::Link(e),
         }
@@ -430,7 +436,7 @@ impl From<UdpSendError> for NetError {
     fn from(e: UdpSendError) -> Self {
         match e {
             UdpSendError::BadHandle => NetError::BadHandle,
-            UdpSendError::NoRoute(a) => NetError::NoRoute(a),
+            UdpSendError::NoRoute(a) => NetError::NoRoute(a.into()),
             UdpSendError::TooLarge { len, max } => NetError::TooLarge { len, max },
             UdpSendError::Link(e) => NetError::Link(e),
         }
@@ -462,7 +468,7 @@ impl From<ConnectError> for NetError {
         match e {
             ConnectError::NoFreePort => NetError::NoFreePort,
             ConnectError::PortInUse(p) => NetError::PortInUse(p),
-            ConnectError::NoRoute(a) => NetError::NoRoute(a),
+            ConnectError::NoRoute(a) => NetError::NoRoute(a.into()),
             ConnectError::TableFull => NetError::TableFull,
             ConnectError::Link(e) => NetError::Link(e),
         }

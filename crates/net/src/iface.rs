@@ -4,16 +4,17 @@
 use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
 use crate::error::TxError;
+use crate::ipv6::Ipv6Host;
 use crate::ping::PingClient;
+use crate::rate_limit::RateLimit;
 use crate::raw::RawTable;
 use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
 use crate::tcp::sink::LinkSink;
 use crate::udp::{Delivery, UdpTable};
 use crate::Config;
-use link::{Instant, Link};
+use link::Link;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
@@ -26,34 +27,6 @@ pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
 /// Largest ICMP error message, as RFC 1812 suggests (576 bytes of IP).
 const ICMP_ERROR_MAX_QUOTE: usize = 576 - 20 - 8;
 
-/// A token bucket limiting ICMP errors per second.
-#[derive(Debug)]
-struct RateLimit {
-    per_sec: u32,
-    tokens: u32,
-    refilled: Instant,
-}
-
-impl RateLimit {
-    fn allow(&mut self, now: Instant) -> bool {
-        if self.per_sec == 0 {
-            return true;
-        }
-        let elapsed = now - self.refilled;
-        if elapsed >= Duration::from_millis(10) {
-            let add = (elapsed.as_nanos() * self.per_sec as u128 / 1_000_000_000) as u32;
-            self.tokens = (self.tokens.saturating_add(add)).min(self.per_sec);
-            self.refilled = now;
-        }
-        if self.tokens > 0 {
-            self.tokens -= 1;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 /// Everything of a stack except its link and receive batch.
 #[derive(Debug)]
 pub(crate) struct Core {
@@ -64,7 +37,8 @@ pub(crate) struct Core {
     pub tcp: TcpEngine,
     pub reasm: Reassembler,
     rx_drops: u64,
-    icmp_limit: RateLimit,
+    pub(crate) icmp_limit: RateLimit,
+    pub(crate) v6: Ipv6Host,
     expired: Vec<Expired>,
 }
 
@@ -85,11 +59,8 @@ impl Core {
             ping: PingClient::new((seed ^ (seed >> 16)) as u16 | 1),
             tcp: TcpEngine::new(cfg.tcp.clone(), cfg.ip, cfg.mtu, cfg.ephemeral_first),
             rx_drops: 0,
-            icmp_limit: RateLimit {
-                per_sec: cfg.icmp_error_rate,
-                tokens: cfg.icmp_error_rate,
-                refilled: Instant::ZERO,
-            },
+            icmp_limit: RateLimit::new(cfg.icmp_error_rate),
+            v6: Ipv6Host::new(&cfg.ipv6, cfg.mac, cfg.mtu),
             eg: Egress::new(cfg),
         }
     }
@@ -167,7 +138,7 @@ impl Core {
             Err(_) => return self.drop(Counter::rx_drop_eth_truncated),
         };
         let dst = eth.dst();
-        if dst != self.eg.cfg.mac && !dst.is_broadcast() {
+        if dst != self.eg.cfg.mac && !dst.is_broadcast() && !self.v6.wants_mac(dst) {
             return self.drop(Counter::rx_drop_eth_not_for_us);
         }
         let src = eth.src();
@@ -180,6 +151,7 @@ impl Core {
         match eth.ethertype() {
             ethertype::ARP => self.handle_arp(link, eth.payload()),
             ethertype::IPV4 => self.handle_ipv4(link, eth.payload()),
+            ethertype::IPV6 if self.v6.is_on() => self.handle_ipv6(link, src, eth.payload()),
             et => match self.raw.queue_mut(et) {
                 Some(q) => {
                     if q.push(src, eth.payload()) {
@@ -196,7 +168,7 @@ impl Core {
 
     /// Count a received frame as dropped for `reason` (exactly one reason per frame).
     #[inline]
-    fn drop(&mut self, reason: Counter) -> Result<(), TxError> {
+    pub(crate) fn drop(&mut self, reason: Counter) -> Result<(), TxError> {
         self.eg.counters.bump(reason);
         self.rx_drops += 1;
         Ok(())
@@ -372,7 +344,7 @@ impl Core {
                 Ok(())
             }
             IcmpMessage::EchoReply { ident, seq } => {
-                if self.ping.on_reply(src, ident, seq, ttl, icmp.data, self.eg.now) {
+                if self.ping.on_reply(src.into(), ident, seq, ttl, icmp.data, self.eg.now) {
                     self.eg.counters.bump(Counter::icmp_echo_reply_received);
                     Ok(())
                 } else {

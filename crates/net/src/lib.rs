@@ -149,8 +149,10 @@ mod egress;
 pub mod error;
 mod iface;
 pub mod int_hash;
+pub mod ipv6;
 mod ping;
 mod queue;
+mod rate_limit;
 mod raw;
 pub mod reasm;
 pub mod shard;
@@ -167,6 +169,9 @@ pub use error::{
     RawBindError, RawSendError, RecvError, SendError, TooManyWatchers, UdpSendError,
 };
 pub use int_hash::IntMap;
+pub use ipv6::config::{Ipv6Cidr, Ipv6Config, NdpConfig};
+pub use ipv6::neighbor::NeighborState;
+pub use ipv6::{AddrOrigin, AddrState, HostAddr};
 pub use link::Instant;
 pub use ping::PingReply;
 pub use raw::RawHandle;

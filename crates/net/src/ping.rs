@@ -2,19 +2,19 @@
 
 use link::Instant;
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// One answered ping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PingReply {
     /// Who answered.
-    pub from: Ipv4Addr,
+    pub from: IpAddr,
     /// Sequence number of the request.
     pub seq: u16,
     /// Round-trip time, from the timestamp carried in the payload.
     pub rtt: Duration,
-    /// TTL of the reply.
+    /// TTL (hop limit) of the reply.
     pub ttl: u8,
     /// ICMP payload length.
     pub len: usize,
@@ -47,7 +47,7 @@ impl PingClient {
     }
 
     /// Record a reply; false if it is not one of ours.
-    pub fn on_reply(&mut self, from: Ipv4Addr, ident: u16, seq: u16, ttl: u8, data: &[u8], now: Instant) -> bool {
+    pub fn on_reply(&mut self, from: IpAddr, ident: u16, seq: u16, ttl: u8, data: &[u8], now: Instant) -> bool {
         if ident != self.ident || data.len() < STAMP_LEN {
             return false;
         }

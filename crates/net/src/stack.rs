@@ -8,7 +8,7 @@ use crate::tcp::sink::LinkSink;
 use crate::udp::UdpHandle;
 use crate::{Config, Counter, Counters};
 use link::{FrameBatch, Instant, Link, LinkError};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use wire::{IcmpMessage, IcmpRepr, MacAddr};
 
 /// A host's network stack (Ethernet, ARP, IPv4, ICMP, UDP, raw Ethernet) driving one link.
@@ -59,6 +59,17 @@ impl<L: Link> Stack<L> {
     /// Our IPv4 address.
     pub fn ip(&self) -> Ipv4Addr {
         self.core.eg.cfg.ip
+    }
+
+    /// Our IPv6 addresses with their states (empty when IPv6 is off): the link-local
+    /// address first.
+    pub fn ipv6_addrs(&self) -> &[crate::HostAddr] {
+        self.core.v6.addrs()
+    }
+
+    /// The IPv6 neighbour cache: (address, MAC, state, is a router) per entry.
+    pub fn ipv6_neighbors(&self) -> Vec<(std::net::Ipv6Addr, MacAddr, crate::NeighborState, bool)> {
+        self.core.v6.neighbors.entries().collect()
     }
 
     /// Our MAC address.
@@ -124,6 +135,10 @@ impl<L: Link> Stack<L> {
         }
         self.core.eg.on_timers(&mut self.link)?;
         self.core.on_reasm_timers(&mut self.link)?;
+        if self.core.v6.is_on() {
+            self.core.v6.expire_learned(now);
+            self.core.v6.on_timers(&mut self.core.eg, &mut self.link)?;
+        }
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
 
         self.core.tcp.on_timers(&mut out, now);
@@ -163,10 +178,15 @@ impl<L: Link> Stack<L> {
 
     /// Earliest instant a timer needs a poll, if any is armed.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.core.eg.next_deadline(), self.core.tcp.next_deadline(), self.core.reasm.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.core.eg.next_deadline(),
+            self.core.tcp.next_deadline(),
+            self.core.reasm.next_deadline(),
+            self.core.v6.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Send what is queued now instead of at the end of the next poll.
@@ -330,19 +350,34 @@ impl<L: Link> Stack<L> {
 
     /// Send an ICMP echo request with `payload_len` bytes (at least 8: the send time).
     #[must_use = "Ok(false) means the link is full and the echo request was not sent"]
-    pub fn ping(&mut self, dst: Ipv4Addr, seq: u16, payload_len: usize) -> Result<bool, PingError> {
+    pub fn ping(&mut self, dst: impl Into<IpAddr>, seq: u16, payload_len: usize) -> Result<bool, PingError> {
+        let dst = dst.into();
         let len = payload_len.max(STAMP_LEN);
         let ident = self.core.ping.ident;
         let now = self.core.eg.now;
         // Above the MTU the request goes out in fragments, as `ping -s` does.
-        let max = 65535 - 28;
+        let max = if dst.is_ipv6() { 65535 - 16 } else { 65535 - 28 };
         if len > max {
             return Err(PingError::TooLarge { len, max });
         }
         let mut data = vec![0u8; len];
         PingClient::fill_payload(&mut data[..len], now);
-        let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
-        Ok(self.core.eg.send_icmp(&mut self.link, dst, &repr)?)
+        match dst {
+            IpAddr::V4(dst) => {
+                let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
+                Ok(self.core.eg.send_icmp(&mut self.link, dst, &repr)?)
+            }
+            IpAddr::V6(dst) => {
+                let v6 = &mut self.core.v6;
+                let routable = dst.is_multicast() || v6.next_hop(dst, now).is_some();
+                if !routable || v6.source_for(dst).is_none() {
+                    return Err(PingError::NoRoute(dst.into()));
+                }
+                let message = wire::Icmpv6Message::EchoRequest { ident, seq };
+                let repr = wire::Icmpv6Repr { message, data: &data[..len] };
+                Ok(v6.send_icmp(&mut self.core.eg, &mut self.link, None, dst, &repr)?)
+            }
+        }
     }
 
     /// The next answered ping, if any.

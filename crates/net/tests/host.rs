@@ -304,7 +304,7 @@ fn ping_between_two_stacks_measures_virtual_rtt() {
             a.ping_reply()
         });
         let r = reply.expect("reply");
-        assert_eq!((r.from, r.seq, r.len), (B, seq, 56));
+        assert_eq!((r.from, r.seq, r.len), (B.into(), seq, 56));
         assert!(r.rtt <= Duration::from_micros(50), "{:?}", r.rtt);
     }
     assert_eq!(b.counters().get(Counter::icmp_echo_replied), 5);

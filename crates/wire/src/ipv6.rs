@@ -71,6 +71,11 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
         Ok(Ipv6Packet { buf })
     }
 
+    /// The whole buffer (Ethernet padding included, if any).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
     /// Returns the underlying buffer.
     pub fn into_inner(self) -> T {
         self.buf

@@ -1,0 +1,269 @@
+//! The IPv6 receive path: the fixed header's checks, the extension-header chain (RFC 8200),
+//! then ICMPv6 (echo, errors, Packet Too Big) and Neighbor Discovery. Every frame ends in one
+//! verdict, `rx_delivered` or one `rx_drop_*` reason, as on the IPv4 path.
+
+use super::neighbor::{AdvertFlags, AdvertOutcome};
+use super::{multicast_mac, AddrState, DstKind, ALL_NODES};
+use crate::counters::Counter;
+use crate::error::TxError;
+use crate::iface::Core;
+use link::Link;
+use std::net::Ipv6Addr;
+use wire::icmpv6::{icmpv6_type, MAX_QUOTE};
+use wire::ipv6::next_header;
+use wire::{
+    ChainError, ChainLimits, Icmpv6Message, Icmpv6Packet, Icmpv6Repr, Ipv6Packet, MacAddr, NdpError, NdpMessage,
+    WireError,
+};
+
+/// A received IPv6 packet that passed the fixed header's checks.
+struct Rx6<'a> {
+    ip: Ipv6Packet<&'a [u8]>,
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    kind: DstKind,
+    /// The sender's MAC (from the Ethernet header).
+    eth_src: MacAddr,
+}
+
+impl Core {
+    /// Process one IPv6 packet (the Ethernet payload) from `eth_src`.
+    pub(crate) fn handle_ipv6<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        eth_src: MacAddr,
+        payload: &[u8],
+    ) -> Result<(), TxError> {
+        if !self.v6.is_on() {
+            return self.drop(Counter::rx_drop_eth_unknown_ethertype);
+        }
+        let ip = match Ipv6Packet::new_checked(payload) {
+            Ok(p) => p,
+            Err(WireError::BadVersion) => return self.drop(Counter::rx_drop_ipv6_bad_version),
+            Err(WireError::Unsupported) => return self.drop(Counter::rx_drop_ipv6_jumbogram),
+            Err(_) => return self.drop(Counter::rx_drop_ipv6_truncated),
+        };
+        let (src, dst) = (ip.src(), ip.dst());
+        if src.is_multicast() || src.is_loopback() || self.v6.is_own(src) {
+            return self.drop(Counter::rx_drop_ipv6_martian_src);
+        }
+        let kind = self.v6.classify_dst(dst);
+        if kind == DstKind::Other {
+            return self.drop(Counter::rx_drop_ipv6_not_for_us);
+        }
+        let chain = match wire::ipv6_ext::walk(ip.next_header(), ip.payload(), &ChainLimits::default()) {
+            Ok(c) => c,
+            Err(e) => {
+                self.drop(chain_drop_reason(&e))?;
+                if let Some((code, pointer)) = e.parameter_problem(dst.is_multicast()) {
+                    if !src.is_unspecified() {
+                        self.send_icmpv6_error(link, &ip, Icmpv6Message::ParameterProblem { code, pointer })?;
+                    }
+                }
+                return Ok(());
+            }
+        };
+        if chain.fragment.is_some_and(|f| !f.is_atomic()) {
+            return self.drop(Counter::rx_drop_ipv6_frag_unsupported);
+        }
+        let rx = Rx6 { ip, src, dst, kind, eth_src };
+        let l4 = &rx.ip.payload()[chain.upper_offset..];
+        match chain.upper {
+            next_header::ICMPV6 => self.handle_icmpv6(link, &rx, l4),
+            _ if src.is_unspecified() || kind == DstKind::Tentative => self.drop(Counter::rx_drop_ipv6_martian_src),
+            next_header::NO_NEXT => self.drop(Counter::rx_drop_ipv6_no_next_header),
+            _ => {
+                self.drop(Counter::rx_drop_ipv6_unknown_next_header)?;
+                let pointer = chain.upper_pointer as u32;
+                self.send_icmpv6_error(link, &rx.ip, Icmpv6Message::ParameterProblem { code: 1, pointer })
+            }
+        }
+    }
+
+    fn handle_icmpv6<L: Link + ?Sized>(&mut self, link: &mut L, rx: &Rx6<'_>, l4: &[u8]) -> Result<(), TxError> {
+        let Ok(pkt) = Icmpv6Packet::new_checked(l4) else { return self.drop(Counter::rx_drop_icmpv6_truncated) };
+        if !pkt.verify_checksum(rx.src, rx.dst) {
+            return self.drop(Counter::rx_drop_icmpv6_bad_checksum);
+        }
+        if (icmpv6_type::ROUTER_SOLICIT..=icmpv6_type::REDIRECT).contains(&pkt.msg_type()) {
+            return self.handle_ndp(link, rx, l4);
+        }
+        if rx.src.is_unspecified() || rx.kind == DstKind::Tentative {
+            return self.drop(Counter::rx_drop_ipv6_martian_src);
+        }
+        match pkt.message() {
+            Icmpv6Message::EchoRequest { ident, seq } => {
+                // An echo to a group is answered from the address chosen for the sender.
+                let from = (rx.kind == DstKind::Unicast).then_some(rx.dst);
+                let reply = Icmpv6Repr { message: Icmpv6Message::EchoReply { ident, seq }, data: pkt.data() };
+                if self.v6.send_icmp(&mut self.eg, link, from, rx.src, &reply)? {
+                    self.eg.counters.bump(Counter::icmpv6_echo_replied);
+                }
+                Ok(())
+            }
+            Icmpv6Message::EchoReply { ident, seq } => {
+                let (now, hops) = (self.eg.now, rx.ip.hop_limit());
+                if self.ping.on_reply(rx.src.into(), ident, seq, hops, pkt.data(), now) {
+                    self.eg.counters.bump(Counter::icmp_echo_reply_received);
+                    Ok(())
+                } else {
+                    self.drop(Counter::rx_drop_icmpv6_unmatched_reply)
+                }
+            }
+            Icmpv6Message::PacketTooBig { mtu } => {
+                self.eg.counters.bump(Counter::icmpv6_errors_received);
+                self.on_packet_too_big(mtu, pkt.data());
+                Ok(())
+            }
+            m if m.is_error() => {
+                self.eg.counters.bump(Counter::icmpv6_errors_received);
+                Ok(())
+            }
+            _ => self.drop(Counter::rx_drop_icmpv6_unhandled_type),
+        }
+    }
+
+    /// Packet Too Big about a packet of ours (RFC 8201): lower the path MTU towards the
+    /// destination it quotes.
+    fn on_packet_too_big(&mut self, mtu: u32, quoted: &[u8]) {
+        let Ok(q) = Ipv6Packet::new_checked(quoted) else {
+            if quoted.len() < 40 {
+                return;
+            }
+            // The quote is usually cut short of the packet's payload length: read the header.
+            let q = Ipv6Packet::new_unchecked(&quoted[..40]);
+            return self.lower_v6_path_mtu(q.src(), q.dst(), mtu);
+        };
+        self.lower_v6_path_mtu(q.src(), q.dst(), mtu);
+    }
+
+    fn lower_v6_path_mtu(&mut self, src: Ipv6Addr, dst: Ipv6Addr, mtu: u32) {
+        if !self.v6.is_own(src) {
+            return;
+        }
+        let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
+        if self.v6.lower_path_mtu(dst, mtu, self.eg.now).is_some() {
+            self.eg.counters.bump(Counter::icmp_pmtu_updates);
+        }
+    }
+
+    fn handle_ndp<L: Link + ?Sized>(&mut self, link: &mut L, rx: &Rx6<'_>, icmp: &[u8]) -> Result<(), TxError> {
+        let (msg, opts) = match wire::ndp::parse(icmp, rx.src, rx.dst, rx.ip.hop_limit()) {
+            Ok(m) => m,
+            Err(e) => return self.drop(ndp_drop_reason(e)),
+        };
+        let now = self.eg.now;
+        match msg {
+            NdpMessage::NeighborSolicit { target } => match self.v6.own_state(target) {
+                None | Some(AddrState::Duplicate) => self.drop(Counter::rx_drop_ndp_not_for_us),
+                Some(AddrState::Tentative) if rx.src.is_unspecified() => {
+                    // Another node is claiming the address we are checking (RFC 4862 5.4.3).
+                    self.v6.mark_duplicate(target);
+                    self.eg.counters.bump(Counter::ndp_dad_failed);
+                    Ok(())
+                }
+                Some(AddrState::Tentative) => self.drop(Counter::rx_drop_ndp_tentative_target),
+                Some(AddrState::Preferred) if rx.src.is_unspecified() => {
+                    let all = multicast_mac(ALL_NODES);
+                    Ok(self.v6.send_advert(&mut self.eg, link, target, ALL_NODES, all, false)?)
+                }
+                Some(AddrState::Preferred) => {
+                    let mac = opts.source_link_addr();
+                    if let Some(mac) = mac {
+                        if let Some(resolved) = self.v6.neighbors.on_link_addr(rx.src, mac, now) {
+                            self.v6.release_pending(&mut self.eg, link, rx.src, resolved)?;
+                        }
+                    }
+                    let to = mac.unwrap_or(rx.eth_src);
+                    Ok(self.v6.send_advert(&mut self.eg, link, target, rx.src, to, true)?)
+                }
+            },
+            NdpMessage::NeighborAdvert { router, solicited, override_, target } => match self.v6.own_state(target) {
+                Some(AddrState::Tentative) => {
+                    self.v6.mark_duplicate(target);
+                    self.eg.counters.bump(Counter::ndp_dad_failed);
+                    Ok(())
+                }
+                Some(AddrState::Preferred) => self.drop(Counter::rx_drop_ndp_conflict),
+                _ => {
+                    let flags = AdvertFlags { router, solicited, override_ };
+                    let cfg = self.v6.cfg.ndp;
+                    match self.v6.neighbors.on_advert(target, opts.target_link_addr(), flags, now, &cfg) {
+                        AdvertOutcome::NoEntry => self.drop(Counter::rx_drop_ndp_advert_no_entry),
+                        AdvertOutcome::Updated => Ok(()),
+                        AdvertOutcome::Resolved(mac) => Ok(self.v6.release_pending(&mut self.eg, link, target, mac)?),
+                    }
+                }
+            },
+            NdpMessage::RouterAdvert { .. } => match self.v6.on_router_advert(rx.src, &msg, &opts, now) {
+                Ok(()) => {
+                    self.eg.counters.bump(Counter::ndp_router_adverts_accepted);
+                    Ok(())
+                }
+                Err(reason) => self.drop(reason),
+            },
+            NdpMessage::RouterSolicit => self.drop(Counter::rx_drop_ndp_router_solicit),
+            NdpMessage::Redirect { .. } => self.drop(Counter::rx_drop_ndp_redirect),
+        }
+    }
+
+    /// Send an ICMPv6 error about `invoking` (RFC 4443 section 2.4): never about an error,
+    /// never to a multicast or unspecified source, within the error rate limit; the quote
+    /// keeps the reply within the minimum MTU.
+    pub(crate) fn send_icmpv6_error<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        invoking: &Ipv6Packet<&[u8]>,
+        message: Icmpv6Message,
+    ) -> Result<(), TxError> {
+        let src = invoking.src();
+        if src.is_unspecified() || src.is_multicast() || is_icmpv6_error(invoking) {
+            return Ok(());
+        }
+        if !self.icmp_limit.allow(self.eg.now) {
+            self.eg.counters.bump(Counter::tx_drop_icmp_rate_limited);
+            return Ok(());
+        }
+        let whole = &invoking.as_bytes()[..40 + usize::from(invoking.payload_len())];
+        let repr = Icmpv6Repr { message, data: &whole[..whole.len().min(MAX_QUOTE)] };
+        let from = (!invoking.dst().is_multicast()).then(|| invoking.dst()).filter(|d| self.v6.is_own(*d));
+        if self.v6.send_icmp(&mut self.eg, link, from, src, &repr)? {
+            self.eg.counters.bump(Counter::icmpv6_errors_sent);
+        }
+        Ok(())
+    }
+}
+
+/// True if the packet carries an ICMPv6 error message (or is too short to tell), which must
+/// not be answered with another error.
+fn is_icmpv6_error(ip: &Ipv6Packet<&[u8]>) -> bool {
+    match wire::ipv6_ext::walk(ip.next_header(), ip.payload(), &ChainLimits::default()) {
+        Ok(c) if c.upper == next_header::ICMPV6 => ip.payload().get(c.upper_offset).is_none_or(|t| *t < 128),
+        Ok(_) => false,
+        Err(_) => false,
+    }
+}
+
+/// The drop counter of a refused extension-header chain.
+fn chain_drop_reason(e: &ChainError) -> Counter {
+    match e {
+        ChainError::Truncated => Counter::rx_drop_ipv6_ext_truncated,
+        ChainError::TooLong => Counter::rx_drop_ipv6_ext_too_long,
+        ChainError::MisplacedHopByHop { .. } => Counter::rx_drop_ipv6_ext_misplaced_hop_by_hop,
+        ChainError::BadOption { .. } => Counter::rx_drop_ipv6_ext_bad_option,
+        ChainError::UnknownOption { .. } => Counter::rx_drop_ipv6_ext_unknown_option,
+        ChainError::Routing { .. } => Counter::rx_drop_ipv6_ext_routing_header,
+        ChainError::IncompleteFirstFragment => Counter::rx_drop_ipv6_ext_incomplete_first_fragment,
+    }
+}
+
+/// The drop counter of an invalid Neighbor Discovery message.
+fn ndp_drop_reason(e: NdpError) -> Counter {
+    match e {
+        NdpError::HopLimit => Counter::rx_drop_ndp_hop_limit,
+        NdpError::BadSource => Counter::rx_drop_ndp_bad_source,
+        NdpError::MulticastTarget => Counter::rx_drop_ndp_multicast_target,
+        NdpError::BadOption => Counter::rx_drop_ndp_bad_option,
+        NdpError::NotNdp | NdpError::Truncated | NdpError::Code => Counter::rx_drop_ndp_invalid,
+    }
+}
