@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 CARGO ?= cargo
-APT_PACKAGES := iproute2 ethtool iputils-ping arping netcat-openbsd socat curl tcpdump tshark jq iperf3 libpcap-dev libhyperscan-dev nftables iptables openmpi-bin libopenmpi-dev fonts-dejavu-core pkg-config valgrind man-db groff-base
+APT_PACKAGES := iproute2 ethtool iputils-ping arping netcat-openbsd socat curl tcpdump tshark jq iperf3 libpcap-dev libhyperscan-dev nftables iptables openmpi-bin libopenmpi-dev fonts-dejavu-core pkg-config valgrind man-db groff-base ndisc6
 
 .PHONY: demo man test setup setup-system setup-python build build-release py-develop test-rust test-python bench fuzz-tools fuzz-build fuzz clean
 

@@ -181,6 +181,14 @@ define_counters! {
     ndp_dad_failed,
     /// Router Advertisements taken in.
     ndp_router_adverts_accepted,
+    /// IPv6 fragments stored for reassembly (a received frame's verdict).
+    ipv6_frags_queued,
+    /// IPv6 datagrams reassembled from fragments.
+    ipv6_reassembled,
+    /// IPv6 datagrams whose first-arriving fragment was stored (reassembly begun).
+    ipv6_reasm_started,
+    /// IPv6 datagrams in reassembly discarded because a fragment overlapped another.
+    ipv6_reasm_overlap,
     /// IPv6 datagrams we sent in fragments.
     ipv6_fragmented_sent,
     /// IPv6 fragments we sent.
@@ -343,8 +351,15 @@ define_counters! {
     rx_drop_ipv6_ext_routing_header,
     /// First IPv6 fragment without the whole header chain (RFC 7112).
     rx_drop_ipv6_ext_incomplete_first_fragment,
-    /// IPv6 fragment (other than an atomic one): reassembly is not supported yet.
-    rx_drop_ipv6_frag_unsupported,
+    /// IPv6 fragment that is empty, not a multiple of 8 bytes with more to come, or ends
+    /// beyond 65,535 bytes.
+    rx_drop_ipv6_frag_malformed,
+    /// IPv6 fragment too small to hold the upper-layer header, or one rewriting it.
+    rx_drop_ipv6_frag_tiny,
+    /// IPv6 fragment received twice (dropped alone).
+    rx_drop_ipv6_frag_duplicate,
+    /// IPv6 fragment overlapping another of its datagram: the datagram is discarded (RFC 5722).
+    rx_drop_ipv6_frag_overlap,
     /// IPv6 packet with no upper layer (next header 59).
     rx_drop_ipv6_no_next_header,
     /// IPv6 packet of an upper-layer protocol nobody handles (answered with a parameter problem).
@@ -389,6 +404,10 @@ define_counters! {
     ipv4_reasm_timeout,
     /// Reassembly given up to make room (memory or datagram limits).
     ipv4_reasm_evicted,
+    /// IPv6 reassembly given up: the datagram was not complete within the timeout.
+    ipv6_reasm_timeout,
+    /// IPv6 reassembly given up to make room.
+    ipv6_reasm_evicted,
     /// Outgoing datagram larger than the path MTU with fragmentation forbidden.
     tx_drop_too_big,
     /// ICMP error not sent because of rate limiting.

@@ -14,12 +14,14 @@ use crate::tcp::sink::LinkSink;
 use crate::udp::{Delivery, UdpTable};
 use crate::Config;
 use link::Link;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
 use wire::ipv4_options;
-use wire::{ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
+use wire::{
+    ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Icmpv6Message, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
+};
 
 /// Largest UDP payload: what fits in a 65,535-byte IPv4 datagram.
 pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
@@ -36,6 +38,7 @@ pub(crate) struct Core {
     pub ping: PingClient,
     pub tcp: TcpEngine,
     pub reasm: Reassembler,
+    pub reasm6: Reassembler,
     rx_drops: u64,
     pub(crate) icmp_limit: RateLimit,
     pub(crate) v6: Ipv6Host,
@@ -54,6 +57,7 @@ impl Core {
                 MAX_UDP_PAYLOAD,
             ),
             reasm: Reassembler::new(cfg.reasm),
+            reasm6: Reassembler::new_v6(cfg.reasm),
             expired: Vec::new(),
             raw: RawTable::new(cfg.socket_rx_queue, cfg.mtu),
             ping: PingClient::new((seed ^ (seed >> 16)) as u16 | 1),
@@ -97,20 +101,30 @@ impl Core {
     /// Reassembly timers: give up late datagrams (ICMP time exceeded to their sources). Only a
     /// link failure is returned: a time-exceeded message that cannot be routed is not sent.
     pub fn on_reasm_timers<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), link::LinkError> {
-        if self.reasm.datagrams() == 0 {
+        if self.reasm.datagrams() == 0 && self.reasm6.datagrams() == 0 {
             return Ok(());
         }
         let mut expired = std::mem::take(&mut self.expired);
         self.reasm.expire(self.eg.now, &mut expired);
+        self.reasm6.expire(self.eg.now, &mut expired);
         self.take_reasm_outcomes();
         let mut result = Ok(());
         for e in expired.drain(..) {
-            if result.is_ok() && self.replies_routable(e.src) {
-                let repr = IcmpRepr { message: IcmpMessage::TimeExceeded { code: 1 }, data: &e.quote };
-                result = match self.send_icmp_error_repr(link, e.src, &repr) {
-                    Err(TxError::Link(e)) => Err(e),
-                    _ => Ok(()),
-                };
+            if result.is_err() {
+                break;
+            }
+            let sent = match e.src {
+                IpAddr::V4(src) if self.replies_routable(src) => {
+                    let repr = IcmpRepr { message: IcmpMessage::TimeExceeded { code: 1 }, data: &e.quote };
+                    self.send_icmp_error_repr(link, src, &repr).map(|_| ())
+                }
+                IpAddr::V4(_) => Ok(()),
+                IpAddr::V6(src) => {
+                    self.send_icmpv6_error_quoting(link, src, Icmpv6Message::TimeExceeded { code: 1 }, &e.quote)
+                }
+            };
+            if let Err(TxError::Link(e)) = sent {
+                result = Err(e);
             }
         }
         self.expired = expired;
@@ -118,13 +132,34 @@ impl Core {
     }
 
     /// Move reassembly's per-datagram outcomes into the counters.
-    fn take_reasm_outcomes(&mut self) {
-        let r = &mut self.reasm;
+    pub(crate) fn take_reasm_outcomes(&mut self) {
         let c = &mut self.eg.counters;
-        c.add(Counter::ipv4_reasm_started, std::mem::take(&mut r.started));
-        c.add(Counter::ipv4_reasm_overlap, std::mem::take(&mut r.overlapped));
-        c.add(Counter::ipv4_reasm_evicted, std::mem::take(&mut r.evicted));
-        c.add(Counter::ipv4_reasm_timeout, std::mem::take(&mut r.timed_out));
+        let families = [
+            (
+                &mut self.reasm,
+                [
+                    Counter::ipv4_reasm_started,
+                    Counter::ipv4_reasm_overlap,
+                    Counter::ipv4_reasm_evicted,
+                    Counter::ipv4_reasm_timeout,
+                ],
+            ),
+            (
+                &mut self.reasm6,
+                [
+                    Counter::ipv6_reasm_started,
+                    Counter::ipv6_reasm_overlap,
+                    Counter::ipv6_reasm_evicted,
+                    Counter::ipv6_reasm_timeout,
+                ],
+            ),
+        ];
+        for (r, [started, overlap, evicted, timeout]) in families {
+            c.add(started, std::mem::take(&mut r.started));
+            c.add(overlap, std::mem::take(&mut r.overlapped));
+            c.add(evicted, std::mem::take(&mut r.evicted));
+            c.add(timeout, std::mem::take(&mut r.timed_out));
+        }
     }
 
     /// True if something can be sent back to `src` (on our link, or through the gateway).

@@ -1,8 +1,10 @@
-//! IPv4 reassembly (RFC 791, RFC 815) with limits against fragment attacks.
+//! IPv4 and IPv6 reassembly (RFC 791, RFC 815, RFC 8200 section 4.5) with limits against
+//! fragment attacks; one reassembler per family.
 //!
 //! Fragments are kept per datagram (source, destination, protocol, identification) as a
 //! sorted list of pieces until they cover the whole datagram, which is then rebuilt behind
-//! the first fragment's header. What an attacker can make us hold is bounded:
+//! the first fragment's header (for IPv6, the fixed header and the unfragmentable extension
+//! headers, without the fragment header, RFC 8200 section 4.5). What an attacker can make us hold is bounded:
 //!
 //! - memory: every piece is charged its length plus [`PIECE_OVERHEAD`], every datagram
 //!   [`DATAGRAM_OVERHEAD`]; over the per-source cap the source's oldest datagram is given up,
@@ -23,10 +25,11 @@
 use crate::counters::Counter;
 use link::Instant;
 use std::collections::{HashMap, VecDeque};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 use wire::ipv4::protocol;
-use wire::Ipv4Packet;
+use wire::ipv6::next_header;
+use wire::{FragmentHeader, Ipv4Packet, Ipv6Packet};
 
 /// Bytes charged per datagram in progress besides its pieces.
 pub const DATAGRAM_OVERHEAD: usize = 192;
@@ -59,10 +62,57 @@ impl Default for ReasmLimits {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     proto: u8,
-    ident: u16,
+    ident: u32,
+}
+
+/// The IP family a reassembler serves: it picks the drop counters and how a datagram is
+/// rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    V4,
+    V6,
+}
+
+/// The drop counters of one family.
+struct DropReasons {
+    malformed: Counter,
+    tiny: Counter,
+    duplicate: Counter,
+    overlap: Counter,
+}
+
+impl Family {
+    fn reasons(self) -> DropReasons {
+        match self {
+            Family::V4 => DropReasons {
+                malformed: Counter::rx_drop_ipv4_frag_malformed,
+                tiny: Counter::rx_drop_ipv4_frag_tiny,
+                duplicate: Counter::rx_drop_ipv4_frag_duplicate,
+                overlap: Counter::rx_drop_ipv4_frag_overlap,
+            },
+            Family::V6 => DropReasons {
+                malformed: Counter::rx_drop_ipv6_frag_malformed,
+                tiny: Counter::rx_drop_ipv6_frag_tiny,
+                duplicate: Counter::rx_drop_ipv6_frag_duplicate,
+                overlap: Counter::rx_drop_ipv6_frag_overlap,
+            },
+        }
+    }
+}
+
+/// One fragment, family-independent: where its data goes and what precedes it.
+struct Piece<'a> {
+    key: Key,
+    /// What precedes the data in the first fragment and is kept for the rebuilt datagram.
+    header: &'a [u8],
+    data: &'a [u8],
+    start: usize,
+    more: bool,
+    /// Largest end offset a datagram may reach.
+    max_end: usize,
 }
 
 #[derive(Debug)]
@@ -94,12 +144,12 @@ pub enum FragVerdict {
     Dropped(Counter),
 }
 
-/// A datagram given up on timeout whose first fragment had come: the IPv4 header and first
-/// 8 payload bytes to quote in ICMP time exceeded.
+/// A datagram given up on timeout whose first fragment had come: its IP header and first
+/// 8 payload bytes to quote in an ICMP time exceeded.
 #[derive(Debug)]
 pub struct Expired {
     /// Source of the datagram (the ICMP error goes there).
-    pub src: Ipv4Addr,
+    pub src: IpAddr,
     /// Header and first 8 bytes of the datagram.
     pub quote: Vec<u8>,
 }
@@ -107,11 +157,12 @@ pub struct Expired {
 /// The reassembly state of one stack.
 #[derive(Debug)]
 pub struct Reassembler {
+    family: Family,
     limits: ReasmLimits,
     map: HashMap<Key, Datagram>,
     /// Datagrams by age (serial), with stale entries skipped lazily.
     order: VecDeque<(u64, Key)>,
-    per_source: HashMap<Ipv4Addr, usize>,
+    per_source: HashMap<IpAddr, usize>,
     bytes: usize,
     next_serial: u64,
     complete: Vec<u8>,
@@ -133,10 +184,36 @@ fn min_transport_header(proto: u8) -> usize {
     }
 }
 
+/// Where, in an IPv6 packet's first `unfrag` bytes (fixed header and extension headers that
+/// passed the chain walk), the next-header field of the last header sits: the field that
+/// named the fragment header and names the upper layer once it is gone.
+fn last_next_header_field(packet: &[u8], unfrag: usize) -> usize {
+    let (mut field, mut at) = (6, 40);
+    while at < unfrag {
+        let len = match packet[field] {
+            next_header::AUTH => (usize::from(packet[at + 1]) + 2) * 4,
+            _ => (usize::from(packet[at + 1]) + 1) * 8,
+        };
+        field = at;
+        at += len;
+    }
+    field
+}
+
 impl Reassembler {
-    /// A reassembler with `limits`.
+    /// An IPv4 reassembler with `limits`.
     pub fn new(limits: ReasmLimits) -> Self {
+        Self::of(Family::V4, limits)
+    }
+
+    /// An IPv6 reassembler with `limits`.
+    pub fn new_v6(limits: ReasmLimits) -> Self {
+        Self::of(Family::V6, limits)
+    }
+
+    fn of(family: Family, limits: ReasmLimits) -> Self {
         Reassembler {
+            family,
             limits,
             map: HashMap::new(),
             order: VecDeque::new(),
@@ -178,19 +255,70 @@ impl Reassembler {
         self.complete = buf;
     }
 
-    /// Add a fragment (a checked packet with MF set or a non-zero offset).
+    /// Add an IPv4 fragment (a checked packet with MF set or a non-zero offset).
     pub fn insert<T: AsRef<[u8]>>(&mut self, ip: &Ipv4Packet<T>, now: Instant) -> FragVerdict {
-        let key = Key { src: ip.src(), dst: ip.dst(), proto: ip.protocol(), ident: ip.ident() };
-        let data = ip.payload();
-        let start = ip.frag_offset() as usize;
+        let b = ip.as_bytes();
+        let piece = Piece {
+            key: Key { src: ip.src().into(), dst: ip.dst().into(), proto: ip.protocol(), ident: u32::from(ip.ident()) },
+            header: &b[..ip.header_len()],
+            data: ip.payload(),
+            start: ip.frag_offset() as usize,
+            more: ip.more_frags(),
+            max_end: 65535 - ip.header_len(),
+        };
+        let verdict = self.insert_piece(piece, now);
+        if verdict == FragVerdict::Complete {
+            let total = self.complete.len();
+            let mut p = Ipv4Packet::new_unchecked(&mut self.complete[..]);
+            p.set_total_len(total as u16);
+            p.set_frag(false, false, 0);
+            p.fill_checksum();
+        }
+        verdict
+    }
+
+    /// Add an IPv6 fragment: a checked packet whose chain (walked by `wire::ipv6_ext::walk`)
+    /// has the fragment header `frag`, not an atomic one. The rebuilt datagram keeps the
+    /// fixed header and the extension headers before the fragment header.
+    pub fn insert_v6(&mut self, ip: &Ipv6Packet<&[u8]>, frag: &FragmentHeader, now: Instant) -> FragVerdict {
+        let unfrag = 40 + frag.header_offset;
+        let b = ip.as_bytes();
+        let data_at = unfrag + FragmentHeader::LEN;
+        let end = 40 + usize::from(ip.payload_len());
+        if data_at > end {
+            return FragVerdict::Dropped(self.family.reasons().malformed);
+        }
+        let piece = Piece {
+            key: Key { src: ip.src().into(), dst: ip.dst().into(), proto: frag.next_header, ident: frag.ident },
+            header: &b[..unfrag],
+            data: &b[data_at..end],
+            start: frag.offset,
+            more: frag.more,
+            max_end: 65535 - frag.header_offset,
+        };
+        let verdict = self.insert_piece(piece, now);
+        if verdict == FragVerdict::Complete {
+            let out = &mut self.complete;
+            let payload = out.len() - 40;
+            out[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
+            let at = last_next_header_field(out, unfrag);
+            out[at] = frag.next_header;
+        }
+        verdict
+    }
+
+    /// Store one fragment of either family; on completion the datagram is in `complete`,
+    /// its header still the first fragment's (the caller fixes it).
+    fn insert_piece(&mut self, f: Piece<'_>, now: Instant) -> FragVerdict {
+        let reasons = self.family.reasons();
+        let (key, data, start, more) = (f.key, f.data, f.start, f.more);
         let end = start + data.len();
-        let more = ip.more_frags();
-        if data.is_empty() || (more && !data.len().is_multiple_of(8)) || ip.header_len() + end > 65535 {
-            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_malformed);
+        if data.is_empty() || (more && !data.len().is_multiple_of(8)) || end > f.max_end {
+            return FragVerdict::Dropped(reasons.malformed);
         }
         let min_l4 = min_transport_header(key.proto);
         if (start == 0 && data.len() < min_l4) || (start > 0 && start < min_l4) {
-            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_tiny);
+            return FragVerdict::Dropped(reasons.tiny);
         }
         let charge = data.len() + PIECE_OVERHEAD;
         if !self.map.contains_key(&key) {
@@ -219,14 +347,14 @@ impl Reassembler {
         }
         let dg = self.map.get_mut(&key).expect("present");
         if dg.dead {
-            return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap);
+            return FragVerdict::Dropped(reasons.overlap);
         }
         match check_fit(dg, start, end, more) {
-            Fit::Duplicate => return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_duplicate),
+            Fit::Duplicate => return FragVerdict::Dropped(reasons.duplicate),
             Fit::Conflict => {
                 self.overlapped += 1;
                 self.kill(key);
-                return FragVerdict::Dropped(Counter::rx_drop_ipv4_frag_overlap);
+                return FragVerdict::Dropped(reasons.overlap);
             }
             Fit::Ok(at) => {
                 dg.pieces.insert(at, (start as u16, data.into()));
@@ -235,8 +363,7 @@ impl Reassembler {
                     dg.total = Some(end);
                 }
                 if start == 0 {
-                    let b = ip.as_bytes();
-                    dg.header = Some(b[..ip.header_len()].into());
+                    dg.header = Some(f.header.into());
                     dg.first_bytes.copy_from_slice(&data[..8]);
                 }
             }
@@ -248,17 +375,12 @@ impl Reassembler {
         }
         let dg = self.remove(key).expect("present");
         let header = dg.header.expect("a complete datagram has its first fragment");
-        let total = dg.received;
         let mut out = std::mem::take(&mut self.complete);
         out.clear();
         out.extend_from_slice(&header);
         for (_, piece) in &dg.pieces {
             out.extend_from_slice(piece);
         }
-        let mut p = Ipv4Packet::new_unchecked(&mut out[..]);
-        p.set_total_len((header.len() + total) as u16);
-        p.set_frag(false, false, 0);
-        p.fill_checksum();
         self.complete = out;
         FragVerdict::Complete
     }
@@ -297,7 +419,7 @@ impl Reassembler {
     }
 
     /// Give up older datagrams until `need` more bytes fit for `src` and overall.
-    fn make_room(&mut self, src: Ipv4Addr, need: usize, keep: Option<Key>) {
+    fn make_room(&mut self, src: IpAddr, need: usize, keep: Option<Key>) {
         let new = keep.is_none() as usize;
         while self.map.len() + new > self.limits.max_datagrams.max(1) || self.bytes + need > self.limits.max_bytes {
             if !self.evict_oldest(|_| true, keep) {
@@ -400,6 +522,7 @@ fn check_fit(dg: &Datagram, start: usize, end: usize, more: bool) -> Fit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
     use wire::Ipv4Repr;
 
     fn frag(ident: u16, src: [u8; 4], offset: usize, more: bool, data: &[u8]) -> Vec<u8> {

@@ -182,6 +182,7 @@ impl<L: Link> Stack<L> {
             self.core.eg.next_deadline(),
             self.core.tcp.next_deadline(),
             self.core.reasm.next_deadline(),
+            self.core.reasm6.next_deadline(),
             self.core.v6.next_deadline(),
         ]
         .into_iter()

@@ -271,3 +271,58 @@ fn hostile_extension_headers_are_refused_with_their_reason() {
     }
     b.counters().rx_accounting().check().unwrap();
 }
+
+#[test]
+fn large_echoes_go_out_in_fragments_and_come_back_reassembled() {
+    let mut p = Pair::new("fd77::1/64", "fd77::2/64");
+    p.run(Duration::from_millis(1100));
+    for (seq, len) in [(1u16, 1453usize), (2, 3000), (3, 9000), (4, 65000)] {
+        let r = p.ping(B6, seq, len).unwrap_or_else(|| panic!("no reply to {len} bytes"));
+        assert_eq!((r.seq, r.len), (seq, len));
+    }
+    assert_eq!(p.b.counters().get(Counter::ipv6_reassembled), 4);
+    assert_eq!(p.b.counters().get(Counter::ipv6_fragmented_sent), 4);
+    assert_eq!(p.a.counters().get(Counter::ipv6_reassembled), 4);
+    p.accounted();
+}
+
+fn fragment_frame(dst_mac: MacAddr, ident: u32, offset: usize, more: bool, data: &[u8]) -> Vec<u8> {
+    let mut payload = vec![0u8; 8 + data.len()];
+    let fh = wire::FragmentHeader { offset, more, ident, next_header: next_header::UDP, header_offset: 0 };
+    fh.emit(&mut payload).unwrap();
+    payload[8..].copy_from_slice(data);
+    frame(A6, B6, dst_mac, 64, next_header::FRAGMENT, &payload)
+}
+
+#[test]
+fn overlapping_duplicate_and_malformed_fragments_are_refused_and_late_ones_time_out() {
+    let (lb, _peer) = mem::pair(LinkConfig::default());
+    let mut cfg = Config::host("10.0.0.2/24").ipv6_addr("fd77::2/64").unwrap();
+    cfg.ipv6.ndp.dad_transmits = 0;
+    let mut b = Stack::new(cfg, lb).unwrap();
+    b.poll(Instant::ZERO).unwrap();
+    let mac = b.mac();
+    b.inject(&fragment_frame(mac, 1, 0, true, &[0; 16])).unwrap();
+    b.inject(&fragment_frame(mac, 1, 0, true, &[0; 16])).unwrap();
+    b.inject(&fragment_frame(mac, 1, 8, true, &[0; 16])).unwrap();
+    b.inject(&fragment_frame(mac, 1, 16, false, &[0; 8])).unwrap();
+    b.inject(&fragment_frame(mac, 2, 0, true, &[0; 4])).unwrap();
+    b.inject(&fragment_frame(mac, 3, 0, true, &[0; 12])).unwrap();
+    b.inject(&fragment_frame(mac, 4, 65528, false, &[0; 16])).unwrap();
+    b.inject(&fragment_frame(mac, 5, 0, true, &[0; 64])).unwrap();
+    for (c, n) in [
+        (Counter::ipv6_frags_queued, 2),
+        (Counter::rx_drop_ipv6_frag_duplicate, 1),
+        (Counter::rx_drop_ipv6_frag_overlap, 2),
+        (Counter::rx_drop_ipv6_frag_malformed, 3),
+        (Counter::ipv6_reasm_overlap, 1),
+    ] {
+        assert_eq!(b.counters().get(c), n, "{}", c.name());
+    }
+    b.poll(Instant::ZERO + Duration::from_secs(31)).unwrap();
+    assert_eq!(b.counters().get(Counter::ipv6_reasm_timeout), 1);
+    // Datagram 5's first fragment came: its source hears a time exceeded.
+    assert_eq!(b.counters().get(Counter::icmpv6_errors_sent), 1);
+    assert_eq!(b.reassembly_in_progress(), 0);
+    b.counters().rx_accounting().check().unwrap();
+}

@@ -28,6 +28,13 @@ pub struct TapArgs {
     /// Address of the linerate host.
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
+    /// IPv6 address of the Linux side of the TAP ("none": no IPv6).
+    #[arg(long, default_value = "fd77::1/64", value_name = "ADDR/LEN")]
+    linux_ip6: String,
+    /// IPv6 address of the linerate host, beside the link-local address of its MAC ("none":
+    /// the host speaks IPv4 only).
+    #[arg(long, default_value = "fd77::2/64", value_name = "ADDR/LEN")]
+    host_ip6: String,
     /// Default gateway of the linerate host: replies to off-link sources go there (without
     /// one, packets from off-link sources are dropped and counted as `rx_drop_ipv4_no_route`).
     #[arg(long, value_name = "IP")]
@@ -131,6 +138,10 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Err(format!("--host-ip {} is not in the Linux side's subnet {}", cfg.ip, a.linux_ip));
     }
     cfg.gateway = a.gateway;
+    let ipv6 = ipv6_pair(&a.host_ip6, &a.linux_ip6)?;
+    if let Some((host6, _)) = &ipv6 {
+        cfg = cfg.ipv6_addr(host6).map_err(|e| format!("--host-ip6: {e}"))?;
+    }
     cfg.tcp.max_sessions = a.max_sessions as usize;
     cfg.tcp.syn_backlog = cfg.tcp.syn_backlog.max(a.max_sessions as usize / 4);
     cfg.tcp.mem_limit = (a.tcp_mem as usize) << 20;
@@ -152,6 +163,14 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
     let mut setup =
         TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, pcap, a.impair).map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
+    if let Some((_, linux6)) = &ipv6 {
+        // No duplicate address detection on the Linux side: the TAP is ours alone.
+        setup
+            .ns
+            .ip(&["-6", "addr", "add", linux6, "dev", testbed::tap::TAP_IFNAME, "nodad"])
+            .map_err(|e| e.to_string())?;
+        wait_for_ipv6_addresses(&mut setup.stack)?;
+    }
     tracing::info!(namespace = %ns, host = %host_ip, mtu = a.mtu, "TAP host up");
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
     let mut echo = match a.services.echo_port {
@@ -168,6 +187,10 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         setup.linux_ip
     );
     eprintln!("  try: ip netns exec {ns} ping {host_ip}");
+    if let Some((host6, _)) = &ipv6 {
+        let addr = host6.split('/').next().unwrap_or(host6);
+        eprintln!("       ip netns exec {ns} ping -6 {addr}");
+    }
     if a.services.echo_port != 0 {
         let p = a.services.echo_port;
         eprintln!("  UDP echo on port {p}: ip netns exec {ns} socat - UDP:{host_ip}:{p}");
@@ -277,6 +300,39 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(exit)
+}
+
+/// The host's and the Linux side's IPv6 addresses, or None when either flag says "none".
+fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, String)>, String> {
+    if host == "none" || linux == "none" {
+        return Ok(None);
+    }
+    let h = net::Ipv6Cidr::parse(host).map_err(|e| format!("--host-ip6: {e}"))?;
+    let l = net::Ipv6Cidr::parse(linux).map_err(|e| format!("--linux-ip6: {e}"))?;
+    if h.addr == l.addr {
+        return Err(format!("--host-ip6 {} is the Linux side's address (--linux-ip6)", h.addr));
+    }
+    if !l.contains(h.addr) {
+        return Err(format!("--host-ip6 {} is not in the Linux side's prefix {l}", h.addr));
+    }
+    Ok(Some((h.to_string(), l.to_string())))
+}
+
+/// Poll the host until its IPv6 addresses have passed duplicate address detection (about one
+/// second), so that the Linux side's first packets find them in use.
+fn wait_for_ipv6_addresses<L: Link>(stack: &mut Stack<L>) -> Result<(), String> {
+    let start = now();
+    while stack.ipv6_addrs().iter().any(|a| a.state == net::AddrState::Tentative) {
+        if now() - start > Duration::from_secs(5) {
+            return Err("the host's IPv6 addresses did not leave duplicate address detection within 5 s".into());
+        }
+        stack.poll(now()).map_err(|e| e.to_string())?;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if let Some(dup) = stack.ipv6_addrs().iter().find(|a| a.state == net::AddrState::Duplicate) {
+        eprintln!("linerate: IPv6 address {} is in use by another node on the link (not used)", dup.cidr.addr);
+    }
+    Ok(())
 }
 
 /// The memory budget shared by TCP and UDP and its use (`tcp_mem_limit_bytes` and

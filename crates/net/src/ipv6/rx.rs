@@ -7,13 +7,14 @@ use super::{multicast_mac, AddrState, DstKind, ALL_NODES};
 use crate::counters::Counter;
 use crate::error::TxError;
 use crate::iface::Core;
+use crate::reasm::FragVerdict;
 use link::Link;
 use std::net::Ipv6Addr;
 use wire::icmpv6::{icmpv6_type, MAX_QUOTE};
 use wire::ipv6::next_header;
 use wire::{
-    ChainError, ChainLimits, Icmpv6Message, Icmpv6Packet, Icmpv6Repr, Ipv6Packet, MacAddr, NdpError, NdpMessage,
-    WireError,
+    Chain, ChainError, ChainLimits, FragmentHeader, Icmpv6Message, Icmpv6Packet, Icmpv6Repr, Ipv6Packet, MacAddr,
+    NdpError, NdpMessage, WireError,
 };
 
 /// A received IPv6 packet that passed the fixed header's checks.
@@ -63,9 +64,67 @@ impl Core {
                 return Ok(());
             }
         };
-        if chain.fragment.is_some_and(|f| !f.is_atomic()) {
-            return self.drop(Counter::rx_drop_ipv6_frag_unsupported);
+        if let Some(frag) = chain.fragment.filter(|f| !f.is_atomic()) {
+            return self.reassemble_v6(link, &ip, &frag, eth_src);
         }
+        self.handle_ipv6_whole(link, ip, chain, kind, eth_src)
+    }
+
+    /// A fragment: store it; a datagram it completes is processed as if it came whole.
+    fn reassemble_v6<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        ip: &Ipv6Packet<&[u8]>,
+        frag: &FragmentHeader,
+        eth_src: MacAddr,
+    ) -> Result<(), TxError> {
+        let verdict = self.reasm6.insert_v6(ip, frag, self.eg.now);
+        self.take_reasm_outcomes();
+        match verdict {
+            FragVerdict::Queued => {
+                self.eg.counters.bump(Counter::ipv6_frags_queued);
+                Ok(())
+            }
+            FragVerdict::Dropped(reason) => self.drop(reason),
+            FragVerdict::Complete => {
+                self.eg.counters.bump(Counter::ipv6_reassembled);
+                let whole = self.reasm6.take_complete();
+                let result = self.handle_reassembled_v6(link, &whole, eth_src);
+                self.reasm6.give_back(whole);
+                result
+            }
+        }
+    }
+
+    /// A reassembled datagram: its chain is walked again (now without the fragment header).
+    fn handle_reassembled_v6<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        whole: &[u8],
+        eth_src: MacAddr,
+    ) -> Result<(), TxError> {
+        let ip = match Ipv6Packet::new_checked(whole) {
+            Ok(p) => p,
+            Err(_) => return self.drop(Counter::rx_drop_ipv6_truncated),
+        };
+        let chain = match wire::ipv6_ext::walk(ip.next_header(), ip.payload(), &ChainLimits::default()) {
+            Ok(c) => c,
+            Err(e) => return self.drop(chain_drop_reason(&e)),
+        };
+        let kind = self.v6.classify_dst(ip.dst());
+        self.handle_ipv6_whole(link, ip, chain, kind, eth_src)
+    }
+
+    /// A whole packet (received whole, atomic, or reassembled): its upper layer.
+    fn handle_ipv6_whole<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        ip: Ipv6Packet<&[u8]>,
+        chain: Chain,
+        kind: DstKind,
+        eth_src: MacAddr,
+    ) -> Result<(), TxError> {
+        let (src, dst) = (ip.src(), ip.dst());
         let rx = Rx6 { ip, src, dst, kind, eth_src };
         let l4 = &rx.ip.payload()[chain.upper_offset..];
         match chain.upper {
@@ -216,18 +275,33 @@ impl Core {
         invoking: &Ipv6Packet<&[u8]>,
         message: Icmpv6Message,
     ) -> Result<(), TxError> {
-        let src = invoking.src();
-        if src.is_unspecified() || src.is_multicast() || is_icmpv6_error(invoking) {
+        if is_icmpv6_error(invoking) {
+            return Ok(());
+        }
+        let whole = &invoking.as_bytes()[..40 + usize::from(invoking.payload_len())];
+        self.send_icmpv6_error_quoting(link, invoking.src(), message, whole)
+    }
+
+    /// Send an ICMPv6 error quoting `quote` (the start of the invoking packet) to `to`, from
+    /// the invoking packet's destination when that is one of our unicast addresses.
+    pub(crate) fn send_icmpv6_error_quoting<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        to: Ipv6Addr,
+        message: Icmpv6Message,
+        quote: &[u8],
+    ) -> Result<(), TxError> {
+        if to.is_unspecified() || to.is_multicast() {
             return Ok(());
         }
         if !self.icmp_limit.allow(self.eg.now) {
             self.eg.counters.bump(Counter::tx_drop_icmp_rate_limited);
             return Ok(());
         }
-        let whole = &invoking.as_bytes()[..40 + usize::from(invoking.payload_len())];
-        let repr = Icmpv6Repr { message, data: &whole[..whole.len().min(MAX_QUOTE)] };
-        let from = (!invoking.dst().is_multicast()).then(|| invoking.dst()).filter(|d| self.v6.is_own(*d));
-        if self.v6.send_icmp(&mut self.eg, link, from, src, &repr)? {
+        let repr = Icmpv6Repr { message, data: &quote[..quote.len().min(MAX_QUOTE)] };
+        let invoking_dst = (quote.len() >= 40).then(|| Ipv6Packet::new_unchecked(&quote[..40]).dst());
+        let from = invoking_dst.filter(|d| !d.is_multicast() && self.v6.is_own(*d));
+        if self.v6.send_icmp(&mut self.eg, link, from, to, &repr)? {
             self.eg.counters.bump(Counter::icmpv6_errors_sent);
         }
         Ok(())
