@@ -1,0 +1,82 @@
+//! IPv6 interop with the real Linux stack over TAP (issue 27): `linerate tap` gives the host
+//! fd77::2/64 (and the link-local address of its MAC) and the Linux side fd77::1/64. Linux's
+//! `ping -6` (sizes that fragment included), `ndisc6` and `ip -6 neigh` talk to it; tshark
+//! finds nothing malformed in the capture. Needs root; without it each test says why and fails.
+
+mod common;
+
+use common::{can_run, tap_run};
+use std::process::Command;
+
+/// The host's IPv6 address and its link-local address (from its MAC 02:00:0a:4d:00:02).
+const HOST6: &str = "fd77::2";
+const HOST_LL: &str = "fe80::aff:fe4d:2";
+
+#[test]
+fn linux_ping6_gets_every_reply_at_every_size_and_over_the_link_local_address() {
+    if !can_run(&["ping"]) {
+        return;
+    }
+    let script = format!(
+        "ping -6 -c 50 -i 0.01 -W 1 {HOST6} && ping -6 -c 5 -i 0.01 -s 3000 -W 1 {HOST6} && \
+         ping -6 -c 3 -i 0.05 -s 60000 -W 1 {HOST6} && ping -6 -c 3 -i 0.01 -W 1 {HOST_LL}%lrtap0"
+    );
+    let out = tap_run(&script, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "ping -6 failed");
+    for line in ["50 packets transmitted, 50 received", "5 packets transmitted, 5 received"] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert_eq!(text.matches("3 packets transmitted, 3 received").count(), 2, "{text}");
+    assert!(text.contains("60008 bytes from fd77::2"), "{text}");
+}
+
+#[test]
+fn ndisc6_and_ip_neigh_see_the_host_by_its_mac() {
+    if !can_run(&["ndisc6", "ping"]) {
+        return;
+    }
+    let script =
+        format!("ndisc6 -r 3 {HOST6} lrtap0 && ping -6 -c 1 -W 1 {HOST6} && ping -6 -c 1 -W 1 {HOST_LL}%lrtap0 && ip -6 neigh show dev lrtap0");
+    let out = tap_run(&script, &[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(out.status.success(), "ndisc6 failed");
+    assert!(text.contains("target link-layer address: 02:00:0a:4d:00:02"), "{text}");
+    for addr in [HOST6, HOST_LL] {
+        let line = text.lines().find(|l| l.starts_with(addr)).unwrap_or_else(|| panic!("{addr} not in: {text}"));
+        assert!(line.contains("lladdr 02:00:0a:4d:00:02"), "{line}");
+    }
+}
+
+#[test]
+fn an_ipv6_capture_decodes_in_tshark_without_malformed_packets_or_bad_checksums() {
+    if !can_run(&["tshark", "ping", "ndisc6"]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("linerate-interop6-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("host6.pcapng");
+    let script = format!(
+        "ndisc6 {HOST6} lrtap0; ping -6 -c 3 -i 0.01 -s 3000 -W 1 {HOST6}; ping -6 -c 2 -W 1 {HOST_LL}%lrtap0; true"
+    );
+    let out = tap_run(&script, &["--pcap", pcap.to_str().unwrap()]);
+    assert!(out.status.success());
+    let tshark = |filter: &str| -> String {
+        let o = Command::new("tshark")
+            .args(["-n", "-r", pcap.to_str().unwrap(), "-Y", filter])
+            .output()
+            .expect("tshark runs");
+        assert!(o.status.success(), "tshark failed: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let all = tshark("ipv6");
+    let bad = tshark("_ws.malformed || _ws.expert.severity >= \"error\" || icmpv6.checksum.status == \"Bad\"");
+    // DAD and the announcement, the solicitation's answer, echoes in fragments, reassembled.
+    let filters = ["icmpv6.type == 135", "icmpv6.type == 136", "icmpv6.type == 129", "ipv6.fragment"];
+    let missing: Vec<&str> = filters.into_iter().filter(|f| tshark(f).is_empty()).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{all}");
+    assert!(missing.is_empty(), "nothing matches {missing:?} in the capture:\n{all}");
+    assert!(all.lines().count() >= 20, "expected NDP, fragmented echoes and replies; got:\n{all}");
+    assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{bad}");
+}
