@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{can_run, tap_run};
+use common::{can_run, serial, skip_unless, tap_run, venv_python};
 use std::process::Command;
 
 /// The host's IPv6 address and its link-local address (from its MAC 02:00:0a:4d:00:02).
@@ -79,4 +79,37 @@ fn an_ipv6_capture_decodes_in_tshark_without_malformed_packets_or_bad_checksums(
     assert!(missing.is_empty(), "nothing matches {missing:?} in the capture:\n{all}");
     assert!(all.lines().count() >= 20, "expected NDP, fragmented echoes and replies; got:\n{all}");
     assert!(bad.is_empty(), "malformed or bad-checksum packets:\n{bad}");
+}
+
+/// The hostile IPv6 cases from scapy on the Linux side (forged advertisements for other hosts'
+/// addresses and for the host's own, a solicitation flood from 5,000 sources, a flood of 1,000
+/// router advertisements with prefixes, Neighbor Discovery that crossed a router or lies,
+/// extension-header chains that never end, routing header type 0, a hop-by-hop flood,
+/// overlapping, tiny and never-completed fragments): after each the host still answers
+/// `ping -6` and its receive accounting, read from `linerate stats --json`, holds exactly.
+#[test]
+fn hostile_ipv6_cases_leave_the_host_answering_and_its_accounting_exact() {
+    let python = venv_python();
+    if !skip_unless(common::unavailable(&["ping"]).or(python.clone().err())) {
+        return;
+    }
+    let _one = serial();
+    let py = python.unwrap();
+    let script = format!("{py} {} lrtap0 02:00:0a:4d:00:02 {HOST6} {} $PPID", common::HOSTILE_CASES6, common::BIN);
+    let out = tap_run(&script, &["--json", "--duration", "300"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "a hostile case failed: {text}");
+    assert!(text.contains("10 of 10 hostile IPv6 cases passed"), "{text}");
+    assert!(text.contains("receive accounting held after each of 10 cases"), "{text}");
+    let c = common::counters(&out.stdout);
+    common::assert_rx_accounting(&c);
+    let get = |name: &str| c.get(name).copied().unwrap_or(0);
+    // Bounded: the router table and the neighbour cache never grew past their limits.
+    assert_eq!(get("ndp_router_adverts_accepted"), 8, "routers learned");
+    assert_eq!(get("rx_drop_ndp_router_table_full"), 992);
+    assert!(get("rx_drop_ndp_conflict") >= 50);
+    assert!(get("rx_drop_ndp_advert_no_entry") >= 512);
+    assert!(get("rx_drop_ipv6_ext_too_long") >= 100);
+    assert!(get("rx_drop_ipv6_ext_routing_header") >= 100);
+    assert!(get("rx_drop_ipv6_frag_overlap") >= 49);
 }

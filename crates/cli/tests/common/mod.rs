@@ -170,3 +170,7 @@ pub const HOSTILE_FRAMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/com
 /// The 32 hostile cases of issue 25 (`hostile_cases.py IFACE HOST_MAC HOST_IP`, see its
 /// docstring), run with the venv's Python in the namespace of the host's link.
 pub const HOSTILE_CASES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/hostile_cases.py");
+
+/// The hostile IPv6 cases of issue 27 (`hostile_cases6.py IFACE HOST_MAC HOST_IP6`, see its
+/// docstring), run like [`HOSTILE_CASES`].
+pub const HOSTILE_CASES6: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/hostile_cases6.py");
