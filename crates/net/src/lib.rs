@@ -146,6 +146,7 @@ pub mod budget;
 mod config;
 pub mod counters;
 mod egress;
+mod env;
 pub mod error;
 mod iface;
 pub mod int_hash;

@@ -9,6 +9,7 @@
 
 use crate::counters::Counters;
 use crate::egress::Egress;
+use crate::env::Env;
 use crate::error::TxError;
 use link::LinkError;
 use link::{Instant, Link};
@@ -32,17 +33,19 @@ pub(crate) trait SegmentSink {
     fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool;
 }
 
-/// The sink of a running stack: the transmit path (`Egress`) and the link.
+/// The sink of a running stack: the stack's environment (clock, configuration, counters), the
+/// transmit path (`Egress`) and the link.
 pub(crate) struct LinkSink<'a, L: Link + ?Sized> {
+    env: &'a mut Env,
     eg: &'a mut Egress,
     link: &'a mut L,
     error: Option<TxError>,
 }
 
 impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
-    /// A sink sending through `eg` onto `link`.
-    pub fn new(eg: &'a mut Egress, link: &'a mut L) -> Self {
-        LinkSink { eg, link, error: None }
+    /// A sink sending through `eg` onto `link`, with `env`'s clock and counters.
+    pub fn new(env: &'a mut Env, eg: &'a mut Egress, link: &'a mut L) -> Self {
+        LinkSink { env, eg, link, error: None }
     }
 
     /// The first transmit error met while the engine ran, if any (a link failure first).
@@ -69,20 +72,20 @@ impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
 
 impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     fn now(&self) -> Instant {
-        self.eg.now
+        self.env.now
     }
 
     fn counters(&mut self) -> &mut Counters {
-        &mut self.eg.counters
+        &mut self.env.counters
     }
 
     fn mtu(&self) -> usize {
-        self.eg.cfg.mtu
+        self.env.cfg.mtu
     }
 
     fn has_room(&mut self) -> bool {
         if self.eg.tx.is_full() {
-            if let Err(e) = self.eg.flush(self.link) {
+            if let Err(e) = self.eg.flush(self.env, self.link) {
                 self.keep(e.into());
             }
         }
@@ -90,7 +93,7 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     }
 
     fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool {
-        match self.eg.send_ip(self.link, dst, protocol::TCP, len, fill) {
+        match self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, fill) {
             Ok(sent) => sent,
             Err(e) => {
                 self.keep(e);
