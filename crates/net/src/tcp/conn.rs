@@ -9,7 +9,7 @@ use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::sendq::SendQueue;
-use super::seq::{dist, Seq};
+use super::seq::{dist, Seq, SeqRange};
 use super::{TcpError, TcpState};
 use link::Instant;
 use std::time::Duration;
@@ -289,7 +289,7 @@ pub struct RxSar {
     /// In-order data goes to the stack's RX-bypass handler, not the receive buffer.
     pub bypass: bool,
     /// A duplicate segment to report in the next ACK's first SACK block (D-SACK, RFC 2883).
-    pub dsack: Option<(u32, u32)>,
+    pub dsack: Option<SeqRange>,
     /// D-SACK blocks sent on this connection.
     pub dsacks_sent: u64,
     /// RCV.NXT when the current auto-tuning round started (see `autotune`).

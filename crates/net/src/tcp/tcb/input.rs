@@ -5,7 +5,7 @@
 //! reset) is returned in [`After`] for the engine to carry out.
 
 use super::super::clock::ts_clock;
-use super::super::seq::{dist, ge, gt, le, lt, Seq};
+use super::super::seq::{dist, ge, gt, le, lt, Seq, SeqRange};
 use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
 use super::super::{TcpError, TcpHandle, TcpState};
@@ -179,7 +179,7 @@ impl TcbMut<'_> {
                         // moved TS.Recent on): still report the duplicate with a D-SACK, as
                         // Linux does, or the sender cannot tell its recovery was spurious.
                         let end = seq + payload.len() as u32;
-                        rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
+                        rx.dsack = Some(SeqRange { start: seq, end: if end > rx.rcv_nxt { rx.rcv_nxt } else { end } });
                     }
                     return Err(Counter::rx_drop_tcp_paws);
                 }
@@ -194,7 +194,7 @@ impl TcbMut<'_> {
                 if rx.sack_ok && !payload.is_empty() && seq < rx.rcv_nxt {
                     // Data entirely below RCV.NXT: a duplicate, reported with D-SACK (RFC 2883).
                     let end = seq + payload.len() as u32;
-                    rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
+                    rx.dsack = Some(SeqRange { start: seq, end: if end > rx.rcv_nxt { rx.rcv_nxt } else { end } });
                 }
                 // A retransmitted FIN in TIME-WAIT: re-ACK it and restart the 2 MSL timer
                 // (RFC 9293 3.10.7.4; it never passes the sequence check, so `on_fin` does not
@@ -338,7 +338,7 @@ impl TcbMut<'_> {
                     out.counters().bump(Counter::tcp_dsacks_received);
                     let tx = &*self.tx;
                     dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(Seq(e));
-                    self.on_dsack(out, s, e);
+                    self.on_dsack(out, SeqRange::new(s, e));
                 }
             }
             let tx = &mut *self.tx;
@@ -374,7 +374,7 @@ impl TcbMut<'_> {
                 self.detect_losses(ctx, out, now, false);
             }
             let tx = &*self.tx;
-            let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
+            let sacked: u32 = newly_sacked.iter().map(|r| r.len()).sum();
             // DeliveredData (RFC 6937): the cumulative advance plus the change in SACKed
             // bytes, so data SACKed earlier and now cumulatively acknowledged counts once.
             let delivered = (dist(una_before, tx.snd_una) + tx.sb.sacked).saturating_sub(sacked_before);
@@ -544,7 +544,7 @@ impl TcbMut<'_> {
             let skip = start.bytes_to(rx.rcv_nxt) as usize;
             if rx.sack_ok {
                 // RFC 2883: tell the sender which of its bytes came twice.
-                rx.dsack = Some((start.0, (start + skip.min(data.len()) as u32).0));
+                rx.dsack = Some(SeqRange { start, end: start + skip.min(data.len()) as u32 });
                 rx.ack_now = true;
             }
             if skip >= data.len() {
@@ -569,7 +569,7 @@ impl TcbMut<'_> {
         let had_holes = !b.asm.is_empty();
         if rx.sack_ok && had_holes && b.asm.covers(off as u32, (off + data.len()) as u32) {
             // A duplicate of out-of-order data already held (RFC 2883 section 4.1.2).
-            rx.dsack = Some((start.0, (start + data.len() as u32).0));
+            rx.dsack = Some(SeqRange { start, end: start + data.len() as u32 });
             rx.ack_now = true;
             return Ok(());
         }

@@ -32,6 +32,7 @@ use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
+use super::seq::SeqRange;
 use super::storage::StoragePool;
 use super::timer::Timers;
 use super::TcpConfig;
@@ -71,7 +72,7 @@ pub(crate) struct Ctx<'a> {
     /// The application's RX-bypass handler.
     pub bypass: &'a mut RxBypass,
     /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
-    pub sack_before: &'a mut Vec<(u32, u32)>,
+    pub sack_before: &'a mut Vec<SeqRange>,
     /// The memory budget of the rings and pools.
     pub mem: &'a mut MemAccount,
     /// Send-ring storage parked by empty rings.
