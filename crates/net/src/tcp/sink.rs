@@ -16,12 +16,40 @@ use link::{Instant, Link};
 use std::net::Ipv4Addr;
 use wire::ipv4::protocol;
 
-/// The IP layer below the TCP engine, as the engine sees it.
-pub(crate) trait SegmentSink {
+/// The clock and the counters: all a connection's input needs of the stack. Input decides
+/// and never sends, and taking a `Meter` rather than a [`SegmentSink`] keeps it so; the view's
+/// unit tests give it a bare [`Tally`].
+pub(crate) trait Meter {
     /// The current time.
     fn now(&self) -> Instant;
     /// The stack's counters.
     fn counters(&mut self) -> &mut Counters;
+}
+
+/// A clock and counters of their own, with nothing to send through (the view's unit tests).
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// The current time.
+    pub now: Instant,
+    /// What was counted.
+    pub counters: Counters,
+}
+
+#[cfg(test)]
+impl Meter for Tally {
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+}
+
+/// The IP layer below the TCP engine, as the engine sees it: the clock and counters, and
+/// where segments go.
+pub(crate) trait SegmentSink: Meter {
     /// The link's IP MTU.
     fn mtu(&self) -> usize;
     /// Make room for more segments if the transmit batch is full; false if it stays full.
@@ -70,15 +98,19 @@ impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
     }
 }
 
-impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
+impl<L: Link + ?Sized> Meter for LinkSink<'_, L> {
+    #[inline]
     fn now(&self) -> Instant {
         self.env.now
     }
 
+    #[inline]
     fn counters(&mut self) -> &mut Counters {
         &mut self.env.counters
     }
+}
 
+impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     fn mtu(&self) -> usize {
         self.env.cfg.mtu
     }
@@ -107,7 +139,7 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
 /// made full or failing.
 #[cfg(test)]
 pub(crate) mod recorder {
-    use super::SegmentSink;
+    use super::{Meter, SegmentSink};
     use crate::counters::Counters;
     use link::Instant;
     use std::net::Ipv4Addr;
@@ -158,7 +190,7 @@ pub(crate) mod recorder {
     /// The peer's address in the tests.
     pub const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
-    impl SegmentSink for Recorder {
+    impl Meter for Recorder {
         fn now(&self) -> Instant {
             self.now
         }
@@ -166,7 +198,9 @@ pub(crate) mod recorder {
         fn counters(&mut self) -> &mut Counters {
             &mut self.counters
         }
+    }
 
+    impl SegmentSink for Recorder {
         fn mtu(&self) -> usize {
             1500
         }

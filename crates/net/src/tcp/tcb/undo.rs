@@ -6,7 +6,7 @@
 
 use super::super::conn::{TxSar, UndoPoint};
 use super::super::seq::SeqRange;
-use super::super::sink::SegmentSink;
+use super::super::sink::Meter;
 use super::TcbMut;
 use crate::counters::Counter;
 use link::Instant;
@@ -38,7 +38,7 @@ pub(crate) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
 impl TcbMut<'_> {
     /// The peer reported `[start, end)` as received twice (D-SACK). If that makes every
     /// retransmission of the last recovery a duplicate, undo the recovery.
-    pub(crate) fn on_dsack<S: SegmentSink>(&mut self, out: &mut S, dup: SeqRange) {
+    pub(crate) fn on_dsack<M: Meter>(&mut self, io: &mut M, dup: SeqRange) {
         let tx = &mut *self.tx;
         tx.dsacks_received += 1;
         let (una, nxt) = (tx.snd_una, tx.snd_nxt);
@@ -63,6 +63,6 @@ impl TcbMut<'_> {
         tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
         tx.rack.reordering_seen = true;
         tx.undone += u64::from(u.recoveries);
-        out.counters().add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
+        io.counters().add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
     }
 }
