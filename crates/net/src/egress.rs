@@ -2,7 +2,8 @@
 //! in place in the link's batch, and flushing to the link.
 
 use crate::arp::{ArpCache, ResolveAction, Resolver};
-use crate::counters::{Counter, Counters};
+use crate::counters::Counter;
+use crate::env::Env;
 use crate::error::{RawSendError, TxError};
 use crate::queue::PacketQueue;
 use crate::Config;
@@ -38,11 +39,11 @@ impl Default for Pending {
     }
 }
 
-/// Everything the transmit path needs: configuration, the transmit batch, ARP state and the
-/// counters (shared with the receive path, which reaches them through `Core::eg`).
+/// The transmit path's own state: the transmit batch, ARP (cache, resolver, frames waiting for
+/// it) and the path MTUs. The clock, configuration and counters come with each call in an
+/// [`Env`] (shared with the receive path).
 #[derive(Debug)]
 pub(crate) struct Egress {
-    pub cfg: Config,
     pub tx: FrameBatch,
     /// Frames built in place in the link's transmit queue since the last flush (they leave
     /// at the next flush, before the batch's frames).
@@ -50,8 +51,6 @@ pub(crate) struct Egress {
     pub arp: ArpCache,
     pub resolver: Resolver,
     pub pending: PacketQueue<Pending>,
-    pub counters: Counters,
-    pub now: Instant,
     ip_ident: u16,
     actions: Vec<ResolveAction>,
     next_sweep: Instant,
@@ -62,7 +61,8 @@ pub(crate) struct Egress {
 }
 
 impl Egress {
-    pub fn new(cfg: Config) -> Egress {
+    /// The transmit path of a stack configured with `cfg`.
+    pub fn new(cfg: &Config) -> Egress {
         let max_frame = cfg.max_frame();
         Egress {
             tx: FrameBatch::new(cfg.batch * 2, max_frame),
@@ -70,28 +70,25 @@ impl Egress {
             arp: ArpCache::new(cfg.arp_cache_size, cfg.arp_ttl),
             resolver: Resolver::default(),
             pending: PacketQueue::new(cfg.arp_max_pending, max_frame),
-            counters: Counters::default(),
-            now: Instant::ZERO,
             ip_ident: u32::from(cfg.ip) as u16,
             actions: Vec::with_capacity(16),
             next_sweep: Instant::ZERO,
             pmtu: HashMap::new(),
             frag_scratch: Vec::new(),
-            cfg,
         }
     }
 
     /// Hand the transmit batch to the link. Frames the link refuses stay queued for the next
     /// flush (back-pressure reaches senders as a full batch, see `emit_frame`).
-    pub fn flush<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
+    pub fn flush<L: Link + ?Sized>(&mut self, env: &mut Env, link: &mut L) -> Result<(), LinkError> {
         if self.tx.is_empty() && self.staged == 0 {
             return Ok(());
         }
         self.staged = 0;
         let before = self.tx.bytes();
-        let n = link.tx_batch(self.now, &mut self.tx)?;
-        self.counters.add(Counter::tx_frames, n as u64);
-        self.counters.add(Counter::tx_bytes, (before - self.tx.bytes()) as u64);
+        let n = link.tx_batch(env.now, &mut self.tx)?;
+        env.counters.add(Counter::tx_frames, n as u64);
+        env.counters.add(Counter::tx_bytes, (before - self.tx.bytes()) as u64);
         Ok(())
     }
 
@@ -102,6 +99,7 @@ impl Egress {
     /// flushed first if it is full.
     pub fn emit_frame<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         build: impl FnOnce(&mut [u8]) -> usize,
     ) -> Result<bool, LinkError> {
@@ -109,7 +107,7 @@ impl Egress {
         let slot_size = self.tx.slot_size();
         if self.tx.is_empty() && link.max_frame() >= slot_size {
             let mut bytes = 0;
-            let staged = link.tx_in_place(self.now, &mut |buf| {
+            let staged = link.tx_in_place(env.now, &mut |buf| {
                 let Some(build) = build.take() else { return 0 };
                 let len = slot_size.min(buf.len());
                 let buf = &mut buf[..len];
@@ -119,11 +117,11 @@ impl Egress {
             });
             match staged {
                 Some(Ok(true)) => {
-                    self.counters.add(Counter::tx_frames, 1);
-                    self.counters.add(Counter::tx_bytes, bytes as u64);
+                    env.counters.add(Counter::tx_frames, 1);
+                    env.counters.add(Counter::tx_bytes, bytes as u64);
                     self.staged += 1;
                     if self.staged >= self.tx.capacity() {
-                        self.flush(link)?;
+                        self.flush(env, link)?;
                     }
                     return Ok(true);
                 }
@@ -136,7 +134,7 @@ impl Egress {
         }
         let Some(build) = build else { return Ok(false) };
         if self.tx.is_full() {
-            self.flush(link)?;
+            self.flush(env, link)?;
             if self.tx.is_full() {
                 return Ok(false);
             }
@@ -148,42 +146,42 @@ impl Egress {
     }
 
     /// The MAC address to send to for IPv4 destination `dst`, or the next hop to resolve.
-    pub fn next_hop(&self, dst: Ipv4Addr) -> Result<Result<MacAddr, Ipv4Addr>, TxError> {
-        if self.cfg.is_broadcast(dst) {
+    pub fn next_hop(&self, env: &Env, dst: Ipv4Addr) -> Result<Result<MacAddr, Ipv4Addr>, TxError> {
+        if env.cfg.is_broadcast(dst) {
             return Ok(Ok(MacAddr::BROADCAST));
         }
-        if dst.is_multicast() || dst.is_unspecified() || dst == self.cfg.ip {
+        if dst.is_multicast() || dst.is_unspecified() || dst == env.cfg.ip {
             return Err(TxError::NoRoute(dst));
         }
-        let hop = if self.cfg.on_link(dst) { dst } else { self.cfg.gateway.ok_or(TxError::NoRoute(dst))? };
-        Ok(self.arp.lookup(hop, self.now).ok_or(hop))
+        let hop = if env.cfg.on_link(dst) { dst } else { env.cfg.gateway.ok_or(TxError::NoRoute(dst))? };
+        Ok(self.arp.lookup(hop, env.now).ok_or(hop))
     }
 
     /// The path MTU towards `dst`: the link's, or lower if an ICMP "fragmentation needed"
     /// said so within the last [`PMTU_AGE`].
-    pub fn path_mtu(&self, dst: Ipv4Addr) -> usize {
+    pub fn path_mtu(&self, env: &Env, dst: Ipv4Addr) -> usize {
         match self.pmtu.get(&dst) {
-            Some(&(mtu, until)) if until > self.now => (mtu as usize).min(self.cfg.mtu),
-            _ => self.cfg.mtu,
+            Some(&(mtu, until)) if until > env.now => (mtu as usize).min(env.cfg.mtu),
+            _ => env.cfg.mtu,
         }
     }
 
     /// Lower the path MTU towards `dst` to `mtu` (RFC 1191), never below [`MIN_PMTU`].
     /// Returns the new path MTU if it went down.
-    pub fn lower_path_mtu(&mut self, dst: Ipv4Addr, mtu: usize) -> Option<usize> {
+    pub fn lower_path_mtu(&mut self, env: &mut Env, dst: Ipv4Addr, mtu: usize) -> Option<usize> {
         let mtu = mtu.max(MIN_PMTU);
-        if mtu >= self.path_mtu(dst) {
+        if mtu >= self.path_mtu(env, dst) {
             return None;
         }
         if self.pmtu.len() >= PMTU_ENTRIES {
-            let now = self.now;
+            let now = env.now;
             self.pmtu.retain(|_, (_, until)| *until > now);
             if self.pmtu.len() >= PMTU_ENTRIES {
                 self.pmtu.clear();
             }
         }
-        self.pmtu.insert(dst, (mtu as u16, self.now + PMTU_AGE));
-        self.counters.bump(Counter::icmp_pmtu_updates);
+        self.pmtu.insert(dst, (mtu as u16, env.now + PMTU_AGE));
+        env.counters.bump(Counter::icmp_pmtu_updates);
         Some(mtu)
     }
 
@@ -193,19 +191,21 @@ impl Egress {
     /// Linux's default path MTU discovery does.
     pub fn send_ip<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst: Ipv4Addr,
         proto: u8,
         l4_len: usize,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
     ) -> Result<bool, TxError> {
-        self.send_ip_with(link, dst, proto, l4_len, true, fill_l4)
+        self.send_ip_with(env, link, dst, proto, l4_len, true, fill_l4)
     }
 
     /// [`Self::send_ip`], with fragmentation allowed or not (`Err(TooLarge)` beyond the path
     /// MTU when it is not).
     pub fn send_ip_with<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst: Ipv4Addr,
         proto: u8,
@@ -213,17 +213,17 @@ impl Egress {
         may_fragment: bool,
         fill_l4: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
     ) -> Result<bool, TxError> {
-        let mtu = self.path_mtu(dst);
+        let mtu = self.path_mtu(env, dst);
         let max = mtu - Ipv4Repr::HEADER_LEN;
         if l4_len > max {
             if !may_fragment {
-                self.counters.bump(Counter::tx_drop_too_big);
+                env.counters.bump(Counter::tx_drop_too_big);
                 return Err(TxError::TooLarge { len: l4_len, max });
             }
-            return self.send_fragmented(link, dst, proto, l4_len, mtu, fill_l4);
+            return self.send_fragmented(env, link, dst, proto, l4_len, mtu, fill_l4);
         }
-        let ip = self.next_ip_header(dst, proto, l4_len, true);
-        let src_mac = self.cfg.mac;
+        let ip = self.next_ip_header(env, dst, proto, l4_len, true);
+        let src_mac = env.cfg.mac;
         let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
             let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
@@ -232,19 +232,19 @@ impl Egress {
             fill_l4(&mut buf[start..start + l4_len], ip.src, ip.dst);
             start + l4_len
         };
-        let hop = self.next_hop(dst)?;
-        self.emit_or_wait(link, hop, build)
+        let hop = self.next_hop(env, dst)?;
+        self.emit_or_wait(env, link, hop, build)
     }
 
     /// The header of the next IPv4 packet we originate (a new identification).
-    fn next_ip_header(&mut self, dst: Ipv4Addr, proto: u8, payload_len: usize, dont_frag: bool) -> Ipv4Repr {
+    fn next_ip_header(&mut self, env: &Env, dst: Ipv4Addr, proto: u8, payload_len: usize, dont_frag: bool) -> Ipv4Repr {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         Ipv4Repr {
-            src: self.cfg.ip,
+            src: env.cfg.ip,
             dst,
             protocol: proto,
             payload_len,
-            ttl: self.cfg.ttl,
+            ttl: env.cfg.ttl,
             ident: self.ip_ident,
             dont_frag,
             dscp_ecn: 0,
@@ -255,20 +255,21 @@ impl Egress {
     /// the next hop. Ok(false) if the link is full.
     fn emit_or_wait<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         hop: Result<MacAddr, Ipv4Addr>,
         build: impl FnOnce(&mut [u8], MacAddr) -> usize,
     ) -> Result<bool, TxError> {
         match hop {
-            Ok(mac) => Ok(self.emit_frame(link, |buf| build(buf, mac))?),
+            Ok(mac) => Ok(self.emit_frame(env, link, |buf| build(buf, mac))?),
             Err(hop) => {
-                let reserve = self.cfg.max_frame();
+                let reserve = env.cfg.max_frame();
                 let queued =
                     self.pending.push_with(Pending { next_hop: hop }, reserve, |buf| Some(build(buf, MacAddr::ZERO)));
                 if !queued {
-                    self.counters.bump(Counter::tx_drop_arp_pending_full);
-                } else if self.resolver.start(hop, self.now, self.cfg.arp_retry) {
-                    self.send_arp_request(link, hop)?;
+                    env.counters.bump(Counter::tx_drop_arp_pending_full);
+                } else if self.resolver.start(hop, env.now, env.cfg.arp_retry) {
+                    self.send_arp_request(env, link, hop)?;
                 }
                 Ok(true)
             }
@@ -279,6 +280,7 @@ impl Egress {
     /// one transmit batch when it can hold them, so back-pressure never cuts a datagram.
     fn send_fragmented<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst: Ipv4Addr,
         proto: u8,
@@ -290,11 +292,11 @@ impl Egress {
         if l4_len > max_total {
             return Err(TxError::TooLarge { len: l4_len, max: max_total });
         }
-        let hop = self.next_hop(dst)?;
+        let hop = self.next_hop(env, dst)?;
         let per = (mtu - Ipv4Repr::HEADER_LEN) & !7;
         let count = l4_len.div_ceil(per);
         if hop.is_ok() && self.tx.capacity() - self.tx.len() < count {
-            self.flush(link)?;
+            self.flush(env, link)?;
             if self.tx.capacity() - self.tx.len() < count && self.tx.capacity() >= count {
                 return Ok(false);
             }
@@ -302,9 +304,9 @@ impl Egress {
         let mut whole = std::mem::take(&mut self.frag_scratch);
         whole.clear();
         whole.resize(l4_len, 0);
-        fill_l4(&mut whole, self.cfg.ip, dst);
+        fill_l4(&mut whole, env.cfg.ip, dst);
         self.ip_ident = self.ip_ident.wrapping_add(1);
-        let (src_mac, src, ttl, ident) = (self.cfg.mac, self.cfg.ip, self.cfg.ttl, self.ip_ident);
+        let (src_mac, src, ttl, ident) = (env.cfg.mac, env.cfg.ip, env.cfg.ttl, self.ip_ident);
         let mut result = Ok(true);
         for (i, piece) in whole.chunks(per).enumerate() {
             let offset = i * per;
@@ -329,11 +331,11 @@ impl Egress {
                 buf[eh + ih..eh + ih + piece.len()].copy_from_slice(piece);
                 eh + ih + piece.len()
             };
-            match self.emit_or_wait(link, hop, build) {
-                Ok(true) => self.counters.bump(Counter::ipv4_frags_sent),
+            match self.emit_or_wait(env, link, hop, build) {
+                Ok(true) => env.counters.bump(Counter::ipv4_frags_sent),
                 Ok(false) => {
                     // Only when one batch cannot hold the datagram: the rest is lost.
-                    self.counters.bump(Counter::tx_drop_link_full);
+                    env.counters.bump(Counter::tx_drop_link_full);
                     break;
                 }
                 Err(e) => {
@@ -344,7 +346,7 @@ impl Egress {
         }
         self.frag_scratch = whole;
         if result.is_ok() {
-            self.counters.bump(Counter::ipv4_fragmented_sent);
+            env.counters.bump(Counter::ipv4_fragmented_sent);
         }
         result
     }
@@ -357,6 +359,7 @@ impl Egress {
     #[allow(clippy::too_many_arguments)]
     pub fn send_udp_with<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         src_port: u16,
         dst: SocketAddrV4,
@@ -367,7 +370,7 @@ impl Egress {
     ) -> Result<bool, TxError> {
         let len = UdpRepr::HEADER_LEN + payload_len;
         let repr = UdpRepr { src_port, dst_port: dst.port() };
-        let sent = self.send_ip_with(link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
+        let sent = self.send_ip_with(env, link, *dst.ip(), protocol::UDP, len, may_fragment, |buf, s, d| {
             let payload_sum = fill(&mut buf[UdpRepr::HEADER_LEN..]);
             let _ = match (checksum, payload_sum) {
                 (false, _) => repr.emit_without_checksum(buf, payload_len),
@@ -376,7 +379,7 @@ impl Egress {
             };
         })?;
         if sent {
-            self.counters.bump(Counter::udp_tx_datagrams);
+            env.counters.bump(Counter::udp_tx_datagrams);
         }
         Ok(sent)
     }
@@ -384,11 +387,12 @@ impl Egress {
     /// Send an ICMP message.
     pub fn send_icmp<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst: Ipv4Addr,
         repr: &IcmpRepr<'_>,
     ) -> Result<bool, TxError> {
-        self.send_ip(link, dst, protocol::ICMP, repr.buffer_len(), |buf, _, _| {
+        self.send_ip(env, link, dst, protocol::ICMP, repr.buffer_len(), |buf, _, _| {
             let _ = repr.emit(buf);
         })
     }
@@ -398,17 +402,18 @@ impl Egress {
     /// packet goes out in fragments without the options.
     pub fn send_icmp_with_options<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst: Ipv4Addr,
         repr: &IcmpRepr<'_>,
         options: &[u8],
     ) -> Result<bool, TxError> {
         let l4_len = repr.buffer_len();
-        if options.is_empty() || Ipv4Repr::HEADER_LEN + options.len() + l4_len > self.path_mtu(dst) {
-            return self.send_icmp(link, dst, repr);
+        if options.is_empty() || Ipv4Repr::HEADER_LEN + options.len() + l4_len > self.path_mtu(env, dst) {
+            return self.send_icmp(env, link, dst, repr);
         }
-        let ip = self.next_ip_header(dst, protocol::ICMP, l4_len, false);
-        let src_mac = self.cfg.mac;
+        let ip = self.next_ip_header(env, dst, protocol::ICMP, l4_len, false);
+        let src_mac = env.cfg.mac;
         let build = move |buf: &mut [u8], dst_mac: MacAddr| -> usize {
             let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV4, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
@@ -417,43 +422,46 @@ impl Egress {
             let _ = repr.emit(&mut buf[start..start + l4_len]);
             start + l4_len
         };
-        let hop = self.next_hop(dst)?;
-        self.emit_or_wait(link, hop, build)
+        let hop = self.next_hop(env, dst)?;
+        self.emit_or_wait(env, link, hop, build)
     }
 
     /// Send a raw Ethernet frame whose `payload_len` payload bytes `fill` writes in place.
     pub fn send_raw_with<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         et: u16,
         dst: MacAddr,
         payload_len: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<bool, RawSendError> {
-        if payload_len > self.cfg.mtu {
-            return Err(RawSendError::TooLarge { len: payload_len, max: self.cfg.mtu });
+        if payload_len > env.cfg.mtu {
+            return Err(RawSendError::TooLarge { len: payload_len, max: env.cfg.mtu });
         }
-        let src = self.cfg.mac;
-        let sent = self.emit_frame(link, |buf| {
+        let src = env.cfg.mac;
+        let sent = self.emit_frame(env, link, |buf| {
             let eth = EthernetRepr { src, dst, ethertype: et, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
             fill(&mut buf[eh..eh + payload_len]);
             eh + payload_len
         })?;
         if sent {
-            self.counters.bump(Counter::raw_tx_frames);
+            env.counters.bump(Counter::raw_tx_frames);
         }
         Ok(sent)
     }
 
+    /// Send one ARP message to `dst_mac`. Ok(false) if the link is full.
     pub fn send_arp<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         dst_mac: MacAddr,
         arp: ArpRepr,
     ) -> Result<bool, LinkError> {
-        let src = self.cfg.mac;
-        self.emit_frame(link, |buf| {
+        let src = env.cfg.mac;
+        self.emit_frame(env, link, |buf| {
             let eth = EthernetRepr { src, dst: dst_mac, ethertype: ethertype::ARP, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
             match arp.emit(&mut buf[eh..]) {
@@ -464,28 +472,35 @@ impl Egress {
     }
 
     /// Broadcast an ARP request for `ip`.
-    pub fn send_arp_request<L: Link + ?Sized>(&mut self, link: &mut L, ip: Ipv4Addr) -> Result<(), LinkError> {
+    pub fn send_arp_request<L: Link + ?Sized>(
+        &mut self,
+        env: &mut Env,
+        link: &mut L,
+        ip: Ipv4Addr,
+    ) -> Result<(), LinkError> {
         let arp = ArpRepr {
             op: ArpOp::Request,
-            sender_mac: self.cfg.mac,
-            sender_ip: self.cfg.ip,
+            sender_mac: env.cfg.mac,
+            sender_ip: env.cfg.ip,
             target_mac: MacAddr::ZERO,
             target_ip: ip,
         };
-        if self.send_arp(link, MacAddr::BROADCAST, arp)? {
-            self.counters.bump(Counter::arp_requests_sent);
+        if self.send_arp(env, link, MacAddr::BROADCAST, arp)? {
+            env.counters.bump(Counter::arp_requests_sent);
         }
         Ok(())
     }
 
     /// Announce our own address (gratuitous ARP request: sender and target are our IP).
-    pub fn send_gratuitous_arp<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
-        self.send_arp_request(link, self.cfg.ip)
+    pub fn send_gratuitous_arp<L: Link + ?Sized>(&mut self, env: &mut Env, link: &mut L) -> Result<(), LinkError> {
+        let ip = env.cfg.ip;
+        self.send_arp_request(env, link, ip)
     }
 
     /// Send the frames that were waiting for `ip`, now that its MAC is known.
     pub fn release_pending<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         link: &mut L,
         ip: Ipv4Addr,
         mac: MacAddr,
@@ -502,14 +517,14 @@ impl Egress {
                 if result.is_err() {
                     return;
                 }
-                let sent = self.emit_frame(link, |buf| {
+                let sent = self.emit_frame(env, link, |buf| {
                     buf[..frame.len()].copy_from_slice(frame);
                     buf[..6].copy_from_slice(&mac.0);
                     frame.len()
                 });
                 match sent {
                     Ok(true) => {}
-                    Ok(false) => self.counters.bump(Counter::tx_drop_link_full),
+                    Ok(false) => env.counters.bump(Counter::tx_drop_link_full),
                     Err(e) => result = Err(e),
                 }
             },
@@ -519,18 +534,18 @@ impl Egress {
     }
 
     /// Timers: ARP retries and give-ups, cache sweeps.
-    pub fn on_timers<L: Link + ?Sized>(&mut self, link: &mut L) -> Result<(), LinkError> {
-        let now = self.now;
+    pub fn on_timers<L: Link + ?Sized>(&mut self, env: &mut Env, link: &mut L) -> Result<(), LinkError> {
+        let now = env.now;
         if self.resolver.next_deadline().is_some_and(|t| t <= now) {
             let mut actions = std::mem::take(&mut self.actions);
-            self.resolver.due(now, self.cfg.arp_retry, self.cfg.arp_max_tries, &mut actions);
+            self.resolver.due(now, env.cfg.arp_retry, env.cfg.arp_max_tries, &mut actions);
             for action in actions.drain(..) {
                 match action {
-                    ResolveAction::Request(ip) => self.send_arp_request(link, ip)?,
+                    ResolveAction::Request(ip) => self.send_arp_request(env, link, ip)?,
                     ResolveAction::GiveUp(ip) => {
                         let mut dropped = 0;
                         self.pending.retain(|p, _| p.next_hop != ip, |_, _| dropped += 1);
-                        self.counters.add(Counter::tx_drop_arp_unresolved, dropped);
+                        env.counters.add(Counter::tx_drop_arp_unresolved, dropped);
                     }
                 }
             }

@@ -1,8 +1,9 @@
 //! The interface core: receive dispatch (Ethernet -> ARP / IPv4 -> ICMP / UDP / raw); it
-//! sends through its [`Egress`].
+//! sends through its [`Egress`], lending it the [`Env`] (clock, configuration, counters).
 
 use crate::counters::{arp_drop_reason, ipv4_drop_reason, Counter};
 use crate::egress::Egress;
+use crate::env::Env;
 use crate::error::TxError;
 use crate::ipv6::Ipv6Host;
 use crate::ping::PingClient;
@@ -32,6 +33,9 @@ const ICMP_ERROR_MAX_QUOTE: usize = 576 - 20 - 8;
 /// Everything of a stack except its link and receive batch.
 #[derive(Debug)]
 pub(crate) struct Core {
+    /// The clock, configuration and counters both paths share.
+    pub env: Env,
+    /// The transmit path.
     pub eg: Egress,
     pub udp: UdpTable,
     pub raw: RawTable,
@@ -65,7 +69,8 @@ impl Core {
             rx_drops: 0,
             icmp_limit: RateLimit::new(cfg.icmp_error_rate),
             v6: Ipv6Host::new(&cfg.ipv6, cfg.mac, cfg.mtu),
-            eg: Egress::new(cfg),
+            eg: Egress::new(&cfg),
+            env: Env::new(cfg),
         }
     }
 
@@ -74,13 +79,13 @@ impl Core {
     /// a reply that cannot be sent is a counted drop. Only a failure of the link itself is
     /// returned (the frame is then counted as `rx_drop_reply_failed`).
     pub fn handle_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), link::LinkError> {
-        self.eg.counters.bump(Counter::rx_frames);
-        self.eg.counters.add(Counter::rx_bytes, frame.len() as u64);
+        self.env.counters.bump(Counter::rx_frames);
+        self.env.counters.add(Counter::rx_bytes, frame.len() as u64);
         let drops_before = self.rx_drops;
         let result = self.dispatch_frame(link, frame);
         let dropped = self.rx_drops != drops_before;
         match result {
-            Ok(()) if !dropped => self.eg.counters.bump(Counter::rx_delivered),
+            Ok(()) if !dropped => self.env.counters.bump(Counter::rx_delivered),
             Ok(()) => {}
             Err(e) => {
                 if !dropped {
@@ -105,8 +110,8 @@ impl Core {
             return Ok(());
         }
         let mut expired = std::mem::take(&mut self.expired);
-        self.reasm.expire(self.eg.now, &mut expired);
-        self.reasm6.expire(self.eg.now, &mut expired);
+        self.reasm.expire(self.env.now, &mut expired);
+        self.reasm6.expire(self.env.now, &mut expired);
         self.take_reasm_outcomes();
         let mut result = Ok(());
         for e in expired.drain(..) {
@@ -133,7 +138,7 @@ impl Core {
 
     /// Move reassembly's per-datagram outcomes into the counters.
     pub(crate) fn take_reasm_outcomes(&mut self) {
-        let c = &mut self.eg.counters;
+        let c = &mut self.env.counters;
         let families = [
             (
                 &mut self.reasm,
@@ -164,7 +169,7 @@ impl Core {
 
     /// True if something can be sent back to `src` (on our link, or through the gateway).
     fn replies_routable(&self, src: Ipv4Addr) -> bool {
-        self.eg.cfg.on_link(src) || self.eg.cfg.gateway.is_some()
+        self.env.cfg.on_link(src) || self.env.cfg.gateway.is_some()
     }
 
     fn dispatch_frame<L: Link + ?Sized>(&mut self, link: &mut L, frame: &[u8]) -> Result<(), TxError> {
@@ -173,7 +178,7 @@ impl Core {
             Err(_) => return self.drop(Counter::rx_drop_eth_truncated),
         };
         let dst = eth.dst();
-        if dst != self.eg.cfg.mac && !dst.is_broadcast() && !self.v6.wants_mac(dst) {
+        if dst != self.env.cfg.mac && !dst.is_broadcast() && !self.v6.wants_mac(dst) {
             return self.drop(Counter::rx_drop_eth_not_for_us);
         }
         let src = eth.src();
@@ -190,7 +195,7 @@ impl Core {
             et => match self.raw.queue_mut(et) {
                 Some(q) => {
                     if q.push(src, eth.payload()) {
-                        self.eg.counters.bump(Counter::raw_rx_frames);
+                        self.env.counters.bump(Counter::raw_rx_frames);
                         Ok(())
                     } else {
                         self.drop(Counter::rx_drop_raw_rx_queue_full)
@@ -204,7 +209,7 @@ impl Core {
     /// Count a received frame as dropped for `reason` (exactly one reason per frame).
     #[inline]
     pub(crate) fn drop(&mut self, reason: Counter) -> Result<(), TxError> {
-        self.eg.counters.bump(reason);
+        self.env.counters.bump(reason);
         self.rx_drops += 1;
         Ok(())
     }
@@ -220,16 +225,16 @@ impl Core {
         if !arp.sender_mac.is_unicast() {
             return self.drop(Counter::rx_drop_eth_bad_src);
         }
-        if arp.sender_ip == self.eg.cfg.ip {
+        if arp.sender_ip == self.env.cfg.ip {
             return self.drop(Counter::rx_drop_arp_conflict);
         }
-        let for_us = arp.target_ip == self.eg.cfg.ip;
+        let for_us = arp.target_ip == self.env.cfg.ip;
         let known = self.eg.arp.contains(arp.sender_ip);
         let learn = !arp.sender_ip.is_unspecified() && (for_us || known);
         if learn {
-            self.eg.arp.insert(arp.sender_ip, arp.sender_mac, self.eg.now);
-            self.eg.counters.bump(Counter::arp_learned);
-            self.eg.release_pending(link, arp.sender_ip, arp.sender_mac)?;
+            self.eg.arp.insert(arp.sender_ip, arp.sender_mac, self.env.now);
+            self.env.counters.bump(Counter::arp_learned);
+            self.eg.release_pending(&mut self.env, link, arp.sender_ip, arp.sender_mac)?;
         }
         if !for_us {
             return if learn { Ok(()) } else { self.drop(Counter::rx_drop_arp_not_for_us) };
@@ -237,13 +242,13 @@ impl Core {
         if arp.op == ArpOp::Request {
             let reply = ArpRepr {
                 op: ArpOp::Reply,
-                sender_mac: self.eg.cfg.mac,
-                sender_ip: self.eg.cfg.ip,
+                sender_mac: self.env.cfg.mac,
+                sender_ip: self.env.cfg.ip,
                 target_mac: arp.sender_mac,
                 target_ip: arp.sender_ip,
             };
-            if self.eg.send_arp(link, arp.sender_mac, reply)? {
-                self.eg.counters.bump(Counter::arp_replies_sent);
+            if self.eg.send_arp(&mut self.env, link, arp.sender_mac, reply)? {
+                self.env.counters.bump(Counter::arp_replies_sent);
             }
         }
         Ok(())
@@ -258,15 +263,15 @@ impl Core {
             return self.drop(Counter::rx_drop_ipv4_bad_checksum);
         }
         let (src, dst) = (ip.src(), ip.dst());
-        let broadcast = self.eg.cfg.is_broadcast(dst);
-        if dst != self.eg.cfg.ip && !broadcast {
+        let broadcast = self.env.cfg.is_broadcast(dst);
+        if dst != self.env.cfg.ip && !broadcast {
             return self.drop(if is_martian_dst(dst) {
                 Counter::rx_drop_ipv4_martian_dst
             } else {
                 Counter::rx_drop_ipv4_not_for_us
             });
         }
-        if is_martian_src(src) || src == self.eg.cfg.ip || self.eg.cfg.is_broadcast(src) {
+        if is_martian_src(src) || src == self.env.cfg.ip || self.env.cfg.is_broadcast(src) {
             return self.drop(Counter::rx_drop_ipv4_martian_src);
         }
         if !self.replies_routable(src) {
@@ -283,7 +288,7 @@ impl Core {
                         let repr =
                             IcmpRepr { message: IcmpMessage::ParameterProblem { code: 0, pointer }, data: quote };
                         if self.send_icmp_error_repr(link, src, &repr)? {
-                            self.eg.counters.bump(Counter::icmp_param_problems_sent);
+                            self.env.counters.bump(Counter::icmp_param_problems_sent);
                         }
                     }
                     return Ok(());
@@ -293,16 +298,16 @@ impl Core {
             }
         }
         if ip.is_fragment() {
-            let verdict = self.reasm.insert(&ip, self.eg.now);
+            let verdict = self.reasm.insert(&ip, self.env.now);
             self.take_reasm_outcomes();
             return match verdict {
                 FragVerdict::Queued => {
-                    self.eg.counters.bump(Counter::ipv4_frags_queued);
+                    self.env.counters.bump(Counter::ipv4_frags_queued);
                     Ok(())
                 }
                 FragVerdict::Dropped(reason) => self.drop(reason),
                 FragVerdict::Complete => {
-                    self.eg.counters.bump(Counter::ipv4_reassembled);
+                    self.env.counters.bump(Counter::ipv4_reassembled);
                     let whole = self.reasm.take_complete();
                     let result = match Ipv4Packet::new_checked(&whole[..]) {
                         Ok(p) => self.handle_datagram(link, &p, broadcast),
@@ -331,7 +336,7 @@ impl Core {
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::rx_drop_tcp_broadcast),
             protocol::TCP => {
-                let mut out = LinkSink::new(&mut self.eg, link);
+                let mut out = LinkSink::new(&mut self.env, &mut self.eg, link);
                 let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
                 // The segment is processed whole whatever the link did; a transmit error
                 // surfaces after it.
@@ -372,29 +377,29 @@ impl Core {
                 }
                 let reply = IcmpRepr { message: IcmpMessage::EchoReply { ident, seq }, data: icmp.data };
                 let mut options = [0u8; 40];
-                let n = echo_reply_options(ip_options, self.eg.cfg.ip, &mut options);
-                if self.eg.send_icmp_with_options(link, src, &reply, &options[..n])? {
-                    self.eg.counters.bump(Counter::icmp_echo_replied);
+                let n = echo_reply_options(ip_options, self.env.cfg.ip, &mut options);
+                if self.eg.send_icmp_with_options(&mut self.env, link, src, &reply, &options[..n])? {
+                    self.env.counters.bump(Counter::icmp_echo_replied);
                 }
                 Ok(())
             }
             IcmpMessage::EchoReply { ident, seq } => {
-                if self.ping.on_reply(src.into(), ident, seq, ttl, icmp.data, self.eg.now) {
-                    self.eg.counters.bump(Counter::icmp_echo_reply_received);
+                if self.ping.on_reply(src.into(), ident, seq, ttl, icmp.data, self.env.now) {
+                    self.env.counters.bump(Counter::icmp_echo_reply_received);
                     Ok(())
                 } else {
                     self.drop(Counter::rx_drop_icmp_unmatched_reply)
                 }
             }
             IcmpMessage::DestUnreachable { code: unreach_code::FRAG_NEEDED, next_hop_mtu } => {
-                self.eg.counters.bump(Counter::icmp_errors_received);
+                self.env.counters.bump(Counter::icmp_errors_received);
                 self.on_frag_needed(link, next_hop_mtu, icmp.data)?;
                 Ok(())
             }
             IcmpMessage::DestUnreachable { .. }
             | IcmpMessage::TimeExceeded { .. }
             | IcmpMessage::ParameterProblem { .. } => {
-                self.eg.counters.bump(Counter::icmp_errors_received);
+                self.env.counters.bump(Counter::icmp_errors_received);
                 self.note_icmp_error(icmp.data);
                 Ok(())
             }
@@ -411,7 +416,7 @@ impl Core {
         quoted: &[u8],
     ) -> Result<(), TxError> {
         let Some((ip, l4)) = quoted_ipv4(quoted) else { return Ok(()) };
-        if ip.src() != self.eg.cfg.ip {
+        if ip.src() != self.env.cfg.ip {
             return Ok(());
         }
         let sent_len = usize::from(ip.total_len());
@@ -427,21 +432,21 @@ impl Core {
             if !self.tcp.quotes_flight(sport, remote, seq) {
                 return Ok(());
             }
-            if let Some(mtu) = self.eg.lower_path_mtu(ip.dst(), mtu) {
-                let mut out = LinkSink::new(&mut self.eg, link);
+            if let Some(mtu) = self.eg.lower_path_mtu(&mut self.env, ip.dst(), mtu) {
+                let mut out = LinkSink::new(&mut self.env, &mut self.eg, link);
                 self.tcp.on_path_mtu(&mut out, sport, remote, mtu);
                 out.finish()?;
             }
             return Ok(());
         }
-        self.eg.lower_path_mtu(ip.dst(), mtu);
+        self.eg.lower_path_mtu(&mut self.env, ip.dst(), mtu);
         Ok(())
     }
 
     /// Charge an ICMP error to the UDP socket whose datagram it quotes.
     fn note_icmp_error(&mut self, quoted: &[u8]) {
         let Some((ip, q)) = quoted_ipv4(quoted) else { return };
-        if ip.protocol() != protocol::UDP || ip.src() != self.eg.cfg.ip {
+        if ip.protocol() != protocol::UDP || ip.src() != self.env.cfg.ip {
             return;
         }
         if q.len() >= 2 {
@@ -465,13 +470,13 @@ impl Core {
             Ok(u) => u,
             Err(_) => return self.drop(Counter::rx_drop_udp_truncated),
         };
-        if self.eg.cfg.verify_udp_checksum && !udp.verify_checksum(src, dst) {
+        if self.env.cfg.verify_udp_checksum && !udp.verify_checksum(src, dst) {
             return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
         let from = SocketAddrV4::new(src, udp.src_port());
         match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
             Delivery::Queued => {
-                self.eg.counters.bump(Counter::udp_rx_datagrams);
+                self.env.counters.bump(Counter::udp_rx_datagrams);
                 Ok(())
             }
             Delivery::Dropped(reason) => self.drop(reason),
@@ -496,7 +501,7 @@ impl Core {
         let quote = &offending[..offending.len().min(ICMP_ERROR_MAX_QUOTE)];
         let repr = IcmpRepr { message: IcmpMessage::DestUnreachable { code, next_hop_mtu: 0 }, data: quote };
         if self.send_icmp_error_repr(link, to, &repr)? {
-            self.eg.counters.bump(Counter::icmp_unreachable_sent);
+            self.env.counters.bump(Counter::icmp_unreachable_sent);
         }
         Ok(())
     }
@@ -508,11 +513,11 @@ impl Core {
         to: Ipv4Addr,
         repr: &IcmpRepr<'_>,
     ) -> Result<bool, TxError> {
-        if !self.icmp_limit.allow(self.eg.now) {
-            self.eg.counters.bump(Counter::tx_drop_icmp_rate_limited);
+        if !self.icmp_limit.allow(self.env.now) {
+            self.env.counters.bump(Counter::tx_drop_icmp_rate_limited);
             return Ok(false);
         }
-        self.eg.send_icmp(link, to, repr)
+        self.eg.send_icmp(&mut self.env, link, to, repr)
     }
 }
 

@@ -53,12 +53,12 @@ impl<L: Link> Stack<L> {
 
     /// The configuration.
     pub fn config(&self) -> &Config {
-        &self.core.eg.cfg
+        &self.core.env.cfg
     }
 
     /// Our IPv4 address.
     pub fn ip(&self) -> Ipv4Addr {
-        self.core.eg.cfg.ip
+        self.core.env.cfg.ip
     }
 
     /// Our IPv6 addresses with their states (empty when IPv6 is off): the link-local
@@ -74,7 +74,7 @@ impl<L: Link> Stack<L> {
 
     /// Our MAC address.
     pub fn mac(&self) -> MacAddr {
-        self.core.eg.cfg.mac
+        self.core.env.cfg.mac
     }
 
     /// The link.
@@ -89,22 +89,22 @@ impl<L: Link> Stack<L> {
 
     /// The stack's counters.
     pub fn counters(&self) -> &Counters {
-        &self.core.eg.counters
+        &self.core.env.counters
     }
 
     /// The time of the last poll.
     pub fn now(&self) -> Instant {
-        self.core.eg.now
+        self.core.env.now
     }
 
     /// One round: receive and process one batch, run due timers, flush transmissions.
     /// Returns the number of frames received.
     pub fn poll(&mut self, now: Instant) -> Result<usize, LinkError> {
-        self.core.eg.now = now;
+        self.core.env.now = now;
         if !self.started {
             self.started = true;
-            if self.core.eg.cfg.gratuitous_arp {
-                self.core.eg.send_gratuitous_arp(&mut self.link)?;
+            if self.core.env.cfg.gratuitous_arp {
+                self.core.eg.send_gratuitous_arp(&mut self.core.env, &mut self.link)?;
             }
         }
         // Every frame of the batch gets its verdict even if the link fails on the way.
@@ -133,26 +133,26 @@ impl<L: Link> Stack<L> {
         if let Some(e) = link_failed {
             return Err(e);
         }
-        self.core.eg.on_timers(&mut self.link)?;
+        self.core.eg.on_timers(&mut self.core.env, &mut self.link)?;
         self.core.on_reasm_timers(&mut self.link)?;
         if self.core.v6.is_on() {
             self.core.v6.expire_learned(now);
-            self.core.v6.on_timers(&mut self.core.eg, &mut self.link)?;
+            self.core.v6.on_timers(&mut self.core.env, &mut self.core.eg, &mut self.link)?;
         }
-        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
         self.core.tcp.on_timers(&mut out, now);
 
         out.finish_link()?;
-        self.core.eg.flush(&mut self.link)?;
+        self.core.eg.flush(&mut self.core.env, &mut self.link)?;
         Ok(n)
     }
 
     /// Process one frame as if it had been received from the link (test benches, replays).
     pub fn inject(&mut self, frame: &[u8]) -> Result<(), LinkError> {
         self.core.handle_frame(&mut self.link, frame)?;
-        let now = self.core.eg.now;
-        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        let now = self.core.env.now;
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
         self.core.tcp.flush_dirty(&mut out, now);
 
@@ -173,7 +173,7 @@ impl<L: Link> Stack<L> {
 
     /// The path MTU towards `dst` (the link's unless an ICMP message lowered it).
     pub fn path_mtu(&self, dst: Ipv4Addr) -> usize {
-        self.core.eg.path_mtu(dst)
+        self.core.eg.path_mtu(&self.core.env, dst)
     }
 
     /// Earliest instant a timer needs a poll, if any is armed.
@@ -192,12 +192,12 @@ impl<L: Link> Stack<L> {
 
     /// Send what is queued now instead of at the end of the next poll.
     pub fn flush(&mut self) -> Result<(), LinkError> {
-        self.core.eg.flush(&mut self.link)
+        self.core.eg.flush(&mut self.core.env, &mut self.link)
     }
 
     /// The MAC address learned for `ip`, if any.
     pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<MacAddr> {
-        self.core.eg.arp.lookup(ip, self.core.eg.now)
+        self.core.eg.arp.lookup(ip, self.core.env.now)
     }
 
     /// The ARP cache as (ip, mac) pairs.
@@ -221,7 +221,7 @@ impl<L: Link> Stack<L> {
     pub fn udp_bind(&mut self, port: u16) -> Result<UdpHandle, BindError> {
         let r = self.core.udp.bind(port);
         if let Err(BindError::TooManySockets(_)) = r {
-            self.core.eg.counters.bump(Counter::udp_bind_refused);
+            self.core.env.counters.bump(Counter::udp_bind_refused);
         }
         r
     }
@@ -291,7 +291,16 @@ impl<L: Link> Stack<L> {
     ) -> Result<bool, UdpSendError> {
         let s = self.core.udp.get(h)?;
         let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);
-        match self.core.eg.send_udp_with(&mut self.link, port, dst, len, may_fragment, checksum, fill) {
+        match self.core.eg.send_udp_with(
+            &mut self.core.env,
+            &mut self.link,
+            port,
+            dst,
+            len,
+            may_fragment,
+            checksum,
+            fill,
+        ) {
             Err(TxError::TooLarge { len, max }) => {
                 let header = wire::UdpRepr::HEADER_LEN;
                 Err(UdpSendError::TooLarge { len: len - header, max: max.saturating_sub(header) })
@@ -355,7 +364,7 @@ impl<L: Link> Stack<L> {
         let dst = dst.into();
         let len = payload_len.max(STAMP_LEN);
         let ident = self.core.ping.ident;
-        let now = self.core.eg.now;
+        let now = self.core.env.now;
         // Above the MTU the request goes out in fragments, as `ping -s` does.
         let max = if dst.is_ipv6() { 65535 - 16 } else { 65535 - 28 };
         if len > max {
@@ -366,7 +375,7 @@ impl<L: Link> Stack<L> {
         match dst {
             IpAddr::V4(dst) => {
                 let repr = IcmpRepr { message: IcmpMessage::EchoRequest { ident, seq }, data: &data[..len] };
-                Ok(self.core.eg.send_icmp(&mut self.link, dst, &repr)?)
+                Ok(self.core.eg.send_icmp(&mut self.core.env, &mut self.link, dst, &repr)?)
             }
             IpAddr::V6(dst) => {
                 let v6 = &mut self.core.v6;
@@ -376,7 +385,7 @@ impl<L: Link> Stack<L> {
                 }
                 let message = wire::Icmpv6Message::EchoRequest { ident, seq };
                 let repr = wire::Icmpv6Repr { message, data: &data[..len] };
-                Ok(v6.send_icmp(&mut self.core.eg, &mut self.link, None, dst, &repr)?)
+                Ok(v6.send_icmp(&mut self.core.env, &mut self.core.eg, &mut self.link, None, dst, &repr)?)
             }
         }
     }
@@ -415,7 +424,7 @@ impl<L: Link> Stack<L> {
         if !self.core.raw.is_bound(h.0) {
             return Err(RawSendError::BadHandle);
         }
-        self.core.eg.send_raw_with(&mut self.link, h.0, dst, len, fill)
+        self.core.eg.send_raw_with(&mut self.core.env, &mut self.link, h.0, dst, len, fill)
     }
 
     /// Take the oldest received raw frame's payload into `buf`; returns its length and sender.

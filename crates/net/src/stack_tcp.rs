@@ -34,7 +34,7 @@ impl<L: Link> Stack<L> {
     pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), ControlError> {
         let orphans = self.core.tcp.unlisten(l)?;
         for sid in orphans {
-            let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
             self.core.tcp.send_abort_reset(&mut out, sid);
 
@@ -85,16 +85,16 @@ impl<L: Link> Stack<L> {
         let ip = *remote.ip();
         // Refused before a session exists: a SYN that cannot be routed would only retransmit
         // into nothing until the connection timed out.
-        let unroutable = self.core.eg.cfg.is_broadcast(ip) || self.core.eg.next_hop(ip).is_err();
+        let unroutable = self.core.env.cfg.is_broadcast(ip) || self.core.eg.next_hop(&self.core.env, ip).is_err();
         if ip.is_broadcast() || ip.is_multicast() || remote.port() == 0 || unroutable {
             return Err(ConnectError::NoRoute(ip));
         }
-        let now = self.core.eg.now;
+        let now = self.core.env.now;
         let sid = self.core.tcp.connect(remote, local_port, now)?;
         // Before the first poll the stack has no time yet: the SYN then leaves at that poll,
         // stamped with the real time (else its RTO would look long expired).
         if self.started {
-            let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
             self.core.tcp.flush_dirty(&mut out, now);
 
@@ -182,7 +182,7 @@ impl<L: Link> Stack<L> {
         let (mut tcb, mut ctx) = self.core.tcp.tcb(sid);
         let Some(n) = tcb.enqueue(&mut ctx, data) else {
             // The memory budget's limit: back-pressure, as a full send buffer.
-            self.core.eg.counters.bump(Counter::tcp_mem_send_refused);
+            self.core.env.counters.bump(Counter::tcp_mem_send_refused);
             return Ok(0);
         };
         if n > 0 {
@@ -227,8 +227,8 @@ impl<L: Link> Stack<L> {
     }
 
     fn kick(&mut self, sid: u32) -> Result<(), LinkError> {
-        let now = self.core.eg.now;
-        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        let now = self.core.env.now;
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
         self.core.tcp.output(&mut out, sid, now);
 
@@ -373,7 +373,7 @@ impl<L: Link> Stack<L> {
     /// Close our direction: a FIN follows the queued data. Receiving continues.
     pub fn tcp_shutdown(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
-        let now = self.core.eg.now;
+        let now = self.core.env.now;
         let tcp = &mut self.core.tcp;
         match tcp.tcb(sid).0.shutdown() {
             Shutdown::Abandon => {
@@ -383,7 +383,7 @@ impl<L: Link> Stack<L> {
             Shutdown::Nothing => return Ok(()),
             Shutdown::FinQueued => {}
         }
-        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
         tcp.output(&mut out, sid, now);
         Ok(out.finish_link()?)
     }
@@ -392,7 +392,7 @@ impl<L: Link> Stack<L> {
     /// the stack finishes the close (TIME-WAIT included) on its own.
     pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
-        let now = self.core.eg.now;
+        let now = self.core.env.now;
         if self.core.tcp.row(sid).state.state == TcpState::Closed {
             let (mut tcb, mut ctx) = self.core.tcp.tcb(sid);
             tcb.release(&mut ctx, now);
@@ -413,7 +413,7 @@ impl<L: Link> Stack<L> {
     /// Abort: send RST and drop everything.
     pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
-        let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
 
         self.core.tcp.send_abort_reset(&mut out, sid);
 

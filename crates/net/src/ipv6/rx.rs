@@ -78,16 +78,16 @@ impl Core {
         frag: &FragmentHeader,
         eth_src: MacAddr,
     ) -> Result<(), TxError> {
-        let verdict = self.reasm6.insert_v6(ip, frag, self.eg.now);
+        let verdict = self.reasm6.insert_v6(ip, frag, self.env.now);
         self.take_reasm_outcomes();
         match verdict {
             FragVerdict::Queued => {
-                self.eg.counters.bump(Counter::ipv6_frags_queued);
+                self.env.counters.bump(Counter::ipv6_frags_queued);
                 Ok(())
             }
             FragVerdict::Dropped(reason) => self.drop(reason),
             FragVerdict::Complete => {
-                self.eg.counters.bump(Counter::ipv6_reassembled);
+                self.env.counters.bump(Counter::ipv6_reassembled);
                 let whole = self.reasm6.take_complete();
                 let result = self.handle_reassembled_v6(link, &whole, eth_src);
                 self.reasm6.give_back(whole);
@@ -155,27 +155,27 @@ impl Core {
                 // An echo to a group is answered from the address chosen for the sender.
                 let from = (rx.kind == DstKind::Unicast).then_some(rx.dst);
                 let reply = Icmpv6Repr { message: Icmpv6Message::EchoReply { ident, seq }, data: pkt.data() };
-                if self.v6.send_icmp(&mut self.eg, link, from, rx.src, &reply)? {
-                    self.eg.counters.bump(Counter::icmpv6_echo_replied);
+                if self.v6.send_icmp(&mut self.env, &mut self.eg, link, from, rx.src, &reply)? {
+                    self.env.counters.bump(Counter::icmpv6_echo_replied);
                 }
                 Ok(())
             }
             Icmpv6Message::EchoReply { ident, seq } => {
-                let (now, hops) = (self.eg.now, rx.ip.hop_limit());
+                let (now, hops) = (self.env.now, rx.ip.hop_limit());
                 if self.ping.on_reply(rx.src.into(), ident, seq, hops, pkt.data(), now) {
-                    self.eg.counters.bump(Counter::icmp_echo_reply_received);
+                    self.env.counters.bump(Counter::icmp_echo_reply_received);
                     Ok(())
                 } else {
                     self.drop(Counter::rx_drop_icmpv6_unmatched_reply)
                 }
             }
             Icmpv6Message::PacketTooBig { mtu } => {
-                self.eg.counters.bump(Counter::icmpv6_errors_received);
+                self.env.counters.bump(Counter::icmpv6_errors_received);
                 self.on_packet_too_big(mtu, pkt.data());
                 Ok(())
             }
             m if m.is_error() => {
-                self.eg.counters.bump(Counter::icmpv6_errors_received);
+                self.env.counters.bump(Counter::icmpv6_errors_received);
                 Ok(())
             }
             _ => self.drop(Counter::rx_drop_icmpv6_unhandled_type),
@@ -201,8 +201,8 @@ impl Core {
             return;
         }
         let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
-        if self.v6.lower_path_mtu(dst, mtu, self.eg.now).is_some() {
-            self.eg.counters.bump(Counter::icmp_pmtu_updates);
+        if self.v6.lower_path_mtu(dst, mtu, self.env.now).is_some() {
+            self.env.counters.bump(Counter::icmp_pmtu_updates);
         }
     }
 
@@ -211,36 +211,36 @@ impl Core {
             Ok(m) => m,
             Err(e) => return self.drop(ndp_drop_reason(e)),
         };
-        let now = self.eg.now;
+        let now = self.env.now;
         match msg {
             NdpMessage::NeighborSolicit { target } => match self.v6.own_state(target) {
                 None | Some(AddrState::Duplicate) => self.drop(Counter::rx_drop_ndp_not_for_us),
                 Some(AddrState::Tentative) if rx.src.is_unspecified() => {
                     // Another node is claiming the address we are checking (RFC 4862 5.4.3).
                     self.v6.mark_duplicate(target);
-                    self.eg.counters.bump(Counter::ndp_dad_failed);
+                    self.env.counters.bump(Counter::ndp_dad_failed);
                     Ok(())
                 }
                 Some(AddrState::Tentative) => self.drop(Counter::rx_drop_ndp_tentative_target),
                 Some(AddrState::Preferred) if rx.src.is_unspecified() => {
                     let all = multicast_mac(ALL_NODES);
-                    Ok(self.v6.send_advert(&mut self.eg, link, target, ALL_NODES, all, false)?)
+                    Ok(self.v6.send_advert(&mut self.env, &mut self.eg, link, target, ALL_NODES, all, false)?)
                 }
                 Some(AddrState::Preferred) => {
                     let mac = opts.source_link_addr();
                     if let Some(mac) = mac {
                         if let Some(resolved) = self.v6.neighbors.on_link_addr(rx.src, mac, now) {
-                            self.v6.release_pending(&mut self.eg, link, rx.src, resolved)?;
+                            self.v6.release_pending(&mut self.env, &mut self.eg, link, rx.src, resolved)?;
                         }
                     }
                     let to = mac.unwrap_or(rx.eth_src);
-                    Ok(self.v6.send_advert(&mut self.eg, link, target, rx.src, to, true)?)
+                    Ok(self.v6.send_advert(&mut self.env, &mut self.eg, link, target, rx.src, to, true)?)
                 }
             },
             NdpMessage::NeighborAdvert { router, solicited, override_, target } => match self.v6.own_state(target) {
                 Some(AddrState::Tentative) => {
                     self.v6.mark_duplicate(target);
-                    self.eg.counters.bump(Counter::ndp_dad_failed);
+                    self.env.counters.bump(Counter::ndp_dad_failed);
                     Ok(())
                 }
                 Some(AddrState::Preferred) => self.drop(Counter::rx_drop_ndp_conflict),
@@ -250,13 +250,15 @@ impl Core {
                     match self.v6.neighbors.on_advert(target, opts.target_link_addr(), flags, now, &cfg) {
                         AdvertOutcome::NoEntry => self.drop(Counter::rx_drop_ndp_advert_no_entry),
                         AdvertOutcome::Updated => Ok(()),
-                        AdvertOutcome::Resolved(mac) => Ok(self.v6.release_pending(&mut self.eg, link, target, mac)?),
+                        AdvertOutcome::Resolved(mac) => {
+                            Ok(self.v6.release_pending(&mut self.env, &mut self.eg, link, target, mac)?)
+                        }
                     }
                 }
             },
             NdpMessage::RouterAdvert { .. } => match self.v6.on_router_advert(rx.src, &msg, &opts, now) {
                 Ok(()) => {
-                    self.eg.counters.bump(Counter::ndp_router_adverts_accepted);
+                    self.env.counters.bump(Counter::ndp_router_adverts_accepted);
                     Ok(())
                 }
                 Err(reason) => self.drop(reason),
@@ -294,15 +296,15 @@ impl Core {
         if to.is_unspecified() || to.is_multicast() {
             return Ok(());
         }
-        if !self.icmp_limit.allow(self.eg.now) {
-            self.eg.counters.bump(Counter::tx_drop_icmp_rate_limited);
+        if !self.icmp_limit.allow(self.env.now) {
+            self.env.counters.bump(Counter::tx_drop_icmp_rate_limited);
             return Ok(());
         }
         let repr = Icmpv6Repr { message, data: &quote[..quote.len().min(MAX_QUOTE)] };
         let invoking_dst = (quote.len() >= 40).then(|| Ipv6Packet::new_unchecked(&quote[..40]).dst());
         let from = invoking_dst.filter(|d| !d.is_multicast() && self.v6.is_own(*d));
-        if self.v6.send_icmp(&mut self.eg, link, from, to, &repr)? {
-            self.eg.counters.bump(Counter::icmpv6_errors_sent);
+        if self.v6.send_icmp(&mut self.env, &mut self.eg, link, from, to, &repr)? {
+            self.env.counters.bump(Counter::icmpv6_errors_sent);
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use super::neighbor::NdAction;
 use super::{multicast_mac, AddrState, Ipv6Host, PendingV6, ALL_NODES};
 use crate::counters::Counter;
 use crate::egress::Egress;
+use crate::env::Env;
 use crate::error::TxError;
 use link::{Link, LinkError};
 use std::net::Ipv6Addr;
@@ -38,21 +39,22 @@ impl Ipv6Host {
     /// Packets larger than the path MTU go out in fragments.
     pub fn send<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         p: Packet6,
         fill: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<bool, TxError> {
-        let now = eg.now;
+        let now = env.now;
         let Some(src) = p.src.or_else(|| self.source_for(p.dst)) else {
-            eg.counters.bump(Counter::tx_drop_ipv6_no_route);
+            env.counters.bump(Counter::tx_drop_ipv6_no_route);
             return Ok(false);
         };
         let hop = if p.dst.is_multicast() {
             Ok(multicast_mac(p.dst))
         } else {
             let Some(next) = self.next_hop(p.dst, now) else {
-                eg.counters.bump(Counter::tx_drop_ipv6_no_route);
+                env.counters.bump(Counter::tx_drop_ipv6_no_route);
                 return Ok(false);
             };
             self.neighbors.lookup_for_send(next, now, &self.cfg.ndp).ok_or(next)
@@ -60,7 +62,7 @@ impl Ipv6Host {
         let hop_limit = p.hop_limit.unwrap_or(self.cfg.hop_limit);
         let mtu = self.path_mtu(p.dst, now);
         if Ipv6Repr::HEADER_LEN + p.l4_len > mtu {
-            return self.send_fragmented(eg, link, src, p, hop_limit, mtu, hop, fill);
+            return self.send_fragmented(env, eg, link, src, p, hop_limit, mtu, hop, fill);
         }
         let ip = Ipv6Repr {
             src,
@@ -81,13 +83,14 @@ impl Ipv6Host {
             fill(&mut buf[start..start + l4_len], ip.src, ip.dst);
             start + l4_len
         };
-        self.emit_or_wait(eg, link, hop, build)
+        self.emit_or_wait(env, eg, link, hop, build)
     }
 
     /// Send the packet in fragments of at most `mtu` bytes (RFC 8200 section 4.5).
     #[allow(clippy::too_many_arguments)]
     fn send_fragmented<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         src: Ipv6Addr,
@@ -99,13 +102,13 @@ impl Ipv6Host {
     ) -> Result<bool, TxError> {
         let max = usize::from(u16::MAX) - FragmentHeader::LEN;
         if p.l4_len > max {
-            eg.counters.bump(Counter::tx_drop_too_big);
+            env.counters.bump(Counter::tx_drop_too_big);
             return Err(TxError::TooLarge { len: p.l4_len, max });
         }
         let per = (mtu - Ipv6Repr::HEADER_LEN - FragmentHeader::LEN) & !7;
         let count = p.l4_len.div_ceil(per);
         if hop.is_ok() && eg.tx.capacity() - eg.tx.len() < count {
-            eg.flush(link)?;
+            eg.flush(env, link)?;
             if eg.tx.capacity() - eg.tx.len() < count && eg.tx.capacity() >= count {
                 return Ok(false);
             }
@@ -145,10 +148,10 @@ impl Ipv6Host {
                 buf[start..start + piece.len()].copy_from_slice(piece);
                 start + piece.len()
             };
-            match self.emit_or_wait(eg, link, hop, build) {
-                Ok(true) => eg.counters.bump(Counter::ipv6_frags_sent),
+            match self.emit_or_wait(env, eg, link, hop, build) {
+                Ok(true) => env.counters.bump(Counter::ipv6_frags_sent),
                 Ok(false) => {
-                    eg.counters.bump(Counter::tx_drop_link_full);
+                    env.counters.bump(Counter::tx_drop_link_full);
                     result = Ok(false);
                     break;
                 }
@@ -160,7 +163,7 @@ impl Ipv6Host {
         }
         self.frag_scratch = whole;
         if matches!(result, Ok(true)) {
-            eg.counters.bump(Counter::ipv6_fragmented_sent);
+            env.counters.bump(Counter::ipv6_fragmented_sent);
         }
         result
     }
@@ -169,21 +172,22 @@ impl Ipv6Host {
     /// resolution). Ok(false) if the link is full.
     fn emit_or_wait<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         hop: Result<MacAddr, Ipv6Addr>,
         build: impl FnOnce(&mut [u8], MacAddr) -> usize,
     ) -> Result<bool, TxError> {
         match hop {
-            Ok(mac) => Ok(eg.emit_frame(link, |buf| build(buf, mac))?),
+            Ok(mac) => Ok(eg.emit_frame(env, link, |buf| build(buf, mac))?),
             Err(next_hop) => {
                 let reserve = self.mtu + 18;
                 let queued =
                     self.pending.push_with(PendingV6 { next_hop }, reserve, |buf| Some(build(buf, MacAddr::ZERO)));
                 if !queued {
-                    eg.counters.bump(Counter::tx_drop_ndp_pending_full);
-                } else if self.neighbors.start(next_hop, eg.now, &self.cfg.ndp) {
-                    self.send_solicit(eg, link, next_hop, None)?;
+                    env.counters.bump(Counter::tx_drop_ndp_pending_full);
+                } else if self.neighbors.start(next_hop, env.now, &self.cfg.ndp) {
+                    self.send_solicit(env, eg, link, next_hop, None)?;
                 }
                 Ok(true)
             }
@@ -193,6 +197,7 @@ impl Ipv6Host {
     /// Send what waited for `ip`, now resolved to `mac`.
     pub fn release_pending<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         ip: Ipv6Addr,
@@ -208,14 +213,14 @@ impl Ipv6Host {
                 if result.is_err() {
                     return;
                 }
-                let sent = eg.emit_frame(link, |buf| {
+                let sent = eg.emit_frame(env, link, |buf| {
                     buf[..frame.len()].copy_from_slice(frame);
                     buf[..6].copy_from_slice(&mac.0);
                     frame.len()
                 });
                 match sent {
                     Ok(true) => {}
-                    Ok(false) => eg.counters.bump(Counter::tx_drop_link_full),
+                    Ok(false) => env.counters.bump(Counter::tx_drop_link_full),
                     Err(e) => result = Err(e),
                 }
             },
@@ -228,13 +233,14 @@ impl Ipv6Host {
     /// the target's scope, with our MAC as source link-layer address.
     pub fn send_solicit<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         target: Ipv6Addr,
         unicast: Option<MacAddr>,
     ) -> Result<(), LinkError> {
         let Some(src) = self.source_for(target).or_else(|| self.source_for(ALL_NODES)) else {
-            eg.counters.bump(Counter::tx_drop_ipv6_no_route);
+            env.counters.bump(Counter::tx_drop_ipv6_no_route);
             return Ok(());
         };
         let (dst, dst_mac) = match unicast {
@@ -243,8 +249,8 @@ impl Ipv6Host {
         };
         let msg = NdpMessage::NeighborSolicit { target };
         let opts = [NdpOption::SourceLinkAddr(self.mac)];
-        if self.emit_nd(eg, link, src, dst, dst_mac, &msg, &opts)? {
-            eg.counters.bump(Counter::ndp_solicits_sent);
+        if self.emit_nd(env, eg, link, src, dst, dst_mac, &msg, &opts)? {
+            env.counters.bump(Counter::ndp_solicits_sent);
         }
         Ok(())
     }
@@ -253,6 +259,7 @@ impl Ipv6Host {
     #[allow(clippy::too_many_arguments)]
     pub fn send_advert<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         target: Ipv6Addr,
@@ -262,8 +269,8 @@ impl Ipv6Host {
     ) -> Result<(), LinkError> {
         let msg = NdpMessage::NeighborAdvert { router: false, solicited, override_: true, target };
         let opts = [NdpOption::TargetLinkAddr(self.mac)];
-        if self.emit_nd(eg, link, target, dst, dst_mac, &msg, &opts)? {
-            eg.counters.bump(Counter::ndp_adverts_sent);
+        if self.emit_nd(env, eg, link, target, dst, dst_mac, &msg, &opts)? {
+            env.counters.bump(Counter::ndp_adverts_sent);
         }
         Ok(())
     }
@@ -272,6 +279,7 @@ impl Ipv6Host {
     #[allow(clippy::too_many_arguments)]
     fn emit_nd<L: Link + ?Sized>(
         &self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         src: Ipv6Addr,
@@ -281,7 +289,7 @@ impl Ipv6Host {
         opts: &[NdpOption<'_>],
     ) -> Result<bool, LinkError> {
         let src_mac = self.mac;
-        eg.emit_frame(link, |buf| {
+        eg.emit_frame(env, link, |buf| {
             let eth = EthernetRepr { src: src_mac, dst: dst_mac, ethertype: ethertype::IPV6, vlan: None };
             let Ok(eh) = eth.emit(buf) else { return 0 };
             let start = eh + Ipv6Repr::HEADER_LEN;
@@ -305,6 +313,7 @@ impl Ipv6Host {
     /// Send an ICMPv6 message to `dst` from `src` (or the address picked for `dst`).
     pub fn send_icmp<L: Link + ?Sized>(
         &mut self,
+        env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
         src: Option<Ipv6Addr>,
@@ -312,15 +321,20 @@ impl Ipv6Host {
         repr: &Icmpv6Repr<'_>,
     ) -> Result<bool, TxError> {
         let p = Packet6 { src, dst, next_header: next_header::ICMPV6, hop_limit: None, l4_len: repr.buffer_len() };
-        self.send(eg, link, p, |buf, s, d| {
+        self.send(env, eg, link, p, |buf, s, d| {
             let _ = repr.emit(buf, s, d);
         })
     }
 
     /// Timers: duplicate address detection, neighbour resolution retries and give-ups.
-    pub fn on_timers<L: Link + ?Sized>(&mut self, eg: &mut Egress, link: &mut L) -> Result<(), LinkError> {
-        let now = eg.now;
-        self.run_dad(eg, link)?;
+    pub fn on_timers<L: Link + ?Sized>(
+        &mut self,
+        env: &mut Env,
+        eg: &mut Egress,
+        link: &mut L,
+    ) -> Result<(), LinkError> {
+        let now = env.now;
+        self.run_dad(env, eg, link)?;
         let mut actions = std::mem::take(&mut self.actions);
         self.neighbors.due(now, &self.cfg.ndp, &mut actions);
         let mut result = Ok(());
@@ -329,12 +343,12 @@ impl Ipv6Host {
                 break;
             }
             result = match a {
-                NdAction::SolicitMulticast(ip) => self.send_solicit(eg, link, ip, None),
-                NdAction::SolicitUnicast(ip, mac) => self.send_solicit(eg, link, ip, Some(mac)),
+                NdAction::SolicitMulticast(ip) => self.send_solicit(env, eg, link, ip, None),
+                NdAction::SolicitUnicast(ip, mac) => self.send_solicit(env, eg, link, ip, Some(mac)),
                 NdAction::GiveUp(ip) => {
                     let mut dropped = 0;
                     self.pending.retain(|p, _| p.next_hop != ip, |_, _| dropped += 1);
-                    eg.counters.add(Counter::tx_drop_ndp_unresolved, dropped);
+                    env.counters.add(Counter::tx_drop_ndp_unresolved, dropped);
                     Ok(())
                 }
             };
@@ -347,8 +361,8 @@ impl Ipv6Host {
     /// `dad_transmits` solicitations from the unspecified address, one retransmission timer
     /// apart; one timer after the last, nobody having answered, it is ours and is announced
     /// with an unsolicited advertisement to all nodes.
-    fn run_dad<L: Link + ?Sized>(&mut self, eg: &mut Egress, link: &mut L) -> Result<(), LinkError> {
-        let now = eg.now;
+    fn run_dad<L: Link + ?Sized>(&mut self, env: &mut Env, eg: &mut Egress, link: &mut L) -> Result<(), LinkError> {
+        let now = env.now;
         let (transmits, retrans) = (self.cfg.ndp.dad_transmits, self.cfg.ndp.retrans_timer);
         for i in 0..self.addrs.len() {
             let a = self.addrs[i];
@@ -361,13 +375,13 @@ impl Ipv6Host {
                 let target = a.cidr.addr;
                 let msg = NdpMessage::NeighborSolicit { target };
                 let dst = target.solicited_node();
-                if self.emit_nd(eg, link, Ipv6Addr::UNSPECIFIED, dst, multicast_mac(dst), &msg, &[])? {
-                    eg.counters.bump(Counter::ndp_solicits_sent);
+                if self.emit_nd(env, eg, link, Ipv6Addr::UNSPECIFIED, dst, multicast_mac(dst), &msg, &[])? {
+                    env.counters.bump(Counter::ndp_solicits_sent);
                 }
             } else {
                 self.addrs[i].state = AddrState::Preferred;
-                eg.counters.bump(Counter::ndp_dad_succeeded);
-                self.send_advert(eg, link, a.cidr.addr, ALL_NODES, multicast_mac(ALL_NODES), false)?;
+                env.counters.bump(Counter::ndp_dad_succeeded);
+                self.send_advert(env, eg, link, a.cidr.addr, ALL_NODES, multicast_mac(ALL_NODES), false)?;
             }
         }
         Ok(())

@@ -9,7 +9,8 @@ use super::ringbuf::RingBuf;
 use super::rtt::RttEstimator;
 use super::sack::Scoreboard;
 use super::sendq::SendQueue;
-use super::seq::{dist, Seq};
+use super::seq::{dist, Seq, SeqRange};
+use super::tcb::episode::{Prr, RtoUndo, UndoPoint};
 use super::{TcpError, TcpState};
 use link::Instant;
 use std::time::Duration;
@@ -137,46 +138,6 @@ pub struct TxSar {
     pub dsacks_received: u64,
 }
 
-/// Proportional Rate Reduction state (RFC 6937 section 3), bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Prr {
-    /// Data the receiver got since recovery started (prr_delivered).
-    pub delivered: u64,
-    /// Data sent since recovery started (prr_out).
-    pub out: u64,
-    /// Data in the network when recovery started (RecoverFS).
-    pub recover_fs: u64,
-}
-
-/// What undoing a spurious retransmission timeout restores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RtoUndo {
-    /// Our timestamp when the timeout fired: an ACK echoing an earlier one was caused by the
-    /// original transmission.
-    pub ts: u32,
-    /// cwnd before the timeout.
-    pub cwnd: u32,
-    /// ssthresh before the timeout.
-    pub ssthresh: u32,
-}
-
-/// What an undo of a spurious fast recovery restores (RFC 2883 section 6, as Linux does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UndoPoint {
-    /// SND.UNA when the recovery started: D-SACKs at or above it belong to the episode.
-    pub from: Seq,
-    /// cwnd before the recovery.
-    pub cwnd: u32,
-    /// ssthresh before the recovery.
-    pub ssthresh: u32,
-    /// The connection's `retransmits` when the recovery started.
-    pub retransmits: u64,
-    /// When the recovery started.
-    pub at: Instant,
-    /// Recoveries in the episode (later ones that started before it could be undone).
-    pub recoveries: u32,
-}
-
 impl TxSar {
     /// Fresh send state for a new connection.
     pub fn new(iss: u32, mss: u16, algo: CcAlgorithm, min_rto: Duration, max_rto: Duration) -> Self {
@@ -289,7 +250,7 @@ pub struct RxSar {
     /// In-order data goes to the stack's RX-bypass handler, not the receive buffer.
     pub bypass: bool,
     /// A duplicate segment to report in the next ACK's first SACK block (D-SACK, RFC 2883).
-    pub dsack: Option<(u32, u32)>,
+    pub dsack: Option<SeqRange>,
     /// D-SACK blocks sent on this connection.
     pub dsacks_sent: u64,
     /// RCV.NXT when the current auto-tuning round started (see `autotune`).

@@ -9,6 +9,7 @@ use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
 use super::lookup::{CuckooTable, FourTuple, TableFull};
 use super::memory::MemAccount;
+use super::seq::SeqRange;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
 use super::tcb::lifecycle::Ending;
@@ -75,7 +76,7 @@ pub struct TcpEngine {
     /// The memory budget of the rings and pools.
     pub(crate) mem: MemAccount,
     /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
-    pub(super) sack_before: Vec<(u32, u32)>,
+    pub(super) sack_before: Vec<SeqRange>,
     /// SYN cookies (RFC 4987 3.6).
     pub(crate) cookies: super::syncookie::CookieJar,
     /// When we last answered a SYN with a cookie.

@@ -11,7 +11,7 @@
 
 use super::clock::ts_clock;
 use super::sack::Scoreboard;
-use super::seq::{dist, gt, le, lt, Seq};
+use super::seq::{dist, gt, le, lt, Seq, SeqRange};
 use link::Instant;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -131,7 +131,7 @@ impl Rack {
     /// An ACK moved SND.UNA to `una`, SACKed the ranges `newly_sacked`, and echoed `ecr`
     /// (if timestamps are on): update RACK from every segment it delivered (RFC 8985 6.2
     /// steps 1–3).
-    pub fn on_ack(&mut self, una: impl Into<Seq>, newly_sacked: &[(u32, u32)], ecr: Option<u32>, now: Instant) {
+    pub fn on_ack(&mut self, una: impl Into<Seq>, newly_sacked: &[SeqRange], ecr: Option<u32>, now: Instant) {
         let una: u32 = una.into().0;
         // Records never retransmitted are in send order: of those the ACK releases, only the
         // first (was it delivered after something sent later?) and the last (the newest)
@@ -173,8 +173,8 @@ impl Rack {
         if let Some(last) = last_plain {
             self.delivered(last, ecr, now);
         }
-        for &(s, e) in newly_sacked {
-            let mut i = self.index_from(s);
+        for &SeqRange { start: s, end: e } in newly_sacked {
+            let mut i = self.index_from(s.0);
             while i < self.segs.len() && le(self.segs[i].end, e) {
                 let seg = self.segs[i];
                 if seg.lost {
@@ -281,7 +281,7 @@ impl Rack {
     }
 
     /// The first segment marked lost and not yet sent again, at or after `from`.
-    pub fn next_lost(&self, sb: &Scoreboard, from: impl Into<Seq>) -> Option<(Seq, Seq)> {
+    pub fn next_lost(&self, sb: &Scoreboard, from: impl Into<Seq>) -> Option<SeqRange> {
         let from: u32 = from.into().0;
         if self.lost_bytes == 0 {
             return None;
@@ -295,7 +295,7 @@ impl Rack {
             }
             if seg.lost {
                 let start = if lt(seg.start, from) { from } else { seg.start };
-                return Some((Seq(start), Seq(seg.end)));
+                return Some(SeqRange::new(start, seg.end));
             }
             i += 1;
         }
@@ -329,13 +329,13 @@ mod tests {
         }
         // 1000..1100 lost; 1100..1400 SACKed at 100 µs.
         sb.update(1000, 1400, &[Some((1100, 1400))]);
-        r.on_ack(1000, &[(1100, 1400)], None, t(103));
+        r.on_ack(1000, &[SeqRange::new(1100, 1400)], None, t(103));
         assert_eq!(r.rtt, Duration::from_micros(100));
         assert!(!r.reordering_seen);
         // Three segments SACKed: no reordering window, the hole is lost at once.
         let d = r.detect_loss(&sb, r.reo_wnd(false, 3, 3, None), t(103));
         assert_eq!(d, Detection { newly_lost: 1, timeout: None });
-        assert_eq!(r.next_lost(&sb, 1000), Some((Seq(1000), Seq(1100))));
+        assert_eq!(r.next_lost(&sb, 1000), Some(SeqRange::new(1000, 1100)));
         assert_eq!(r.lost_bytes, 100);
         // Resent: no longer waiting; acknowledged: gone.
         r.on_send(1000, 1100, t(110));
@@ -351,7 +351,7 @@ mod tests {
         r.on_send(0, 100, t(0));
         r.on_send(100, 200, t(10));
         sb.update(0, 200, &[Some((100, 200))]);
-        r.on_ack(0, &[(100, 200)], None, t(110));
+        r.on_ack(0, &[SeqRange::new(100, 200)], None, t(110));
         // min_RTT 100 µs: the window is 25 µs; the hole was sent 10 µs before the SACKed one.
         let wnd = r.reo_wnd(false, 1, 3, Some(Duration::from_micros(100)));
         assert_eq!(wnd, Duration::from_micros(25));
@@ -369,16 +369,16 @@ mod tests {
             r.on_send(k * 100, (k + 1) * 100, t(u64::from(k)));
         }
         sb.update(0, 300, &[Some((100, 300))]);
-        r.on_ack(0, &[(100, 300)], None, t(102));
+        r.on_ack(0, &[SeqRange::new(100, 300)], None, t(102));
         assert_eq!(r.detect_loss(&sb, Duration::ZERO, t(102)).newly_lost, 1);
         r.on_send(0, 100, t(102)); // the retransmission, lost again
         r.on_send(300, 400, t(150));
         sb.update(0, 400, &[Some((100, 400))]);
-        r.on_ack(0, &[(300, 400)], None, t(250));
+        r.on_ack(0, &[SeqRange::new(300, 400)], None, t(250));
         // Sent after the retransmission and delivered 100 µs later: the retransmission, sent
         // 148 µs ago, is lost too.
         assert_eq!(r.detect_loss(&sb, Duration::ZERO, t(250)).newly_lost, 1);
-        assert_eq!(r.next_lost(&sb, 0), Some((Seq(0), Seq(100))));
+        assert_eq!(r.next_lost(&sb, 0), Some(SeqRange::new(0, 100)));
     }
 
     #[test]
@@ -386,7 +386,7 @@ mod tests {
         let mut r = Rack::default();
         r.on_send(0, 100, t(0));
         r.on_send(100, 200, t(1));
-        r.on_ack(0, &[(100, 200)], None, t(101));
+        r.on_ack(0, &[SeqRange::new(100, 200)], None, t(101));
         r.on_ack(200, &[], None, t(102));
         assert!(r.reordering_seen);
         let srtt = Some(Duration::from_millis(1));

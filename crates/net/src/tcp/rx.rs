@@ -58,7 +58,9 @@ impl TcpEngine {
                 let v = self.input(out, sid, tuple, &repr, payload);
                 self.activity.mark(sid);
                 let (mut tcb, mut ctx) = self.tcb(sid);
-                tcb.settle(&mut ctx, out, true);
+                if tcb.settle(&mut ctx, out.now()) {
+                    self.output(out, sid, out.now());
+                }
                 v
             }
             None => self.on_no_session(out, tuple, &repr, payload),

@@ -108,6 +108,44 @@ impl std::ops::Sub<u32> for Seq {
     }
 }
 
+/// A range of sequence numbers `[start, end)` (a SACK block, a D-SACK, a lost segment),
+/// with `end` not before `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeqRange {
+    /// The first sequence number in the range.
+    pub start: Seq,
+    /// The sequence number just past the range.
+    pub end: Seq,
+}
+
+impl SeqRange {
+    /// The range `[start, end)`.
+    #[inline]
+    pub fn new(start: impl Into<Seq>, end: impl Into<Seq>) -> SeqRange {
+        SeqRange { start: start.into(), end: end.into() }
+    }
+
+    /// Bytes in the range.
+    #[inline]
+    pub fn len(self) -> u32 {
+        dist(self.start, self.end)
+    }
+
+    /// The range as a SACK block on the wire (left edge, right edge).
+    #[inline]
+    pub fn block(self) -> (u32, u32) {
+        (self.start.0, self.end.0)
+    }
+}
+
+impl From<(u32, u32)> for SeqRange {
+    /// A SACK block off the wire (left edge, right edge).
+    #[inline]
+    fn from((start, end): (u32, u32)) -> SeqRange {
+        SeqRange::new(start, end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +173,13 @@ mod tests {
         let mut c = a;
         c += 9;
         assert_eq!(c, b);
+    }
+
+    #[test]
+    fn a_range_measures_across_the_wrap_and_converts_to_a_wire_block() {
+        let r = SeqRange::new(u32::MAX - 5, 3);
+        assert_eq!(r.len(), 9);
+        assert_eq!(r.block(), (u32::MAX - 5, 3));
+        assert_eq!(SeqRange::from((10, 20)), SeqRange::new(Seq(10), Seq(20)));
     }
 }

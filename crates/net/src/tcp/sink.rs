@@ -9,18 +9,47 @@
 
 use crate::counters::Counters;
 use crate::egress::Egress;
+use crate::env::Env;
 use crate::error::TxError;
 use link::LinkError;
 use link::{Instant, Link};
 use std::net::Ipv4Addr;
 use wire::ipv4::protocol;
 
-/// The IP layer below the TCP engine, as the engine sees it.
-pub(crate) trait SegmentSink {
+/// The clock and the counters: all a connection's input needs of the stack. Input decides
+/// and never sends, and taking a `Meter` rather than a [`SegmentSink`] keeps it so; the view's
+/// unit tests give it a bare [`Tally`].
+pub(crate) trait Meter {
     /// The current time.
     fn now(&self) -> Instant;
     /// The stack's counters.
     fn counters(&mut self) -> &mut Counters;
+}
+
+/// A clock and counters of their own, with nothing to send through (the view's unit tests).
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// The current time.
+    pub now: Instant,
+    /// What was counted.
+    pub counters: Counters,
+}
+
+#[cfg(test)]
+impl Meter for Tally {
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn counters(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+}
+
+/// The IP layer below the TCP engine, as the engine sees it: the clock and counters, and
+/// where segments go.
+pub(crate) trait SegmentSink: Meter {
     /// The link's IP MTU.
     fn mtu(&self) -> usize;
     /// Make room for more segments if the transmit batch is full; false if it stays full.
@@ -32,17 +61,19 @@ pub(crate) trait SegmentSink {
     fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool;
 }
 
-/// The sink of a running stack: the transmit path (`Egress`) and the link.
+/// The sink of a running stack: the stack's environment (clock, configuration, counters), the
+/// transmit path (`Egress`) and the link.
 pub(crate) struct LinkSink<'a, L: Link + ?Sized> {
+    env: &'a mut Env,
     eg: &'a mut Egress,
     link: &'a mut L,
     error: Option<TxError>,
 }
 
 impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
-    /// A sink sending through `eg` onto `link`.
-    pub fn new(eg: &'a mut Egress, link: &'a mut L) -> Self {
-        LinkSink { eg, link, error: None }
+    /// A sink sending through `eg` onto `link`, with `env`'s clock and counters.
+    pub fn new(env: &'a mut Env, eg: &'a mut Egress, link: &'a mut L) -> Self {
+        LinkSink { env, eg, link, error: None }
     }
 
     /// The first transmit error met while the engine ran, if any (a link failure first).
@@ -67,22 +98,26 @@ impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
     }
 }
 
-impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
+impl<L: Link + ?Sized> Meter for LinkSink<'_, L> {
+    #[inline]
     fn now(&self) -> Instant {
-        self.eg.now
+        self.env.now
     }
 
+    #[inline]
     fn counters(&mut self) -> &mut Counters {
-        &mut self.eg.counters
+        &mut self.env.counters
     }
+}
 
+impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     fn mtu(&self) -> usize {
-        self.eg.cfg.mtu
+        self.env.cfg.mtu
     }
 
     fn has_room(&mut self) -> bool {
         if self.eg.tx.is_full() {
-            if let Err(e) = self.eg.flush(self.link) {
+            if let Err(e) = self.eg.flush(self.env, self.link) {
                 self.keep(e.into());
             }
         }
@@ -90,7 +125,7 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
     }
 
     fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool {
-        match self.eg.send_ip(self.link, dst, protocol::TCP, len, fill) {
+        match self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, fill) {
             Ok(sent) => sent,
             Err(e) => {
                 self.keep(e);
@@ -104,7 +139,7 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
 /// made full or failing.
 #[cfg(test)]
 pub(crate) mod recorder {
-    use super::SegmentSink;
+    use super::{Meter, SegmentSink};
     use crate::counters::Counters;
     use link::Instant;
     use std::net::Ipv4Addr;
@@ -155,7 +190,7 @@ pub(crate) mod recorder {
     /// The peer's address in the tests.
     pub const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
-    impl SegmentSink for Recorder {
+    impl Meter for Recorder {
         fn now(&self) -> Instant {
             self.now
         }
@@ -163,7 +198,9 @@ pub(crate) mod recorder {
         fn counters(&mut self) -> &mut Counters {
             &mut self.counters
         }
+    }
 
+    impl SegmentSink for Recorder {
         fn mtu(&self) -> usize {
             1500
         }

@@ -2,11 +2,11 @@
 //! check, RST and SYN handling with RFC 5961 challenge ACKs, ACK processing with fast
 //! retransmit and recovery, data and out-of-order reassembly, FIN. What only the engine can
 //! do (free the session, queue it on its listener or for TIME-WAIT reclaim, answer with a
-//! reset) is returned in [`After`] for the engine to carry out.
+//! reset) is returned in [`After`] for the engine to carry io.
 
 use super::super::clock::ts_clock;
-use super::super::seq::{dist, ge, gt, le, lt, Seq};
-use super::super::sink::SegmentSink;
+use super::super::seq::{dist, ge, gt, le, lt, Seq, SeqRange};
+use super::super::sink::Meter;
 use super::super::timer::TimerKind;
 use super::super::{TcpError, TcpHandle, TcpState};
 use super::recovery::start_recovery;
@@ -19,7 +19,7 @@ use wire::TcpRepr;
 /// What happened to a received segment: processed, or dropped for a reason.
 pub type Verdict = Result<(), Counter>;
 
-/// How a connection ends, for the engine to carry out.
+/// How a connection ends, for the engine to carry io.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {
     /// Ended (with an error if abnormally): freed if the application released it (or a
@@ -47,18 +47,18 @@ impl TcbMut<'_> {
     /// Take one segment (already demultiplexed to this connection, which is not in LISTEN):
     /// what it changed stays in the connection (an ACK due, data in the ring, timers armed);
     /// what the engine must do is returned.
-    pub(crate) fn input<S: SegmentSink>(
+    pub(crate) fn input<M: Meter>(
         &mut self,
         ctx: &mut Ctx,
-        out: &mut S,
+        io: &mut M,
         repr: &TcpRepr,
         payload: &[u8],
     ) -> (Verdict, After) {
         let mut after = After::default();
         let v = if self.state.state == TcpState::SynSent {
-            self.on_syn_sent(ctx, out, repr, &mut after)
+            self.on_syn_sent(ctx, io, repr, &mut after)
         } else {
-            let v = self.on_synchronized(ctx, out, repr, payload, &mut after);
+            let v = self.on_synchronized(ctx, io, repr, payload, &mut after);
             // RFC 9293 3.10.7.4: in SYN-RECEIVED an ACK for something we never sent is
             // answered with <SEQ=SEG.ACK><CTL=RST>; the session stays.
             after.reset |= v == Err(Counter::rx_drop_tcp_unacceptable_ack);
@@ -68,20 +68,19 @@ impl TcbMut<'_> {
     }
 
     /// After a segment (and what the engine did for it): a connection still in use restarts
-    /// its keep-alive and is queued to send. With `dup_ack_now`, an ACK due while data waits
-    /// out of order goes at once: it is a duplicate ACK the sender counts (RFC 5681 3.2, 4.2:
-    /// one, at once, per out-of-order segment) and cannot wait to be merged at the end of the
-    /// batch.
+    /// its keep-alive and is queued to send. Returns true if its output must run at once (the
+    /// engine runs it): an ACK due while data waits out of order is a duplicate ACK the sender
+    /// counts (RFC 5681 3.2, 4.2: one, at once, per out-of-order segment) and cannot wait to
+    /// be merged at the end of the batch.
     #[inline]
-    pub(crate) fn settle<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, dup_ack_now: bool) {
+    #[must_use]
+    pub(crate) fn settle(&mut self, ctx: &mut Ctx, now: Instant) -> bool {
         if !self.state.in_use {
-            return;
+            return false;
         }
-        self.touch_keepalive(ctx, out.now());
+        self.touch_keepalive(ctx, now);
         ctx.dirty.mark(self.sid.0);
-        if dup_ack_now && self.rx.ack_now && !self.bufs.asm.is_empty() {
-            self.output(ctx, out, out.now());
-        }
+        self.rx.ack_now && !self.bufs.asm.is_empty()
     }
 
     /// Re-arm keep-alive after activity.
@@ -101,14 +100,8 @@ impl TcbMut<'_> {
         after.time_wait = true;
     }
 
-    /// RFC 9293 3.10.7.3: our SYN is out.
-    fn on_syn_sent<S: SegmentSink>(
-        &mut self,
-        ctx: &mut Ctx,
-        out: &mut S,
-        repr: &TcpRepr,
-        after: &mut After,
-    ) -> Verdict {
+    /// RFC 9293 3.10.7.3: our SYN is io.
+    fn on_syn_sent<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, repr: &TcpRepr, after: &mut After) -> Verdict {
         let tx = &*self.tx;
         let has_ack = repr.flags & ACK != 0;
         if has_ack && (le(repr.ack, tx.iss) || gt(repr.ack, tx.snd_max)) {
@@ -117,7 +110,7 @@ impl TcbMut<'_> {
         }
         if repr.flags & RST != 0 {
             if has_ack {
-                out.counters().bump(Counter::tcp_resets_received);
+                io.counters().bump(Counter::tcp_resets_received);
                 after.end = Some(End::Finish(Some(TcpError::Refused)));
                 return Ok(());
             }
@@ -128,10 +121,10 @@ impl TcbMut<'_> {
         }
         self.accept_syn(ctx, repr);
         if has_ack {
-            self.ack_advances(ctx, out, repr);
+            self.ack_advances(ctx, io, repr);
             self.state.state = TcpState::Established;
-            self.arm_loss_timer(ctx, out.now());
-            out.counters().bump(Counter::tcp_active_opens);
+            self.arm_loss_timer(ctx, io.now());
+            io.counters().bump(Counter::tcp_active_opens);
         } else {
             // Simultaneous open: answer with SYN-ACK carrying the same ISS.
             self.state.state = TcpState::SynReceived;
@@ -143,15 +136,15 @@ impl TcbMut<'_> {
     }
 
     /// RFC 9293 3.10.7.4: every state from SYN-RECEIVED on.
-    fn on_synchronized<S: SegmentSink>(
+    fn on_synchronized<M: Meter>(
         &mut self,
         ctx: &mut Ctx,
-        out: &mut S,
+        io: &mut M,
         repr: &TcpRepr,
         payload: &[u8],
         after: &mut After,
     ) -> Verdict {
-        let now = out.now();
+        let now = io.now();
         // Simultaneous open (RFC 9293 figure 8): in SYN-RECEIVED, the peer's SYN-ACK repeats
         // the SYN we already took. Drop that SYN and process the rest as the ACK of ours (as
         // BSD and Linux do); otherwise it fails the sequence check and both sides keep
@@ -179,7 +172,7 @@ impl TcbMut<'_> {
                         // moved TS.Recent on): still report the duplicate with a D-SACK, as
                         // Linux does, or the sender cannot tell its recovery was spurious.
                         let end = seq + payload.len() as u32;
-                        rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
+                        rx.dsack = Some(SeqRange { start: seq, end: if end > rx.rcv_nxt { rx.rcv_nxt } else { end } });
                     }
                     return Err(Counter::rx_drop_tcp_paws);
                 }
@@ -194,7 +187,7 @@ impl TcbMut<'_> {
                 if rx.sack_ok && !payload.is_empty() && seq < rx.rcv_nxt {
                     // Data entirely below RCV.NXT: a duplicate, reported with D-SACK (RFC 2883).
                     let end = seq + payload.len() as u32;
-                    rx.dsack = Some((seq.0, if end > rx.rcv_nxt { rx.rcv_nxt.0 } else { end.0 }));
+                    rx.dsack = Some(SeqRange { start: seq, end: if end > rx.rcv_nxt { rx.rcv_nxt } else { end } });
                 }
                 // A retransmitted FIN in TIME-WAIT: re-ACK it and restart the 2 MSL timer
                 // (RFC 9293 3.10.7.4; it never passes the sequence check, so `on_fin` does not
@@ -206,14 +199,14 @@ impl TcbMut<'_> {
             return Err(Counter::rx_drop_tcp_out_of_window);
         }
         if repr.flags & RST != 0 {
-            return self.on_rst(ctx, out, seq, after);
+            return self.on_rst(ctx, io, seq, after);
         }
         if repr.flags & SYN != 0 {
             if self.state.state == TcpState::SynReceived && seq == self.rx.irs {
                 self.rx.ack_now = true;
                 return Err(Counter::rx_drop_tcp_duplicate_syn);
             }
-            self.challenge_ack(ctx, out);
+            self.challenge_ack(ctx, io);
             return Err(Counter::rx_drop_tcp_syn_challenged);
         }
         if repr.flags & ACK == 0 {
@@ -234,15 +227,15 @@ impl TcbMut<'_> {
             if !(lt(tx.snd_una, repr.ack) && le(repr.ack, tx.snd_max)) {
                 return Err(Counter::rx_drop_tcp_unacceptable_ack);
             }
-            self.establish_passive(out, after);
+            self.establish_passive(io, after);
         }
-        self.on_ack(ctx, out, repr, payload.len() as u32, now, after)?;
+        self.on_ack(ctx, io, repr, payload.len() as u32, now, after)?;
         if after.end.is_some() && (self.state.released || self.state.listener.is_some()) {
             return Ok(()); // the engine frees the session
         }
         let mut verdict = Ok(());
         if !payload.is_empty() {
-            verdict = self.on_data(ctx, out, seq, payload, now);
+            verdict = self.on_data(ctx, io, seq, payload, now);
         }
         if repr.flags & FIN != 0 {
             self.on_fin(ctx, seq + payload.len() as u32, now, after);
@@ -267,12 +260,12 @@ impl TcbMut<'_> {
     }
 
     /// RST in window: exact match resets, anything else gets a challenge ACK (RFC 5961 3).
-    fn on_rst<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seq: Seq, after: &mut After) -> Verdict {
+    fn on_rst<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, seq: Seq, after: &mut After) -> Verdict {
         if seq != self.rx.rcv_nxt {
-            self.challenge_ack(ctx, out);
+            self.challenge_ack(ctx, io);
             return Err(Counter::rx_drop_tcp_rst_challenged);
         }
-        out.counters().bump(Counter::tcp_resets_received);
+        io.counters().bump(Counter::tcp_resets_received);
         let s = &*self.state;
         after.end = Some(if s.state == TcpState::SynReceived && s.listener.is_some() {
             End::Free
@@ -285,28 +278,28 @@ impl TcbMut<'_> {
     /// Call for a challenge ACK: it goes out with the next output unless one is already
     /// waiting on this connection or the rate limit is spent (then it is counted suppressed;
     /// one that goes out is counted sent by `emit`).
-    fn challenge_ack<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) {
+    fn challenge_ack<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M) {
         let rx = &mut *self.rx;
-        if !rx.challenge_pending && ctx.challenge.allow(out.now()) {
+        if !rx.challenge_pending && ctx.challenge.allow(io.now()) {
             rx.challenge_pending = true;
             rx.ack_now = true;
         } else {
-            out.counters().bump(Counter::tcp_challenge_acks_suppressed);
+            io.counters().bump(Counter::tcp_challenge_acks_suppressed);
         }
     }
 
     /// SYN-RECEIVED -> ESTABLISHED: the engine hands the connection to its listener's accept queue.
-    fn establish_passive<S: SegmentSink>(&mut self, out: &mut S, after: &mut After) {
+    fn establish_passive<M: Meter>(&mut self, io: &mut M, after: &mut After) {
         self.state.state = TcpState::Established;
         after.accept_queue = self.state.listener;
-        out.counters().bump(Counter::tcp_established_passive);
+        io.counters().bump(Counter::tcp_established_passive);
     }
 
     /// ACK processing: window update, new data acknowledged, duplicate ACKs and recovery.
-    fn on_ack<S: SegmentSink>(
+    fn on_ack<M: Meter>(
         &mut self,
         ctx: &mut Ctx,
-        out: &mut S,
+        io: &mut M,
         repr: &TcpRepr,
         seg_len: u32,
         now: Instant,
@@ -318,7 +311,7 @@ impl TcbMut<'_> {
             return Err(Counter::rx_drop_tcp_ack_unsent);
         }
         if lt(repr.ack, tx.snd_una - (tx.max_snd_wnd.max(1))) {
-            self.challenge_ack(ctx, out);
+            self.challenge_ack(ctx, io);
             return Err(Counter::rx_drop_tcp_ack_too_old);
         }
         let window = (repr.window as u32) << tx.snd_shift;
@@ -335,10 +328,10 @@ impl TcbMut<'_> {
                 // D-SACK (RFC 2883 section 4).
                 let inside_next = blocks[1].is_some_and(|(s2, e2)| le(s2, s) && le(e, e2));
                 if lt(s, e) && (le(e, repr.ack) || inside_next) {
-                    out.counters().bump(Counter::tcp_dsacks_received);
+                    io.counters().bump(Counter::tcp_dsacks_received);
                     let tx = &*self.tx;
                     dsack_of_probe = tx.tlp_retx && tx.tlp_high == Some(Seq(e));
-                    self.on_dsack(out, s, e);
+                    self.on_dsack(io, SeqRange::new(s, e));
                 }
             }
             let tx = &mut *self.tx;
@@ -351,9 +344,9 @@ impl TcbMut<'_> {
             }
         }
         if gt(repr.ack, self.tx.snd_una) {
-            self.ack_advances(ctx, out, repr);
-            self.probe_episode_acked(out, repr.ack, dsack_of_probe);
-            let now = out.now();
+            self.ack_advances(ctx, io, repr);
+            self.probe_episode_acked(io, repr.ack, dsack_of_probe);
+            let now = io.now();
             self.arm_loss_timer(ctx, now);
         } else if Seq(repr.ack) == self.tx.snd_una
             && seg_len == 0
@@ -363,7 +356,7 @@ impl TcbMut<'_> {
         {
             // Not while the window is closed: those ACKs answer window probes, and nothing
             // may be retransmitted into a zero window anyway.
-            self.duplicate_ack(out);
+            self.duplicate_ack(io);
         }
         if sack_ok && self.state.state.is_synchronized() {
             let ecr = self.rx.ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
@@ -371,10 +364,10 @@ impl TcbMut<'_> {
             tx.rack.on_ack(tx.snd_una, &newly_sacked, ecr, now);
             let tx = &*self.tx;
             if !tx.sb.is_empty() || tx.recover.is_some() {
-                self.detect_losses(ctx, out, now, false);
+                self.detect_losses(ctx, io, now, false);
             }
             let tx = &*self.tx;
-            let sacked: u32 = newly_sacked.iter().map(|&(s, e)| dist(s, e)).sum();
+            let sacked: u32 = newly_sacked.iter().map(|r| r.len()).sum();
             // DeliveredData (RFC 6937): the cumulative advance plus the change in SACKed
             // bytes, so data SACKed earlier and now cumulatively acknowledged counts once.
             let delivered = (dist(una_before, tx.snd_una) + tx.sb.sacked).saturating_sub(sacked_before);
@@ -399,8 +392,8 @@ impl TcbMut<'_> {
 
     /// `SND.UNA < SEG.ACK`: release acknowledged data, sample RTT, grow the window, leave or
     /// continue recovery.
-    fn ack_advances<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, repr: &TcpRepr) {
-        let now = out.now();
+    fn ack_advances<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, repr: &TcpRepr) {
+        let now = io.now();
         let state = self.state.state;
         let tx = &mut *self.tx;
         let mut acked = dist(tx.snd_una, repr.ack);
@@ -464,17 +457,17 @@ impl TcbMut<'_> {
         }
         if self.tx.rto_undo.is_some() {
             let ecr = self.rx.ts_ok.then(|| repr.options.timestamps.map(|t| t.1)).flatten();
-            self.check_spurious_rto(out, ecr);
+            self.check_spurious_rto(io, ecr);
         }
         if data_acked > 0 && self.autotune_tx(ctx.cfg, ctx.mem) {
-            out.counters().bump(Counter::tcp_tx_buffer_grown);
+            io.counters().bump(Counter::tcp_tx_buffer_grown);
         }
         // The caller restarts the retransmission (or probe) timer: `arm_loss_timer`.
     }
 
     /// A duplicate ACK: count it; the third (or SACK evidence of loss) starts fast
     /// retransmit and recovery (RFC 5681 3.2, RFC 6675 5).
-    fn duplicate_ack<S: SegmentSink>(&mut self, out: &mut S) {
+    fn duplicate_ack<M: Meter>(&mut self, io: &mut M) {
         let sack_ok = self.rx.sack_ok;
         let dup_thresh = self.tx.reordering;
         let tx = &mut *self.tx;
@@ -482,8 +475,8 @@ impl TcbMut<'_> {
             return;
         }
         tx.dupacks += 1;
-        out.counters().bump(Counter::tcp_dup_acks);
-        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(out) {
+        io.counters().bump(Counter::tcp_dup_acks);
+        if sack_ok && tx.tlp_high.is_some() && self.probe_sacked(io) {
             return;
         }
         if sack_ok {
@@ -492,9 +485,9 @@ impl TcbMut<'_> {
         }
         let tx = &mut *self.tx;
         if tx.recover.is_none() && tx.dupacks >= dup_thresh {
-            start_recovery(tx, false, out.now());
+            start_recovery(tx, false, io.now());
             tx.cc.on_fast_retransmit_without_sack();
-            out.counters().bump(Counter::tcp_fast_retransmits);
+            io.counters().bump(Counter::tcp_fast_retransmits);
         } else if tx.recover.is_some() {
             tx.cc.inflate_for_duplicate();
         }
@@ -526,14 +519,7 @@ impl TcbMut<'_> {
     }
 
     /// Payload: in-order data is appended, out-of-order data is stored ahead and tracked.
-    fn on_data<S: SegmentSink>(
-        &mut self,
-        ctx: &mut Ctx,
-        out: &mut S,
-        seq: Seq,
-        payload: &[u8],
-        now: Instant,
-    ) -> Verdict {
+    fn on_data<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, seq: Seq, payload: &[u8], now: Instant) -> Verdict {
         if !self.state.state.can_receive() {
             return Err(Counter::rx_drop_tcp_data_after_fin);
         }
@@ -544,7 +530,7 @@ impl TcbMut<'_> {
             let skip = start.bytes_to(rx.rcv_nxt) as usize;
             if rx.sack_ok {
                 // RFC 2883: tell the sender which of its bytes came twice.
-                rx.dsack = Some((start.0, (start + skip.min(data.len()) as u32).0));
+                rx.dsack = Some(SeqRange { start, end: start + skip.min(data.len()) as u32 });
                 rx.ack_now = true;
             }
             if skip >= data.len() {
@@ -558,7 +544,7 @@ impl TcbMut<'_> {
         // on every path, the RX bypass included: the peer may not send past it.
         let room = start.bytes_to(rx.rcv_adv) as usize;
         if data.len() > room {
-            out.counters().bump(Counter::tcp_rx_trimmed);
+            io.counters().bump(Counter::tcp_rx_trimmed);
             rx.ack_now = true;
             if room == 0 {
                 return Err(Counter::rx_drop_tcp_rx_buffer_full);
@@ -569,7 +555,7 @@ impl TcbMut<'_> {
         let had_holes = !b.asm.is_empty();
         if rx.sack_ok && had_holes && b.asm.covers(off as u32, (off + data.len()) as u32) {
             // A duplicate of out-of-order data already held (RFC 2883 section 4.1.2).
-            rx.dsack = Some((start.0, (start + data.len() as u32).0));
+            rx.dsack = Some(SeqRange { start, end: start + data.len() as u32 });
             rx.ack_now = true;
             return Ok(());
         }
@@ -618,13 +604,13 @@ impl TcbMut<'_> {
             }
         }
         if off == 0 && !rx.bypass && self.autotune_rx(ctx.cfg, ctx.mem, now) {
-            out.counters().bump(Counter::tcp_rx_buffer_grown);
+            io.counters().bump(Counter::tcp_rx_buffer_grown);
         }
         let rx = &mut *self.rx;
         if off > 0 || had_holes {
             // Out of order, or a hole just filled: acknowledge at once (RFC 5681 4.2).
             rx.ack_now = true;
-            out.counters().bump(Counter::tcp_out_of_order);
+            io.counters().bump(Counter::tcp_out_of_order);
         } else {
             rx.segs_unacked += 1;
             if rx.segs_unacked >= 2 || ctx.cfg.delayed_ack.is_zero() {
@@ -667,5 +653,239 @@ impl TcbMut<'_> {
         } else {
             self.state.state = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The view's input alone: rows and engine parts of its own, a bare clock and counters
+    //! ([`Tally`]), no engine, no sink, no link. A segment in, the decision out.
+    use super::super::super::bypass::RxBypass;
+    use super::super::super::challenge::ChallengeLimit;
+    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    use super::super::super::dirty::DirtyQueue;
+    use super::super::super::memory::MemAccount;
+    use super::super::super::ringbuf::RingBuf;
+    use super::super::super::seq::{Seq, SeqRange};
+    use super::super::super::sink::Tally;
+    use super::super::super::storage::StoragePool;
+    use super::super::super::timer::{TimerKind, Timers};
+    use super::super::super::{TcpConfig, TcpError, TcpState};
+    use super::super::{Ctx, SessionId, TcbMut};
+    use super::{After, End, Verdict};
+    use crate::counters::Counter;
+    use wire::tcp::flags::{ACK, FIN, RST, SYN};
+    use wire::{TcpOptions, TcpRepr};
+
+    /// Our ISS and the peer's.
+    const ISS: u32 = 1000;
+    const PEER_ISS: u32 = 5000;
+    const WINDOW: u32 = 64 << 10;
+
+    /// One connection's rows and the engine parts its context borrows.
+    struct World {
+        cfg: TcpConfig,
+        state: StateEntry,
+        tx: TxSar,
+        rx: RxSar,
+        bufs: Buffers,
+        timers: Timers,
+        dirty: DirtyQueue,
+        challenge: ChallengeLimit,
+        bypass: RxBypass,
+        sack_before: Vec<SeqRange>,
+        mem: MemAccount,
+        tx_storage: StoragePool,
+        rx_storage: StoragePool,
+        io: Tally,
+    }
+
+    impl World {
+        /// An ESTABLISHED connection: both SYNs acknowledged, nothing in flight, a 64 KiB
+        /// window each way, no options.
+        fn established() -> World {
+            let cfg = TcpConfig::default();
+            let mut tx = TxSar::new(ISS, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
+            tx.snd_una = Seq(ISS + 1);
+            tx.snd_nxt = Seq(ISS + 1);
+            tx.snd_max = Seq(ISS + 1);
+            tx.snd_wnd = WINDOW;
+            tx.max_snd_wnd = WINDOW;
+            let rx = RxSar {
+                irs: Seq(PEER_ISS),
+                rcv_nxt: Seq(PEER_ISS + 1),
+                rcv_adv: Seq(PEER_ISS + 1) + WINDOW,
+                last_ack_sent: Seq(PEER_ISS + 1),
+                ..RxSar::default()
+            };
+            let mut bufs = Buffers::new(WINDOW as usize, WINDOW as usize);
+            bufs.rx = RingBuf::new(WINDOW as usize);
+            World {
+                state: StateEntry { state: TcpState::Established, in_use: true, ..StateEntry::default() },
+                tx,
+                rx,
+                bufs,
+                timers: Timers::new(1),
+                dirty: DirtyQueue::new(1),
+                challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
+                bypass: RxBypass::default(),
+                sack_before: Vec::new(),
+                mem: MemAccount::new(usize::MAX / 2, usize::MAX / 2),
+                tx_storage: StoragePool::new(cfg.tx_buffer),
+                rx_storage: StoragePool::new(cfg.rx_buffer),
+                io: Tally::default(),
+                cfg,
+            }
+        }
+
+        /// The connection takes one segment: the verdict and what the engine is to do.
+        fn input(&mut self, repr: &TcpRepr, payload: &[u8]) -> (Verdict, After) {
+            let mut ctx = Ctx {
+                cfg: &self.cfg,
+                local_mss: 1460,
+                timers: &mut self.timers,
+                dirty: &mut self.dirty,
+                challenge: &mut self.challenge,
+                bypass: &mut self.bypass,
+                sack_before: &mut self.sack_before,
+                mem: &mut self.mem,
+                tx_storage: &mut self.tx_storage,
+                rx_storage: &mut self.rx_storage,
+            };
+            let mut tcb = TcbMut::new(SessionId(0), &mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs);
+            tcb.input(&mut ctx, &mut self.io, repr, payload)
+        }
+
+        fn count(&self, c: Counter) -> u64 {
+            self.io.counters.get(c)
+        }
+    }
+
+    /// A segment from the peer.
+    fn seg(seq: u32, ack: u32, flags: u8) -> TcpRepr {
+        TcpRepr {
+            src_port: 5000,
+            dst_port: 80,
+            seq,
+            ack,
+            flags,
+            window: 1000,
+            urgent: 0,
+            options: TcpOptions::default(),
+        }
+    }
+
+    #[test]
+    fn in_order_data_is_taken_and_its_ack_delayed_the_second_segment_acks_at_once() {
+        let mut w = World::established();
+        let (v, after) = w.input(&seg(PEER_ISS + 1, ISS + 1, ACK), &[7u8; 100]);
+        assert_eq!((v, after), (Ok(()), After::default()), "nothing for the engine to do");
+        assert_eq!((w.rx.rcv_nxt, w.bufs.rx.len()), (Seq(PEER_ISS + 101), 100));
+        assert!(!w.rx.ack_now, "one segment: the ACK waits");
+        assert!(w.timers.deadline(0, TimerKind::DelayedAck).is_some(), "on the delayed-ACK timer");
+        let (v, _) = w.input(&seg(PEER_ISS + 101, ISS + 1, ACK), &[8u8; 100]);
+        assert_eq!(v, Ok(()));
+        assert!(w.rx.ack_now, "every second full segment is acknowledged at once (RFC 5681 4.2)");
+    }
+
+    #[test]
+    fn out_of_order_data_is_held_and_asks_for_an_immediate_duplicate_ack() {
+        let mut w = World::established();
+        let (v, _) = w.input(&seg(PEER_ISS + 1001, ISS + 1, ACK), &[7u8; 100]);
+        assert_eq!(v, Ok(()));
+        assert_eq!(w.rx.rcv_nxt, Seq(PEER_ISS + 1), "not in order");
+        assert!(w.rx.ack_now && !w.bufs.asm.is_empty(), "a duplicate ACK at once, the data held");
+        assert_eq!(w.count(Counter::tcp_out_of_order), 1);
+    }
+
+    #[test]
+    fn a_rst_in_window_but_not_at_rcv_nxt_asks_for_a_challenge_ack_and_one_at_rcv_nxt_resets() {
+        let mut w = World::established();
+        let (v, after) = w.input(&seg(PEER_ISS + 11, 0, RST), &[]);
+        assert_eq!((v, after.end), (Err(Counter::rx_drop_tcp_rst_challenged), None));
+        assert!(w.rx.challenge_pending && w.rx.ack_now, "a challenge ACK goes with the next output (RFC 5961 3)");
+        let (v, after) = w.input(&seg(PEER_ISS + 1, 0, RST), &[]);
+        assert_eq!((v, after.end), (Ok(()), Some(End::Finish(Some(TcpError::Reset)))));
+        assert_eq!(w.count(Counter::tcp_resets_received), 1);
+    }
+
+    #[test]
+    fn a_syn_on_an_established_connection_is_challenged_not_obeyed() {
+        let mut w = World::established();
+        let (v, after) = w.input(&seg(PEER_ISS + 1, 0, SYN), &[]);
+        assert_eq!((v, after), (Err(Counter::rx_drop_tcp_syn_challenged), After::default()));
+        assert!(w.rx.challenge_pending, "RFC 5961 4: a challenge ACK, the connection stays");
+        assert_eq!(w.state.state, TcpState::Established);
+    }
+
+    #[test]
+    fn an_ack_of_data_never_sent_is_answered_with_an_ack_and_dropped() {
+        let mut w = World::established();
+        let (v, after) = w.input(&seg(PEER_ISS + 1, ISS + 500, ACK), &[]);
+        assert_eq!((v, after), (Err(Counter::rx_drop_tcp_ack_unsent), After::default()));
+        assert!(w.rx.ack_now);
+    }
+
+    #[test]
+    fn an_unacceptable_ack_in_syn_received_asks_the_engine_for_a_reset() {
+        let mut w = World::established();
+        w.state.state = TcpState::SynReceived;
+        w.tx.snd_una = Seq(ISS);
+        let (v, after) = w.input(&seg(PEER_ISS + 1, ISS + 7, ACK), &[]);
+        assert_eq!(v, Err(Counter::rx_drop_tcp_unacceptable_ack));
+        assert!(after.reset, "RFC 9293 3.10.7.4: <SEQ=SEG.ACK><CTL=RST>");
+        assert_eq!(w.state.state, TcpState::SynReceived, "the session stays");
+    }
+
+    #[test]
+    fn the_peers_fin_moves_to_close_wait_and_a_fin_after_ours_was_acked_enters_time_wait() {
+        let mut w = World::established();
+        let (v, after) = w.input(&seg(PEER_ISS + 1, ISS + 1, ACK | FIN), &[]);
+        assert_eq!((v, after), (Ok(()), After::default()));
+        assert_eq!((w.state.state, w.rx.rcv_nxt), (TcpState::CloseWait, Seq(PEER_ISS + 2)));
+        assert!(w.rx.ack_now, "the FIN is acknowledged at once");
+
+        let mut w = World::established();
+        w.state.state = TcpState::FinWait2;
+        w.tx.fin_seq = Some(Seq(ISS + 1));
+        w.tx.snd_una = Seq(ISS + 2);
+        (w.tx.snd_nxt, w.tx.snd_max) = (Seq(ISS + 2), Seq(ISS + 2));
+        let (v, after) = w.input(&seg(PEER_ISS + 1, ISS + 2, ACK | FIN), &[]);
+        assert_eq!(v, Ok(()));
+        assert!(after.time_wait, "the engine queues it for reclaim");
+        assert_eq!(w.state.state, TcpState::TimeWait);
+        assert!(w.timers.deadline(0, TimerKind::Linger).is_some(), "2 MSL on the linger timer");
+    }
+
+    #[test]
+    fn a_duplicate_below_rcv_nxt_is_reported_as_a_d_sack_range() {
+        let mut w = World::established();
+        w.rx.sack_ok = true;
+        let (v, _) = w.input(&seg(PEER_ISS + 1, ISS + 1, ACK), &[1u8; 300]);
+        assert_eq!(v, Ok(()));
+        let (v, _) = w.input(&seg(PEER_ISS + 101, ISS + 1, ACK), &[1u8; 100]);
+        assert_eq!(v, Err(Counter::rx_drop_tcp_out_of_window), "entirely below RCV.NXT");
+        assert_eq!(w.rx.dsack, Some(SeqRange::new(PEER_ISS + 101, PEER_ISS + 201)));
+        assert!(w.rx.ack_now);
+    }
+
+    #[test]
+    fn the_third_duplicate_ack_without_sack_starts_fast_retransmit() {
+        let mut w = World::established();
+        w.bufs.tx.ring = RingBuf::new(WINDOW as usize);
+        w.bufs.tx.enqueue(&[5u8; 10 * 1460]);
+        w.tx.snd_nxt = Seq(ISS + 1) + 10 * 1460;
+        w.tx.snd_max = w.tx.snd_nxt;
+        w.tx.snd_wnd = 60_000;
+        // The same window each time: a window update is no duplicate ACK.
+        let dup = TcpRepr { window: 60_000, ..seg(PEER_ISS + 1, ISS + 1, ACK) };
+        for n in 1..=3 {
+            let (v, _) = w.input(&dup, &[]);
+            assert_eq!(v, Ok(()));
+            assert_eq!(w.tx.dupacks, n);
+        }
+        assert!(w.tx.recover.is_some() && w.tx.retx_front, "recovery started, the head is to go again");
+        assert_eq!(w.count(Counter::tcp_fast_retransmits), 1);
+        assert_eq!(w.count(Counter::tcp_dup_acks), 3);
     }
 }

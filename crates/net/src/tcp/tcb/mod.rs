@@ -11,11 +11,13 @@
 //! [`Ctx`] (configuration, timers, dirty queue, challenge-ACK limit, RX-bypass handler,
 //! memory budget, storage pools); what only the engine can do (answer with a reset, move the
 //! session to a listener's accept queue or the TIME-WAIT queue, end or free it) is returned
-//! (`input::After`, `lifecycle::Ending`). Input and output still emit segments and bump
-//! counters through the `SegmentSink` they are given.
+//! (`input::After`, `lifecycle::Ending`). Input (with recovery, TLP and undo) takes only a
+//! `Meter`, the clock and the counters, and never sends; output, timers and the handshake
+//! still emit through the `SegmentSink` they are given.
 
 pub(crate) mod app;
 pub(crate) mod autotune;
+pub(crate) mod episode;
 pub(crate) mod handshake;
 pub(crate) mod input;
 pub(crate) mod lifecycle;
@@ -32,6 +34,7 @@ use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
+use super::seq::SeqRange;
 use super::storage::StoragePool;
 use super::timer::Timers;
 use super::TcpConfig;
@@ -71,7 +74,7 @@ pub(crate) struct Ctx<'a> {
     /// The application's RX-bypass handler.
     pub bypass: &'a mut RxBypass,
     /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
-    pub sack_before: &'a mut Vec<(u32, u32)>,
+    pub sack_before: &'a mut Vec<SeqRange>,
     /// The memory budget of the rings and pools.
     pub mem: &'a mut MemAccount,
     /// Send-ring storage parked by empty rings.

@@ -3,7 +3,7 @@
 //! place in the link's batch.
 
 use super::super::clock::ts_clock;
-use super::super::seq::{dist, gt, le, lt, max, Seq};
+use super::super::seq::{dist, gt, le, lt, max, Seq, SeqRange};
 use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
 use super::super::TcpState;
@@ -284,7 +284,7 @@ impl TcbMut<'_> {
                 return sent_any;
             }
             // What RACK marked lost, in sequence order.
-            let Some((s, e)) = tx.rack.next_lost(&tx.sb, tx.snd_una) else {
+            let Some(SeqRange { start: s, end: e }) = tx.rack.next_lost(&tx.sb, tx.snd_una) else {
                 return sent_any;
             };
             let data_off = dist(tx.snd_una, s) as usize;
@@ -402,12 +402,12 @@ impl TcbMut<'_> {
             let max_blocks = if rx.ts_ok { 3 } else { 4 };
             let dsack = rx.dsack.is_some() as usize;
             if !b.is_empty() {
-                o.sack_blocks = b.sack_blocks(rx.rcv_nxt.0, max_blocks - dsack);
+                o.sack_blocks = b.sack_blocks(rx.rcv_nxt, max_blocks - dsack).map(|r| r.map(SeqRange::block));
             }
             if let Some(d) = rx.dsack {
                 // The D-SACK block goes first (RFC 2883 section 4).
                 o.sack_blocks.copy_within(0..3, 1);
-                o.sack_blocks[0] = Some(d);
+                o.sack_blocks[0] = Some(d.block());
             }
         }
         o
@@ -482,7 +482,7 @@ impl TcbMut<'_> {
             }
             if seg.flags & ACK != 0 {
                 let rx = &mut *self.rx;
-                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack {
+                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack.map(SeqRange::block) {
                     rx.dsack = None;
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);

@@ -6,10 +6,11 @@
 //! detection with the RFC 4015 response).
 
 use super::super::clock::ts_clock;
-use super::super::conn::{Prr, RtoUndo, TxSar};
+use super::super::conn::TxSar;
 use super::super::seq::{gt, lt, Seq};
-use super::super::sink::SegmentSink;
+use super::super::sink::Meter;
 use super::super::timer::TimerKind;
+use super::episode::{Prr, RtoUndo};
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
@@ -39,18 +40,18 @@ impl TcbMut<'_> {
     /// Run RACK loss detection (with SACK): start recovery when it finds a loss,
     /// and keep the reordering timer for segments that may still turn out lost. `on_timer`:
     /// run by the reordering timer rather than an ACK.
-    pub(crate) fn detect_losses<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant, on_timer: bool) {
+    pub(crate) fn detect_losses<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, now: Instant, on_timer: bool) {
         let tx = &mut *self.tx;
         let mss = (tx.mss as u32).max(1);
         let reo_wnd = tx.rack.reo_wnd(tx.recover.is_some(), tx.sb.sacked / mss, tx.reordering, tx.rtt.srtt());
         let found = tx.rack.detect_loss(&tx.sb, reo_wnd, now);
         if found.newly_lost > 0 {
             tx.rack_lost += u64::from(found.newly_lost);
-            out.counters().add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
+            io.counters().add(Counter::tcp_rack_lost, u64::from(found.newly_lost));
             if tx.recover.is_none() {
                 tx.tlp_high = None;
                 start_recovery(tx, true, now);
-                out.counters().bump(Counter::tcp_fast_retransmits);
+                io.counters().bump(Counter::tcp_fast_retransmits);
                 // On an ACK, PRR runs next with what the ACK delivered; the first
                 // retransmission goes either way. Found by the reordering timer, the delivery
                 // that armed the timer counts as one segment (as Linux's
@@ -69,10 +70,10 @@ impl TcbMut<'_> {
     }
 
     /// The reordering timer fired.
-    pub(crate) fn on_reorder_timeout<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
-        out.counters().bump(Counter::tcp_reorder_timeouts);
+    pub(crate) fn on_reorder_timeout<M: Meter>(&mut self, ctx: &mut Ctx, io: &mut M, now: Instant) {
+        io.counters().bump(Counter::tcp_reorder_timeouts);
         if self.rx.sack_ok {
-            self.detect_losses(ctx, out, now, true);
+            self.detect_losses(ctx, io, now, true);
         }
     }
 
@@ -105,7 +106,7 @@ impl TcbMut<'_> {
         tx.cc.set_recovery_window(pipe_bytes, sndcnt * mss);
     }
 
-    /// A data segment `[seq, seq + len)` went out.
+    /// A data segment `[seq, seq + len)` went io.
     pub(crate) fn on_data_sent(&mut self, seq: Seq, len: usize, now: Instant) {
         let tx = &mut *self.tx;
         tx.rack.on_send(seq, seq + len as u32, now);
@@ -130,7 +131,7 @@ impl TcbMut<'_> {
     /// The first ACK that advances after a timeout: if it echoes a timestamp from before the
     /// timeout, the original transmission arrived and the timeout was spurious. Restore the
     /// window and stop resending what is already in flight (RFC 4015 3.2).
-    pub(crate) fn check_spurious_rto<S: SegmentSink>(&mut self, out: &mut S, ecr: Option<u32>) {
+    pub(crate) fn check_spurious_rto<M: Meter>(&mut self, io: &mut M, ecr: Option<u32>) {
         let tx = &mut *self.tx;
         let Some(undo) = tx.rto_undo.take() else { return };
         let Some(ecr) = ecr else { return };
@@ -145,6 +146,6 @@ impl TcbMut<'_> {
             tx.snd_nxt = tx.snd_max;
         }
         tx.spurious_rtos += 1;
-        out.counters().bump(Counter::tcp_spurious_rtos);
+        io.counters().bump(Counter::tcp_spurious_rtos);
     }
 }

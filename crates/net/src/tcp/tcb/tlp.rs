@@ -13,7 +13,7 @@
 use super::super::config::TcpConfig;
 use super::super::conn::WORST_DELAYED_ACK_NANOS;
 use super::super::seq::{dist, ge, le, lt, Seq};
-use super::super::sink::SegmentSink;
+use super::super::sink::Meter;
 use super::super::timer::TimerKind;
 use super::super::TcpState;
 use super::{Ctx, TcbMut};
@@ -104,35 +104,35 @@ impl TcbMut<'_> {
     }
 
     /// The probe went out: remember where the flight ended.
-    pub(crate) fn probe_sent<S: SegmentSink>(&mut self, out: &mut S, retransmission: bool) {
+    pub(crate) fn probe_sent<M: Meter>(&mut self, io: &mut M, retransmission: bool) {
         let tx = &mut *self.tx;
         tx.tlp_due = false;
         tx.tlp_high = Some(tx.snd_max);
         tx.tlp_retx = retransmission;
         tx.tlp_probes += 1;
-        out.counters().bump(Counter::tcp_tlp_probes);
+        io.counters().bump(Counter::tcp_tlp_probes);
     }
 
     /// A duplicate ACK while a probe is outstanding: if it SACKs the probe, the holes below are
     /// lost. Returns true if recovery started.
-    pub(crate) fn probe_sacked<S: SegmentSink>(&mut self, out: &mut S) -> bool {
+    pub(crate) fn probe_sacked<M: Meter>(&mut self, io: &mut M) -> bool {
         let tx = &mut *self.tx;
         let (Some(high), Some(sacked)) = (tx.tlp_high, tx.sb.high()) else { return false };
         if tx.recover.is_some() || !ge(sacked, high) {
             return false;
         }
         tx.tlp_high = None;
-        super::recovery::start_recovery(tx, true, out.now());
+        super::recovery::start_recovery(tx, true, io.now());
         tx.tail_recovery = true;
-        out.counters().bump(Counter::tcp_tlp_recoveries);
-        out.counters().bump(Counter::tcp_fast_retransmits);
+        io.counters().bump(Counter::tcp_tlp_recoveries);
+        io.counters().bump(Counter::tcp_fast_retransmits);
         true
     }
 
     /// An ACK reached SND.UNA `ack`: the probe episode ends once everything up to the probe is
     /// acknowledged. A retransmitted probe that was not reported as a duplicate (D-SACK)
     /// repaired a loss: the congestion window answers as after a fast recovery (RFC 8985 7.4).
-    pub(crate) fn probe_episode_acked<S: SegmentSink>(&mut self, out: &mut S, ack: u32, dsack_of_probe: bool) {
+    pub(crate) fn probe_episode_acked<M: Meter>(&mut self, io: &mut M, ack: u32, dsack_of_probe: bool) {
         let tx = &mut *self.tx;
         let Some(high) = tx.tlp_high else { return };
         if !le(high, ack) {
@@ -142,7 +142,7 @@ impl TcbMut<'_> {
         if tx.tlp_retx && !dsack_of_probe && tx.recover.is_none() {
             let flight = tx.in_flight().max(tx.mss as u32);
             tx.cc.on_repaired_loss(flight);
-            out.counters().bump(Counter::tcp_tlp_repairs);
+            io.counters().bump(Counter::tcp_tlp_repairs);
         }
     }
 }

@@ -4,9 +4,10 @@
 //! before the recovery, and the connection's reordering threshold doubles so that the same
 //! reordering does not trigger recovery again.
 
-use super::super::conn::{TxSar, UndoPoint};
-use super::super::seq::{dist, lt};
-use super::super::sink::SegmentSink;
+use super::super::conn::TxSar;
+use super::super::seq::SeqRange;
+use super::super::sink::Meter;
+use super::episode::UndoPoint;
 use super::TcbMut;
 use crate::counters::Counter;
 use link::Instant;
@@ -38,17 +39,17 @@ pub(crate) fn mark_undo_point(tx: &mut TxSar, now: Instant) {
 impl TcbMut<'_> {
     /// The peer reported `[start, end)` as received twice (D-SACK). If that makes every
     /// retransmission of the last recovery a duplicate, undo the recovery.
-    pub(crate) fn on_dsack<S: SegmentSink>(&mut self, out: &mut S, start: u32, end: u32) {
+    pub(crate) fn on_dsack<M: Meter>(&mut self, io: &mut M, dup: SeqRange) {
         let tx = &mut *self.tx;
         tx.dsacks_received += 1;
         let (una, nxt) = (tx.snd_una, tx.snd_nxt);
         tx.rack.on_dsack(una, nxt);
         let Some(u) = tx.undo else { return };
-        if lt(start, u.from) {
+        if dup.start < u.from {
             return;
         }
         let mss = (tx.mss as u32).max(1);
-        tx.undo_dsacked += u64::from(dist(start, end).div_ceil(mss));
+        tx.undo_dsacked += u64::from(dup.len().div_ceil(mss));
         let retransmitted = tx.retransmits - u.retransmits;
         if retransmitted == 0 || tx.undo_dsacked < retransmitted {
             return;
@@ -63,6 +64,6 @@ impl TcbMut<'_> {
         tx.reordering = (tx.reordering * 2).min(MAX_REORDERING);
         tx.rack.reordering_seen = true;
         tx.undone += u64::from(u.recoveries);
-        out.counters().add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
+        io.counters().add(Counter::tcp_recoveries_undone, u64::from(u.recoveries));
     }
 }
