@@ -8,18 +8,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(packet) = Ipv4Packet::new_checked(data) else {
         return;
     };
-    let _ = (
-        packet.options().len(),
-        packet.verify_checksum(),
-        packet.frag_offset(),
-    );
+    let _ = (packet.options().len(), packet.verify_checksum(), packet.frag_offset());
     let repr = Ipv4Repr::parse(&packet);
     let payload = packet.payload();
     assert_eq!(payload.len(), repr.payload_len);
     let mut buf = vec![0u8; Ipv4Repr::HEADER_LEN + payload.len()];
-    let hl = repr
-        .emit(&mut buf)
-        .expect("fits: parsed total length <= 65535");
+    let hl = repr.emit(&mut buf).expect("fits: parsed total length <= 65535");
     buf[hl..].copy_from_slice(payload);
     let again = Ipv4Packet::new_checked(&buf[..]).expect("emitted packet parses");
     assert!(again.verify_checksum());

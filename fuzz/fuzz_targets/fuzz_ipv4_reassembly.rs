@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use link::Instant;
-use net::reasm::{FragVerdict, Reassembler, ReasmLimits, DATAGRAM_OVERHEAD};
+use net::reasm::{FragVerdict, ReasmLimits, Reassembler, DATAGRAM_OVERHEAD};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 use wire::{Ipv4Packet, Ipv4Repr};

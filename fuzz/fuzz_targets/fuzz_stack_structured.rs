@@ -326,14 +326,8 @@ impl Bench {
         let active = host.tcp_connect(SocketAddrV4::new(PEER, PEER_LISTEN)).expect("session free");
         let stuck = host.tcp_connect(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 99), 80)).expect("session free");
         let peer_mac = peer.mac();
-        let mut b = Bench {
-            host,
-            peer,
-            now: Instant::ZERO,
-            live: Vec::new(),
-            batch: FrameBatch::new(4, 2048),
-            peer_mac,
-        };
+        let mut b =
+            Bench { host, peer, now: Instant::ZERO, live: Vec::new(), batch: FrameBatch::new(4, 2048), peer_mac };
         b.settle(40);
         let mut accepted = Vec::new();
         while let Some(h) = b.host.tcp_accept(listeners[0]) {

@@ -20,7 +20,16 @@ fn frame(dst_mac: MacAddr, repr: &TcpRepr, payload: &[u8]) -> Vec<u8> {
     let mut f = vec![0u8; 14 + 20 + tl];
     let eth = EthernetRepr { src: MacAddr([2, 0, 10, 0, 0, 1]), dst: dst_mac, ethertype: 0x0800, vlan: None };
     eth.emit(&mut f).unwrap();
-    let ip = Ipv4Repr { src: PEER, dst: Ipv4Addr::new(10, 0, 0, 2), protocol: 6, payload_len: tl, ttl: 64, ident: 0, dont_frag: true, dscp_ecn: 0 };
+    let ip = Ipv4Repr {
+        src: PEER,
+        dst: Ipv4Addr::new(10, 0, 0, 2),
+        protocol: 6,
+        payload_len: tl,
+        ttl: 64,
+        ident: 0,
+        dont_frag: true,
+        dscp_ecn: 0,
+    };
     ip.emit(&mut f[14..]).unwrap();
     let hl = repr.header_len();
     f[34 + hl..].copy_from_slice(payload);
