@@ -158,9 +158,7 @@ fn counter(out: &Output, name: &str) -> u64 {
 
 /// Every counter's total from the host's JSON table.
 fn totals(out: &Output) -> std::collections::HashMap<String, u64> {
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the host prints JSON");
-    let rows = v.pointer("/tables/0/rows").and_then(|r| r.as_array()).cloned().unwrap_or_default();
-    rows.iter().filter_map(|r| Some((r.get("counter")?.as_str()?.to_string(), r.get("total")?.as_u64()?))).collect()
+    common::host_totals(&out.stdout)
 }
 
 /// bits_per_second of the receiver in iperf3 -J output.

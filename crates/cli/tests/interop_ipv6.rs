@@ -113,3 +113,42 @@ fn hostile_ipv6_cases_leave_the_host_answering_and_its_accounting_exact() {
     assert!(get("rx_drop_ipv6_ext_routing_header") >= 100);
     assert!(get("rx_drop_ipv6_frag_overlap") >= 49);
 }
+
+/// `linerate host --ip6` on AF_PACKET over a veth between two namespaces: Linux's `ping -6`
+/// (sizes that fragment included) reaches it, and its accounting holds at exit.
+#[test]
+fn a_host_on_af_packet_with_an_ipv6_address_answers_linux_over_veth() {
+    if !can_run(&["ping", "ethtool"]) {
+        return;
+    }
+    let _one = serial();
+    let host_ns = testbed::netns::Netns::create("lr-v6h").unwrap();
+    let linux_ns = testbed::netns::Netns::create("lr-v6l").unwrap();
+    testbed::netns::veth_pair(&host_ns, "lr6h0", "10.78.0.9/24", &linux_ns, "lr6l0", "10.78.0.1/24", 1500).unwrap();
+    linux_ns.ip(&["-6", "addr", "add", "fd78::1/64", "dev", "lr6l0", "nodad"]).unwrap();
+    let o = linux_ns.run("ethtool", &["-K", "lr6l0", "tx", "off"]).unwrap();
+    assert!(o.status.success(), "ethtool: {}", String::from_utf8_lossy(&o.stderr));
+    let host = host_ns
+        .command(common::BIN)
+        .args(["host", "--link", "af_packet:lr6h0", "--ip", "10.78.0.2/24", "--ip6", "fd78::2/64"])
+        .args(["--duration", "8s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Duplicate address detection takes about a second; then every echo is answered.
+    let script = "for i in $(seq 50); do ping -6 -c 1 -W 1 fd78::2 >/dev/null && break; sleep 0.1; done; \
+                  ping -6 -c 20 -i 0.01 -W 1 fd78::2 && ping -6 -c 3 -i 0.05 -s 3000 -W 1 fd78::2";
+    let ping = linux_ns.command("sh").args(["-c", script]).output().unwrap();
+    let out = host.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&ping.stdout);
+    eprintln!("{text}\n--- host stderr\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(ping.status.success(), "ping -6 failed: {text}");
+    assert!(text.contains("20 packets transmitted, 20 received"), "{text}");
+    assert!(text.contains("3 packets transmitted, 3 received"), "{text}");
+    assert!(out.status.success(), "the host failed");
+    let c = common::host_totals(&out.stdout);
+    common::assert_rx_accounting(&c);
+    assert!(c.get("icmpv6_echo_replied").copied().unwrap_or(0) >= 23, "{c:?}");
+    assert_eq!(c.get("ndp_dad_succeeded").copied(), Some(2), "{c:?}");
+}

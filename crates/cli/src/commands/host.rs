@@ -28,6 +28,11 @@ pub struct HostArgs {
     /// The host's address and prefix, e.g. 10.0.0.2/24.
     #[arg(long, value_name = "CIDR")]
     ip: String,
+    /// An IPv6 address and prefix of the host, e.g. fd77::2/64 (repeatable; the host then also
+    /// has the link-local address of its MAC). Not on af_xdp yet: its steering program passes
+    /// IPv6 to the kernel.
+    #[arg(long, value_name = "CIDR")]
+    ip6: Vec<String>,
     /// Default gateway for off-link destinations.
     #[arg(long, value_name = "IP")]
     gateway: Option<Ipv4Addr>,
@@ -64,6 +69,18 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let mut cfg = Config::parse_host(&a.ip).map_err(|e| e.to_string())?;
     cfg.gateway = a.gateway;
+    for c in &a.ip6 {
+        cfg = cfg.ipv6_addr(c).map_err(|e| format!("--ip6: {e}"))?;
+    }
+    if !a.ip6.is_empty() && matches!(a.link, LinkSpec::AfXdp(_)) {
+        return Err(
+            "--ip6 is not supported on af_xdp yet (its steering program passes IPv6 to the kernel): use af_packet"
+                .into(),
+        );
+    }
+    if !a.ip6.is_empty() && a.queues > 1 {
+        return Err("--ip6 needs a single stack (--queues 1)".into());
+    }
     let opts = OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![cfg.ip], ..OpenOptions::default() };
     let opened = a.link.open(&opts).map_err(|e| format!("{}: {e}", a.link))?;
     cfg = crate::link_stack::fit_config(cfg, opened.mtu, opened.mac);

@@ -99,6 +99,14 @@ pub fn counters(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
     out
 }
 
+/// Every counter's total from `linerate host --json` (a `counter`/`total` table, one column
+/// per shard beside the total).
+pub fn host_totals(stdout: &[u8]) -> std::collections::HashMap<String, u64> {
+    let v: serde_json::Value = serde_json::from_slice(stdout).expect("the host prints JSON");
+    let rows = v.pointer("/tables/0/rows").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+    rows.iter().filter_map(|r| Some((r.get("counter")?.as_str()?.to_string(), r.get("total")?.as_u64()?))).collect()
+}
+
 /// Assert `rx_frames = rx_delivered + Σ rx_drop_*` on counters read by name.
 pub fn assert_rx_accounting(c: &std::collections::HashMap<String, u64>) {
     let acc = net::RxAccounting::from_named(c.iter().map(|(k, v)| (k.as_str(), *v)));
