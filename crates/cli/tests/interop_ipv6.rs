@@ -152,3 +152,20 @@ fn a_host_on_af_packet_with_an_ipv6_address_answers_linux_over_veth() {
     assert!(c.get("icmpv6_echo_replied").copied().unwrap_or(0) >= 23, "{c:?}");
     assert_eq!(c.get("ndp_dad_succeeded").copied(), Some(2), "{c:?}");
 }
+
+/// `linerate ping -6` from a linerate host to the Linux kernel over TAP: requests of 3,000
+/// bytes leave in fragments Linux reassembles, and its fragmented replies are reassembled.
+#[test]
+fn linerate_ping6_to_linux_gets_every_reply_in_fragments_both_ways() {
+    if !can_run(&[]) {
+        return;
+    }
+    let _one = serial();
+    let out = Command::new(common::BIN).args(["ping", "-6", "-c", "5", "-s", "3000", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let rows = v.pointer("/tables/0/rows").and_then(|r| r.as_array()).expect("rows");
+    assert_eq!(rows.len(), 5, "{text}");
+    assert!(rows.iter().all(|r| r["from"] == "fd77::1"), "{text}");
+}

@@ -7,6 +7,7 @@ use crate::output::{Cell, Table};
 use crate::runloop::now;
 use link::{mem, Link, LinkConfig};
 use net::{Config, PingReply, Stack};
+use std::net::{IpAddr, Ipv6Addr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,6 +29,10 @@ pub struct PingArgs {
     /// How long to wait for the last reply (a duration; a bare number is seconds).
     #[arg(value_name = "DURATION", short = 'W', long, default_value = "1s", value_parser = parse_duration)]
     timeout: Duration,
+    /// Ping over IPv6 (the host fd77::2/64, the peer fd77::1/64; no duplicate address
+    /// detection: the link is the command's alone).
+    #[arg(short = '6', long = "ipv6")]
+    ipv6: bool,
     /// Print JSON: one row per reply (rtt in seconds), the summary apart.
     #[arg(long)]
     json: bool,
@@ -35,16 +40,23 @@ pub struct PingArgs {
 
 /// Run `linerate ping`.
 pub fn run(a: PingArgs) -> Result<ExitCode, String> {
-    let ours = Config::host("10.77.0.2/24");
+    let ours = host_config("10.77.0.2/24", "fd77::2/64", a.ipv6)?;
     let replies = if a.via == "tap" {
         let mut setup = testbed::TapSetup::create("lr-ping", "10.77.0.1/24", ours, None).map_err(|e| e.to_string())?;
-        let target = setup.linux_ip;
+        let target = if a.ipv6 {
+            let dev = testbed::tap::TAP_IFNAME;
+            setup.ns.ip(&["-6", "addr", "add", "fd77::1/64", "dev", dev, "nodad"]).map_err(|e| e.to_string())?;
+            IpAddr::V6(LINUX6)
+        } else {
+            IpAddr::V4(setup.linux_ip)
+        };
         ping_loop::<_, Box<dyn Link>>(&mut setup.stack, None, target, &a)?
     } else {
         let (la, lb) = mem::pair(LinkConfig::default());
         let mut me = Stack::new(ours, la).map_err(|e| e.to_string())?;
-        let mut peer = Stack::new(Config::host("10.77.0.1/24"), lb).map_err(|e| e.to_string())?;
-        let target = peer.ip();
+        let peer_cfg = host_config("10.77.0.1/24", "fd77::1/64", a.ipv6)?;
+        let mut peer = Stack::new(peer_cfg, lb).map_err(|e| e.to_string())?;
+        let target = if a.ipv6 { IpAddr::V6(LINUX6) } else { IpAddr::V4(peer.ip()) };
         ping_loop(&mut me, Some(&mut peer), target, &a)?
     };
     let mut t = Table::new(&format!("ping via {}", a.via), &["seq", "from", "bytes", "ttl", "rtt"]);
@@ -72,10 +84,23 @@ pub fn run(a: PingArgs) -> Result<ExitCode, String> {
     Ok(if replies.len() == a.count as usize { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// The peer's IPv6 address with `-6`.
+const LINUX6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 1);
+
+/// A host at `v4`, and with `ipv6` also at `v6` (no duplicate address detection).
+fn host_config(v4: &str, v6: &str, ipv6: bool) -> Result<Config, String> {
+    let mut c = Config::host(v4);
+    if ipv6 {
+        c = c.ipv6_addr(v6).map_err(|e| e.to_string())?;
+        c.ipv6.ndp.dad_transmits = 0;
+    }
+    Ok(c)
+}
+
 fn ping_loop<A: Link, B: Link>(
     me: &mut Stack<A>,
     mut peer: Option<&mut Stack<B>>,
-    target: std::net::Ipv4Addr,
+    target: IpAddr,
     a: &PingArgs,
 ) -> Result<Vec<PingReply>, String> {
     let start = now();
