@@ -32,7 +32,7 @@ pub(super) fn byte_read_flags(
                 }
             }
             "bitmask" => {
-                let v = val.ok_or_else(|| Reason::bad_in(what, format!("bitmask needs a value")))?;
+                let v = val.ok_or_else(|| Reason::NeedsValue { what: "bitmask".into() }.within(what))?;
                 let n = parse_int(v, "bitmask")? as u32;
                 if n == 0 {
                     return Err(Reason::bad_in(what, "bitmask must not be 0"));
@@ -49,14 +49,14 @@ pub(super) fn byte_read_flags(
     if string {
         read.string_base = Some(base.unwrap_or(10));
         if read.bytes == 0 || read.bytes > 10 {
-            return Err(Reason::bad_in(what, format!("string conversion reads 1 to 10 bytes")));
+            return Err(Reason::bad_in(what, "string conversion reads 1 to 10 bytes"));
         }
     } else {
         if base.is_some() {
-            return Err(Reason::bad_in(what, format!("hex/dec/oct need 'string'")));
+            return Err(Reason::bad_in(what, "hex/dec/oct need 'string'"));
         }
         if !(1..=4).contains(&read.bytes) {
-            return Err(Reason::bad_in(what, format!("binary extraction reads 1 to 4 bytes")));
+            return Err(Reason::bad_in(what, "binary extraction reads 1 to 4 bytes"));
         }
     }
     Ok(())
