@@ -134,3 +134,30 @@ impl From<RuleError> for AccelError {
         AccelError::parse(e.file.unwrap_or_default(), e.line, e.reason.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_reason_reads_as_the_sentence_ids_check_prints() {
+        let cases = [
+            (Reason::VariableCycle, "variables nest too deep (a cycle?)"),
+            (Reason::UndefinedVariable { kind: "port", name: "X".into() }, "undefined port variable '$X'"),
+            (Reason::NeedsValue { what: "dsize".into() }, "dsize needs a value"),
+            (Reason::Unknown { family: "flow", what: "argument", word: "up".into() }, "flow: unknown argument 'up'"),
+            (
+                Reason::TooFewArguments { family: "byte_jump", needs: "bytes, offset" },
+                "byte_jump needs at least: bytes, offset",
+            ),
+            (Reason::bad("empty port").within("source port"), "source port: empty port"),
+            (Reason::bad_in("pcre", "empty expression"), "pcre: empty expression"),
+        ];
+        for (reason, text) in cases {
+            assert_eq!(reason.to_string(), text);
+        }
+        let e = RuleError::new(3, Some("flow".into()), Reason::bad("x")).in_file("a.rules");
+        assert_eq!(e.to_string(), "a.rules:3: option 'flow': x");
+        assert!(matches!(AccelError::from(e), AccelError::Parse { line: 3, .. }));
+    }
+}
