@@ -162,15 +162,7 @@ fn output_into_a_closed_pipe_ends_quietly() {
 fn kmeans_reads_csv_data_and_centres() {
     let dir = std::env::temp_dir().join(format!("lr-cli-km-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let data = dir.join("x.csv");
-    let init = dir.join("c.csv");
-    let mut text = String::from("a,b\n");
-    for i in 0..200 {
-        let base = if i % 2 == 0 { 0.0 } else { 100.0 };
-        text.push_str(&format!("{},{}\n", base + (i % 7) as f64, base - (i % 5) as f64));
-    }
-    std::fs::write(&data, text).unwrap();
-    std::fs::write(&init, "1,1\n90,90\n").unwrap();
+    let (data, init) = two_clusters(&dir);
     let run = |ranks: &str| {
         let out = Command::new(BIN)
             .args(["kmeans", "-k", "2", "--ranks", ranks, "--iters", "5", "--data"])
