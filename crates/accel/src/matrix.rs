@@ -63,6 +63,30 @@ pub fn read_npy(name: &str, b: &[u8]) -> Result<(Vec<f64>, Vec<usize>), AccelErr
     Ok((values, shape))
 }
 
+/// Writes `m` to `path` as a 2-D little-endian float32 `.npy` file (C order, shape
+/// `(rows, cols)`), with `npyz`: the workspace's one writer, the counterpart of [`read_npy`].
+pub fn write_npy(path: &Path, m: &Matrix) -> Result<(), AccelError> {
+    use npyz::WriterBuilder;
+    let name = path.display().to_string();
+    if m.data.len() != m.rows * m.cols {
+        return Err(AccelError::parse(
+            &name,
+            1,
+            format!("{} values do not make {} x {}", m.data.len(), m.rows, m.cols),
+        ));
+    }
+    let io = |source| AccelError::Io { path: name.clone(), source };
+    let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    let mut w = npyz::WriteOptions::<f32>::new()
+        .default_dtype()
+        .shape(&[m.rows as u64, m.cols as u64])
+        .writer(file)
+        .begin_nd()
+        .map_err(io)?;
+    w.extend(m.data.iter().copied()).map_err(io)?;
+    w.finish().map_err(io)
+}
+
 /// Parses the bytes of a `.npy` file as a matrix: a 2-D array, or a 1-D one as one column.
 pub fn parse_npy(name: &str, b: &[u8]) -> Result<Matrix, AccelError> {
     let (values, dims) = read_npy(name, b)?;
@@ -142,6 +166,18 @@ mod tests {
         assert_eq!(parse_npy("b.npy", &npy("<f8", "(2,)", &body)).unwrap().data, vec![1.0, 2.5]);
         let body: Vec<u8> = [7i64, -2].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(parse_npy("c.npy", &npy("<i8", "(1, 2)", &body)).unwrap().data, vec![7.0, -2.0]);
+    }
+
+    #[test]
+    fn written_npy_reads_back_the_same() {
+        let path = std::env::temp_dir().join(format!("accel-matrix-{}.npy", std::process::id()));
+        let m = Matrix { data: vec![1.5, -2.25, 3.0, f32::MAX, 0.0, 1e-7], rows: 3, cols: 2 };
+        write_npy(&path, &m).unwrap();
+        let back = load(&path);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(back.unwrap(), m);
+        let bad = Matrix { data: vec![1.0; 5], rows: 3, cols: 2 };
+        assert!(write_npy(&path, &bad).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::net::Ipv4Addr;
 
-use accel::ids::parse::{decode_content, parse_rule, RuleError};
+use accel::ids::parse::{decode_content, parse_rule, Reason, RuleError};
 use accel::ids::rule::*;
 use accel::ids::{RuleSet, Vars};
 use accel::AccelError;
@@ -13,7 +13,7 @@ fn rule(text: &str) -> Rule {
 }
 
 fn err(text: &str) -> String {
-    parse_rule(text, 1, &Vars::default()).expect_err(text).reason
+    parse_rule(text, 1, &Vars::default()).expect_err(text).reason.to_string()
 }
 
 fn ip(s: &str) -> Ipv4Addr {
@@ -67,9 +67,13 @@ fn variables_can_be_set_and_nest() {
     assert!(r.src.matches(ip("8.8.8.8")) && !r.src.matches(ip("10.0.0.1")));
     assert!(r.dst.matches(ip("192.168.3.3")) && !r.dst.matches(ip("8.8.8.8")));
     let e = parse_rule("alert tcp $NOPE any -> any any (sid:1;)", 1, &v).unwrap_err();
-    assert!(e.reason.contains("undefined address variable '$NOPE'"), "{e}");
+    assert!(e.reason.to_string().contains("undefined address variable '$NOPE'"), "{e}");
     v.set_net("LOOP", "$LOOP");
-    assert!(parse_rule("alert tcp $LOOP any -> any any (sid:1;)", 1, &v).unwrap_err().reason.contains("cycle"));
+    assert!(parse_rule("alert tcp $LOOP any -> any any (sid:1;)", 1, &v)
+        .unwrap_err()
+        .reason
+        .to_string()
+        .contains("cycle"));
     // Rule files may define variables themselves.
     let (set, rep) = RuleSet::parse(
         "ipvar MINE 1.2.3.4\nportvar P [7,9]\nalert udp any any -> $MINE $P (sid:9;)\n",
@@ -90,9 +94,9 @@ fn content_decoding() {
     assert_eq!(decode_content(r#""|00 01 FF|""#).unwrap().0, [0, 1, 255]);
     assert_eq!(decode_content(r#""|0d0a|""#).unwrap().0, b"\r\n");
     assert_eq!(decode_content(r#""q\"x\;y\\z\:""#).unwrap().0, b"q\"x;y\\z:");
-    assert!(decode_content(r#""|0|""#).unwrap_err().contains("odd number"));
-    assert!(decode_content(r#""|zz|""#).unwrap_err().contains("not a hex digit"));
-    assert!(decode_content(r#""abc"#).unwrap_err().contains("unterminated"));
+    assert!(decode_content(r#""|0|""#).unwrap_err().to_string().contains("odd number"));
+    assert!(decode_content(r#""|zz|""#).unwrap_err().to_string().contains("not a hex digit"));
+    assert!(decode_content(r#""abc"#).unwrap_err().to_string().contains("unterminated"));
 }
 
 #[test]
@@ -320,7 +324,7 @@ fn rule_error_names_line_option_and_reason() {
             file: None,
             line: 7,
             option: Some("content".into()),
-            reason: "content: depth (1) is less than the pattern length (3)".into()
+            reason: Reason::bad_in("content", "depth (1) is less than the pattern length (3)")
         }
     );
     assert_eq!(e.to_string(), "rule text:7: option 'content': content: depth (1) is less than the pattern length (3)");

@@ -21,3 +21,4 @@ pub mod duration;
 pub mod output;
 pub mod reproduce;
 pub mod runloop;
+pub mod stdout;

@@ -408,10 +408,10 @@ pub fn tables_json(tables: &[&Table]) -> Value {
 /// Print tables to stdout: as text separated by blank lines, or as one JSON document.
 pub fn print_all(tables: &[&Table], json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(&tables_json(tables)).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&tables_json(tables)).unwrap_or_default());
     } else {
         let text: Vec<String> = tables.iter().map(|t| t.render()).collect();
-        print!("{}", text.join("\n"));
+        crate::out!("{}", text.join("\n"));
     }
 }
 

@@ -20,6 +20,12 @@ pub fn install_stop_handler() {
     }
 }
 
+/// Request the clean stop that SIGINT and SIGTERM request (the reader of standard output
+/// went away: see [`crate::stdout`]).
+pub fn request_stop() {
+    STOP.store(true, Ordering::Relaxed);
+}
+
 /// True once SIGINT or SIGTERM arrived.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)

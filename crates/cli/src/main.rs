@@ -203,6 +203,9 @@ fn main() -> ExitCode {
         Command::BenchPeer(PeerCommand::Collective(a)) => bench_collective::run_peer(a),
         Command::BenchPeer(PeerCommand::IdsCost(a)) => bench_middlebox::run_ids_cost(a),
     };
+    // The reader of standard output went away (`| head -c 10`): the command has cleaned up;
+    // end as a Unix tool does, by SIGPIPE.
+    bench::stdout::end_if_closed();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -224,6 +224,20 @@ pub fn read_all() -> Vec<Entry> {
     live
 }
 
+/// The live instances `linerate stats` and `linerate middlebox stats` show: the one called
+/// `name` (all if None) among those `kind` keeps; one sentence naming `what` (an instance, a
+/// middlebox) and the run directory if there is none.
+pub fn select(name: Option<&str>, what: &str, kind: impl Fn(&Entry) -> bool) -> Result<Vec<Entry>, String> {
+    let found: Vec<Entry> = read_all().into_iter().filter(|e| kind(e) && name.is_none_or(|w| w == e.name)).collect();
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    Err(match name {
+        Some(n) => format!("no running {what} is called '{n}' (looked in {})", run_dir().display()),
+        None => format!("no {what} is running (looked in {})", run_dir().display()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

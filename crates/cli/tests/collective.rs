@@ -88,12 +88,9 @@ fn kmeans_gives_the_same_centres_on_1_2_and_4_ranks() {
     assert_eq!(kmeans(4), one);
 }
 
-#[test]
-fn kmeans_reads_csv_data_and_centres() {
-    let dir = std::env::temp_dir().join(format!("lr-cli-km-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let data = dir.join("x.csv");
-    let init = dir.join("c.csv");
+/// Two well-separated clusters of 200 two-feature samples and two initial centres, as CSV.
+fn two_clusters(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (data, init) = (dir.join("x.csv"), dir.join("c.csv"));
     let mut text = String::from("a,b\n");
     for i in 0..200 {
         let base = if i % 2 == 0 { 0.0 } else { 100.0 };
@@ -101,6 +98,71 @@ fn kmeans_reads_csv_data_and_centres() {
     }
     std::fs::write(&data, text).unwrap();
     std::fs::write(&init, "1,1\n90,90\n").unwrap();
+    (data, init)
+}
+
+#[test]
+fn kmeans_json_and_centres_out_hold_the_same_centres() {
+    let dir = std::env::temp_dir().join(format!("lr-cli-kmjson-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (data, init) = two_clusters(&dir);
+    let npy = dir.join("centres.npy");
+    let run = |json: bool| {
+        let mut c = Command::new(BIN);
+        c.args(["kmeans", "-k", "2", "--ranks", "2", "--iters", "5", "--data"]).arg(&data).arg("--init").arg(&init);
+        if json {
+            c.arg("--json").arg("--centres-out").arg(&npy);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run(true)).expect("--json prints one JSON document");
+    let tables = v["tables"].as_array().expect("the tables format");
+    let figures = &tables[0];
+    assert_eq!(figures["rows"][0]["samples"], 200);
+    assert_eq!(figures["rows"][0]["features"], 2);
+    assert!(figures["rows"][0]["per_iteration"].as_f64().is_some_and(|s| s > 0.0), "{figures}");
+    assert_eq!(figures["units"]["per_iteration"], "s");
+    // The checksum is the one the text output prints.
+    let text = run(false);
+    let sum = figures["summary"]["centres_checksum"].as_str().expect("checksum");
+    assert!(text.contains(&format!("centres checksum {sum}")), "{text} vs {sum}");
+    // The centres in the JSON are the ones written to the .npy file, exactly.
+    let rows = tables[1]["rows"].as_array().expect("a row per centre");
+    let json: Vec<f32> =
+        rows.iter().flat_map(|r| ["feature_0", "feature_1"].map(|k| r[k].as_f64().expect("a number") as f32)).collect();
+    let m = accel::matrix::load(&npy).expect("the .npy reads back");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((m.rows, m.cols), (2, 2));
+    assert_eq!(m.data, json);
+    // And they are the two clusters' means.
+    assert!((m.data[0] - 3.0).abs() < 0.1 && (m.data[1] + 2.0).abs() < 0.1, "{:?}", m.data);
+    assert!((m.data[2] - 103.0).abs() < 0.1 && (m.data[3] - 98.0).abs() < 0.1, "{:?}", m.data);
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    // The reader is gone before the command writes (as `| head -c 10` once it has its bytes).
+    let mut child = Command::new(BIN)
+        .args(["kmeans", "--samples", "2000", "--iters", "2", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}: {err}", out.status);
+}
+
+#[test]
+fn kmeans_reads_csv_data_and_centres() {
+    let dir = std::env::temp_dir().join(format!("lr-cli-km-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (data, init) = two_clusters(&dir);
     let run = |ranks: &str| {
         let out = Command::new(BIN)
             .args(["kmeans", "-k", "2", "--ranks", ranks, "--iters", "5", "--data"])

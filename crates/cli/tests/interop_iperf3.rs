@@ -268,6 +268,32 @@ fn linerate_client_tcp_against_stock_server() {
 }
 
 #[test]
+fn linerate_client_json_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let _g = serial();
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    // `linerate iperf3 -c … -J | head -c 10`, with the reader gone before the JSON is written.
+    let p = prefix("pipe");
+    let mut child = Command::new("timeout")
+        .args(["90", BIN, "iperf3", "--ns-prefix", &p, "-c", LINUX, "-t", "1", "-J", "--run", "iperf3 -s -1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("linerate runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("linerate ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // Ended by SIGPIPE, after its clean-up (timeout(1) passes the signal on, or says 128 + it).
+    let by_sigpipe = out.status.signal() == Some(libc::SIGPIPE) || out.status.code() == Some(128 + libc::SIGPIPE);
+    assert!(by_sigpipe, "{:?}: {err}", out.status);
+    let list = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&p), "a namespace was left behind");
+}
+
+#[test]
 fn linerate_client_udp_against_stock_server() {
     let _g = serial();
     if !can_run(&["iperf3"]) {

@@ -300,6 +300,7 @@ fn outputs(dir: &Scratch) -> BTreeMap<&'static str, Vec<u8>> {
             .stdout,
     );
     o.insert("bench collective", run(&["bench", "collective", "--ranks", "2", "--json"]).stdout);
+    o.insert("kmeans", run(&["kmeans", "--ranks", "2", "--samples", "2000", "--iters", "2", "--json"]).stdout);
 
     // Two processes on one shared-memory link: iperf and iperf3 (server and client).
     let link = shm("iperf");
@@ -363,6 +364,15 @@ fn jq_parses_every_json_output_and_keys_are_identifiers() {
     assert!(missing.is_empty(), "commands with --json that this test does not run yet (add a case): {missing:?}");
     for (what, stdout) in &outputs {
         check_output(what, stdout);
+        // Every --json but iperf3's (iperf3's own schema) is in the tables format.
+        if *what != "iperf3" {
+            let v: serde_json::Value = serde_json::Deserializer::from_slice(stdout)
+                .into_iter()
+                .next()
+                .and_then(Result::ok)
+                .unwrap_or_else(|| panic!("{what}: no JSON document"));
+            assert!(v["tables"].is_array(), "{what}: not the tables format: {v}");
+        }
     }
 }
 

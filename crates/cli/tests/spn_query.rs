@@ -136,6 +136,17 @@ fn assert_same(what: &str, got: &[f64], want: &[f64]) {
     }
 }
 
+/// The values of `spn query --json` (its first table: a row per vector, in order).
+fn json_values(j: &serde_json::Value) -> Vec<f64> {
+    let rows = j["tables"][0]["rows"].as_array().unwrap_or_else(|| panic!("no values table: {j}"));
+    rows.iter().map(|r| r["value"].as_f64().unwrap_or(f64::NEG_INFINITY)).collect()
+}
+
+/// The exchange's figures in `spn query --json` (its second table's one row).
+fn exchange(j: &serde_json::Value) -> &serde_json::Value {
+    &j["tables"][1]["rows"][0]
+}
+
 /// Write the CSV vectors of `csv` as a float64 .npy array (NaN: missing) at `path`.
 fn write_npy(csv: &str, path: &str) {
     let rows: Vec<Vec<f64>> = std::fs::read_to_string(csv)
@@ -310,9 +321,10 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
     let json = q(&["--tcp", "--json", "--vectors", "64"]);
     assert!(json.status.success());
     let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("--json prints JSON");
-    let jv: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-    assert_same("spn query --json", &jv, &want);
-    assert_eq!((j["requests"].as_u64(), j["vectors"].as_u64()), (Some(11), Some(700)));
+    assert_same("spn query --json", &json_values(&j), &want);
+    let x = exchange(&j);
+    assert_eq!((x["requests"].as_u64(), x["vectors"].as_u64()), (Some(11), Some(700)));
+    assert_eq!((x["transport"].as_str(), &x["datagrams_sent"]), (Some("tcp"), &serde_json::Value::Null));
     let npy = t.file("x.npy");
     write_npy(&inputs, &npy);
     assert_same("spn query, .npy input", &values(&q_input(&npy, &["--udp"])), &want);
@@ -401,9 +413,8 @@ fn udp_clients_resend_what_an_impaired_service_loses() {
     let o = svc.exec(BIN, &["spn", "query", "--server", SERVER, "--input", &inputs, "--timeout", "0.2", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
-    let got: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-    assert_same("spn query over a lossy service", &got, &want);
-    assert!(j["resent"].as_u64().unwrap() > 0, "nothing was resent: {j}");
+    assert_same("spn query over a lossy service", &json_values(&j), &want);
+    assert!(exchange(&j)["resent"].as_u64().unwrap() > 0, "nothing was resent: {j}");
     let py = svc.exec("python3", &[PY_CLIENT, "--server", SERVER, "--input", &inputs, "--timeout", "0.2"]);
     assert_same("python client over a lossy service", &values(&py), &want);
     let tcp = svc.exec(BIN, &["spn", "query", "--tcp", "--server", SERVER, "--input", &inputs, "--timeout", "5"]);
@@ -411,7 +422,7 @@ fn udp_clients_resend_what_an_impaired_service_loses() {
     let report = svc.stop();
     // 7 UDP requests of 104 vectors from each client and one TCP request, plus the resends
     // (requests are not lost: only what the service sends is impaired).
-    let resent = j["resent"].as_u64().unwrap();
+    let resent = exchange(&j)["resent"].as_u64().unwrap();
     assert!(report["counters"]["requests"].as_u64().unwrap() >= 7 + 7 + 1 + resent, "{report}");
 }
 
@@ -474,9 +485,9 @@ fn two_workers_answer_every_request_once_in_order_per_client_on_a_learned_model(
         let o = svc.exec(BIN, &["spn", "query", transport, "--server", SERVER, "--input", &inputs, "--json"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");
-        let got: Vec<f64> = j["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-        assert_same(&format!("spn query {transport}, 2 workers, LearnSPN model"), &got, &want);
-        assert!(j["vectors_per_s"].as_f64().unwrap() > 0.0 && j["latency_p99_s"].as_f64().unwrap() > 0.0, "{j}");
+        assert_same(&format!("spn query {transport}, 2 workers, LearnSPN model"), &json_values(&j), &want);
+        let x = exchange(&j);
+        assert!(x["rate"].as_f64().unwrap() > 0.0 && x["latency_p99"].as_f64().unwrap() > 0.0, "{j}");
     }
     let (clients, reqs) = (3usize, 200usize);
     let o = svc.exec("python3", &["-c", ORDER_CHECK, PY_CLIENT, SERVER, "10", &clients.to_string(), &reqs.to_string()]);

@@ -72,12 +72,16 @@ fn metrics_port_serves_the_counters_to_curl() {
     let blacklist = common::BLACKLIST;
     let (host_shm, fw_shm) = (format!("shm:lr26-metrics-{pid}"), format!("shm-new:lr26-metrics-fw-{pid}"));
     let fw_name = format!("lr26-metrics-fw-{pid}");
-    let cases: [(&str, Vec<&str>); 2] = [
+    let (iperf3_shm, rdma_shm) = (format!("shm:lr26-metrics-ip3-{pid}"), format!("shm:lr26-metrics-rdma-{pid}"));
+    let cases: [(&str, Vec<&str>); 4] = [
         ("host", vec!["host", "--link", &host_shm, "--ip", "10.0.0.2/24", "-t", "20s"]),
         (
             "firewall",
             vec!["firewall", "--blacklist", blacklist, "--input", &fw_shm, "--duration", "20s", "--name", &fw_name],
         ),
+        // The long-running servers: iperf3's and the RDMA node's.
+        ("iperf3 -s", vec!["iperf3", "-s", "--link", &iperf3_shm, "--duration", "20s"]),
+        ("rdma serve", vec!["rdma", "serve", "--link", &rdma_shm, "--region", "64KiB", "--limit", "20s"]),
     ];
     for (command, args) in cases {
         let port = free_port();

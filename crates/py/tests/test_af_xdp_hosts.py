@@ -2,7 +2,6 @@
 joined by a veth pair this test creates: TCP and UDP with the bytes checked by hash both ways.
 The namespaces (and with them the veth and the XDP programs) are gone afterwards."""
 
-from typing import Optional
 import hashlib
 import os
 import subprocess
@@ -12,6 +11,7 @@ import time
 import pytest
 
 import linerate as lr
+from helpers import linerate_bin
 
 SERVER, CLIENT = "10.89.0.1", "10.89.0.2"
 
@@ -132,19 +132,11 @@ def test_two_python_hosts_on_af_xdp_move_tcp_and_udp_with_hashes() -> None:
             subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
 
 
-def _linerate_bin() -> Optional[str]:
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-    for p in (os.environ.get("LINERATE_BIN"), f"{root}/target/release/linerate", f"{root}/target/ci/linerate"):
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
-
-
 def test_host_rdma_on_an_af_xdp_host_receives_a_write_from_another_namespace_in_place() -> None:
     """Host.on_link("af_xdp:...").rdma(): `linerate rdma write --link af_xdp:...` in the other
     namespace writes 4 MiB into a numpy array registered in place; the bytes are checked."""
     require_root()
-    binary = _linerate_bin()
+    binary = linerate_bin()
     if binary is None:
         pytest.fail("NOT RUN: no linerate binary (make build-release)")
     import json

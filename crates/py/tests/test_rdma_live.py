@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import linerate as lr
+from helpers import linerate_bin
 
 HERE = os.path.dirname(__file__)
 
@@ -146,21 +147,13 @@ def _root_problem() -> Optional[str]:
     return None
 
 
-def _linerate_bin() -> Optional[str]:
-    root = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-    for p in (os.environ.get("LINERATE_BIN"), f"{root}/target/release/linerate", f"{root}/target/ci/linerate"):
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
-
-
 def test_host_rdma_on_a_tap_host_receives_a_linux_side_write_in_place() -> None:
     """Host.rdma() on a TAP host: `linerate rdma write` in the TAP's namespace (AF_PACKET on
     the Linux side of the TAP) writes 1 MiB into an array registered in place."""
-    why = _root_problem() or (None if _linerate_bin() else "no linerate binary (make build-release)")
+    why = _root_problem() or (None if linerate_bin() else "no linerate binary (make build-release)")
     if why:
         pytest.fail(f"NOT RUN: {why} (run `make test` as root)")
-    exe = _linerate_bin()
+    exe = linerate_bin()
     assert exe is not None
     with lr.Host.on_tap("10.77.0.2/24", "10.77.0.1/24", prefix="lr-py24tap") as h:
         node = h.rdma()

@@ -71,7 +71,7 @@ impl Vars {
     /// mentions PORT (Snort's convention), else an address variable. Values may use other
     /// variables (`!$HOME_NET`). For a command line's `--var NAME=VALUE`.
     pub fn define(&mut self, name: &str, value: &str) -> Result<(), String> {
-        define_var(self, name.trim(), value.trim(), true)
+        define_var(self, name.trim(), value.trim(), true).map_err(|e| e.to_string())
     }
 
     /// Read variable definitions from `path`, one per line: Snort's `ipvar NAME VALUE`,
@@ -101,7 +101,7 @@ impl Vars {
             _ => None,
         } {
             let (name, value) = rest.split_once(char::is_whitespace).ok_or("a variable needs a name and a value")?;
-            return define_var(self, name, value.trim(), net);
+            return define_var(self, name, value.trim(), net).map_err(|e| e.to_string());
         }
         let (name, value) = line
             .split_once('=')

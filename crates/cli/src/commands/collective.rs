@@ -9,6 +9,7 @@ mod job;
 use crate::statsfile::StatsPublisher;
 use accel::kmeans::{covertype_like, Shape, COVERTYPE_D, COVERTYPE_N};
 use apps::kmeans::{share, DistKmeans};
+use bench::output::{print_all, Cell, Table, Unit};
 use collective::{Communicator, Config as CollConfig, Endpoint, LinkRank, ShmFabric};
 use link::Link;
 use std::process::ExitCode;
@@ -113,9 +114,9 @@ fn on_link(n: usize, link: &str, ip: &str, root: Option<&str>, netns: Option<Str
 fn cleanup(a: CleanupArgs) -> Result<ExitCode, String> {
     let removed = job::cleanup(Duration::from_secs_f64(a.min_age.max(0.0)), a.fabric.as_deref())?;
     for p in &removed {
-        println!("removed {}", p.display());
+        bench::outln!("removed {}", p.display());
     }
-    println!("{} stale shared-memory file(s) removed", removed.len());
+    bench::outln!("{} stale shared-memory file(s) removed", removed.len());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -160,6 +161,15 @@ pub struct KmeansArgs {
     /// Number of ranks, with --rank.
     #[arg(long, requires = "rank")]
     world_size: Option<usize>,
+    /// Print the figures and the final centres as JSON (`{"tables": [...]}` like every
+    /// command): a table of the run's figures and one of the centres (a row per centre, a
+    /// column per feature).
+    #[arg(long)]
+    json: bool,
+    /// Write the final centres to this `.npy` file (k x features, float32; with --link only
+    /// rank 0 writes it).
+    #[arg(long, value_name = "FILE.npy")]
+    centres_out: Option<std::path::PathBuf>,
 }
 
 struct RankReport {
@@ -248,6 +258,8 @@ pub(crate) struct KmeansOutcome {
     pub total: f64,
     /// Checksum of the final centres (equal on every rank).
     pub checksum: u64,
+    /// The final centres, k rows of `features` values.
+    pub centres: Vec<f32>,
 }
 
 /// Runs `linerate kmeans`.
@@ -256,19 +268,67 @@ pub fn run_kmeans(a: KmeansArgs) -> Result<ExitCode, String> {
         return run_kmeans_rank(&a);
     }
     let o = measure_kmeans(&a)?;
-    println!(
+    write_centres(&a, &o.centres, o.features)?;
+    if a.json {
+        let mut t = Table::new(
+            "linerate kmeans",
+            &["samples", "features", "k", "ranks", "iterations", "per iteration", "throughput", "communication"],
+        );
+        t.row(vec![
+            Cell::count_u64(o.samples as u64),
+            Cell::count_u64(o.features as u64),
+            Cell::count_u64(a.k as u64),
+            Cell::count_u64(a.ranks as u64),
+            Cell::count_u64(o.iterations as u64),
+            Cell::secs(o.per_iter),
+            Cell::Num(o.samples as f64 / o.per_iter, Unit::OpsPerSec),
+            Cell::Num(o.comm / o.per_iter.max(f64::MIN_POSITIVE), Unit::Percent),
+        ]);
+        t.summary("all-reduce values", Cell::count_u64((a.k * o.features + a.k + 1) as u64));
+        t.summary("total with set-up", Cell::secs(o.total));
+        t.summary("centres checksum", format!("{:016x}", o.checksum));
+        print_all(&[&t, &centres_table(&o.centres, o.features)], true);
+        return Ok(ExitCode::SUCCESS);
+    }
+    bench::outln!(
         "kmeans: {} samples x {} features, k = {}, {} ranks, {} iterations (total {:.2} s with set-up)",
-        o.samples, o.features, a.k, a.ranks, o.iterations, o.total
+        o.samples,
+        o.features,
+        a.k,
+        a.ranks,
+        o.iterations,
+        o.total
     );
-    println!(
+    bench::outln!(
         "per iteration {:.2} ms, throughput {:.1} M samples/s, communication {:.1}% of an iteration (all-reduce of {} values)",
         o.per_iter * 1e3,
         o.samples as f64 / o.per_iter / 1e6,
         100.0 * o.comm / o.per_iter.max(f64::MIN_POSITIVE),
         a.k * o.features + a.k + 1
     );
-    println!("centres checksum {:016x}", o.checksum);
+    bench::outln!("centres checksum {:016x}", o.checksum);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The centres as a table: a row per centre, a column per feature (dimensionless values).
+fn centres_table(centres: &[f32], features: usize) -> Table {
+    let headers: Vec<String> =
+        std::iter::once("centre".to_string()).chain((0..features).map(|f| format!("feature {f}"))).collect();
+    let mut t = Table::new("kmeans centres", &headers.iter().map(String::as_str).collect::<Vec<_>>());
+    for (i, c) in centres.chunks(features.max(1)).enumerate() {
+        let cells =
+            std::iter::once(Cell::count_u64(i as u64)).chain(c.iter().map(|&v| Cell::Num(v.into(), Unit::Ratio)));
+        t.row(cells.collect());
+    }
+    t
+}
+
+/// `--centres-out FILE.npy`: the centres as a k x features float32 array (the workspace's
+/// one `.npy` writer, `accel::matrix::write_npy`).
+fn write_centres(a: &KmeansArgs, centres: &[f32], features: usize) -> Result<(), String> {
+    let Some(path) = &a.centres_out else { return Ok(()) };
+    let m = accel::matrix::Matrix { data: centres.to_vec(), rows: a.k, cols: features };
+    accel::matrix::write_npy(path, &m).map_err(|e| format!("--centres-out: {e}"))
 }
 
 /// One rank of `linerate kmeans --link`: this process's share of the samples, the
@@ -293,7 +353,30 @@ fn run_kmeans_rank(a: &KmeansArgs) -> Result<ExitCode, String> {
     let rep = fit_rank(r, comm, shape, mine, &init, a.iters)?;
     let iters = rep.iterations.max(1) as f64;
     let per_iter = (rep.compute + rep.comm).as_secs_f64() / iters;
-    println!(
+    if r == 0 {
+        write_centres(a, &rep.centres, shape.d)?;
+    }
+    if a.json {
+        let mut t = Table::new(
+            &format!("linerate kmeans rank {r} of {n} on {}", on.link),
+            &["rank", "ranks", "samples", "features", "k", "iterations", "per iteration", "communication"],
+        );
+        t.row(vec![
+            Cell::count_u64(r as u64),
+            Cell::count_u64(n as u64),
+            Cell::count_u64(part.len() as u64),
+            Cell::count_u64(shape.d as u64),
+            Cell::count_u64(a.k as u64),
+            Cell::count_u64(rep.iterations as u64),
+            Cell::secs(per_iter),
+            Cell::Num(rep.comm.as_secs_f64() / iters / per_iter.max(f64::MIN_POSITIVE), Unit::Percent),
+        ]);
+        t.summary("total with set-up", Cell::secs(started.elapsed().as_secs_f64()));
+        t.summary("centres checksum", format!("{:016x}", checksum(&rep.centres)));
+        print_all(&[&t, &centres_table(&rep.centres, shape.d)], true);
+        return Ok(ExitCode::SUCCESS);
+    }
+    bench::outln!(
         "kmeans rank {r} of {n} on {}: {} of {rows} samples x {} features, k = {}, {} iterations (total {:.2} s with set-up)",
         on.link,
         part.len(),
@@ -302,12 +385,12 @@ fn run_kmeans_rank(a: &KmeansArgs) -> Result<ExitCode, String> {
         rep.iterations,
         started.elapsed().as_secs_f64()
     );
-    println!(
+    bench::outln!(
         "per iteration {:.2} ms, communication {:.1}% of an iteration",
         per_iter * 1e3,
         100.0 * rep.comm.as_secs_f64() / iters / per_iter.max(f64::MIN_POSITIVE)
     );
-    println!("centres checksum {:016x}", checksum(&rep.centres));
+    bench::outln!("centres checksum {:016x}", checksum(&rep.centres));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -369,7 +452,7 @@ pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a rank panicked".into()))).collect()
     });
     let total = started.elapsed();
-    let reports: Vec<RankReport> = reports.into_iter().collect::<Result<_, _>>()?;
+    let mut reports: Vec<RankReport> = reports.into_iter().collect::<Result<_, _>>()?;
     let iters = reports[0].iterations.max(1);
     let per_iter = reports.iter().map(|r| (r.compute + r.comm).as_secs_f64()).fold(0.0, f64::max) / iters as f64;
     let comm = reports.iter().map(|r| r.comm.as_secs_f64()).fold(0.0, f64::max) / iters as f64;
@@ -385,5 +468,6 @@ pub(crate) fn measure_kmeans(a: &KmeansArgs) -> Result<KmeansOutcome, String> {
         comm,
         total: total.as_secs_f64(),
         checksum: sums[0],
+        centres: reports.swap_remove(0).centres,
     })
 }

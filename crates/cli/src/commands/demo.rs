@@ -105,7 +105,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode, String> {
     if a.json {
         t.print(true);
     } else {
-        print!("{}", narrow_text(t.title(), &narrow));
+        bench::out!("{}", narrow_text(t.title(), &narrow));
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -280,7 +280,7 @@ fn make_trace(set: &accel::ids::RuleSet, path: &Path, a: &IdsArgs) -> Result<Exi
     for (sid, key) in &t.planted {
         writeln!(f, "{sid} {key}").map_err(|e| e.to_string())?;
     }
-    println!(
+    bench::outln!(
         "wrote {} frames ({} of attacks) to {}; {} attacks planted (listed in {}); {} of {} data segments reordered; {} contents split across segments",
         t.frames.len(),
         t.attack_frames,

@@ -139,7 +139,7 @@ fn say(to_stderr: bool, line: &str) {
     if to_stderr {
         eprintln!("{line}");
     } else {
-        println!("{line}");
+        bench::outln!("{line}");
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
-use crate::statsfile::{read_all, run_dir, StatsPublisher};
+use crate::statsfile::{select, StatsPublisher};
 use link::capture::Format;
 use link::pcap::{PcapReplay, PcapWriter};
 use link::shm::ShmLink;
@@ -317,18 +317,9 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
         if round > 0 {
             std::thread::sleep(Duration::from_secs(1));
         }
-        let all: Vec<_> = read_all()
-            .into_iter()
-            .filter(|e| {
-                a.name.as_ref().map_or(e.counters.iter().any(|(k, _)| k.starts_with("unit0.")), |w| *w == e.name)
-            })
-            .collect();
-        if all.is_empty() {
-            return Err(match &a.name {
-                Some(n) => format!("no running middlebox is called '{n}' (looked in {})", run_dir().display()),
-                None => format!("no middlebox is running (looked in {})", run_dir().display()),
-            });
-        }
+        // A middlebox publishes its elements' counters (`unit0.…`); a name picks any instance.
+        let is_middlebox = |e: &crate::statsfile::Entry| e.counters.iter().any(|(k, _)| k.starts_with("unit0."));
+        let all = select(a.name.as_deref(), "middlebox", |e| a.name.is_some() || is_middlebox(e))?;
         let mut tables = Vec::new();
         for crate::statsfile::Entry { name, pid, counters, .. } in &all {
             let mut headers = vec!["element"];
@@ -366,7 +357,7 @@ fn stats(a: StatsArgs) -> Result<ExitCode, String> {
         let tables: Vec<&Table> = tables.iter().collect();
         if a.json && a.watch > 0 {
             // Watching: one compact document per refresh (JSON Lines).
-            println!("{}", crate::output::tables_json(&tables));
+            bench::outln!("{}", crate::output::tables_json(&tables));
         } else {
             crate::output::print_all(&tables, a.json);
         }

@@ -223,8 +223,8 @@ pub struct EvalArgs {
     /// Print likelihoods instead of log-likelihoods.
     #[arg(long)]
     prob: bool,
-    /// Print JSON, as `spn query --json` does: `output`, `vectors` and the `values` in order
-    /// (-inf as null).
+    /// Print JSON (`{"tables": [...]}` like every command, as `spn query --json`): a row per
+    /// vector in input order with its `value` (-inf as null), the count in the summary.
     #[arg(long)]
     json: bool,
 }
@@ -242,21 +242,30 @@ fn run_eval(a: EvalArgs) -> Result<ExitCode, String> {
     let mut out = vec![0.0; rows.len() / nv];
     let output = if a.prob { Output::Likelihood } else { Output::LogLikelihood };
     ev.eval_f64(&rows, &mut out, output).map_err(msg)?;
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     if a.json {
-        let v = serde_json::json!({
-            "output": if a.prob { "likelihood" } else { "log_likelihood" },
-            "vectors": out.len(),
-            "values": out,
-        });
-        writeln!(w, "{v}").map_err(msg)?;
-    } else {
-        for v in out {
-            writeln!(w, "{v:?}").map_err(msg)?;
-        }
+        values_table("spn eval", a.prob, &out).print(true);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    for v in out {
+        writeln!(w, "{v:?}").map_err(msg)?;
     }
     w.flush().map_err(msg)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The values of `spn eval` and `spn query` as a table: a row per vector (`vector`, `value`;
+/// -inf is null in JSON), the kind of value (`log_likelihood` or `likelihood`) and the count
+/// in the summary.
+pub(crate) fn values_table(what: &str, prob: bool, values: &[f64]) -> Table {
+    let kind = if prob { "likelihood" } else { "log_likelihood" };
+    let mut t = Table::new(&format!("{what}: {kind} per vector"), &["vector", "value"]);
+    for (i, v) in values.iter().enumerate() {
+        t.row(vec![Cell::count_u64(i as u64), Cell::Num(*v, crate::output::Unit::Ratio)]);
+    }
+    t.summary("output", kind);
+    t.summary("vectors", Cell::count_u64(values.len() as u64));
+    t
 }
 
 /// Read input vectors: one per line, values separated by commas or spaces; empty fields,

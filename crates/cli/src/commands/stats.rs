@@ -1,7 +1,7 @@
 //! `linerate stats`: the live counters of running linerate instances.
 
 use crate::output::{Cell, Table};
-use crate::statsfile::{read_all, run_dir};
+use crate::statsfile::select;
 use std::process::ExitCode;
 
 /// Options of `linerate stats`. Instances are listed from the per-user run directory
@@ -27,15 +27,9 @@ pub struct StatsArgs {
 
 /// Run `linerate stats`.
 pub fn run(a: StatsArgs) -> Result<ExitCode, String> {
-    let instances: Vec<_> = read_all().into_iter().filter(|e| a.name.as_ref().is_none_or(|w| *w == e.name)).collect();
-    if instances.is_empty() {
-        return Err(match a.name {
-            Some(n) => format!("no running linerate instance is called '{n}' (looked in {})", run_dir().display()),
-            None => format!("no linerate instance is running (looked in {})", run_dir().display()),
-        });
-    }
+    let instances = select(a.name.as_deref(), "linerate instance", |_| true)?;
     if a.prometheus {
-        print!("{}", crate::openmetrics::exposition(&instances));
+        bench::out!("{}", crate::openmetrics::exposition(&instances));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new("linerate counters", &["instance", "command", "pid", "counter", "value"]);

@@ -2,6 +2,24 @@
 //! packet the kernel queues is held for a fixed delay and then accepted, so packets sent after
 //! it overtake it. The delayer runs on a thread of its own, stops when told or dropped, and
 //! accepts everything it still holds before it lets go of the queue.
+//!
+//! Why not the `nfq` crate (0.2.5, the maintained NFQUEUE client), checked against what the
+//! delayer needs:
+//! - Its `Queue` exposes no file descriptor (no `AsRawFd`), so the delayer cannot wait for the
+//!   next packet *or* the next release time: it would have to spin on non-blocking `recv`
+//!   or sleep in steps, adding that step to every delay this module promises to hold exactly.
+//! - Its configuration calls (`bind`, `set_fail_open`, `unbind`, ...) wait for the kernel's
+//!   answer with a plain blocking `recv` and no time bound (and fail with EAGAIN once the
+//!   queue is non-blocking); here every wait is bounded ([`ACK_WAIT`]), as the project's
+//!   network-safety rules ask.
+//! - Packet messages that arrive while it waits for such an answer are dropped by it, so
+//!   those packets never get a verdict and stay queued in the kernel; here they are kept.
+//!   (Unbinding at the end, while traffic still flows, is exactly that case.)
+//! - One `sendto` per verdict; the delayer batches up to 128 verdicts in one datagram.
+//! - No forced receive buffer (`SO_RCVBUFFORCE`) without the descriptor.
+//!
+//! What is left here is small: netlink message building and parsing (tested below) and a
+//! socket wrapper; the kernel's NFQUEUE protocol itself is not reimplemented beyond that.
 
 use crate::TestbedError;
 use std::collections::VecDeque;

@@ -5,11 +5,11 @@ use super::*;
 /// Parses the arguments shared by byte_test/byte_jump/byte_extract after the positional ones.
 pub(super) fn byte_read_flags(
     args: &[&str],
-    what: &str,
+    what: &'static str,
     read: &mut ByteRead,
     rule: &mut Rule,
-    mut extra: impl FnMut(&str, Option<&str>, &mut Rule) -> Result<bool, String>,
-) -> Result<(), String> {
+    mut extra: impl FnMut(&str, Option<&str>, &mut Rule) -> Result<bool, Reason>,
+) -> Result<(), Reason> {
     let mut string = false;
     let mut base: Option<u32> = None;
     for a in args {
@@ -32,16 +32,16 @@ pub(super) fn byte_read_flags(
                 }
             }
             "bitmask" => {
-                let v = val.ok_or_else(|| format!("{what}: bitmask needs a value"))?;
+                let v = val.ok_or_else(|| Reason::NeedsValue { what: "bitmask".into() }.within(what))?;
                 let n = parse_int(v, "bitmask")? as u32;
                 if n == 0 {
-                    return Err(format!("{what}: bitmask must not be 0"));
+                    return Err(Reason::bad_in(what, "bitmask must not be 0"));
                 }
                 read.bitmask = Some(n);
             }
             _ => {
                 if !extra(k, val, rule)? {
-                    return Err(format!("{what}: unknown argument '{}'", shorten(a)));
+                    return Err(Reason::Unknown { family: what, what: "argument", word: shorten(a) });
                 }
             }
         }
@@ -49,14 +49,14 @@ pub(super) fn byte_read_flags(
     if string {
         read.string_base = Some(base.unwrap_or(10));
         if read.bytes == 0 || read.bytes > 10 {
-            return Err(format!("{what}: string conversion reads 1 to 10 bytes"));
+            return Err(Reason::bad_in(what, "string conversion reads 1 to 10 bytes"));
         }
     } else {
         if base.is_some() {
-            return Err(format!("{what}: hex/dec/oct need 'string'"));
+            return Err(Reason::bad_in(what, "hex/dec/oct need 'string'"));
         }
         if !(1..=4).contains(&read.bytes) {
-            return Err(format!("{what}: binary extraction reads 1 to 4 bytes"));
+            return Err(Reason::bad_in(what, "binary extraction reads 1 to 4 bytes"));
         }
     }
     Ok(())
@@ -66,12 +66,14 @@ pub(super) fn split_args(v: &str) -> Vec<&str> {
     v.split(',').map(str::trim).collect()
 }
 
-pub(super) fn parse_byte_test(v: &str, rule: &mut Rule) -> Result<Detect, String> {
+pub(super) fn parse_byte_test(v: &str, rule: &mut Rule) -> Result<Detect, Reason> {
     let a = split_args(v);
     if a.len() < 4 {
-        return Err("byte_test needs at least: bytes, operator, value, offset".into());
+        return Err(Reason::TooFewArguments { family: "byte_test", needs: "bytes, operator, value, offset" });
     }
-    let bytes = a[0].parse::<u8>().map_err(|_| format!("byte_test: '{}' is not a byte count", shorten(a[0])))?;
+    let bytes = a[0]
+        .parse::<u8>()
+        .map_err(|_| Reason::bad_in("byte_test", format!("'{}' is not a byte count", shorten(a[0]))))?;
     let (negated, opstr) = match a[1].strip_prefix('!') {
         Some(r) => (true, r),
         None => (false, a[1]),
@@ -84,7 +86,7 @@ pub(super) fn parse_byte_test(v: &str, rule: &mut Rule) -> Result<Detect, String
         "=" => ByteOp::Eq,
         "&" => ByteOp::And,
         "^" => ByteOp::Xor,
-        other => return Err(format!("byte_test: unknown operator '{}'", shorten(other))),
+        other => return Err(Reason::Unknown { family: "byte_test", what: "operator", word: shorten(other) }),
     };
     let value = parse_num(a[2], "byte_test value", rule)?;
     let offset = parse_num(a[3], "byte_test offset", rule)?;
@@ -93,12 +95,14 @@ pub(super) fn parse_byte_test(v: &str, rule: &mut Rule) -> Result<Detect, String
     Ok(Detect::ByteTest { read, op, negated, value })
 }
 
-pub(super) fn parse_byte_jump(v: &str, rule: &mut Rule) -> Result<Detect, String> {
+pub(super) fn parse_byte_jump(v: &str, rule: &mut Rule) -> Result<Detect, Reason> {
     let a = split_args(v);
     if a.len() < 2 {
-        return Err("byte_jump needs at least: bytes, offset".into());
+        return Err(Reason::TooFewArguments { family: "byte_jump", needs: "bytes, offset" });
     }
-    let bytes = a[0].parse::<u8>().map_err(|_| format!("byte_jump: '{}' is not a byte count", shorten(a[0])))?;
+    let bytes = a[0]
+        .parse::<u8>()
+        .map_err(|_| Reason::bad_in("byte_jump", format!("'{}' is not a byte count", shorten(a[0]))))?;
     let offset = parse_num(a[1], "byte_jump offset", rule)?;
     let mut read = ByteRead { bytes, offset, relative: false, little: false, string_base: None, bitmask: None };
     let mut multiplier = 1u32;
@@ -109,22 +113,30 @@ pub(super) fn parse_byte_jump(v: &str, rule: &mut Rule) -> Result<Detect, String
     byte_read_flags(&a[2..], "byte_jump", &mut read, rule, |k, val, _| {
         match k {
             "multiplier" => {
-                let n = parse_int(val.ok_or("byte_jump: multiplier needs a value")?, "multiplier")?;
+                let n = parse_int(
+                    val.ok_or_else(|| Reason::NeedsValue { what: "multiplier".into() }.within("byte_jump"))?,
+                    "multiplier",
+                )?;
                 if !(1..=65535).contains(&n) {
-                    return Err("byte_jump: multiplier must be 1..65535".into());
+                    return Err(Reason::bad_in("byte_jump", "multiplier must be 1..65535"));
                 }
                 multiplier = n as u32;
             }
             "align" => align = true,
             "from_beginning" => from_beginning = true,
             "from_end" => from_end = true,
-            "post_offset" => post = Some(val.ok_or("byte_jump: post_offset needs a value")?.to_string()),
+            "post_offset" => {
+                post = Some(
+                    val.ok_or_else(|| Reason::NeedsValue { what: "post_offset".into() }.within("byte_jump"))?
+                        .to_string(),
+                )
+            }
             _ => return Ok(false),
         }
         Ok(true)
     })?;
     if from_beginning && from_end {
-        return Err("byte_jump: from_beginning and from_end together".into());
+        return Err(Reason::bad_in("byte_jump", "from_beginning and from_end together"));
     }
     let post_offset = match post {
         Some(p) => parse_num(&p, "byte_jump post_offset", rule)?,
@@ -133,16 +145,18 @@ pub(super) fn parse_byte_jump(v: &str, rule: &mut Rule) -> Result<Detect, String
     Ok(Detect::ByteJump { read, multiplier, align, from_beginning, from_end, post_offset })
 }
 
-pub(super) fn parse_byte_extract(v: &str, rule: &mut Rule) -> Result<Detect, String> {
+pub(super) fn parse_byte_extract(v: &str, rule: &mut Rule) -> Result<Detect, Reason> {
     let a = split_args(v);
     if a.len() < 3 {
-        return Err("byte_extract needs at least: bytes, offset, name".into());
+        return Err(Reason::TooFewArguments { family: "byte_extract", needs: "bytes, offset, name" });
     }
-    let bytes = a[0].parse::<u8>().map_err(|_| format!("byte_extract: '{}' is not a byte count", shorten(a[0])))?;
+    let bytes = a[0]
+        .parse::<u8>()
+        .map_err(|_| Reason::bad_in("byte_extract", format!("'{}' is not a byte count", shorten(a[0]))))?;
     let offset = parse_num(a[1], "byte_extract offset", rule)?;
     let name = a[2];
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err("byte_extract: the variable name must start with a letter".into());
+        return Err(Reason::bad_in("byte_extract", "the variable name must start with a letter"));
     }
     let mut read = ByteRead { bytes, offset, relative: false, little: false, string_base: None, bitmask: None };
     let mut multiplier = 1u32;
@@ -150,16 +164,22 @@ pub(super) fn parse_byte_extract(v: &str, rule: &mut Rule) -> Result<Detect, Str
     byte_read_flags(&a[3..], "byte_extract", &mut read, rule, |k, val, _| {
         match k {
             "multiplier" => {
-                let n = parse_int(val.ok_or("byte_extract: multiplier needs a value")?, "multiplier")?;
+                let n = parse_int(
+                    val.ok_or_else(|| Reason::NeedsValue { what: "multiplier".into() }.within("byte_extract"))?,
+                    "multiplier",
+                )?;
                 if !(1..=65535).contains(&n) {
-                    return Err("byte_extract: multiplier must be 1..65535".into());
+                    return Err(Reason::bad_in("byte_extract", "multiplier must be 1..65535"));
                 }
                 multiplier = n as u32;
             }
             "align" => {
-                let n = parse_int(val.ok_or("byte_extract: align needs a value")?, "align")?;
+                let n = parse_int(
+                    val.ok_or_else(|| Reason::NeedsValue { what: "align".into() }.within("byte_extract"))?,
+                    "align",
+                )?;
                 if ![0, 2, 4].contains(&n) {
-                    return Err("byte_extract: align must be 2 or 4".into());
+                    return Err(Reason::bad_in("byte_extract", "align must be 2 or 4"));
                 }
                 align = n as u8;
             }
@@ -171,7 +191,7 @@ pub(super) fn parse_byte_extract(v: &str, rule: &mut Rule) -> Result<Detect, Str
         Some(i) => i,
         None => {
             if rule.vars.len() >= MAX_RULE_VARS {
-                return Err(format!("byte_extract: more than {MAX_RULE_VARS} variables in one rule"));
+                return Err(Reason::bad_in("byte_extract", format!("more than {MAX_RULE_VARS} variables in one rule")));
             }
             rule.vars.push(name.to_string());
             rule.vars.len() - 1

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn parse_flow(v: &str, rule: &mut Rule) -> Result<(), String> {
+pub(super) fn parse_flow(v: &str, rule: &mut Rule) -> Result<(), Reason> {
     for p in v.split(',').map(str::trim) {
         match p {
             "to_server" | "from_client" => rule.flow.to_server = Some(true),
@@ -13,31 +13,31 @@ pub(super) fn parse_flow(v: &str, rule: &mut Rule) -> Result<(), String> {
             "no_stream" | "only_stream" | "no_frag" | "only_frag" => {
                 rule.approximations.push(format!("flow:{p} (not checked: the caller decides what it passes)"));
             }
-            other => return Err(format!("flow: unknown argument '{}'", shorten(other))),
+            other => return Err(Reason::Unknown { family: "flow", what: "argument", word: shorten(other) }),
         }
     }
     Ok(())
 }
 
-pub(super) fn parse_flowbits(v: &str) -> Result<FlowbitsOp, String> {
+pub(super) fn parse_flowbits(v: &str) -> Result<FlowbitsOp, Reason> {
     let mut it = v.splitn(2, ',');
     let cmd = it.next().unwrap_or("").trim();
     let arg = it.next().map(str::trim);
-    let bits = |need: bool| -> Result<(Vec<String>, bool), String> {
+    let bits = |need: bool| -> Result<(Vec<String>, bool), Reason> {
         let a = match arg {
             Some(a) if !a.is_empty() => a,
-            _ if need => return Err(format!("flowbits:{cmd} needs a bit name")),
+            _ if need => return Err(Reason::bad(format!("flowbits:{cmd} needs a bit name"))),
             _ => return Ok((Vec::new(), false)),
         };
         // Snort 3 allows a group name after the bits (`set,a,group`): the group is ignored.
         let a = a.split(',').next().unwrap_or("").trim();
         let any = a.contains('|');
         if any && a.contains('&') {
-            return Err("flowbits: cannot mix '|' and '&'".into());
+            return Err(Reason::bad_in("flowbits", "cannot mix '|' and '&'"));
         }
         let names: Vec<String> = a.split(['|', '&']).map(|s| s.trim().to_string()).collect();
         if names.iter().any(|n| n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))) {
-            return Err(format!("flowbits: bad bit name in '{}'", shorten(a)));
+            return Err(Reason::bad_in("flowbits", format!("bad bit name in '{}'", shorten(a))));
         }
         Ok((names, any))
     };
@@ -54,6 +54,6 @@ pub(super) fn parse_flowbits(v: &str) -> Result<FlowbitsOp, String> {
             FlowbitsOp::IsNotSet { bits: b, any }
         }
         "noalert" => FlowbitsOp::NoAlert,
-        other => return Err(format!("flowbits: unknown command '{}'", shorten(other))),
+        other => return Err(Reason::Unknown { family: "flowbits", what: "command", word: shorten(other) }),
     })
 }

@@ -32,7 +32,7 @@ pub(super) fn header_tokens(h: &str) -> Vec<String> {
     out
 }
 
-pub(super) fn parse_action(s: &str) -> Result<Action, String> {
+pub(super) fn parse_action(s: &str) -> Result<Action, Reason> {
     Ok(match s {
         "alert" => Action::Alert,
         "log" => Action::Log,
@@ -42,10 +42,10 @@ pub(super) fn parse_action(s: &str) -> Result<Action, String> {
         "sdrop" => Action::Sdrop,
         "block" => Action::Block,
         other => {
-            return Err(format!(
+            return Err(Reason::bad(format!(
                 "unknown action '{}' (expected alert, log, pass, drop, reject, sdrop or block)",
                 shorten(other)
-            ))
+            )))
         }
     })
 }
@@ -109,10 +109,11 @@ pub(super) struct AppProto {
 /// port restricted to the service's port variable: the destination, or the source for rules
 /// on traffic to the client (`flow:to_client`). Recorded as an approximation (no protocol
 /// detection: HTTP on another port is not seen, other traffic on these ports is inspected).
-pub(super) fn map_app_proto(rule: &mut Rule, app: AppProto, vars: &Vars) -> Result<(), String> {
-    let v =
-        vars.port(app.ports).ok_or_else(|| format!("'{}' rules need the port variable ${}", app.service, app.ports))?;
-    let ports = parse_ports(v, vars, 0).map_err(|e| format!("${}: {e}", app.ports))?;
+pub(super) fn map_app_proto(rule: &mut Rule, app: AppProto, vars: &Vars) -> Result<(), Reason> {
+    let v = vars
+        .port(app.ports)
+        .ok_or_else(|| Reason::bad(format!("'{}' rules need the port variable ${}", app.service, app.ports)))?;
+    let ports = parse_ports(v, vars, 0).map_err(|e| e.within(format!("${}", app.ports)))?;
     rule.proto = RuleProto::Tcp;
     if rule.flow.to_server == Some(false) {
         rule.src_ports = rule.src_ports.intersect(&ports);
@@ -130,12 +131,12 @@ pub(super) fn app_proto(service: &str) -> Option<AppProto> {
     APP_PORTS.iter().find(|(s, _)| *s == service).map(|&(service, ports)| AppProto { service, ports })
 }
 
-pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, Option<AppProto>), String> {
+pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, Option<AppProto>), Reason> {
     let toks = header_tokens(h);
     let mut app = None;
     let mut rule = blank_rule(line);
     match toks.len() {
-        0 => return Err("empty rule header (expected 'action proto src port -> dst port')".into()),
+        0 => return Err(Reason::bad("empty rule header (expected 'action proto src port -> dst port')")),
         1 => {
             rule.action = parse_action(&toks[0])?;
             rule.unsupported.push("header:no-protocol".into());
@@ -151,7 +152,10 @@ pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, O
                     rule.unsupported.push(format!("header:service ({p})"));
                 }
             } else {
-                return Err(format!("'{}' is neither a protocol (tcp, udp, icmp, ip) nor a known service", shorten(p)));
+                return Err(Reason::bad(format!(
+                    "'{}' is neither a protocol (tcp, udp, icmp, ip) nor a known service",
+                    shorten(p)
+                )));
             }
         }
         7 => {
@@ -171,26 +175,28 @@ pub(super) fn parse_header(h: &str, line: usize, vars: &Vars) -> Result<(Rule, O
                     RuleProto::Ip
                 }
                 other => {
-                    return Err(format!(
+                    return Err(Reason::bad(format!(
                         "unknown protocol '{}' (expected tcp, udp, icmp, ip or an application protocol such as http)",
                         shorten(other)
-                    ))
+                    )))
                 }
             };
-            rule.src = parse_addr(&toks[2], vars, 0).map_err(|e| format!("source address: {e}"))?;
-            rule.src_ports = parse_ports(&toks[3], vars, 0).map_err(|e| format!("source port: {e}"))?;
+            rule.src = parse_addr(&toks[2], vars, 0).map_err(|e| e.within("source address"))?;
+            rule.src_ports = parse_ports(&toks[3], vars, 0).map_err(|e| e.within("source port"))?;
             rule.bidirectional = match toks[4].as_str() {
                 "->" => false,
                 "<>" => true,
-                other => return Err(format!("unknown direction '{}' (expected -> or <>)", shorten(other))),
+                other => {
+                    return Err(Reason::bad(format!("unknown direction '{}' (expected -> or <>)", shorten(other))))
+                }
             };
-            rule.dst = parse_addr(&toks[5], vars, 0).map_err(|e| format!("destination address: {e}"))?;
-            rule.dst_ports = parse_ports(&toks[6], vars, 0).map_err(|e| format!("destination port: {e}"))?;
+            rule.dst = parse_addr(&toks[5], vars, 0).map_err(|e| e.within("destination address"))?;
+            rule.dst_ports = parse_ports(&toks[6], vars, 0).map_err(|e| e.within("destination port"))?;
         }
         n => {
-            return Err(format!(
+            return Err(Reason::bad(format!(
                 "rule header has {n} fields; expected 7 ('action proto src port -> dst port') or 2 ('action service')"
-            ))
+            )))
         }
     }
     Ok((rule, app))

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn parse_ip_proto(v: &str) -> Result<RangeTest, String> {
+pub(super) fn parse_ip_proto(v: &str) -> Result<RangeTest, Reason> {
     let v = v.trim();
     let (prefix, name) = if let Some(r) = v.strip_prefix('!') {
         ("!", r)
@@ -22,12 +22,14 @@ pub(super) fn parse_ip_proto(v: &str) -> Result<RangeTest, String> {
         "esp" => 50,
         "ah" => 51,
         "sctp" => 132,
-        other => other.parse::<u8>().map_err(|_| format!("ip_proto: '{}' is not a protocol", shorten(other)))?,
+        other => other
+            .parse::<u8>()
+            .map_err(|_| Reason::bad_in("ip_proto", format!("'{}' is not a protocol", shorten(other))))?,
     };
     parse_range(&format!("{prefix}{num}"))
 }
 
-pub(super) fn parse_flags(v: &str) -> Result<HeaderTest, String> {
+pub(super) fn parse_flags(v: &str) -> Result<HeaderTest, Reason> {
     let (main, ignore_s) = match v.split_once(',') {
         Some((a, b)) => (a.trim(), Some(b.trim())),
         None => (v.trim(), None),
@@ -51,19 +53,21 @@ pub(super) fn parse_flags(v: &str) -> Result<HeaderTest, String> {
     for c in main.chars() {
         match c {
             '+' | '*' | '!' => mode = c,
-            c => bits |= bit(c).ok_or_else(|| format!("flags: unknown flag '{c}'"))?,
+            c => {
+                bits |= bit(c).ok_or_else(|| Reason::Unknown { family: "flags", what: "flag", word: c.to_string() })?
+            }
         }
     }
     let mut ignore = 0u8;
     if let Some(s) = ignore_s {
         for c in s.chars() {
-            ignore |= bit(c).ok_or_else(|| format!("flags: unknown flag '{c}' in the mask"))?;
+            ignore |= bit(c).ok_or_else(|| Reason::bad_in("flags", format!("unknown flag '{c}' in the mask")))?;
         }
     }
     Ok(HeaderTest::TcpFlags { mode, bits, ignore })
 }
 
-pub(super) fn parse_fragbits(v: &str) -> Result<HeaderTest, String> {
+pub(super) fn parse_fragbits(v: &str) -> Result<HeaderTest, Reason> {
     let mut mode = '=';
     let mut bits = 0u8;
     for c in v.trim().chars() {
@@ -72,7 +76,7 @@ pub(super) fn parse_fragbits(v: &str) -> Result<HeaderTest, String> {
             'M' | 'm' => bits |= 0x1,
             'D' | 'd' => bits |= 0x2,
             'R' | 'r' => bits |= 0x4,
-            c => return Err(format!("fragbits: unknown bit '{c}'")),
+            c => return Err(Reason::Unknown { family: "fragbits", what: "bit", word: c.to_string() }),
         }
     }
     Ok(HeaderTest::FragBits { mode, bits })

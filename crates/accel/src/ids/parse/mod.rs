@@ -32,7 +32,7 @@ pub use addr::{parse_addr, parse_ports};
 use bytes::*;
 pub use content::decode_content;
 use content::*;
-pub use error::RuleError;
+pub use error::{Reason, RuleError};
 use flow::*;
 use header::*;
 use header_opts::*;
@@ -98,12 +98,12 @@ pub(super) fn strip_keyword<'a>(text: &'a str, kws: &[&str]) -> Option<&'a str> 
 }
 
 /// Handles `var NAME value` / `portvar NAME value`.
-pub(super) fn set_var(rest: &str, vars: &mut Vars, net: bool) -> Result<(), String> {
+pub(super) fn set_var(rest: &str, vars: &mut Vars, net: bool) -> Result<(), Reason> {
     let mut it = rest.splitn(2, char::is_whitespace);
     let name = it.next().unwrap_or("").trim();
     let value = it.next().unwrap_or("").trim();
     if name.is_empty() || value.is_empty() {
-        return Err("variable definition needs a name and a value".into());
+        return Err(Reason::bad("variable definition needs a name and a value"));
     }
     define_var(vars, name, value, net)
 }
@@ -111,16 +111,16 @@ pub(super) fn set_var(rest: &str, vars: &mut Vars, net: bool) -> Result<(), Stri
 /// Set variable `name` to `value` after checking the value parses. `net` is false for
 /// `portvar`; otherwise a name that mentions PORT is a port variable (Snort's convention for
 /// `var`), any other an address variable.
-pub(crate) fn define_var(vars: &mut Vars, name: &str, value: &str, net: bool) -> Result<(), String> {
+pub(crate) fn define_var(vars: &mut Vars, name: &str, value: &str, net: bool) -> Result<(), Reason> {
     let name = name.trim_start_matches('$');
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!("'{}' is not a variable name (letters, digits, '_')", shorten(name)));
+        return Err(Reason::bad(format!("'{}' is not a variable name (letters, digits, '_')", shorten(name))));
     }
     if net && !name.contains("PORT") {
-        parse_addr(value, vars, 0).map_err(|e| format!("{name}: {e}"))?;
+        parse_addr(value, vars, 0).map_err(|e| e.within(name))?;
         vars.set_net(name, value);
     } else {
-        parse_ports(value, vars, 0).map_err(|e| format!("{name}: {e}"))?;
+        parse_ports(value, vars, 0).map_err(|e| e.within(name))?;
         vars.set_port(name, value);
     }
     Ok(())
@@ -152,14 +152,14 @@ pub(super) fn logical_lines(text: &str) -> Vec<(usize, String)> {
 
 /// Parses one rule (a logical line). `line` is recorded in the rule and in its error.
 pub fn parse_rule(text: &str, line: usize, vars: &Vars) -> Result<Rule, RuleError> {
-    let err = |reason: String| RuleError::new(line, None, reason);
-    let open = find_options_start(text).ok_or_else(|| err("missing '(' that starts the rule options".into()))?;
+    let err = |reason: Reason| RuleError::new(line, None, reason);
+    let open = find_options_start(text).ok_or_else(|| err(Reason::bad("missing '(' that starts the rule options")))?;
     let header = text[..open].trim();
     let after = &text[open + 1..];
-    let close = after.rfind(')').ok_or_else(|| err("missing ')' at the end of the rule options".into()))?;
+    let close = after.rfind(')').ok_or_else(|| err(Reason::bad("missing ')' at the end of the rule options")))?;
     let trailing = after[close + 1..].trim();
     if !trailing.is_empty() {
-        return Err(err(format!("unexpected text '{}' after the closing ')'", shorten(trailing))));
+        return Err(err(Reason::bad(format!("unexpected text '{}' after the closing ')'", shorten(trailing)))));
     }
     let body = &after[..close];
 
@@ -169,7 +169,7 @@ pub fn parse_rule(text: &str, line: usize, vars: &Vars) -> Result<Rule, RuleErro
         map_app_proto(&mut rule, app, vars).map_err(err)?;
     }
     if rule.sid == 0 {
-        return Err(err("rule has no sid (every rule needs sid:N with N > 0)".into()));
+        return Err(err(Reason::bad("rule has no sid (every rule needs sid:N with N > 0)")));
     }
     Ok(rule)
 }

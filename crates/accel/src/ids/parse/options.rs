@@ -3,7 +3,7 @@
 use super::*;
 
 /// Splits the option body at `;` outside quotes; yields (name, value) with both trimmed.
-pub(super) fn split_options(body: &str) -> Result<Vec<(String, Option<String>)>, String> {
+pub(super) fn split_options(body: &str) -> Result<Vec<(String, Option<String>)>, Reason> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut in_q = false;
@@ -28,25 +28,25 @@ pub(super) fn split_options(body: &str) -> Result<Vec<(String, Option<String>)>,
         }
     }
     if in_q {
-        return Err("unterminated quoted string in the rule options".into());
+        return Err(Reason::bad("unterminated quoted string in the rule options"));
     }
     if !cur.trim().is_empty() {
-        return Err(format!("option '{}' is not terminated by ';'", shorten(cur.trim())));
+        return Err(Reason::bad(format!("option '{}' is not terminated by ';'", shorten(cur.trim()))));
     }
     Ok(out)
 }
 
-pub(super) fn push_option(out: &mut Vec<(String, Option<String>)>, raw: &str) -> Result<(), String> {
+pub(super) fn push_option(out: &mut Vec<(String, Option<String>)>, raw: &str) -> Result<(), Reason> {
     let t = raw.trim();
     if t.is_empty() {
-        return Err("empty option (two ';' in a row?)".into());
+        return Err(Reason::bad("empty option (two ';' in a row?)"));
     }
     let (name, value) = match t.split_once(':') {
         Some((n, v)) => (n.trim(), Some(v.trim().to_string())),
         None => (t, None),
     };
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-') {
-        return Err(format!("'{}' is not an option name", shorten(name)));
+        return Err(Reason::bad(format!("'{}' is not an option name", shorten(name))));
     }
     out.push((name.to_string(), value));
     Ok(())
@@ -232,7 +232,7 @@ pub(super) fn parse_options(body: &str, rule: &mut Rule) -> Result<(), RuleError
 }
 
 /// Hands one option to its family.
-fn parse_option(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Result<(), String> {
+fn parse_option(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Result<(), Reason> {
     if parse_meta(n, v, rule, cur)? || parse_header_option(n, v, rule)? {
         return Ok(());
     }
@@ -252,7 +252,7 @@ fn parse_option(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> 
         "rawbytes" => {
             // Snort 2: match the raw packet instead of a normalized buffer; here pkt_data is raw.
             if cur.last_content.is_none() {
-                return Err("'rawbytes' must follow a content option".into());
+                return Err(Reason::bad("'rawbytes' must follow a content option"));
             }
             Ok(())
         }
@@ -264,12 +264,12 @@ fn parse_option(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> 
 }
 
 /// Rule metadata (`msg`, `sid`, `rev`, ...); false if `n` is not one.
-fn parse_meta(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Result<bool, String> {
+fn parse_meta(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Result<bool, Reason> {
     match n {
-        "msg" => rule.msg = unquote(v.ok_or("msg needs a quoted string")?)?,
+        "msg" => rule.msg = unquote(v.ok_or_else(|| Reason::bad("msg needs a quoted string"))?)?,
         "sid" => {
             if cur.seen_sid {
-                return Err("sid given twice".into());
+                return Err(Reason::bad("sid given twice"));
             }
             cur.seen_sid = true;
             rule.sid = parse_u32(v, "sid")?;
@@ -279,7 +279,7 @@ fn parse_meta(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Re
         "classtype" => rule.classtype = v.map(|s| s.to_string()),
         "priority" => rule.priority = Some(parse_u32(v, "priority")?),
         "service" => {
-            let v = v.ok_or("service needs a list of services")?;
+            let v = v.ok_or_else(|| Reason::bad("service needs a list of services"))?;
             rule.services.extend(v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
         }
         _ if IGNORED.contains(&n) => {}
@@ -289,21 +289,23 @@ fn parse_meta(n: &str, v: Option<&str>, rule: &mut Rule, cur: &mut Cursor) -> Re
 }
 
 /// Payload detection options (content, pcre, byte_*, isdataat, bufferlen); None if `n` is not one.
-fn parse_detect(n: &str, v: Option<&str>, rule: &mut Rule) -> Result<Option<Detect>, String> {
+fn parse_detect(n: &str, v: Option<&str>, rule: &mut Rule) -> Result<Option<Detect>, Reason> {
     Ok(Some(match n {
-        "content" => Detect::Content(parse_content(v.ok_or("content needs a quoted string")?, rule)?),
-        "pcre" => Detect::Pcre(parse_pcre(v.ok_or("pcre needs a quoted /expression/flags")?)?),
-        "byte_test" => parse_byte_test(v.ok_or("byte_test needs arguments")?, rule)?,
-        "byte_jump" => parse_byte_jump(v.ok_or("byte_jump needs arguments")?, rule)?,
-        "byte_extract" => parse_byte_extract(v.ok_or("byte_extract needs arguments")?, rule)?,
-        "isdataat" => parse_isdataat(v.ok_or("isdataat needs a value")?, rule)?,
-        "bufferlen" => parse_bufferlen(v.ok_or("bufferlen needs a value")?)?,
+        "content" => {
+            Detect::Content(parse_content(v.ok_or_else(|| Reason::bad("content needs a quoted string"))?, rule)?)
+        }
+        "pcre" => Detect::Pcre(parse_pcre(v.ok_or_else(|| Reason::bad("pcre needs a quoted /expression/flags"))?)?),
+        "byte_test" => parse_byte_test(v.ok_or_else(|| Reason::bad("byte_test needs arguments"))?, rule)?,
+        "byte_jump" => parse_byte_jump(v.ok_or_else(|| Reason::bad("byte_jump needs arguments"))?, rule)?,
+        "byte_extract" => parse_byte_extract(v.ok_or_else(|| Reason::bad("byte_extract needs arguments"))?, rule)?,
+        "isdataat" => parse_isdataat(v.ok_or_else(|| Reason::NeedsValue { what: "isdataat".into() })?, rule)?,
+        "bufferlen" => parse_bufferlen(v.ok_or_else(|| Reason::NeedsValue { what: "bufferlen".into() })?)?,
         _ => return Ok(None),
     }))
 }
 
 /// `isdataat:[!]N[,relative][,rawbytes]`.
-fn parse_isdataat(v: &str, rule: &Rule) -> Result<Detect, String> {
+fn parse_isdataat(v: &str, rule: &Rule) -> Result<Detect, Reason> {
     let mut parts = v.split(',').map(str::trim);
     let first = parts.next().unwrap_or("");
     let (negated, num) = match first.strip_prefix('!') {
@@ -316,36 +318,37 @@ fn parse_isdataat(v: &str, rule: &Rule) -> Result<Detect, String> {
         match p {
             "relative" => relative = true,
             "rawbytes" => {}
-            other => return Err(format!("isdataat: unknown argument '{}'", shorten(other))),
+            other => return Err(Reason::Unknown { family: "isdataat", what: "argument", word: shorten(other) }),
         }
     }
     Ok(Detect::IsDataAt { offset, relative, negated })
 }
 
 /// `bufferlen:RANGE[,relative]`.
-fn parse_bufferlen(v: &str) -> Result<Detect, String> {
+fn parse_bufferlen(v: &str) -> Result<Detect, Reason> {
     let mut parts = v.split(',').map(str::trim);
-    let test = parse_range(parts.next().unwrap_or("")).map_err(|e| format!("bufferlen: {e}"))?;
+    let test = parse_range(parts.next().unwrap_or("")).map_err(|e| Reason::bad_in("bufferlen", format!("{e}")))?;
     let mut relative = false;
     for p in parts {
         match p {
             "relative" => relative = true,
-            other => return Err(format!("bufferlen: unknown argument '{}'", shorten(other))),
+            other => return Err(Reason::Unknown { family: "bufferlen", what: "argument", word: shorten(other) }),
         }
     }
     Ok(Detect::BufferLen { test, relative })
 }
 
 /// Packet-header and flow options; false if `n` is not one.
-fn parse_header_option(n: &str, v: Option<&str>, rule: &mut Rule) -> Result<bool, String> {
+fn parse_header_option(n: &str, v: Option<&str>, rule: &mut Rule) -> Result<bool, Reason> {
     match n {
         "dsize" => {
-            let t = parse_range(v.ok_or("dsize needs a value")?).map_err(|e| format!("dsize: {e}"))?;
+            let t = parse_range(v.ok_or_else(|| Reason::NeedsValue { what: "dsize".into() })?)
+                .map_err(|e| e.within("dsize"))?;
             rule.header_tests.push(HeaderTest::Dsize(t));
             rule.approximations.push("dsize (length of the payload given)".into());
         }
         "itype" | "icode" | "icmp_id" | "icmp_seq" | "ttl" | "id" | "seq" | "ack" => {
-            let t = parse_range(v.ok_or_else(|| format!("{n} needs a value"))?).map_err(|e| format!("{n}: {e}"))?;
+            let t = parse_range(v.ok_or_else(|| Reason::NeedsValue { what: n.into() })?).map_err(|e| e.within(n))?;
             rule.header_tests.push(match n {
                 "itype" => HeaderTest::IcmpType(t),
                 "icode" => HeaderTest::IcmpCode(t),
@@ -357,25 +360,31 @@ fn parse_header_option(n: &str, v: Option<&str>, rule: &mut Rule) -> Result<bool
                 _ => HeaderTest::Ack(t),
             });
         }
-        "ip_proto" => rule.header_tests.push(HeaderTest::IpProto(parse_ip_proto(v.ok_or("ip_proto needs a value")?)?)),
-        "flags" => rule.header_tests.push(parse_flags(v.ok_or("flags needs a value")?)?),
-        "fragbits" => rule.header_tests.push(parse_fragbits(v.ok_or("fragbits needs a value")?)?),
-        "flow" => parse_flow(v.ok_or("flow needs a value")?, rule)?,
-        "flowbits" => rule.flowbits.push(parse_flowbits(v.ok_or("flowbits needs a value")?)?),
+        "ip_proto" => rule.header_tests.push(HeaderTest::IpProto(parse_ip_proto(
+            v.ok_or_else(|| Reason::NeedsValue { what: "ip_proto".into() })?,
+        )?)),
+        "flags" => rule.header_tests.push(parse_flags(v.ok_or_else(|| Reason::NeedsValue { what: "flags".into() })?)?),
+        "fragbits" => {
+            rule.header_tests.push(parse_fragbits(v.ok_or_else(|| Reason::NeedsValue { what: "fragbits".into() })?)?)
+        }
+        "flow" => parse_flow(v.ok_or_else(|| Reason::NeedsValue { what: "flow".into() })?, rule)?,
+        "flowbits" => {
+            rule.flowbits.push(parse_flowbits(v.ok_or_else(|| Reason::NeedsValue { what: "flowbits".into() })?)?)
+        }
         _ => return Ok(false),
     }
     Ok(true)
 }
 
 /// A Snort 2 style content modifier given as its own option: applies to the previous content.
-fn modify_last_content(n: &str, v: Option<&str>, rule: &mut Rule, cur: &Cursor) -> Result<(), String> {
+fn modify_last_content(n: &str, v: Option<&str>, rule: &mut Rule, cur: &Cursor) -> Result<(), Reason> {
     if cur.dead {
         return Ok(());
     }
-    let (si, ii) = cur.last_content.ok_or_else(|| format!("'{n}' must follow a content option"))?;
+    let (si, ii) = cur.last_content.ok_or_else(|| Reason::bad(format!("'{n}' must follow a content option")))?;
     let mut c = match rule.segments.get(si).and_then(|s| s.items.get(ii)) {
         Some(Detect::Content(c)) => c.clone(),
-        _ => return Err(format!("'{n}' must follow a content option")),
+        _ => return Err(Reason::bad(format!("'{n}' must follow a content option"))),
     };
     apply_modifier(&mut c, n, v, rule)?;
     check_content(&c)?;

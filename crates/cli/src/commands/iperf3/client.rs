@@ -60,7 +60,7 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params)
         if a.json {
             // As iperf3 -J: the start of the test and the error.
             let v = json!({ "start": start_json(server, &params, params.parallel), "intervals": [], "end": {}, "error": e });
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            bench::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         return Err(format!("iperf3 test against {server} failed: {e}"));
     }
@@ -140,7 +140,7 @@ fn iperf3_json(server: SocketAddrV4, p: &Params, r: &ClientReport) -> Value {
 fn print_report(a: &Iperf3Args, server: SocketAddrV4, p: &Params, r: &ClientReport) {
     let udp = p.protocol == Protocol::Udp;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&iperf3_json(server, p, r)).unwrap_or_default());
+        bench::outln!("{}", serde_json::to_string_pretty(&iperf3_json(server, p, r)).unwrap_or_default());
         return;
     }
     let mut t = Table::new(

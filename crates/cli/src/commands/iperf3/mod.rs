@@ -96,10 +96,15 @@ pub struct Iperf3Args {
     /// output then goes to stderr.
     #[arg(short = 'J', long)]
     json: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Run `linerate iperf3`.
 pub fn run(a: Iperf3Args) -> Result<ExitCode, String> {
+    if a.client.is_some() && a.metrics.metrics_port.is_some() {
+        return Err("--metrics-port is for the server (-s), which runs until stopped".into());
+    }
     install_stop_handler();
     let cfg = Config::parse_host(&a.host_ip).map_err(|e| e.to_string())?;
     // Stay on one CPU (as `linerate tap`): frames a thread writes to a TAP from several CPUs

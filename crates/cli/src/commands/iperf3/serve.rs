@@ -4,6 +4,7 @@
 use super::{exit_of, Iperf3Args, IperfHost};
 use crate::output::{fmt_si, Table};
 use crate::runloop::{now, stop_requested, Idler};
+use crate::statsfile::StatsPublisher;
 use apps::iperf3::{Iperf3Server, Protocol, TestReport};
 use serde_json::{json, Value};
 use std::process::{Child, ExitCode};
@@ -21,6 +22,10 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost) -> Result<ExitCode, String> {
         Some(ns) => eprintln!("  try: ip netns exec {} iperf3 -c {host} -p {}", ns.name(), a.port),
         None => eprintln!("  try: iperf3 -c {host} -p {}", a.port),
     }
+    // The stack's counters, for `linerate stats` and --metrics-port while the server runs.
+    let mut publisher = StatsPublisher::new(&format!("iperf3-s-{}", std::process::id()), "iperf3 -s")
+        .map_err(|e| format!("stats file: {e}"))?;
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     let mut child: Option<Child> = a.run.as_deref().map(|c| setup.spawn(c, a.json)).transpose()?;
     let start = now();
     let deadline = a.duration.map(|d| start + d);
@@ -32,6 +37,7 @@ pub fn run(a: &Iperf3Args, mut setup: IperfHost) -> Result<ExitCode, String> {
         worked |= server.step(&mut setup.stack).map_err(|e| e.to_string())? > 0;
         setup.stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(setup.stack.link(), worked);
+        publisher.publish_every(|| setup.stack.counters().iter().collect());
         for r in server.take_reports() {
             if !a.json {
                 eprintln!("{}", report_line(&r));
@@ -129,7 +135,7 @@ fn print_reports(a: &Iperf3Args, reports: &[TestReport], denied: u64) {
     if a.json {
         let v =
             json!({ "port": a.port, "tests": reports.iter().map(report_json).collect::<Vec<_>>(), "denied": denied });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        bench::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }
     let mut t = Table::new(
@@ -150,6 +156,6 @@ fn print_reports(a: &Iperf3Args, reports: &[TestReport], denied: u64) {
     }
     t.print(false);
     if denied > 0 {
-        println!("connections denied while busy: {denied}");
+        bench::outln!("connections denied while busy: {denied}");
     }
 }

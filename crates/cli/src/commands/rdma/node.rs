@@ -86,6 +86,8 @@ pub struct NodeArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     node: NodeArgs,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// Options of `linerate rdma write`.
@@ -134,6 +136,7 @@ pub fn serve(a: ServeArgs) -> Result<ExitCode, String> {
     if a.node.regions.is_empty() {
         return Err("serve needs at least one --region SIZE to serve".into());
     }
+    let _metrics = crate::metrics_http::serve(&a.metrics)?;
     run(&a.node, None)
 }
 

@@ -5,6 +5,7 @@
 
 use super::{parse_inputs, to_u8_inputs};
 use crate::bench_common::{check_secs, msg};
+use crate::output::{print_all, Cell, Table, Unit};
 use apps::spn_service::record::{decode_response, encode_request, response_len, response_value, Status, HEADER_LEN};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -55,7 +56,9 @@ pub struct QueryArgs {
     /// Times a UDP request is resent before giving up.
     #[arg(long, default_value_t = 5)]
     retries: u32,
-    /// Print JSON: the values (log-likelihoods unless --prob; -inf as null) and the exchange's figures.
+    /// Print JSON (`{"tables": [...]}` like every command): the values, a row per vector in
+    /// input order (log-likelihoods unless --prob; -inf as null), and a table of the
+    /// exchange's figures (requests, resends, rate, latency percentiles).
     #[arg(long)]
     json: bool,
     /// Print the rate (vectors/s) and latency percentiles on stderr (always in --json).
@@ -380,27 +383,50 @@ fn read_exact(s: &mut TcpStream, buf: &mut [u8], server: SocketAddr, timeout: Du
     })
 }
 
+/// The exchange's figures as a one-row table.
+fn exchange_table(tcp: bool, server: SocketAddr, ex: &Exchange, requests: usize, secs: f64) -> Table {
+    let mut t = Table::new(
+        &format!("spn query exchange with {server}"),
+        &[
+            "server",
+            "transport",
+            "vectors",
+            "requests",
+            "datagrams sent",
+            "resent",
+            "seconds",
+            "rate",
+            "latency p50",
+            "latency p99",
+            "latency max",
+        ],
+    );
+    let secs_of = |ns: u64| Cell::nanos(ns as f64);
+    t.row(vec![
+        Cell::from(server.to_string()),
+        Cell::from(if tcp { "tcp" } else { "udp" }),
+        Cell::count_u64(ex.values.len() as u64),
+        Cell::count_u64(requests as u64),
+        if tcp { Cell::Missing("TCP: a stream, not datagrams".into()) } else { Cell::count_u64(ex.sent) },
+        Cell::count_u64(ex.resent),
+        Cell::secs(secs),
+        Cell::Num(ex.values.len() as f64 / secs.max(1e-9), Unit::OpsPerSec),
+        secs_of(ex.latency.percentile_ns(50.0)),
+        secs_of(ex.latency.percentile_ns(99.0)),
+        secs_of(ex.latency.min_max_ns().1),
+    ]);
+    t
+}
+
 /// Print the values: one per line (full precision), or JSON.
 fn print_values(a: &QueryArgs, server: SocketAddr, ex: &Exchange, requests: usize, secs: f64) -> Result<(), String> {
-    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     if a.json {
-        let v = serde_json::json!({
-            "server": server.to_string(),
-            "transport": if a.tcp { "tcp" } else { "udp" },
-            "output": if a.prob { "likelihood" } else { "log_likelihood" },
-            "vectors": ex.values.len(),
-            "requests": requests,
-            "datagrams_sent": if a.tcp { None } else { Some(ex.sent) },
-            "resent": ex.resent,
-            "seconds": secs,
-            "vectors_per_s": ex.values.len() as f64 / secs.max(1e-9),
-            "latency_p50_s": ex.latency.percentile_ns(50.0) as f64 / 1e9,
-            "latency_p99_s": ex.latency.percentile_ns(99.0) as f64 / 1e9,
-            "latency_max_s": ex.latency.min_max_ns().1 as f64 / 1e9,
-            "values": ex.values,
-        });
-        writeln!(w, "{v}").map_err(msg)?;
-    } else {
+        let values = super::values_table("spn query", a.prob, &ex.values);
+        print_all(&[&values, &exchange_table(a.tcp, server, ex, requests, secs)], true);
+        return Ok(());
+    }
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    {
         for v in &ex.values {
             writeln!(w, "{v:?}").map_err(msg)?;
         }

@@ -351,7 +351,7 @@ fn serve_until_done<L: Link>(
         report.latency_p99_s * 1e6,
         a.workers
     );
-    println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    bench::outln!("{}", serde_json::to_string(&report).unwrap_or_default());
     outcome.map(|_| code)
 }
 
