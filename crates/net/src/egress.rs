@@ -203,6 +203,7 @@ impl Egress {
 
     /// [`Self::send_ip`], with fragmentation allowed or not (`Err(TooLarge)` beyond the path
     /// MTU when it is not).
+    #[allow(clippy::too_many_arguments)]
     pub fn send_ip_with<L: Link + ?Sized>(
         &mut self,
         env: &mut Env,
@@ -278,6 +279,7 @@ impl Egress {
 
     /// Send a datagram larger than the path MTU `mtu` in fragments. All fragments go into
     /// one transmit batch when it can hold them, so back-pressure never cuts a datagram.
+    #[allow(clippy::too_many_arguments)]
     fn send_fragmented<L: Link + ?Sized>(
         &mut self,
         env: &mut Env,

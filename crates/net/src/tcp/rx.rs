@@ -57,9 +57,11 @@ impl TcpEngine {
             Some(sid) => {
                 let v = self.input(out, sid, tuple, &repr, payload);
                 self.activity.mark(sid);
+                let now = out.now();
                 let (mut tcb, mut ctx) = self.tcb(sid);
-                if tcb.settle(&mut ctx, out.now()) {
-                    self.output(out, sid, out.now());
+                if tcb.settle(&mut ctx, now) {
+                    // The engine, not the view's input, sends: a duplicate ACK goes at once.
+                    tcb.output(&mut ctx, out, now);
                 }
                 v
             }
