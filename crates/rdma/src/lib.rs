@@ -150,7 +150,7 @@ pub use config::RdmaConfig;
 pub use counters::{Counter, Counters};
 pub use error::RdmaError;
 pub use memory::{MemoryUse, QueueUse};
-pub use node::RdmaNode;
+pub use node::{RdmaNode, RegionMut, RegionRef};
 pub use notify::{Completion, CompletionKind, NotifyQueue, Status};
 pub use peer::{Peer, Transport, DEFAULT_ETHERTYPE, DEFAULT_UDP_PORT};
 pub use region::{ExternalMem, RegionKey, RegionMem};
