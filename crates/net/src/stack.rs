@@ -90,6 +90,7 @@ impl<L: Link> Stack<L> {
     /// Returns the number of frames received.
     pub fn poll(&mut self, now: Instant) -> Result<usize, LinkError> {
         self.core.eg.now = now;
+        self.core.udp.now = now;
         if !self.started {
             self.started = true;
             if self.core.eg.cfg.gratuitous_arp {
@@ -135,6 +136,7 @@ impl<L: Link> Stack<L> {
 
     /// Process one frame as if it had been received from the link (test benches, replays).
     pub fn inject(&mut self, frame: &[u8]) -> Result<(), LinkError> {
+        self.core.udp.now = self.core.eg.now;
         self.core.handle_frame(&mut self.link, frame)?;
         let now = self.core.eg.now;
         let mut out = LinkSink::new(&mut self.core.eg, &mut self.link);

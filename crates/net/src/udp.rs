@@ -16,6 +16,7 @@ use crate::counters::Counter;
 use crate::error::{BadHandle, BindError};
 use crate::queue::PacketQueue;
 use crate::tcp::memory::{MemAccount, MemLevel};
+use link::Instant;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A bound UDP socket of a stack.
@@ -29,8 +30,8 @@ pub struct UdpHandle(pub(crate) u32);
 /// each one as delivered (`udp_rx_datagrams`), so the handler counts its own drops.
 /// `Any` lets the owner take its handler back as the type it installed.
 pub trait UdpRxHandler: std::any::Any + Send {
-    /// One datagram from `from`.
-    fn on_datagram(&mut self, from: SocketAddrV4, payload: &[u8]);
+    /// One datagram from `from`, received at `now` (the time of the stack's poll).
+    fn on_datagram(&mut self, now: Instant, from: SocketAddrV4, payload: &[u8]);
 }
 
 /// A socket's handler slot (`Debug` without the handler's internals).
@@ -91,6 +92,8 @@ pub(crate) struct UdpTable {
     queue_len: usize,
     queue_bytes: usize,
     max_payload: usize,
+    /// The time of the stack's current poll, handed to handlers.
+    pub now: Instant,
 }
 
 impl UdpTable {
@@ -113,6 +116,7 @@ impl UdpTable {
             queue_len,
             queue_bytes,
             max_payload,
+            now: Instant::ZERO,
         }
     }
 
@@ -189,7 +193,7 @@ impl UdpTable {
         };
         let Some(sock) = self.sockets[i].as_mut() else { return Delivery::NoSocket };
         if let Some(h) = sock.handler.0.as_mut() {
-            h.on_datagram(from, payload);
+            h.on_datagram(self.now, from, payload);
             return Delivery::Queued;
         }
         if sock.queue.push(SocketAddrV4Meta(from), payload) {
@@ -302,7 +306,7 @@ mod tests {
     struct Recorder(Vec<(SocketAddrV4, Vec<u8>)>);
 
     impl UdpRxHandler for Recorder {
-        fn on_datagram(&mut self, from: SocketAddrV4, payload: &[u8]) {
+        fn on_datagram(&mut self, _now: Instant, from: SocketAddrV4, payload: &[u8]) {
             self.0.push((from, payload.to_vec()));
         }
     }

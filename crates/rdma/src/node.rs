@@ -62,7 +62,7 @@ struct RxPath {
     replies: Vec<Answer>,
     max_packet: usize,
     max_answers: usize,
-    /// The time of the node's last poll (the handler's clock).
+    /// The time of the poll (the stack's, or the node's) that handed the packet over.
     now: Instant,
     /// Datagrams taken since the node's last poll.
     taken: usize,
@@ -75,10 +75,17 @@ struct BypassHandler {
 }
 
 impl UdpRxHandler for BypassHandler {
-    fn on_datagram(&mut self, from: SocketAddrV4, payload: &[u8]) {
+    fn on_datagram(&mut self, now: Instant, from: SocketAddrV4, payload: &[u8]) {
         match self.path.try_lock() {
-            Ok(mut p) => p.receive(Peer::Udp(from), payload),
-            Err(TryLockError::Poisoned(e)) => e.into_inner().receive(Peer::Udp(from), payload),
+            Ok(mut p) => {
+                p.now = now;
+                p.receive(Peer::Udp(from), payload)
+            }
+            Err(TryLockError::Poisoned(e)) => {
+                let mut p = e.into_inner();
+                p.now = now;
+                p.receive(Peer::Udp(from), payload)
+            }
             // The application holds the node's state across `Stack::poll` (a region
             // borrowed on this thread, or another thread's call): dropped and counted.
             Err(TryLockError::WouldBlock) => {
