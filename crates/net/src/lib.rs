@@ -199,4 +199,4 @@ pub use stack::Stack;
 pub use tcp::{
     CcAlgorithm, Recv, TcpConfig, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch,
 };
-pub use udp::UdpHandle;
+pub use udp::{UdpHandle, UdpRxHandler};

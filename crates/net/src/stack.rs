@@ -5,7 +5,7 @@ use crate::iface::Core;
 use crate::ping::{PingClient, PingReply, STAMP_LEN};
 use crate::raw::RawHandle;
 use crate::tcp::sink::LinkSink;
-use crate::udp::UdpHandle;
+use crate::udp::{UdpHandle, UdpRxHandler};
 use crate::{Config, Counter, Counters};
 use link::{FrameBatch, Instant, Link, LinkError};
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
@@ -101,6 +101,7 @@ impl<L: Link> Stack<L> {
     /// Returns the number of frames received.
     pub fn poll(&mut self, now: Instant) -> Result<usize, LinkError> {
         self.core.env.now = now;
+        self.core.udp.now = now;
         if !self.started {
             self.started = true;
             if self.core.env.cfg.gratuitous_arp {
@@ -150,6 +151,7 @@ impl<L: Link> Stack<L> {
 
     /// Process one frame as if it had been received from the link (test benches, replays).
     pub fn inject(&mut self, frame: &[u8]) -> Result<(), LinkError> {
+        self.core.udp.now = self.core.env.now;
         self.core.handle_frame(&mut self.link, frame)?;
         let now = self.core.env.now;
         let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
@@ -346,6 +348,23 @@ impl<L: Link> Stack<L> {
         f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
     ) -> Result<Option<R>, BadHandle> {
         self.core.udp.recv_with(h, &mut self.core.tcp.mem, f)
+    }
+
+    /// Hand socket `h`'s datagrams to `handler` during [`Stack::poll`], straight from the
+    /// received frame, instead of queueing them (datagrams already queued stay readable with
+    /// [`Stack::udp_recv_with`]). Returns the handler it replaces; closing the socket drops it.
+    pub fn udp_set_rx_handler(
+        &mut self,
+        h: UdpHandle,
+        handler: Box<dyn UdpRxHandler>,
+    ) -> Result<Option<Box<dyn UdpRxHandler>>, BadHandle> {
+        Ok(self.core.udp.get_mut(h)?.handler.0.replace(handler))
+    }
+
+    /// Take socket `h`'s handler back (as `Box<dyn Any>` it downcasts to the type installed);
+    /// from now on its datagrams are queued again.
+    pub fn udp_take_rx_handler(&mut self, h: UdpHandle) -> Result<Option<Box<dyn UdpRxHandler>>, BadHandle> {
+        Ok(self.core.udp.get_mut(h)?.handler.0.take())
     }
 
     /// Datagrams waiting on a socket.

@@ -8,22 +8,49 @@
 //! stack's memory budget, shared with TCP (see `crate::tcp::memory`): a datagram whose queue
 //! cannot grow under the limit is dropped as `rx_drop_udp_mem_limit`; closing a socket gives
 //! its storage back at once.
+//!
+//! A socket may instead hand its datagrams to an application's [`UdpRxHandler`], straight
+//! from the received frame (no queue, no copy): the RDMA receiver places payloads this way.
 
 use crate::counters::Counter;
 use crate::error::{BadHandle, BindError};
 use crate::queue::PacketQueue;
 use crate::tcp::memory::{MemAccount, MemLevel};
+use link::Instant;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 /// A bound UDP socket of a stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpHandle(pub(crate) u32);
 
+/// An application's receiver of one socket's datagrams (see
+/// [`Stack::udp_set_rx_handler`](crate::Stack::udp_set_rx_handler)): called during
+/// `Stack::poll` with each datagram's payload where it lies in the received frame, in place
+/// of queueing it. It must take every datagram (there is no back-pressure); the stack counts
+/// each one as delivered (`udp_rx_datagrams`), so the handler counts its own drops.
+/// `Any` lets the owner take its handler back as the type it installed.
+pub trait UdpRxHandler: std::any::Any + Send {
+    /// One datagram from `from`, received at `now` (the time of the stack's poll).
+    fn on_datagram(&mut self, now: Instant, from: SocketAddrV4, payload: &[u8]);
+}
+
+/// A socket's handler slot (`Debug` without the handler's internals).
+#[derive(Default)]
+pub(crate) struct HandlerSlot(pub Option<Box<dyn UdpRxHandler>>);
+
+impl std::fmt::Debug for HandlerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "HandlerSlot(installed)" } else { "HandlerSlot(none)" })
+    }
+}
+
 /// One bound socket.
 #[derive(Debug)]
 pub(crate) struct UdpSocket {
     pub port: u16,
     pub queue: PacketQueue<SocketAddrV4Meta>,
+    /// Datagrams go to this handler instead of the queue while one is installed.
+    pub handler: HandlerSlot,
     pub icmp_errors: u64,
     /// Never fragment: datagrams above the path MTU are refused (IP_PMTUDISC_DO).
     pub dont_fragment: bool,
@@ -44,7 +71,7 @@ impl Default for SocketAddrV4Meta {
 /// What became of a received datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Delivery {
-    /// Queued on the socket bound to its port.
+    /// Queued on (or handed to the handler of) the socket bound to its port.
     Queued,
     /// No socket is bound to its port.
     NoSocket,
@@ -65,6 +92,8 @@ pub(crate) struct UdpTable {
     queue_len: usize,
     queue_bytes: usize,
     max_payload: usize,
+    /// The time of the stack's current poll, handed to handlers.
+    pub now: Instant,
 }
 
 impl UdpTable {
@@ -87,6 +116,7 @@ impl UdpTable {
             queue_len,
             queue_bytes,
             max_payload,
+            now: Instant::ZERO,
         }
     }
 
@@ -102,6 +132,7 @@ impl UdpTable {
         let socket = UdpSocket {
             port,
             queue: PacketQueue::on_demand(self.queue_len, self.queue_bytes, self.max_payload),
+            handler: HandlerSlot::default(),
             icmp_errors: 0,
             dont_fragment: false,
             no_checksum: false,
@@ -152,7 +183,8 @@ impl UdpTable {
         self.max_sockets
     }
 
-    /// Queue a datagram from `from` for the socket bound to `port`.
+    /// Queue a datagram from `from` for the socket bound to `port` (or hand it to the
+    /// socket's handler).
     #[inline]
     pub fn deliver(&mut self, port: u16, from: SocketAddrV4, payload: &[u8], mem: &mut MemAccount) -> Delivery {
         let i = match self.by_port[port as usize] {
@@ -160,6 +192,10 @@ impl UdpTable {
             i => i as usize - 1,
         };
         let Some(sock) = self.sockets[i].as_mut() else { return Delivery::NoSocket };
+        if let Some(h) = sock.handler.0.as_mut() {
+            h.on_datagram(self.now, from, payload);
+            return Delivery::Queued;
+        }
         if sock.queue.push(SocketAddrV4Meta(from), payload) {
             return Delivery::Queued;
         }
@@ -264,6 +300,34 @@ mod tests {
 
     fn from() -> SocketAddrV4 {
         SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9)
+    }
+
+    /// Records what it was handed.
+    struct Recorder(Vec<(SocketAddrV4, Vec<u8>)>);
+
+    impl UdpRxHandler for Recorder {
+        fn on_datagram(&mut self, _now: Instant, from: SocketAddrV4, payload: &[u8]) {
+            self.0.push((from, payload.to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_handler_takes_datagrams_instead_of_the_queue_and_comes_back_as_installed() {
+        let mut t = UdpTable::new(49152, 8, 64, 8192, 1500);
+        let mem = &mut MemAccount::new(1 << 20, 1 << 20);
+        let a = t.bind(1).unwrap();
+        t.get_mut(a).unwrap().handler.0 = Some(Box::new(Recorder(Vec::new())));
+        for i in 0..100u8 {
+            assert_eq!(t.deliver(1, from(), &[i; 50], mem), Delivery::Queued);
+        }
+        assert_eq!((t.get(a).unwrap().queue.len(), mem.used), (0, 0), "nothing queued, nothing charged");
+        let h: Box<dyn std::any::Any> = t.get_mut(a).unwrap().handler.0.take().unwrap();
+        let got = h.downcast::<Recorder>().unwrap().0;
+        assert_eq!(got.len(), 100, "every datagram, past the queue's 64 records");
+        assert!(got.iter().enumerate().all(|(i, (f, d))| *f == from() && *d == [i as u8; 50]));
+        // Without a handler the queue takes them again.
+        assert_eq!(t.deliver(1, from(), b"q", mem), Delivery::Queued);
+        assert_eq!(t.get(a).unwrap().queue.len(), 1);
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl PyRdmaNode {
     /// The current bytes of region `key` (`np.frombuffer(..., dtype)` gives the array back).
     fn region<'py>(&self, py: Python<'py>, key: u32) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with(py, |n| {
-            n.region(RegionKey(key)).map(<[u8]>::to_vec).ok_or_else(|| val(format!("no region {key:#x}")))
+            n.region(RegionKey(key)).map(|r| r.to_vec()).ok_or_else(|| val(format!("no region {key:#x}")))
         })?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -364,7 +364,7 @@ impl PyRdmaNode {
     /// of any dtype, filling it whole.
     #[pyo3(signature = (key, out, offset = 0))]
     fn read_into(&self, py: Python<'_>, key: u32, out: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
-        read_region_into(out, key, offset, |copy| self.with(py, |n| copy(n.region(RegionKey(key)))))
+        read_region_into(out, key, offset, |copy| self.with(py, |n| copy(n.region(RegionKey(key)).as_deref())))
     }
 
     /// Deregister region `key`: returns the array registered in place (now the caller's

@@ -331,7 +331,7 @@ impl PyShmNode {
     /// The current bytes of region `key` (a copy).
     fn region<'py>(&self, py: Python<'py>, key: u32) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = self.with(py, |c| {
-            c.node.region(RegionKey(key)).map(<[u8]>::to_vec).ok_or_else(|| val(format!("no region {key:#x}")))
+            c.node.region(RegionKey(key)).map(|r| r.to_vec()).ok_or_else(|| val(format!("no region {key:#x}")))
         })?;
         Ok(PyBytes::new(py, &bytes))
     }
@@ -341,7 +341,7 @@ impl PyShmNode {
     #[pyo3(signature = (key, out, offset = 0))]
     fn read_into(&self, key: u32, out: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
         read_region_into(out, key, offset, |f| match self.shared.core_for_caller().as_ref() {
-            Some(c) => f(c.node.region(RegionKey(key))),
+            Some(c) => f(c.node.region(RegionKey(key)).as_deref()),
             None => Err(rt("the node is closed")),
         })
     }

@@ -127,6 +127,13 @@ net::define_counters! {
     /// ([`crate::memory::answer_backlog`]) piled up while the link stayed full (the sender
     /// retransmits and is answered again).
     drop_answer_backlog,
+    /// ACKs and NACKs received and dropped because more than the answer backlog arrived
+    /// between two polls of the node (the sender resends and is answered again).
+    drop_reply_backlog,
+    /// Datagrams dropped because the node's state was in use when the stack handed them
+    /// over (a region or the counters held by the application across `Stack::poll`); the
+    /// sender resends.
+    drop_busy,
 }
 
 /// The counters of a node.
@@ -166,9 +173,11 @@ impl Counters {
         Counter::ALL.iter().map(|c| (c.name(), self.get(*c)))
     }
 
-    /// Sum of the parse-error drops (`drop_oversize` .. `drop_bad_crc`).
+    /// Sum of the drops of datagrams that never became packets: the parse errors
+    /// (`drop_oversize` .. `drop_bad_crc`) and `drop_busy`.
     pub fn parse_drops(&self) -> u64 {
         [
+            Counter::drop_busy,
             Counter::drop_oversize,
             Counter::drop_truncated,
             Counter::drop_bad_magic,
@@ -198,6 +207,7 @@ impl Counters {
             rx_acks,
             rx_nacks,
             drop_ack_stray,
+            drop_reply_backlog,
             drop_unexpected_type,
         ]) + self.nacks_sent()
             - self.get(rx_escape_applied)

@@ -19,6 +19,14 @@
 //!   default ([`config::DEFAULT_SEGMENT`]) segments are 256 KiB and registered, so a large
 //!   write is completed segment by segment at the receiver, as the paper combines them.
 //!
+//! Receiving over UDP takes no copy but the one into the region: the node installs its
+//! receive path as its socket's handler ([`net::Stack::udp_set_rx_handler`]), so during
+//! `Stack::poll` each datagram is verified (CRC32C over header and payload in one pass, with
+//! the CPU's instruction) and placed straight from the received frame; ACKs, NACKs and
+//! timers are handled per batch in [`RdmaNode::poll`]. (Over raw Ethernet frames are read
+//! from the socket's queue.) Do not hold a region borrowed ([`RdmaNode::region`]) across
+//! `Stack::poll`: datagrams that arrive meanwhile are dropped and counted (`drop_busy`).
+//!
 //! Regions are buffers the node owns ([`RdmaNode::register`]) or the caller's memory in place
 //! ([`RdmaNode::register_mem`] with an [`ExternalMem`]: writes land in it directly; the Python
 //! package registers numpy arrays this way). Every setting of [`RdmaConfig`] can be read and
@@ -150,7 +158,7 @@ pub use config::RdmaConfig;
 pub use counters::{Counter, Counters};
 pub use error::RdmaError;
 pub use memory::{MemoryUse, QueueUse};
-pub use node::RdmaNode;
+pub use node::{RdmaNode, RegionMut, RegionRef};
 pub use notify::{Completion, CompletionKind, NotifyQueue, Status};
 pub use peer::{Peer, Transport, DEFAULT_ETHERTYPE, DEFAULT_UDP_PORT};
 pub use region::{ExternalMem, RegionKey, RegionMem};

@@ -11,6 +11,7 @@
 //! | `notifications` (receive completions not yet taken) | `notify_capacity` (with the registered ops) | NACK `queue_full` (`nack_queue_full`) |
 //! | `recent_ops` (completed ops remembered) | `recent_capacity` | oldest forgotten early (`recent_evicted`) |
 //! | `answers` (ACKs/NACKs waiting for the link) | [`answer_backlog`] | answer dropped (`drop_answer_backlog`); the sender resends |
+//! | `replies` (ACKs/NACKs received between two polls, for the sender) | [`answer_backlog`] | reply dropped (`drop_reply_backlog`); the sender resends |
 //! | `completions` (send completions not yet taken) | `notify_capacity` (with the pending writes) | `post_write` refused `CompletionsFull` (`tx_refused_completions_full`) |
 //! | `pending_writes` (command queue and writes in flight) | `command_queue + max_ops` | `post_write` refused `QueueFull` (`tx_refused_queue_full`) |
 //! | `ops` (the DMA op table) | `max_ops` | writes wait in the command queue |
@@ -95,6 +96,7 @@ pub(crate) struct Lens {
     pub notifications: usize,
     pub recent_ops: usize,
     pub answers: usize,
+    pub replies: usize,
     pub completions: usize,
     pub pending_writes: usize,
     pub ops: usize,
@@ -115,6 +117,7 @@ pub(crate) fn report(cfg: &RdmaConfig, max_packet: usize, stride: usize, l: Lens
             q("notifications", l.notifications, cfg.notify_capacity, completion),
             q("recent_ops", l.recent_ops, cfg.recent_capacity, 2 * std::mem::size_of::<(Instant, Peer, u64)>()),
             q("answers", l.answers, answer_backlog(cfg), std::mem::size_of::<Answer>()),
+            q("replies", l.replies, answer_backlog(cfg), std::mem::size_of::<Answer>()),
             q("completions", l.completions, cfg.notify_capacity, completion),
             q("pending_writes", l.pending_writes, cfg.command_queue + cfg.max_ops, 96),
             q("ops", l.ops, cfg.max_ops, 160 + op_bytes(largest_op)),

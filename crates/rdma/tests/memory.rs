@@ -153,9 +153,11 @@ fn a_lossy_sender_past_a_slow_receivers_bounds_is_refused_then_served_in_full() 
     ops.sort_unstable();
     ops.dedup();
     assert_eq!((seen.len(), ops.len()), (writes, writes), "every write notified once");
-    let region = net.nodes[1].region(key).unwrap();
-    for w in 0..writes {
-        assert_eq!(&region[w * 4000..(w + 1) * 4000], &pattern(4000, w as u64)[..], "write {w}");
+    {
+        let region = net.nodes[1].region(key).unwrap();
+        for w in 0..writes {
+            assert_eq!(&region[w * 4000..(w + 1) * 4000], &pattern(4000, w as u64)[..], "write {w}");
+        }
     }
     let c = net.nodes[1].counters();
     assert!(c.get(Counter::nack_queue_full) > 0, "the slow application held the senders back");

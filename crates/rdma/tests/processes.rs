@@ -118,10 +118,10 @@ fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut
     for (i, &(off, len, _)) in WRITES.iter().enumerate() {
         expect[off..off + len].copy_from_slice(&pattern(len, u64::from(peer) * 10 + i as u64));
     }
-    if node.region(key) != Some(&expect[..]) {
+    if node.region(key).as_deref() != Some(&expect[..]) {
         return Err(format!(
             "side {me}: region bytes differ (hash {:x} vs {:x})",
-            common::fnv(node.region(key).unwrap_or(&[])),
+            common::fnv(node.region(key).as_deref().unwrap_or(&[])),
             common::fnv(&expect)
         ));
     }

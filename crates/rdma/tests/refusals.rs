@@ -164,9 +164,11 @@ fn full_registration_table_and_escape_channel_are_nacked_and_counted() {
     let c = node.counters();
     assert_eq!((c.get(Counter::rx_escape_parked), c.get(Counter::nack_escape_full)), (64, 1));
     // Parked packets never reached memory; the registered first packets did.
-    let mem = node.region(key).unwrap();
-    assert!(mem[100 * 200..].iter().all(|b| *b == 0));
-    assert_eq!(mem[0], 1);
+    {
+        let mem = node.region(key).unwrap();
+        assert!(mem[100 * 200..].iter().all(|b| *b == 0));
+        assert_eq!(mem[0], 1);
+    }
     // Timers: parked packets expire, idle entries are freed; the node keeps serving.
     node.poll(&mut stack, Instant::from_millis(2)).unwrap();
     assert_eq!(node.counters().get(Counter::drop_escape_expired), 64);

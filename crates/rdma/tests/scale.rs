@@ -54,7 +54,7 @@ fn sixty_four_senders_write_into_one_receiver() {
     assert!(done, "{} of {} receive completions", recv.len(), 3 * SENDERS);
     net.run_for(Duration::from_millis(200));
     drain(net.nodes[0].notifications(), &mut recv);
-    assert!(net.nodes[0].region(key).unwrap() == &expect[..], "region differs");
+    assert!(*net.nodes[0].region(key).unwrap() == expect[..], "region differs");
     assert_eq!(recv.len(), 3 * SENDERS, "no op completed twice");
     let unique: HashSet<_> = recv.iter().map(|c| (c.peer, c.op_id)).collect();
     assert_eq!(unique.len(), 3 * SENDERS);

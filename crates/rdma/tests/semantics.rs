@@ -34,7 +34,7 @@ fn timing(registered: bool, len: usize) -> (Duration, Duration) {
         }
         recv.is_some() && sent.is_some()
     }));
-    assert!(net.nodes[1].region(key).unwrap() == &pattern(len, 3)[..]);
+    assert!(*net.nodes[1].region(key).unwrap() == pattern(len, 3)[..]);
     (recv.unwrap() - start, sent.unwrap() - start)
 }
 
@@ -79,7 +79,8 @@ fn segmented_write_lets_the_receiver_compute_on_early_segments() {
             let seg = c.segment_index();
             let range = c.offset as usize..(c.offset + c.len) as usize;
             assert_eq!(range.start, seg as usize * SEG);
-            let region = n.nodes[1].region(key).unwrap();
+            let guard = n.nodes[1].region(key).unwrap();
+            let region: &[u8] = &guard;
             // Notified means complete: the whole segment is in place at this moment.
             assert!(region[range.clone()] == data[range.clone()], "segment {seg} incomplete when notified");
             assert!(c.segment && c.last_segment == (seg as usize == LEN / SEG - 1));

@@ -80,7 +80,8 @@ fn rdma_over_veth_between_namespaces_both_directions() {
         ids.sort();
         ids.dedup();
         assert_eq!((recv[i].len(), ids.len()), (ops, ops), "side {i}: each op notified once");
-        let region = nodes[i].region(keys[i]).unwrap();
+        let guard = nodes[i].region(keys[i]).unwrap();
+        let region: &[u8] = &guard;
         assert!(region == &expect[i][..], "side {i}: region hash {:x} != {:x}", fnv(region), fnv(&expect[i]));
     }
     drop(nodes);

@@ -89,7 +89,7 @@ pub(crate) fn demo_impaired_step() -> Step {
     if !finished || twice > 0 {
         return Err(format!("{ok} of {writes} writes completed, {} of 76 ops notified, {twice} twice", ops.len()));
     }
-    if nodes[1].region(key) != Some(&expect[..]) {
+    if nodes[1].region(key).as_deref() != Some(&expect[..]) {
         return Err("the region's bytes differ from what was written".into());
     }
     let (s, r) = (nodes[0].counters(), nodes[1].counters());
@@ -129,7 +129,7 @@ pub(crate) fn demo_many_step() -> Step {
         }
         got == SENDERS
     })?;
-    if !finished || nodes[0].region(key) != Some(&expect[..]) {
+    if !finished || nodes[0].region(key).as_deref() != Some(&expect[..]) {
         return Err(format!("{got} of {SENDERS} writes were notified, or the bytes differ"));
     }
     Ok(Outcome::measured(

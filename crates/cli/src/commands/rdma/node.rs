@@ -326,7 +326,8 @@ fn drive(
         }
         stack.flush().map_err(msg)?;
         stats.publish_every(|| {
-            let rdma = node.counters().iter().map(|(k, v)| (format!("rdma_{k}"), v));
+            let counters = node.counters();
+            let rdma = counters.iter().map(|(k, v)| (format!("rdma_{k}"), v));
             rdma.chain(stack.counters().iter().map(|(k, v)| (k.to_string(), v))).collect::<Vec<_>>()
         });
         idler.after_poll(stack.link(), work > 0 || node.pending_writes() > 0);
@@ -450,7 +451,8 @@ fn report(
     );
     for k in keys {
         let s = seen.get(&k.0);
-        let bytes = node.region(*k).unwrap_or(&[]);
+        let region = node.region(*k);
+        let bytes = region.as_deref().unwrap_or(&[]);
         t.row(vec![
             Cell::Text(format!("{:#x}", k.0)),
             Cell::bytes(bytes.len() as u64),
