@@ -93,8 +93,7 @@ pub fn goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
             let start = std::time::Instant::now();
             match c.rank() {
                 0 => {
-                    let s = c.endpoint().isend(1, 7, &data)?;
-                    c.wait(s)?;
+                    c.send(1, 7, &data)?;
                     c.recv::<i32>(1, 8, 1)?;
                 }
                 1 => {

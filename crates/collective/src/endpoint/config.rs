@@ -110,11 +110,15 @@ pub struct Counters {
     pub unmatched_pauses: u64,
     /// Most bytes of unmatched messages ever queued from one peer.
     pub unmatched_peak_bytes: u64,
+    /// Point-to-point messages sent straight from the caller's memory into a pipe.
+    pub direct_sends: u64,
+    /// Point-to-point messages received straight from a pipe into the caller's memory.
+    pub direct_recvs: u64,
 }
 
 impl Counters {
     /// Every counter with its name, in declaration order (for tables and `linerate stats`).
-    pub fn named(&self) -> [(&'static str, u64); 10] {
+    pub fn named(&self) -> [(&'static str, u64); 12] {
         [
             ("msgs_sent", self.msgs_sent),
             ("bytes_sent", self.bytes_sent),
@@ -126,6 +130,8 @@ impl Counters {
             ("protocol_errors", self.protocol_errors),
             ("unmatched_pauses", self.unmatched_pauses),
             ("unmatched_peak_bytes", self.unmatched_peak_bytes),
+            ("direct_sends", self.direct_sends),
+            ("direct_recvs", self.direct_recvs),
         ]
     }
 }

@@ -28,7 +28,7 @@ impl Endpoint {
             self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
             self.counters.msgs_received += (p.inbox.len() - before) as u64;
             match r {
-                Ok(PumpEnd::WouldBlock) => {}
+                Ok(PumpEnd::WouldBlock | PumpEnd::Held) => {}
                 Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its connection".into()),
                 Err(PumpError::Net(e)) => p.lost = Some(e.to_string()),
                 Err(PumpError::Frame(e)) => {

@@ -211,7 +211,7 @@ impl Endpoint {
                     }
                 }
                 (_, Some(_)) | (Err(_), _) | (Ok(PumpEnd::Eof), None) => Some(Err(())),
-                (Ok(PumpEnd::WouldBlock), None) => None,
+                (Ok(PumpEnd::WouldBlock | PumpEnd::Held), None) => None,
             };
             match verdict {
                 None => i += 1,

@@ -16,7 +16,7 @@ use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType
 use crate::frame::{
     decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
 };
-use crate::pipe::ShmPipe;
+use crate::pipe::{PipeRead, ShmPipe};
 use crate::pool::BufPool;
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
@@ -31,12 +31,14 @@ use std::net::SocketAddrV4;
 const TRANSFER_MIN: usize = 64 * 1024;
 
 mod config;
+mod direct;
 mod engine;
 mod mesh;
 mod ops;
 mod pipes;
 
 pub use config::{AllreduceAlgo, Config, Counters, MeshState, TreeAlgo};
+pub(crate) use direct::DirectRecv;
 
 struct Peer {
     conn: Option<TcpHandle>,
@@ -62,8 +64,16 @@ struct Peer {
     /// Framed messages for the pipe; it has taken the first `pipe_off` bytes of the first.
     pipe_out: VecDeque<Vec<u8>>,
     pipe_off: usize,
-    /// The peer's doorbell (rung after writing into the pipe), if it has one.
+    /// The peer's doorbell (rung after writing into or reading from the pipe), if it has one.
     bell: Option<Doorbell>,
+    /// A direct receive wants the next point-to-point message of this tag and length from
+    /// the pipe (see `direct`).
+    claim: Option<(u32, usize)>,
+    /// The claimed message's header was read: payload bytes still in the pipe for the
+    /// direct receive (nothing else reads the pipe meanwhile).
+    held: Option<usize>,
+    /// A direct send is writing into the pipe (nothing else writes meanwhile).
+    streaming: bool,
 }
 
 impl Peer {
@@ -231,6 +241,9 @@ impl Endpoint {
                 pipe_out: VecDeque::new(),
                 pipe_off: 0,
                 bell: None,
+                claim: None,
+                held: None,
+                streaming: false,
             })
             .collect();
         Endpoint {
