@@ -136,7 +136,7 @@ fn self_check<L: Link>(c: &mut Communicator<L>, args: &Args) -> Result<(), Failu
     let f: Vec<f32> = xs[r].iter().map(|&v| (v % 1000) as f32).collect();
     let fsum: Vec<f32> = (0..len).map(|e| xs.iter().map(|x| (x[e] % 1000) as f32).sum()).collect();
     check("all-reduce f32", c.allreduce(&f, ReduceOp::Sum)? == fsum)?;
-    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
+    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain, TreeAlgo::Auto] {
         let req = c.endpoint().ibcast_with(&xs[r], n - 1, algo)?;
         check(&format!("broadcast {algo:?}"), c.wait(req)? == xs[n - 1])?;
         let req = c.endpoint().ireduce_with(&xs[r], ReduceOp::Sum, n / 2, algo)?;

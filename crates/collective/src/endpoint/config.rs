@@ -20,6 +20,8 @@ pub enum AllreduceAlgo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TreeAlgo {
+    /// Flat below [`Config::pipelined_from`] bytes, the pipelined chain from there on.
+    Auto,
     /// The root talks to every rank directly (EasyNet's one-to-all and all-to-one).
     Flat,
     /// A binary tree rooted at the root.
@@ -51,8 +53,12 @@ pub struct Config {
     pub bcast: TreeAlgo,
     /// Reduce algorithm.
     pub reduce: TreeAlgo,
-    /// Segment size of the pipelined chain algorithms.
+    /// Segment size of the pipelined algorithms (chain broadcast and reduce, the ring's
+    /// chunks).
     pub chain_segment: usize,
+    /// With [`TreeAlgo::Auto`]: broadcasts and reduces of at least this many bytes run as
+    /// the pipelined chain, smaller ones flat.
+    pub pipelined_from: usize,
     /// Bytes of received messages from one peer that no posted operation has taken yet (the
     /// unmatched-message queue). At this bound the endpoint stops reading that peer's
     /// connection, so TCP's window holds the sender back; an operation that then cannot find
@@ -76,9 +82,10 @@ impl Default for Config {
             max_message: 1 << 30,
             allreduce: AllreduceAlgo::Auto,
             small_allreduce: 16 * 1024,
-            bcast: TreeAlgo::Flat,
+            bcast: TreeAlgo::Auto,
             reduce: TreeAlgo::Flat,
             chain_segment: 64 * 1024,
+            pipelined_from: 256 * 1024,
             max_unmatched: 64 << 20,
             shm: None,
             pipe_ring: crate::pipe::DEFAULT_PIPE_RING,

@@ -116,6 +116,10 @@ struct Op {
     work: Vec<u8>,
     step: usize,
     posted: bool,
+    /// Actions of the current step already applied (receives are applied in the listed
+    /// order as their messages arrive, so a segment is reduced or copied while the next
+    /// ones are still on their way).
+    applied: usize,
     deadline: Option<Instant>,
     outcome: Option<Result<(), CollectiveError>>,
 }
