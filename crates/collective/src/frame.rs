@@ -119,6 +119,22 @@ pub fn encode_elems_in<T: Element>(buf: Vec<u8>, kind: Kind, tag: u32, step: u32
     to_bytes_in(v, data)
 }
 
+/// A hello's payload: the sender's listening address (as [`encode_addrs`]), then its host
+/// name if it gives one (UTF-8), which tells the receiver whether both share a machine.
+pub fn encode_hello(addr: SocketAddrV4, host: Option<&str>) -> Vec<u8> {
+    let mut v = encode_addrs(&[addr]);
+    v.extend_from_slice(host.unwrap_or_default().as_bytes());
+    v
+}
+
+/// Parses what [`encode_hello`] produced: the address and the host name (`None` if empty);
+/// `None` if there is no address.
+pub fn decode_hello(b: &[u8]) -> Option<(SocketAddrV4, Option<String>)> {
+    let addr = *decode_addrs(b.get(..6)?)?.first()?;
+    let host = std::str::from_utf8(&b[6..]).ok()?;
+    Some((addr, (!host.is_empty()).then(|| host.to_string())))
+}
+
 /// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
 pub fn encode_addrs(addrs: &[SocketAddrV4]) -> Vec<u8> {
     let mut v = Vec::with_capacity(addrs.len() * 6);

@@ -146,3 +146,37 @@ fn blocking_send_and_recv_into_go_straight_between_the_callers_memory_and_the_pi
     let e = out[1].2.as_deref().unwrap_or_default();
     assert!(e.contains("100 bytes where 200 were expected"), "a receive of the wrong length: {e}");
 }
+
+#[test]
+fn only_ranks_naming_the_same_host_get_pipes_the_others_stay_on_tcp() {
+    // Ranks 0 and 1 say they are on machine "m1", rank 2 on "m2": one pipe (0-1), TCP for
+    // everything with rank 2, and every result still exact.
+    let name = format!("coll-hostnames-{}", std::process::id());
+    let handles: Vec<_> = (0..N)
+        .map(|r| {
+            let name = name.clone();
+            std::thread::spawn(move || {
+                let fab = ShmFabric::join(&name, r, N, fabric_link_config(), Duration::from_secs(20)).unwrap();
+                let stack = net::Stack::new(fabric_host_config(r, N).unwrap(), fab).unwrap();
+                let host = Some(if r < 2 { "m1" } else { "m2" }.to_string());
+                let cfg =
+                    Config { timeout: Duration::from_secs(60), shm: Some(name.clone()), host, ..Config::default() };
+                let mut c =
+                    Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(N), cfg).unwrap(), false)
+                        .unwrap();
+                c.connect().unwrap();
+                let x: Vec<i64> = (0..300_000).map(|i| i * (r as i64 + 1)).collect();
+                let sum = c.allreduce(&x, ReduceOp::Sum).unwrap();
+                assert!(sum.iter().enumerate().all(|(i, &v)| v == i as i64 * 6), "rank {r}: all-reduce");
+                let pipes = c.endpoint().counters().pipe_peers;
+                let on_tcp = c.stack().link().stats().tx_bytes;
+                c.finalize().unwrap();
+                (pipes, on_tcp)
+            })
+        })
+        .collect();
+    let out: Vec<(u64, u64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 1, 0], "peers through pipes per rank");
+    // Rank 2 sends its all-reduce share (~1.6 MB) over TCP.
+    assert!(out[2].1 > 1 << 20, "rank 2 sent only {} bytes over TCP", out[2].1);
+}

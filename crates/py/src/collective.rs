@@ -951,7 +951,7 @@ fn init(
             on.host.gateway = Some(g.trim().parse().map_err(|_| val(format!("gateway {g:?} is not an IPv4 address")))?);
         }
         let medium = on.link.to_string();
-        cfg.shm = transport.shm_job(false, fabric.as_deref().or(l.fabric.as_deref())).map_err(val)?;
+        transport.apply(&mut cfg, false, fabric.as_deref().or(l.fabric.as_deref())).map_err(val)?;
         let comm = py.allow_threads(|| on.join(r, n, cfg, bind)).map_err(join_err)?;
         return Ok(PyComm { comm: Some(Rank::Link(comm)), rank: r, size: n, medium });
     }

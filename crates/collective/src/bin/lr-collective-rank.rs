@@ -224,8 +224,8 @@ fn main() -> ExitCode {
     }
     let run = || -> Result<(), Failure> {
         if let Some(on) = LinkRank::resolve(&launch, None, None, None)? {
-            let shm = Transport::from_env()?.shm_job(false, launch.fabric.as_deref())?;
-            let cfg = Config { timeout: args.timeout, shm, ..Config::default() };
+            let mut cfg = Config { timeout: args.timeout, ..Config::default() };
+            Transport::from_env()?.apply(&mut cfg, false, launch.fabric.as_deref())?;
             let mut c = on.join(r, n, cfg, false)?;
             if args.bench {
                 bench(&mut c, &args.bench_sizes)?;

@@ -70,6 +70,10 @@ pub struct Config {
     pub shm: Option<String>,
     /// Bytes of each direction's ring of a pipe (a power of two).
     pub pipe_ring: usize,
+    /// This rank's host name, sent in the set-up's hello: with [`Config::shm`] set, pipes go
+    /// only to the peers that report the same name (the others stay on TCP). `None` (the
+    /// default): pipes to every peer when `shm` is set.
+    pub host: Option<String>,
 }
 
 impl Default for Config {
@@ -89,6 +93,7 @@ impl Default for Config {
             max_unmatched: 64 << 20,
             shm: None,
             pipe_ring: crate::pipe::DEFAULT_PIPE_RING,
+            host: None,
         }
     }
 }
@@ -121,11 +126,13 @@ pub struct Counters {
     pub direct_sends: u64,
     /// Point-to-point messages received straight from a pipe into the caller's memory.
     pub direct_recvs: u64,
+    /// Peers whose messages go through a shared-memory pipe (the others: TCP).
+    pub pipe_peers: u64,
 }
 
 impl Counters {
     /// Every counter with its name, in declaration order (for tables and `linerate stats`).
-    pub fn named(&self) -> [(&'static str, u64); 12] {
+    pub fn named(&self) -> [(&'static str, u64); 13] {
         [
             ("msgs_sent", self.msgs_sent),
             ("bytes_sent", self.bytes_sent),
@@ -139,6 +146,7 @@ impl Counters {
             ("unmatched_peak_bytes", self.unmatched_peak_bytes),
             ("direct_sends", self.direct_sends),
             ("direct_recvs", self.direct_recvs),
+            ("pipe_peers", self.pipe_peers),
         ]
     }
 }

@@ -14,7 +14,8 @@
 use crate::doorbell::Doorbell;
 use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
 use crate::frame::{
-    decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
+    decode_addrs, decode_hello, encode, encode_addrs, encode_elems_in, encode_hello, encode_in, Kind, Msg, Parser,
+    PumpEnd, PumpError,
 };
 use crate::pipe::{PipeRead, ShmPipe};
 use crate::pool::BufPool;
@@ -74,6 +75,9 @@ struct Peer {
     held: Option<usize>,
     /// A direct send is writing into the pipe (nothing else writes meanwhile).
     streaming: bool,
+    /// Whether `pipe_wanted` is decided: at once without [`Config::host`], else once the
+    /// peer's hello told its host name.
+    host_known: bool,
 }
 
 impl Peer {
@@ -93,9 +97,10 @@ impl Peer {
         }
     }
 
-    /// Whether the transport to this peer is complete (connection up, pipe if wanted).
+    /// Whether the transport to this peer is complete (connection up, its kind decided, pipe
+    /// if wanted).
     fn ready(&self) -> bool {
-        self.up && (!self.pipe_wanted || self.pipe.is_some())
+        self.up && self.host_known && (!self.pipe_wanted || self.pipe.is_some())
     }
 }
 
@@ -227,7 +232,7 @@ impl Endpoint {
         sent: bool,
         cfg: Config,
     ) -> Endpoint {
-        let peers = (0..size)
+        let peers: Vec<Peer> = (0..size)
             .map(|j| Peer {
                 conn: None,
                 inbox_bytes: 0,
@@ -239,7 +244,7 @@ impl Endpoint {
                 outbox: VecDeque::new(),
                 out_off: 0,
                 lost: None,
-                pipe_wanted: cfg.shm.is_some() && j != rank,
+                pipe_wanted: cfg.shm.is_some() && j != rank && cfg.host.is_none(),
                 pipe: None,
                 pipe_parser: Parser::default(),
                 pipe_out: VecDeque::new(),
@@ -248,8 +253,11 @@ impl Endpoint {
                 claim: None,
                 held: None,
                 streaming: false,
+                host_known: cfg.host.is_none() || j == rank,
             })
             .collect();
+        let counters =
+            Counters { pipe_peers: peers.iter().filter(|p| p.pipe_wanted).count() as u64, ..Counters::default() };
         Endpoint {
             rank,
             size,
@@ -267,7 +275,7 @@ impl Endpoint {
             next_id: 0,
             next_seq: 0,
             now: Instant::ZERO,
-            counters: Counters::default(),
+            counters,
             pool: BufPool::new(POOL_BUFS, POOL_BYTES),
         }
     }
