@@ -6,7 +6,7 @@
 //! [`tcp_goodput`] the same transfer on one plain linerate TCP connection (no framing, no
 //! matching) as the baseline of the collective layer.
 
-use crate::{AllreduceAlgo, CollectiveError, Communicator, ReduceOp, TreeAlgo};
+use crate::{AllreduceAlgo, CollectiveError, Communicator, ReduceOp};
 use link::Link;
 use std::net::SocketAddrV4;
 
@@ -47,7 +47,7 @@ pub fn latency<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
                     "allreduce-rd" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::RecursiveDoubling)),
                     "allreduce-ring" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::Ring)),
                     "allreduce-rb" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::ReduceBcast)),
-                    _ => Some(ep.ibcast_with(&data, 0, TreeAlgo::Flat)?),
+                    _ => Some(ep.ibcast(&data, 0)?),
                 };
                 if let Some(req) = req {
                     c.wait(req)?;
@@ -93,8 +93,7 @@ pub fn goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
             let start = std::time::Instant::now();
             match c.rank() {
                 0 => {
-                    let s = c.endpoint().isend(1, 7, &data)?;
-                    c.wait(s)?;
+                    c.send(1, 7, &data)?;
                     c.recv::<i32>(1, 8, 1)?;
                 }
                 1 => {

@@ -284,10 +284,51 @@ impl<L: Link> Communicator<L> {
         Ok(())
     }
 
-    /// Blocking send.
+    /// Blocking send. To a peer reached through a shared-memory pipe, the bytes go straight
+    /// from `data` into the pipe's ring (no message buffer; returns once the last byte is
+    /// in the ring); otherwise as [`Endpoint::isend`] and a wait.
     pub fn send<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<(), CollectiveError> {
+        if self.ep.direct_send_begin(peer) {
+            let bytes: &[u8] = bytemuck::cast_slice(data);
+            let mut off = 0;
+            let r = self.direct_send(peer, tag, bytes, &mut off);
+            self.ep.direct_send_end(peer, off, crate::frame::HEADER_LEN + bytes.len());
+            return r;
+        }
         let r = self.ep.isend(peer, tag, data)?;
         self.wait(r).map(|_| ())
+    }
+
+    /// The loop of a direct send: writes into the pipe as it has room, polling (so that
+    /// what peers send us keeps moving) and idling while it is full, up to the timeout.
+    fn direct_send(&mut self, peer: usize, tag: u32, bytes: &[u8], off: &mut usize) -> Result<(), CollectiveError> {
+        let hdr = crate::frame::header_bytes(crate::frame::Kind::P2p, tag, 0, bytes.len());
+        let total = hdr.len() + bytes.len();
+        let deadline = Instant::now() + self.ep.config().timeout;
+        let mut idle = 0;
+        loop {
+            let wrote = self.ep.direct_send_step(peer, &hdr, bytes, off)?;
+            if *off == total {
+                return Ok(());
+            }
+            if wrote {
+                // The peer is reading: keep writing (the loop polls once the ring is full).
+                idle = 0;
+                continue;
+            }
+            if self.poll()? {
+                idle = 0;
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Err(self.direct_timeout("send", peer));
+            }
+            self.idle(&mut idle)?;
+        }
+    }
+
+    fn direct_timeout(&self, op: &'static str, peer: usize) -> CollectiveError {
+        CollectiveError::Timeout { op, step: 0, waiting_for: vec![peer], timeout: self.ep.config().timeout }
     }
 
     /// Blocking receive of `count` elements.
@@ -296,10 +337,49 @@ impl<L: Link> Communicator<L> {
         self.wait(r)
     }
 
-    /// Blocking receive into `out` (exactly `out.len()` elements), without allocating.
+    /// Blocking receive into `out` (exactly `out.len()` elements), without allocating. From
+    /// a peer reached through a shared-memory pipe, the payload goes straight from the
+    /// pipe's ring into `out` (unless a message of `tag` is already waiting).
     pub fn recv_into<T: Element>(&mut self, peer: usize, tag: u32, out: &mut [T]) -> Result<(), CollectiveError> {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        if self.ep.direct_recv_begin(peer, tag, bytes.len()) {
+            let r = self.direct_recv(peer, bytes);
+            self.ep.direct_recv_end(peer);
+            match r {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let r = self.ep.irecv(peer, tag, out.len())?;
         self.wait_into(r, out)
+    }
+
+    /// The loop of a direct receive: `Ok(true)` once `out` holds the message, `Ok(false)`
+    /// if it must be received the ordinary way.
+    fn direct_recv(&mut self, peer: usize, out: &mut [u8]) -> Result<bool, CollectiveError> {
+        let deadline = Instant::now() + self.ep.config().timeout;
+        let mut idle = 0;
+        let mut off = 0;
+        loop {
+            match self.ep.direct_recv_step(peer, out, &mut off)? {
+                crate::endpoint::DirectRecv::Done => return Ok(true),
+                crate::endpoint::DirectRecv::Fallback => return Ok(false),
+                crate::endpoint::DirectRecv::Moved => {
+                    idle = 0;
+                    continue;
+                }
+                crate::endpoint::DirectRecv::Idle => {}
+            }
+            if self.poll()? {
+                idle = 0;
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Err(self.direct_timeout("recv", peer));
+            }
+            self.idle(&mut idle)?;
+        }
     }
 
     /// Blocking broadcast.

@@ -84,14 +84,21 @@ pub enum FrameError {
 fn header(mut v: Vec<u8>, kind: Kind, tag: u32, step: u32, len: usize) -> Vec<u8> {
     v.clear();
     v.reserve(HEADER_LEN + len);
-    v.extend_from_slice(&MAGIC.to_le_bytes());
-    v.push(VERSION);
-    v.push(kind.code());
-    v.extend_from_slice(&tag.to_le_bytes());
-    v.extend_from_slice(&step.to_le_bytes());
-    v.extend_from_slice(&0u32.to_le_bytes());
-    v.extend_from_slice(&(len as u64).to_le_bytes());
+    v.extend_from_slice(&header_bytes(kind, tag, step, len));
     v
+}
+
+/// The header of a message of `len` payload bytes, alone (a sender that writes the payload
+/// straight from the caller's memory sends it first).
+pub fn header_bytes(kind: Kind, tag: u32, step: u32, len: usize) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0..2].copy_from_slice(&MAGIC.to_le_bytes());
+    h[2] = VERSION;
+    h[3] = kind.code();
+    h[4..8].copy_from_slice(&tag.to_le_bytes());
+    h[8..12].copy_from_slice(&step.to_le_bytes());
+    h[16..24].copy_from_slice(&(len as u64).to_le_bytes());
+    h
 }
 
 /// Builds one framed message: header and payload in one buffer.
@@ -110,6 +117,22 @@ pub fn encode_in(buf: Vec<u8>, kind: Kind, tag: u32, step: u32, payload: &[u8]) 
 pub fn encode_elems_in<T: Element>(buf: Vec<u8>, kind: Kind, tag: u32, step: u32, data: &[T]) -> Vec<u8> {
     let v = header(buf, kind, tag, step, std::mem::size_of_val(data));
     to_bytes_in(v, data)
+}
+
+/// A hello's payload: the sender's listening address (as [`encode_addrs`]), then its host
+/// name if it gives one (UTF-8), which tells the receiver whether both share a machine.
+pub fn encode_hello(addr: SocketAddrV4, host: Option<&str>) -> Vec<u8> {
+    let mut v = encode_addrs(&[addr]);
+    v.extend_from_slice(host.unwrap_or_default().as_bytes());
+    v
+}
+
+/// Parses what [`encode_hello`] produced: the address and the host name (`None` if empty);
+/// `None` if there is no address.
+pub fn decode_hello(b: &[u8]) -> Option<(SocketAddrV4, Option<String>)> {
+    let addr = *decode_addrs(b.get(..6)?)?.first()?;
+    let host = std::str::from_utf8(&b[6..]).ok()?;
+    Some((addr, (!host.is_empty()).then(|| host.to_string())))
 }
 
 /// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
@@ -163,6 +186,9 @@ pub enum PumpEnd {
     WouldBlock,
     /// The peer closed its direction (after everything was read).
     Eof,
+    /// The header the caller asked to hold ([`Parser::pump_until`]) was read: its payload is
+    /// next in the stream, for the caller to read where it wants it.
+    Held,
 }
 
 /// Failure while reading a connection.
@@ -217,6 +243,20 @@ impl Parser {
         out: &mut VecDeque<Msg>,
         pool: &mut BufPool,
     ) -> Result<PumpEnd, PumpError> {
+        self.pump_until(src, max, out, pool, None)
+    }
+
+    /// [`Parser::pump_from`] that stops after the header of the first message equal to
+    /// `hold` (kind, tag, step, payload length): that header is consumed and
+    /// [`PumpEnd::Held`] returned with the payload left in `src`.
+    pub fn pump_until<S: ByteSource>(
+        &mut self,
+        src: &mut S,
+        max: usize,
+        out: &mut VecDeque<Msg>,
+        pool: &mut BufPool,
+        hold: Option<(Kind, u32, u32, usize)>,
+    ) -> Result<PumpEnd, PumpError> {
         loop {
             if let Some((_, 0)) = &self.cur {
                 if let Some((m, _)) = self.cur.take() {
@@ -247,6 +287,9 @@ impl Parser {
             if self.have == HEADER_LEN {
                 self.have = 0;
                 let (kind, tag, step, len) = decode_header(&self.hdr, max)?;
+                if hold == Some((kind, tag, step, len)) {
+                    return Ok(PumpEnd::Held);
+                }
                 let msg = Msg { kind, tag, step, payload: pool.take_or_new(len, len.min(16 << 20)) };
                 self.cur = Some((msg, len));
             }

@@ -21,17 +21,11 @@
 //!   (the operations' messages bypass TCP), chosen per job by [`Transport`] (pipes on the
 //!   fabric, TCP over a link, `LINERATE_TRANSPORT` overrides).
 //!
-//! Which algorithm runs (defaults of [`Config`]; each can be forced with the `*_with` calls):
-//!
-//! | operation | size / ranks | algorithm |
-//! | --- | --- | --- |
-//! | all-reduce | up to [`Config::small_allreduce`] (16 KiB) | recursive doubling |
-//! | all-reduce | larger, at least one element per rank | ring: reduce-scatter + all-gather (bandwidth-optimal) |
-//! | all-reduce | larger, fewer elements than ranks | reduce to rank 0 + broadcast |
-//! | broadcast, reduce | any ([`Config::bcast`], [`Config::reduce`]: flat) | flat; a binomial tree or a chain pipelined in [`Config::chain_segment`] pieces on request |
-//! | scatter, gather, all-to-all | any | direct exchange between the root (or every pair) |
-//! | all-gather, reduce-scatter | any | ring |
-//! | barrier | any | dissemination of empty messages |
+//! Which algorithm runs for which size and rank count (the defaults of [`Config`]; each
+//! can be forced with the `*_with` calls) is tabled in `docs/DESIGN.md` (section 2,
+//! `collective`), the one place it is written down: recursive doubling for small
+//! all-reduces, the ring with pipelined segments for large ones, flat broadcast below
+//! [`Config::pipelined_from`] and the pipelined chain from there on.
 //!
 //! Element types: f16, bf16, f32, f64 and 8- to 64-bit signed and unsigned integers;
 //! operators: sum, prod, max, min, bitwise and logical and/or/xor ([`ReduceOp`]).

@@ -224,6 +224,13 @@ impl ShmPipe {
         (c.tail[self.side].0.load(Ordering::Acquire) - c.head[self.side].0.load(Ordering::Acquire)) as usize
     }
 
+    /// Bytes in our incoming ring not read yet.
+    pub fn unread_in(&self) -> usize {
+        let c = self.ctl();
+        let d = 1 - self.side;
+        (c.tail[d].0.load(Ordering::Acquire) - c.head[d].0.load(Ordering::Relaxed)) as usize
+    }
+
     /// What our incoming ring holds (its contiguous part); [`ShmPipe::consume`] what was used.
     pub fn read(&self) -> PipeRead<'_> {
         let d = 1 - self.side;

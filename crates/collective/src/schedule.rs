@@ -331,39 +331,67 @@ pub fn allreduce_reduce_bcast(r: usize, n: usize, len: usize) -> Schedule {
     first.then(bcast_flat(r, n, 0, len))
 }
 
+/// Most segments a ring step splits its chunk into (the protocol step of segment `j` of
+/// ring step `k` is `k * RING_SEGMENTS + j`); larger chunks get larger segments.
+const RING_SEGMENTS: usize = 1024;
+
+/// One ring step: chunk `out` goes to `next` and chunk `inc` comes from `prev`, both in
+/// segments of about `seg` bytes, so that each received segment is reduced or copied while
+/// the following ones are still on their way.
+#[allow(clippy::too_many_arguments)]
+fn ring_step(
+    s: &mut Schedule,
+    next: usize,
+    prev: usize,
+    out: Range<usize>,
+    inc: Range<usize>,
+    mode: Mode,
+    wire0: u32,
+    seg: usize,
+    esize: usize,
+) {
+    let split = |g: Range<usize>| {
+        let seg = seg.max(g.len().div_ceil(RING_SEGMENTS));
+        segments(g.len(), seg, esize).into_iter().map(move |x| g.start + x.start..g.start + x.end)
+    };
+    let mut acts: Vec<Action> =
+        split(out).enumerate().map(|(j, g)| send(next, Buf::Work, g, wire0 + j as u32)).collect();
+    acts.extend(split(inc).enumerate().map(|(j, g)| recv(prev, g, mode, wire0 + j as u32)));
+    s.step(acts);
+}
+
 /// Ring reduce-scatter of `elems` elements (chunk `c` ends complete at rank `c`), without
-/// the initial copy: the work buffer must start as the input.
-fn ring_reduce_scatter(s: &mut Schedule, r: usize, n: usize, elems: usize, esize: usize) {
+/// the initial copy: the work buffer must start as the input. Chunks travel in segments of
+/// about `seg` bytes ([`ring_step`]).
+fn ring_reduce_scatter(s: &mut Schedule, r: usize, n: usize, elems: usize, esize: usize, seg: usize) {
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     for k in 0..n.saturating_sub(1) {
         let out = (r + 2 * n - k - 1) % n;
         let inc = (r + 2 * n - k - 2) % n;
-        s.step(vec![
-            send(next, Buf::Work, part(elems, n, out, esize), k as u32),
-            recv(prev, part(elems, n, inc, esize), Mode::Reduce, k as u32),
-        ]);
+        let (o, i) = (part(elems, n, out, esize), part(elems, n, inc, esize));
+        ring_step(s, next, prev, o, i, Mode::Reduce, (k * RING_SEGMENTS) as u32, seg, esize);
     }
 }
 
-/// Ring all-gather where rank `r` holds chunk `r` complete in the work buffer.
-fn ring_allgather(s: &mut Schedule, r: usize, n: usize, elems: usize, esize: usize, wire0: u32) {
+/// Ring all-gather where rank `r` holds chunk `r` complete in the work buffer, in segments
+/// of about `seg` bytes.
+#[allow(clippy::too_many_arguments)]
+fn ring_allgather(s: &mut Schedule, r: usize, n: usize, elems: usize, esize: usize, wire0: u32, seg: usize) {
     let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
     for k in 0..n.saturating_sub(1) {
         let out = (r + n - k) % n;
         let inc = (r + 2 * n - k - 1) % n;
-        let w = wire0 + k as u32;
-        s.step(vec![
-            send(next, Buf::Work, part(elems, n, out, esize), w),
-            recv(prev, part(elems, n, inc, esize), Mode::Copy, w),
-        ]);
+        let (o, i) = (part(elems, n, out, esize), part(elems, n, inc, esize));
+        ring_step(s, next, prev, o, i, Mode::Copy, wire0 + (k * RING_SEGMENTS) as u32, seg, esize);
     }
 }
 
-/// All-reduce of `elems` elements: ring reduce-scatter, then ring all-gather.
-pub fn allreduce_ring(r: usize, n: usize, elems: usize, esize: usize) -> Schedule {
+/// All-reduce of `elems` elements: ring reduce-scatter, then ring all-gather, every chunk
+/// pipelined in segments of about `seg` bytes (reduction and transfer overlap).
+pub fn allreduce_ring(r: usize, n: usize, elems: usize, esize: usize, seg: usize) -> Schedule {
     let mut s = Schedule::new(Init::Input, 0..elems * esize);
-    ring_reduce_scatter(&mut s, r, n, elems, esize);
-    ring_allgather(&mut s, r, n, elems, esize, PHASE2);
+    ring_reduce_scatter(&mut s, r, n, elems, esize, seg);
+    ring_allgather(&mut s, r, n, elems, esize, PHASE2, seg);
     s
 }
 
@@ -449,7 +477,7 @@ pub fn gather(r: usize, n: usize, root: usize, chunk: usize) -> Schedule {
 pub fn allgather(r: usize, n: usize, chunk: usize) -> Schedule {
     let mut s = Schedule::new(Init::Zeros(n * chunk), 0..n * chunk);
     s.step(vec![Action::Local { from: 0..chunk, to: r * chunk..(r + 1) * chunk, mode: Mode::Copy }]);
-    ring_allgather(&mut s, r, n, n * chunk, 1, 0);
+    ring_allgather(&mut s, r, n, n * chunk, 1, 0, usize::MAX);
     s
 }
 
@@ -458,7 +486,7 @@ pub fn allgather(r: usize, n: usize, chunk: usize) -> Schedule {
 pub fn reduce_scatter(r: usize, n: usize, elems: usize, esize: usize) -> Schedule {
     let chunk = elems * esize;
     let mut s = Schedule::new(Init::Input, r * chunk..(r + 1) * chunk);
-    ring_reduce_scatter(&mut s, r, n, n * elems, esize);
+    ring_reduce_scatter(&mut s, r, n, n * elems, esize, usize::MAX);
     s
 }
 
@@ -536,7 +564,8 @@ mod tests {
             ("reduce_flat", |r, n| reduce_flat(r, n, n / 2, 12)),
             ("reduce_tree", |r, n| reduce_tree(r, n, n / 2, 12)),
             ("ar_rb", |r, n| allreduce_reduce_bcast(r, n, 12)),
-            ("ar_ring", |r, n| allreduce_ring(r, n, 5, 4)),
+            ("ar_ring", |r, n| allreduce_ring(r, n, 5, 4, 8)),
+            ("ar_ring_segments", |r, n| allreduce_ring(r, n, 37, 4, 8)),
             ("ar_rd", |r, n| allreduce_doubling(r, n, 12)),
             ("scatter", |r, n| scatter(r, n, 0, 8)),
             ("gather", |r, n| gather(r, n, n - 1, 8)),

@@ -5,7 +5,7 @@
 //! The namespaces (and with them the veths, the bridge and the XDP programs) are deleted
 //! when the test ends, also on failure.
 
-use collective::{CollectiveError, Config, LinkCommunicator, LinkRank, ReduceOp};
+use collective::{CollectiveError, Config, LinkCommunicator, LinkRank, ReduceOp, Transport};
 use std::time::Duration;
 use testbed::{netns_unavailable, Netns};
 
@@ -131,6 +131,7 @@ fn three_ranks_on_af_packet_through_a_bridge_compute_exact_results() {
         return;
     }
     three_ranks_on("af_packet", 23);
+    ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names();
 }
 
 #[test]
@@ -183,4 +184,47 @@ fn the_self_checking_rank_runs_on_af_xdp_from_the_launcher_variables_alone() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// What a rank of `ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names`
+/// reports: the operations that failed, its peers through pipes, the payload bytes its
+/// endpoint sent and the bytes its link sent.
+type HostOutcome = (Vec<&'static str>, u64, u64, u64);
+
+/// Three ranks on AF_PACKET in three namespaces of this machine with `auto` transport: they
+/// share the host name, so each chooses pipes to both peers (run after the AF_PACKET test
+/// in the same test: two AF_PACKET rigs at once timed out setting up under load).
+fn ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names() {
+    let rig = Bridged::new(N, 24);
+    let job = format!("coll-hosts-{}", std::process::id());
+    let handles: Vec<_> = (0..N)
+        .map(|r| {
+            let (lr, job) = (rig.rank("af_packet", r), job.clone());
+            std::thread::spawn(move || -> HostOutcome {
+                let mut cfg = Config { timeout: Duration::from_secs(60), ..Config::default() };
+                // auto on a link: the host name goes into the hello; all three share it.
+                Transport::Auto.apply(&mut cfg, false, Some(&job)).unwrap();
+                assert!(cfg.host.is_some(), "this machine has no host name");
+                let mut c = lr.join(r, N, cfg, false).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+                let failed = operations(&mut c);
+                let k = c.endpoint().counters().clone();
+                let on_link = c.stack().link().stats().tx_bytes;
+                c.finalize().unwrap();
+                (failed, k.pipe_peers, k.bytes_sent, on_link)
+            })
+        })
+        .collect();
+    for (r, h) in handles.into_iter().enumerate() {
+        let (failed, pipes, sent, on_link) = h.join().unwrap();
+        assert!(failed.is_empty(), "rank {r}: wrong results of {failed:?}");
+        assert_eq!(pipes, (N - 1) as u64, "rank {r}: peers through pipes");
+        // The operations' payload went through the pipes: the link carried only the set-up.
+        assert!(on_link < sent / 2, "rank {r}: {on_link} bytes on the link for {sent} bytes of messages");
+    }
+    let left: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("linerate-{job}-")))
+        .collect();
+    assert!(left.is_empty(), "pipe files left: {left:?}");
 }

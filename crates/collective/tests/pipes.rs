@@ -86,3 +86,97 @@ fn the_tcp_override_keeps_every_message_on_the_fabric_tcp() {
         assert!(*sent > 10 << 20, "rank {r} sent only {sent} bytes over TCP with transport=tcp");
     }
 }
+
+/// What a rank of the direct-transfer test reports: its counters' direct sends and
+/// receives, and the error of the receive whose length does not match.
+type DirectOutcome = (u64, u64, Option<String>);
+
+/// Rank `r` of 2 for [`blocking_send_and_recv_into_go_straight_between_the_callers_memory_and_the_pipe`].
+fn direct_rank(name: &str, r: usize) -> DirectOutcome {
+    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
+    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
+    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
+    let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
+    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
+    c.connect().unwrap();
+    let a: Vec<u8> = (0..(1 << 20) + 3).map(|i| (i * 7 % 253) as u8).collect();
+    let b: Vec<u32> = (0..(3 << 20) / 4).map(|i| i * 2_654_435_761).collect();
+    let back: Vec<f64> = (0..(5 << 20) / 8).map(|i| i as f64 * 0.5).collect();
+    let mut mismatch = None;
+    if r == 0 {
+        c.send(1, 1, &a).unwrap();
+        c.send(1, 2, &b).unwrap();
+        let mut got = vec![0f64; back.len()];
+        c.recv_into(1, 3, &mut got).unwrap();
+        assert!(got == back, "rank 0: the 5 MiB reply differs");
+        c.send(1, 4, &[1u8; 100]).unwrap();
+    } else {
+        // Tag 2 first: the tag-1 message before it in the pipe waits in the inbox, and the
+        // tag-2 payload goes straight into `gb`.
+        let mut gb = vec![0u32; b.len()];
+        c.recv_into(0, 2, &mut gb).unwrap();
+        let mut ga = vec![0u8; a.len()];
+        c.recv_into(0, 1, &mut ga).unwrap();
+        assert!(ga == a && gb == b, "rank 1: a message differs");
+        c.send(0, 3, &back).unwrap();
+        let mut short = vec![0u8; 200];
+        mismatch = Some(c.recv_into(0, 4, &mut short).unwrap_err().to_string());
+    }
+    c.barrier().unwrap();
+    let k = c.endpoint().counters().clone();
+    c.finalize().unwrap();
+    (k.direct_sends, k.direct_recvs, mismatch)
+}
+
+#[test]
+fn blocking_send_and_recv_into_go_straight_between_the_callers_memory_and_the_pipe() {
+    let name = format!("coll-direct-{}", std::process::id());
+    let handles: Vec<_> = (0..2)
+        .map(|r| {
+            let name = name.clone();
+            std::thread::spawn(move || direct_rank(&name, r))
+        })
+        .collect();
+    let out: Vec<DirectOutcome> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    // Rank 0 sent three messages straight from its memory and received the reply straight
+    // into its buffer; rank 1 received tag 2 directly, tag 1 (already waiting) the ordinary
+    // way, and sent the reply directly.
+    assert_eq!((out[0].0, out[0].1), (3, 1), "rank 0 direct sends/receives");
+    assert_eq!((out[1].0, out[1].1), (1, 1), "rank 1 direct sends/receives");
+    let e = out[1].2.as_deref().unwrap_or_default();
+    assert!(e.contains("100 bytes where 200 were expected"), "a receive of the wrong length: {e}");
+}
+
+#[test]
+fn only_ranks_naming_the_same_host_get_pipes_the_others_stay_on_tcp() {
+    // Ranks 0 and 1 say they are on machine "m1", rank 2 on "m2": one pipe (0-1), TCP for
+    // everything with rank 2, and every result still exact.
+    let name = format!("coll-hostnames-{}", std::process::id());
+    let handles: Vec<_> = (0..N)
+        .map(|r| {
+            let name = name.clone();
+            std::thread::spawn(move || {
+                let fab = ShmFabric::join(&name, r, N, fabric_link_config(), Duration::from_secs(20)).unwrap();
+                let stack = net::Stack::new(fabric_host_config(r, N).unwrap(), fab).unwrap();
+                let host = Some(if r < 2 { "m1" } else { "m2" }.to_string());
+                let cfg =
+                    Config { timeout: Duration::from_secs(60), shm: Some(name.clone()), host, ..Config::default() };
+                let mut c =
+                    Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(N), cfg).unwrap(), false)
+                        .unwrap();
+                c.connect().unwrap();
+                let x: Vec<i64> = (0..300_000).map(|i| i * (r as i64 + 1)).collect();
+                let sum = c.allreduce(&x, ReduceOp::Sum).unwrap();
+                assert!(sum.iter().enumerate().all(|(i, &v)| v == i as i64 * 6), "rank {r}: all-reduce");
+                let pipes = c.endpoint().counters().pipe_peers;
+                let on_tcp = c.stack().link().stats().tx_bytes;
+                c.finalize().unwrap();
+                (pipes, on_tcp)
+            })
+        })
+        .collect();
+    let out: Vec<(u64, u64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 1, 0], "peers through pipes per rank");
+    // Rank 2 sends its all-reduce share (~1.6 MB) over TCP.
+    assert!(out[2].1 > 1 << 20, "rank 2 sent only {} bytes over TCP", out[2].1);
+}

@@ -344,6 +344,51 @@ fn wait_into_out<L: Link>(
     }
 }
 
+/// A blocking send or receive of a contiguous array of a native element type straight
+/// between the array's memory (numpy's buffer, no intermediate copy) and the transport
+/// ([`Communicator::send`], [`Communicator::recv_into`]); `Ok(false)` if `arr` is not one
+/// (or `coll` is no point-to-point operation): the caller takes the general path.
+fn p2p_in_place<L: Link>(
+    py: Python<'_>,
+    c: &mut Communicator<L>,
+    coll: Coll,
+    arr: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    macro_rules! try_type {
+        ($t:ty) => {
+            match coll {
+                Coll::Send(dest, tag) => {
+                    if let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() {
+                        let Ok(s) = a.as_slice() else { return Ok(false) };
+                        py.allow_threads(|| c.send(dest, tag, s)).map_err(rt)?;
+                        return Ok(true);
+                    }
+                }
+                Coll::Recv(source, tag) => {
+                    if let Ok(mut a) = arr.extract::<PyReadwriteArrayDyn<'_, $t>>() {
+                        let Ok(s) = a.as_slice_mut() else { return Ok(false) };
+                        py.allow_threads(|| c.recv_into(source, tag, s)).map_err(rt)?;
+                        return Ok(true);
+                    }
+                }
+                _ => return Ok(false),
+            }
+        };
+    }
+    try_type!(f16);
+    try_type!(f32);
+    try_type!(f64);
+    try_type!(i32);
+    try_type!(i64);
+    try_type!(u8);
+    try_type!(i8);
+    try_type!(u16);
+    try_type!(i16);
+    try_type!(u32);
+    try_type!(u64);
+    Ok(false)
+}
+
 /// A non-blocking operation in progress: `wait()` blocks for its result, `test()` polls.
 #[pyclass(name = "Request", module = "linerate.collective", unsendable)]
 pub struct PyRequest {
@@ -719,9 +764,13 @@ impl PyComm {
         Self::begin(slf, arr, Coll::Alltoall, out, bf16)
     }
 
-    /// Send `arr` to rank `dest` with `tag` (completes once queued; order per tag is kept).
+    /// Send `arr` to rank `dest` with `tag` (completes once queued, or once in the ring of a
+    /// shared-memory pipe, written straight from the array; order per tag is kept).
     #[pyo3(signature = (arr, dest, tag = 0, bf16 = false))]
     fn send(slf: &Bound<'_, Self>, arr: &Bound<'_, PyAny>, dest: usize, tag: u32, bf16: bool) -> PyResult<()> {
+        if !bf16 && on_rank!(slf.borrow_mut().c()?, |c| p2p_in_place(slf.py(), c, Coll::Send(dest, tag), arr))? {
+            return Ok(());
+        }
         Self::run(slf, arr, Coll::Send(dest, tag), None, bf16).map(|_| ())
     }
 
@@ -741,6 +790,9 @@ impl PyComm {
         tag: u32,
         bf16: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if !bf16 && on_rank!(slf.borrow_mut().c()?, |c| p2p_in_place(slf.py(), c, Coll::Recv(source, tag), buf))? {
+            return Ok(Some(buf.clone()));
+        }
         Self::run(slf, buf, Coll::Recv(source, tag), Some(buf), bf16)
     }
 
@@ -899,7 +951,7 @@ fn init(
             on.host.gateway = Some(g.trim().parse().map_err(|_| val(format!("gateway {g:?} is not an IPv4 address")))?);
         }
         let medium = on.link.to_string();
-        cfg.shm = transport.shm_job(false, fabric.as_deref().or(l.fabric.as_deref())).map_err(val)?;
+        transport.apply(&mut cfg, false, fabric.as_deref().or(l.fabric.as_deref())).map_err(val)?;
         let comm = py.allow_threads(|| on.join(r, n, cfg, bind)).map_err(join_err)?;
         return Ok(PyComm { comm: Some(Rank::Link(comm)), rank: r, size: n, medium });
     }

@@ -136,7 +136,7 @@ fn self_check<L: Link>(c: &mut Communicator<L>, args: &Args) -> Result<(), Failu
     let f: Vec<f32> = xs[r].iter().map(|&v| (v % 1000) as f32).collect();
     let fsum: Vec<f32> = (0..len).map(|e| xs.iter().map(|x| (x[e] % 1000) as f32).sum()).collect();
     check("all-reduce f32", c.allreduce(&f, ReduceOp::Sum)? == fsum)?;
-    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain] {
+    for algo in [TreeAlgo::Flat, TreeAlgo::Tree, TreeAlgo::Chain, TreeAlgo::Auto] {
         let req = c.endpoint().ibcast_with(&xs[r], n - 1, algo)?;
         check(&format!("broadcast {algo:?}"), c.wait(req)? == xs[n - 1])?;
         let req = c.endpoint().ireduce_with(&xs[r], ReduceOp::Sum, n / 2, algo)?;
@@ -224,8 +224,8 @@ fn main() -> ExitCode {
     }
     let run = || -> Result<(), Failure> {
         if let Some(on) = LinkRank::resolve(&launch, None, None, None)? {
-            let shm = Transport::from_env()?.shm_job(false, launch.fabric.as_deref())?;
-            let cfg = Config { timeout: args.timeout, shm, ..Config::default() };
+            let mut cfg = Config { timeout: args.timeout, ..Config::default() };
+            Transport::from_env()?.apply(&mut cfg, false, launch.fabric.as_deref())?;
             let mut c = on.join(r, n, cfg, false)?;
             if args.bench {
                 bench(&mut c, &args.bench_sizes)?;

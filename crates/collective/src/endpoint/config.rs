@@ -20,6 +20,8 @@ pub enum AllreduceAlgo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TreeAlgo {
+    /// Flat below [`Config::pipelined_from`] bytes, the pipelined chain from there on.
+    Auto,
     /// The root talks to every rank directly (EasyNet's one-to-all and all-to-one).
     Flat,
     /// A binary tree rooted at the root.
@@ -51,8 +53,12 @@ pub struct Config {
     pub bcast: TreeAlgo,
     /// Reduce algorithm.
     pub reduce: TreeAlgo,
-    /// Segment size of the pipelined chain algorithms.
+    /// Segment size of the pipelined algorithms (chain broadcast and reduce, the ring's
+    /// chunks).
     pub chain_segment: usize,
+    /// With [`TreeAlgo::Auto`]: broadcasts and reduces of at least this many bytes run as
+    /// the pipelined chain, smaller ones flat.
+    pub pipelined_from: usize,
     /// Bytes of received messages from one peer that no posted operation has taken yet (the
     /// unmatched-message queue). At this bound the endpoint stops reading that peer's
     /// connection, so TCP's window holds the sender back; an operation that then cannot find
@@ -64,6 +70,10 @@ pub struct Config {
     pub shm: Option<String>,
     /// Bytes of each direction's ring of a pipe (a power of two).
     pub pipe_ring: usize,
+    /// This rank's host name, sent in the set-up's hello: with [`Config::shm`] set, pipes go
+    /// only to the peers that report the same name (the others stay on TCP). `None` (the
+    /// default): pipes to every peer when `shm` is set.
+    pub host: Option<String>,
 }
 
 impl Default for Config {
@@ -76,12 +86,14 @@ impl Default for Config {
             max_message: 1 << 30,
             allreduce: AllreduceAlgo::Auto,
             small_allreduce: 16 * 1024,
-            bcast: TreeAlgo::Flat,
+            bcast: TreeAlgo::Auto,
             reduce: TreeAlgo::Flat,
             chain_segment: 64 * 1024,
+            pipelined_from: 256 * 1024,
             max_unmatched: 64 << 20,
             shm: None,
             pipe_ring: crate::pipe::DEFAULT_PIPE_RING,
+            host: None,
         }
     }
 }
@@ -110,11 +122,17 @@ pub struct Counters {
     pub unmatched_pauses: u64,
     /// Most bytes of unmatched messages ever queued from one peer.
     pub unmatched_peak_bytes: u64,
+    /// Point-to-point messages sent straight from the caller's memory into a pipe.
+    pub direct_sends: u64,
+    /// Point-to-point messages received straight from a pipe into the caller's memory.
+    pub direct_recvs: u64,
+    /// Peers whose messages go through a shared-memory pipe (the others: TCP).
+    pub pipe_peers: u64,
 }
 
 impl Counters {
     /// Every counter with its name, in declaration order (for tables and `linerate stats`).
-    pub fn named(&self) -> [(&'static str, u64); 10] {
+    pub fn named(&self) -> [(&'static str, u64); 13] {
         [
             ("msgs_sent", self.msgs_sent),
             ("bytes_sent", self.bytes_sent),
@@ -126,6 +144,9 @@ impl Counters {
             ("protocol_errors", self.protocol_errors),
             ("unmatched_pauses", self.unmatched_pauses),
             ("unmatched_peak_bytes", self.unmatched_peak_bytes),
+            ("direct_sends", self.direct_sends),
+            ("direct_recvs", self.direct_recvs),
+            ("pipe_peers", self.pipe_peers),
         ]
     }
 }

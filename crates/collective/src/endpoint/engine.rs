@@ -28,7 +28,7 @@ impl Endpoint {
             self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
             self.counters.msgs_received += (p.inbox.len() - before) as u64;
             match r {
-                Ok(PumpEnd::WouldBlock) => {}
+                Ok(PumpEnd::WouldBlock | PumpEnd::Held) => {}
                 Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its connection".into()),
                 Err(PumpError::Net(e)) => p.lost = Some(e.to_string()),
                 Err(PumpError::Frame(e)) => {
@@ -111,10 +111,18 @@ impl Endpoint {
                 }
                 op.posted = true;
             }
-            // Are all messages of this step here? (No allocation on this path: a waiting
-            // rank runs it on every poll round.)
-            let waiting = || missing(&self.peers, op.kind, op.tag, &step.actions);
-            if waiting().next().is_some() {
+            // Apply receives and local moves in the listed order, as far as their messages
+            // are here.
+            if let Some(e) = self.apply_ready(op) {
+                return Some(Err(e));
+            }
+            let Some(step) = op.sched.steps.get(op.step) else { return Some(Ok(())) };
+            // Are the remaining messages of this step here? (No allocation on this path: a
+            // waiting rank runs it on every poll round.)
+            let rest = &step.actions[op.applied..];
+            let waiting = || missing(&self.peers, op.kind, op.tag, rest);
+            if op.applied < step.actions.len() {
+                debug_assert!(waiting().next().is_some(), "apply_ready stops only at a missing message");
                 let lost = waiting().filter_map(|w| Some((w, self.peers[w].lost.as_ref()?))).min_by_key(|&(w, _)| w);
                 if let Some((w, reason)) = lost {
                     return Some(Err(CollectiveError::PeerLost {
@@ -146,64 +154,67 @@ impl Endpoint {
                 }
                 return None;
             }
-            // Apply receives and local moves in the listed order.
-            for a in &step.actions {
-                match a {
-                    Action::Send { .. } => {}
-                    Action::Local { from, to, mode } => {
-                        let (Some(src), true) = (op.input.get(from.clone()), to.end <= op.work.len()) else {
-                            return Some(Err(CollectiveError::BadArgument("local move out of range".into())));
-                        };
-                        let dst = &mut op.work[to.clone()];
-                        match mode {
-                            Mode::Copy => dst.copy_from_slice(src),
-                            Mode::Reduce => reduce_bytes(op.dtype, op.rop, dst, src),
-                        }
-                    }
-                    Action::Recv { peer, range, mode, wire } => {
-                        let found = self.peers[*peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
-                        let Some(m) = found else {
-                            return Some(Err(CollectiveError::Protocol {
-                                rank: *peer,
-                                reason: "message vanished".into(),
-                            }));
-                        };
-                        // The message is the whole buffer (or the working buffer is still
-                        // empty, see `Schedule::first_recv_fills`): take it over instead of
-                        // copying.
-                        let takes_over = matches!(mode, Mode::Copy)
-                            && range.start == 0
-                            && (range.end == op.work.len() || op.work.is_empty());
-                        if m.payload.len() != range.len() || (range.end > op.work.len() && !takes_over) {
-                            return Some(Err(CollectiveError::Protocol {
-                                rank: *peer,
-                                reason: format!(
-                                    "{} step {}: {} bytes where {} were expected (do all ranks pass the same lengths?)",
-                                    op.name,
-                                    op.step,
-                                    m.payload.len(),
-                                    range.len()
-                                ),
-                            }));
-                        }
-                        let spent = match mode {
-                            Mode::Copy if takes_over => std::mem::replace(&mut op.work, m.payload),
-                            Mode::Copy => {
-                                op.work[range.clone()].copy_from_slice(&m.payload);
-                                m.payload
-                            }
-                            Mode::Reduce => {
-                                reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload);
-                                m.payload
-                            }
-                        };
-                        self.pool.give(spent);
-                    }
-                }
-            }
             op.step += 1;
             op.posted = false;
+            op.applied = 0;
         }
+    }
+
+    /// Applies the current step's actions from `op.applied` on in order, stopping at the
+    /// first receive whose message has not arrived; an error ends the operation.
+    fn apply_ready(&mut self, op: &mut Op) -> Option<CollectiveError> {
+        let step = op.sched.steps.get(op.step)?;
+        while let Some(a) = step.actions.get(op.applied) {
+            match a {
+                Action::Send { .. } => {}
+                Action::Local { from, to, mode } => {
+                    let (Some(src), true) = (op.input.get(from.clone()), to.end <= op.work.len()) else {
+                        return Some(CollectiveError::BadArgument("local move out of range".into()));
+                    };
+                    let dst = &mut op.work[to.clone()];
+                    match mode {
+                        Mode::Copy => dst.copy_from_slice(src),
+                        Mode::Reduce => reduce_bytes(op.dtype, op.rop, dst, src),
+                    }
+                }
+                Action::Recv { peer, range, mode, wire } => {
+                    let found = self.peers[*peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
+                    let m = found?;
+                    // The message is the whole buffer (or the working buffer is still
+                    // empty, see `Schedule::first_recv_fills`): take it over instead of
+                    // copying.
+                    let takes_over = matches!(mode, Mode::Copy)
+                        && range.start == 0
+                        && (range.end == op.work.len() || op.work.is_empty());
+                    if m.payload.len() != range.len() || (range.end > op.work.len() && !takes_over) {
+                        return Some(CollectiveError::Protocol {
+                            rank: *peer,
+                            reason: format!(
+                                "{} step {}: {} bytes where {} were expected (do all ranks pass the same lengths?)",
+                                op.name,
+                                op.step,
+                                m.payload.len(),
+                                range.len()
+                            ),
+                        });
+                    }
+                    let spent = match mode {
+                        Mode::Copy if takes_over => std::mem::replace(&mut op.work, m.payload),
+                        Mode::Copy => {
+                            op.work[range.clone()].copy_from_slice(&m.payload);
+                            m.payload
+                        }
+                        Mode::Reduce => {
+                            reduce_bytes(op.dtype, op.rop, &mut op.work[range.clone()], &m.payload);
+                            m.payload
+                        }
+                    };
+                    self.pool.give(spent);
+                }
+            }
+            op.applied += 1;
+        }
+        None
     }
 
     pub(super) fn start_op<T: Element>(
@@ -243,6 +254,7 @@ impl Endpoint {
             work,
             step: 0,
             posted: false,
+            applied: 0,
             deadline: None,
             outcome: None,
         };

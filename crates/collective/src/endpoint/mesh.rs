@@ -36,7 +36,8 @@ impl Endpoint {
         p.retry_at = None;
         p.parser = Parser::default();
         p.out_off = 0;
-        p.outbox.push_front(encode(Kind::Hello, self.rank as u32, self.size as u32, &encode_addrs(&[me])));
+        let hello = encode_hello(me, self.cfg.host.as_deref());
+        p.outbox.push_front(encode(Kind::Hello, self.rank as u32, self.size as u32, &hello));
         Ok(())
     }
 
@@ -158,6 +159,7 @@ impl Endpoint {
         now: Instant,
     ) -> Result<(), CollectiveError> {
         self.bootstrap_progress(stack)?;
+        self.hosts_progress();
         self.pipes_progress();
         if self.peers.iter().all(Peer::ready) {
             return Ok(());
@@ -198,27 +200,33 @@ impl Endpoint {
         while i < self.pending.len() {
             let pd = &mut self.pending[i];
             let r = pd.parser.pump(stack, pd.conn, self.cfg.max_message, &mut pd.msgs, &mut self.pool);
-            let hello = pd.msgs.front().map(|m| (m.kind, m.tag as usize, m.step as usize, decode_addrs(&m.payload)));
+            let hello = pd.msgs.front().map(|m| (m.kind, m.tag as usize, m.step as usize, decode_hello(&m.payload)));
             let verdict = match (r, hello) {
-                (_, Some((Kind::Hello, j, size, Some(a)))) => {
-                    if size == self.size() && j > self.rank && j < self.size() && !self.peers[j].up && a.len() == 1 {
+                (_, Some((Kind::Hello, j, size, Some((a, host))))) => {
+                    if size == self.size() && j > self.rank && j < self.size() && !self.peers[j].up {
                         if self.addrs[j].is_none() {
-                            self.addrs[j] = Some(a[0]);
+                            self.addrs[j] = Some(a);
                         }
-                        Some(Ok(j))
+                        Some(Ok((j, host)))
                     } else {
                         Some(Err(()))
                     }
                 }
                 (_, Some(_)) | (Err(_), _) | (Ok(PumpEnd::Eof), None) => Some(Err(())),
-                (Ok(PumpEnd::WouldBlock), None) => None,
+                (Ok(PumpEnd::WouldBlock | PumpEnd::Held), None) => None,
             };
             match verdict {
                 None => i += 1,
-                Some(Ok(j)) => {
+                Some(Ok((j, host))) => {
                     let mut pd = self.pending.swap_remove(i);
                     pd.msgs.pop_front();
                     self.counters.msgs_received += 1;
+                    if let (Some(ours), Some(me)) = (&self.cfg.host, self.addrs[self.rank]) {
+                        // Tell the peer our host name in turn: both decide alike.
+                        let back = encode_hello(me, Some(ours));
+                        self.peers[j].outbox.push_back(encode(Kind::Hello, self.rank as u32, self.size as u32, &back));
+                    }
+                    self.learn_host(j, host.as_deref());
                     let p = &mut self.peers[j];
                     p.conn = Some(pd.conn);
                     p.parser = pd.parser;
@@ -276,5 +284,33 @@ impl Endpoint {
             }
         }
         Ok(())
+    }
+}
+
+impl Endpoint {
+    /// With [`Config::host`]: decides from peer `j`'s host name whether its messages go
+    /// through a pipe (same machine, [`Config::shm`] set) or TCP.
+    pub(super) fn learn_host(&mut self, j: usize, host: Option<&str>) {
+        let p = &mut self.peers[j];
+        if p.host_known {
+            return;
+        }
+        p.host_known = true;
+        p.pipe_wanted = self.cfg.shm.is_some() && host.is_some() && host == self.cfg.host.as_deref();
+        self.counters.pipe_peers += u64::from(p.pipe_wanted);
+    }
+
+    /// Host names that lower ranks answered our hello with (they arrive as messages on the
+    /// connection).
+    pub(super) fn hosts_progress(&mut self) {
+        for j in 0..self.rank {
+            if self.peers[j].host_known {
+                continue;
+            }
+            let Some(m) = self.peers[j].take(|m| m.kind == Kind::Hello) else { continue };
+            let host = decode_hello(&m.payload).and_then(|(_, h)| h);
+            self.pool.give(m.payload);
+            self.learn_host(j, host.as_deref());
+        }
     }
 }

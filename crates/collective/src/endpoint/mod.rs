@@ -14,9 +14,10 @@
 use crate::doorbell::Doorbell;
 use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
 use crate::frame::{
-    decode_addrs, encode, encode_addrs, encode_elems_in, encode_in, Kind, Msg, Parser, PumpEnd, PumpError,
+    decode_addrs, decode_hello, encode, encode_addrs, encode_elems_in, encode_hello, encode_in, Kind, Msg, Parser,
+    PumpEnd, PumpError,
 };
-use crate::pipe::ShmPipe;
+use crate::pipe::{PipeRead, ShmPipe};
 use crate::pool::BufPool;
 use crate::schedule::{self, Action, Buf, Init, Mode, Schedule};
 use crate::CollectiveError;
@@ -31,12 +32,14 @@ use std::net::SocketAddrV4;
 const TRANSFER_MIN: usize = 64 * 1024;
 
 mod config;
+mod direct;
 mod engine;
 mod mesh;
 mod ops;
 mod pipes;
 
 pub use config::{AllreduceAlgo, Config, Counters, MeshState, TreeAlgo};
+pub(crate) use direct::DirectRecv;
 
 struct Peer {
     conn: Option<TcpHandle>,
@@ -62,8 +65,19 @@ struct Peer {
     /// Framed messages for the pipe; it has taken the first `pipe_off` bytes of the first.
     pipe_out: VecDeque<Vec<u8>>,
     pipe_off: usize,
-    /// The peer's doorbell (rung after writing into the pipe), if it has one.
+    /// The peer's doorbell (rung after writing into or reading from the pipe), if it has one.
     bell: Option<Doorbell>,
+    /// A direct receive wants the next point-to-point message of this tag and length from
+    /// the pipe (see `direct`).
+    claim: Option<(u32, usize)>,
+    /// The claimed message's header was read: payload bytes still in the pipe for the
+    /// direct receive (nothing else reads the pipe meanwhile).
+    held: Option<usize>,
+    /// A direct send is writing into the pipe (nothing else writes meanwhile).
+    streaming: bool,
+    /// Whether `pipe_wanted` is decided: at once without [`Config::host`], else once the
+    /// peer's hello told its host name.
+    host_known: bool,
 }
 
 impl Peer {
@@ -83,9 +97,10 @@ impl Peer {
         }
     }
 
-    /// Whether the transport to this peer is complete (connection up, pipe if wanted).
+    /// Whether the transport to this peer is complete (connection up, its kind decided, pipe
+    /// if wanted).
     fn ready(&self) -> bool {
-        self.up && (!self.pipe_wanted || self.pipe.is_some())
+        self.up && self.host_known && (!self.pipe_wanted || self.pipe.is_some())
     }
 }
 
@@ -106,6 +121,10 @@ struct Op {
     work: Vec<u8>,
     step: usize,
     posted: bool,
+    /// Actions of the current step already applied (receives are applied in the listed
+    /// order as their messages arrive, so a segment is reduced or copied while the next
+    /// ones are still on their way).
+    applied: usize,
     deadline: Option<Instant>,
     outcome: Option<Result<(), CollectiveError>>,
 }
@@ -213,7 +232,7 @@ impl Endpoint {
         sent: bool,
         cfg: Config,
     ) -> Endpoint {
-        let peers = (0..size)
+        let peers: Vec<Peer> = (0..size)
             .map(|j| Peer {
                 conn: None,
                 inbox_bytes: 0,
@@ -225,14 +244,20 @@ impl Endpoint {
                 outbox: VecDeque::new(),
                 out_off: 0,
                 lost: None,
-                pipe_wanted: cfg.shm.is_some() && j != rank,
+                pipe_wanted: cfg.shm.is_some() && j != rank && cfg.host.is_none(),
                 pipe: None,
                 pipe_parser: Parser::default(),
                 pipe_out: VecDeque::new(),
                 pipe_off: 0,
                 bell: None,
+                claim: None,
+                held: None,
+                streaming: false,
+                host_known: cfg.host.is_none() || j == rank,
             })
             .collect();
+        let counters =
+            Counters { pipe_peers: peers.iter().filter(|p| p.pipe_wanted).count() as u64, ..Counters::default() };
         Endpoint {
             rank,
             size,
@@ -250,7 +275,7 @@ impl Endpoint {
             next_id: 0,
             next_seq: 0,
             now: Instant::ZERO,
-            counters: Counters::default(),
+            counters,
             pool: BufPool::new(POOL_BUFS, POOL_BYTES),
         }
     }

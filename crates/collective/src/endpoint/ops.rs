@@ -63,8 +63,8 @@ impl Endpoint {
     ) -> Result<Request<T>, CollectiveError> {
         self.check_root(root)?;
         let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
-        let s = match algo {
-            TreeAlgo::Flat => schedule::bcast_flat(r, n, root, len),
+        let s = match self.auto_tree(algo, len) {
+            TreeAlgo::Flat | TreeAlgo::Auto => schedule::bcast_flat(r, n, root, len),
             TreeAlgo::Tree => schedule::bcast_tree(r, n, root, len),
             TreeAlgo::Chain => schedule::bcast_chain(r, n, root, len, self.cfg.chain_segment),
         };
@@ -93,12 +93,21 @@ impl Endpoint {
     ) -> Result<Request<T>, CollectiveError> {
         self.check_root(root)?;
         let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
-        let s = match algo {
-            TreeAlgo::Flat => schedule::reduce_flat(r, n, root, len),
+        let s = match self.auto_tree(algo, len) {
+            TreeAlgo::Flat | TreeAlgo::Auto => schedule::reduce_flat(r, n, root, len),
             TreeAlgo::Tree => schedule::reduce_tree(r, n, root, len),
             TreeAlgo::Chain => schedule::reduce_chain(r, n, root, len, T::DTYPE.size(), self.cfg.chain_segment),
         };
         Ok(self.coll("reduce", op, s, data))
+    }
+
+    /// `algo`, or for [`TreeAlgo::Auto`] the one it picks for `len` bytes.
+    pub fn auto_tree(&self, algo: TreeAlgo, len: usize) -> TreeAlgo {
+        match algo {
+            TreeAlgo::Auto if len >= self.cfg.pipelined_from => TreeAlgo::Chain,
+            TreeAlgo::Auto => TreeAlgo::Flat,
+            a => a,
+        }
     }
 
     /// The algorithm [`AllreduceAlgo::Auto`] picks for `elems` elements of `esize` bytes.
@@ -124,7 +133,7 @@ impl Endpoint {
         let algo = if algo == AllreduceAlgo::Auto { self.auto_allreduce(data.len(), es) } else { algo };
         let s = match algo {
             AllreduceAlgo::ReduceBcast | AllreduceAlgo::Auto => schedule::allreduce_reduce_bcast(r, n, data.len() * es),
-            AllreduceAlgo::Ring => schedule::allreduce_ring(r, n, data.len(), es),
+            AllreduceAlgo::Ring => schedule::allreduce_ring(r, n, data.len(), es, self.cfg.chain_segment),
             AllreduceAlgo::RecursiveDoubling => schedule::allreduce_doubling(r, n, data.len() * es),
         };
         self.coll("all-reduce", op, s, data)

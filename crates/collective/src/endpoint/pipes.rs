@@ -34,7 +34,7 @@ impl Endpoint {
     /// connections, with the same back-pressure).
     pub(super) fn read_pipes(&mut self) {
         for p in &mut self.peers {
-            let (Some(pipe), None) = (p.pipe.as_mut(), &p.lost) else { continue };
+            let (Some(pipe), None, None) = (p.pipe.as_mut(), &p.lost, p.held) else { continue };
             if p.inbox_bytes >= self.cfg.max_unmatched {
                 if !p.paused {
                     p.paused = true;
@@ -44,7 +44,15 @@ impl Endpoint {
             }
             p.paused = false;
             let before = p.inbox.len();
-            let r = p.pipe_parser.pump_from(pipe, self.cfg.max_message, &mut p.inbox, &mut self.pool);
+            let unread = pipe.unread_in();
+            let hold = p.claim.map(|(tag, len)| (Kind::P2p, tag, 0, len));
+            let r = p.pipe_parser.pump_until(pipe, self.cfg.max_message, &mut p.inbox, &mut self.pool, hold);
+            if pipe.unread_in() < unread {
+                // Room freed: a peer waiting to write more may sleep on its bell.
+                if let Some(b) = &p.bell {
+                    b.ring();
+                }
+            }
             for m in p.inbox.range(before..) {
                 self.counters.bytes_received += m.payload.len() as u64;
                 p.inbox_bytes += m.payload.len();
@@ -53,6 +61,7 @@ impl Endpoint {
             self.counters.msgs_received += (p.inbox.len() - before) as u64;
             match r {
                 Ok(PumpEnd::WouldBlock) => {}
+                Ok(PumpEnd::Held) => p.held = p.claim.map(|(_, len)| len),
                 Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its shared-memory pipe".into()),
                 Err(PumpError::Frame(e)) => {
                     p.lost = Some(format!("protocol violation on the shared-memory pipe: {e}"));
@@ -68,7 +77,7 @@ impl Endpoint {
     /// peer's doorbell when it got bytes (it may sleep on it).
     pub(super) fn flush_pipes(&mut self) {
         for p in &mut self.peers {
-            let (Some(pipe), None) = (p.pipe.as_mut(), &p.lost) else { continue };
+            let (Some(pipe), None, false) = (p.pipe.as_mut(), &p.lost, p.streaming) else { continue };
             let mut wrote = false;
             while let Some(m) = p.pipe_out.front() {
                 let n = pipe.write(&m[p.pipe_off..]);
