@@ -101,7 +101,12 @@ fn three_ranks_on(kind: &'static str, subnet: u8) {
         .map(|r| {
             let lr = rig.rank(kind, r);
             std::thread::spawn(move || {
-                let cfg = Config { timeout: Duration::from_secs(60), ..Config::default() };
+                // Set-up of three ranks at once on a loaded 2-core machine can take long: a generous limit.
+                let cfg = Config {
+                    timeout: Duration::from_secs(60),
+                    connect_timeout: Duration::from_secs(60),
+                    ..Config::default()
+                };
                 let mut c = lr.join(r, N, cfg, false).unwrap_or_else(|e| panic!("rank {r} on {kind}: {e}"));
                 let failed = operations(&mut c);
                 c.finalize().unwrap();
@@ -201,7 +206,11 @@ fn ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names() {
         .map(|r| {
             let (lr, job) = (rig.rank("af_packet", r), job.clone());
             std::thread::spawn(move || -> HostOutcome {
-                let mut cfg = Config { timeout: Duration::from_secs(60), ..Config::default() };
+                let mut cfg = Config {
+                    timeout: Duration::from_secs(60),
+                    connect_timeout: Duration::from_secs(60),
+                    ..Config::default()
+                };
                 // auto on a link: the host name goes into the hello; all three share it.
                 Transport::Auto.apply(&mut cfg, false, Some(&job)).unwrap();
                 assert!(cfg.host.is_some(), "this machine has no host name");
