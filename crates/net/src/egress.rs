@@ -512,9 +512,25 @@ impl Egress {
             return Ok(());
         }
         let mut pending = std::mem::replace(&mut self.pending, PacketQueue::new(1, 1));
+        let result = self.send_parked(env, link, &mut pending, |p| p.next_hop == ip, mac);
+        self.pending = pending;
+        result
+    }
+
+    /// Send the frames of `parked` that `resolved` picks to `mac` (their destination MAC
+    /// rewritten) and take them out of the queue: packets that waited for address resolution,
+    /// ARP's or Neighbor Discovery's. A frame the full link refuses is counted lost.
+    pub fn send_parked<L: Link + ?Sized, M: Copy + Default>(
+        &mut self,
+        env: &mut Env,
+        link: &mut L,
+        parked: &mut PacketQueue<M>,
+        resolved: impl Fn(&M) -> bool,
+        mac: MacAddr,
+    ) -> Result<(), LinkError> {
         let mut result = Ok(());
-        pending.retain(
-            |p, _| p.next_hop != ip,
+        parked.retain(
+            |p, _| !resolved(p),
             |_, frame| {
                 if result.is_err() {
                     return;
@@ -531,7 +547,6 @@ impl Egress {
                 }
             },
         );
-        self.pending = pending;
         result
     }
 

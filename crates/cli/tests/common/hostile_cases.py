@@ -11,7 +11,6 @@ each case and must hold exactly. Prints one line per case ("ok NAME" or "FAILED 
 and exits 1 if any failed.
 """
 
-import json
 import random
 import resource
 import socket
@@ -23,6 +22,7 @@ import time
 from scapy.all import ICMP, IP, TCP, UDP, Ether, Raw, fragment, get_if_hwaddr
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
+import hostile_runner  # noqa: E402
 import hostile_frames  # noqa: E402  (the mutation generator, shared with the AF_XDP test)
 
 IFACE, HOST_MAC, HOST = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -327,54 +327,4 @@ def ten_thousand_mutated_segments():
     hostile_frames.mutate(IFACE, HOST_MAC, HOST, 10000)
 
 
-def host_counters():
-    """The host's counters as `linerate stats --json` reads them (published every 0.25 s)."""
-    out = subprocess.run([LINERATE, "stats", "--json", "--all"], capture_output=True, text=True, timeout=10)
-    if out.returncode != 0:
-        raise AssertionError(f"linerate stats failed: {out.stderr.strip()}")
-    rows = [r for t in json.loads(out.stdout)["tables"] for r in t["rows"] if int(r["pid"]) == HOST_PID]
-    if not rows:
-        raise AssertionError(f"linerate stats lists no instance of pid {HOST_PID}")
-    return {r["counter"]: int(r["value"]) for r in rows}
-
-
-def accounting_holds(after):
-    """Check the receive accounting identity exactly, from a snapshot published after `after`
-    frames were counted (so that it includes the case just run)."""
-    deadline = time.monotonic() + 5
-    while True:
-        c = host_counters()
-        if c.get("rx_frames", 0) > after or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    drops = sum(v for k, v in c.items() if k.startswith("rx_drop_"))
-    off = c.get("rx_frames", 0) - c.get("rx_delivered", 0) - drops
-    if off != 0 or c.get("rx_unaccounted", 0) != 0:
-        raise AssertionError(
-            f"receive accounting off by {off}: rx_frames {c.get('rx_frames')} = rx_delivered "
-            f"{c.get('rx_delivered')} + rx_drop_* {drops} does not hold"
-        )
-    return c["rx_frames"]
-
-
-def main():
-    failed = 0
-    frames = 0
-    for fn in CASES:
-        try:
-            fn()
-            time.sleep(0.05)
-            serves()
-            if LINERATE:
-                frames = accounting_holds(frames)
-            print("ok", fn.__name__, flush=True)
-        except Exception as e:  # noqa: BLE001  (every failure is reported by name)
-            failed += 1
-            print("FAILED", fn.__name__ + ":", repr(e), flush=True)
-    if LINERATE and not failed:
-        print(f"receive accounting held after each of {len(CASES)} cases", flush=True)
-    print(f"{len(CASES) - failed} of {len(CASES)} hostile cases passed", flush=True)
-    sys.exit(1 if failed else 0)
-
-
-main()
+hostile_runner.run(CASES, serves, LINERATE, HOST_PID, "hostile cases")

@@ -8,11 +8,9 @@ rx_delivered + sum of rx_drop_*) holds exactly, read from `linerate stats --json
 Prints one line per case ("ok NAME" or "FAILED NAME: why") and exits 1 if any failed.
 """
 
-import json
 import random
 import subprocess
 import sys
-import time
 
 from scapy.all import (
     ICMPv6EchoRequest,
@@ -34,6 +32,7 @@ from scapy.all import (
 )
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
+import hostile_runner  # noqa: E402
 import hostile_frames  # noqa: E402  (the raw socket helper, shared with the other suites)
 
 IFACE, HOST_MAC, HOST = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -156,48 +155,4 @@ def tiny_and_never_completed_ipv6_fragments():
           for i in range(100)])
 
 
-def host_counters():
-    out = subprocess.run([LINERATE, "stats", "--json", "--all"], capture_output=True, text=True, timeout=10)
-    if out.returncode != 0:
-        raise AssertionError(f"linerate stats failed: {out.stderr.strip()}")
-    rows = [r for t in json.loads(out.stdout)["tables"] for r in t["rows"] if int(r["pid"]) == HOST_PID]
-    if not rows:
-        raise AssertionError(f"linerate stats lists no instance of pid {HOST_PID}")
-    return {r["counter"]: int(r["value"]) for r in rows}
-
-
-def accounting_holds(after):
-    deadline = time.monotonic() + 5
-    while True:
-        c = host_counters()
-        if c.get("rx_frames", 0) > after or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    drops = sum(v for k, v in c.items() if k.startswith("rx_drop_"))
-    off = c.get("rx_frames", 0) - c.get("rx_delivered", 0) - drops
-    if off != 0:
-        raise AssertionError(f"receive accounting off by {off}")
-    return c["rx_frames"]
-
-
-def main():
-    failed = 0
-    frames = 0
-    for fn in CASES:
-        try:
-            fn()
-            time.sleep(0.05)
-            serves()
-            if LINERATE:
-                frames = accounting_holds(frames)
-            print("ok", fn.__name__, flush=True)
-        except Exception as e:  # noqa: BLE001  (every failure is reported by name)
-            failed += 1
-            print("FAILED", fn.__name__ + ":", repr(e), flush=True)
-    if LINERATE and not failed:
-        print(f"receive accounting held after each of {len(CASES)} cases", flush=True)
-    print(f"{len(CASES) - failed} of {len(CASES)} hostile IPv6 cases passed", flush=True)
-    sys.exit(1 if failed else 0)
-
-
-main()
+hostile_runner.run(CASES, serves, LINERATE, HOST_PID, "hostile IPv6 cases")

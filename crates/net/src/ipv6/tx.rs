@@ -206,26 +206,7 @@ impl Ipv6Host {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let mut result = Ok(());
-        self.pending.retain(
-            |p, _| p.next_hop != ip,
-            |_, frame| {
-                if result.is_err() {
-                    return;
-                }
-                let sent = eg.emit_frame(env, link, |buf| {
-                    buf[..frame.len()].copy_from_slice(frame);
-                    buf[..6].copy_from_slice(&mac.0);
-                    frame.len()
-                });
-                match sent {
-                    Ok(true) => {}
-                    Ok(false) => env.counters.bump(Counter::tx_drop_link_full),
-                    Err(e) => result = Err(e),
-                }
-            },
-        );
-        result
+        eg.send_parked(env, link, &mut self.pending, |p| p.next_hop == ip, mac)
     }
 
     /// Send a Neighbor Solicitation for `target`: multicast to its solicited-node group, or
