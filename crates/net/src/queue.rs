@@ -76,7 +76,8 @@ impl<M: Copy + Default> PacketQueue<M> {
             if self.meta.len() >= self.max_packets {
                 return None;
             }
-            (self.meta.len() * 2).clamp(MIN_GROW_RECORDS, self.max_packets)
+            // Not clamp: a queue allowed fewer records than the smallest growth step.
+            (self.meta.len() * 2).max(MIN_GROW_RECORDS).min(self.max_packets)
         } else {
             self.meta.len()
         };
@@ -241,6 +242,21 @@ impl<M: Copy + Default> PacketQueue<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_of_fewer_records_than_the_growth_step_grows_to_its_limit() {
+        let mut q: PacketQueue<u8> = PacketQueue::on_demand(4, 1 << 16, 100);
+        for i in 0..4u8 {
+            if !q.push(i, &[i; 10]) {
+                let (bytes, records) = q.growth_for(10).expect("room to grow");
+                assert!(records <= 4);
+                q.grow_to(bytes, records);
+                assert!(q.push(i, &[i; 10]));
+            }
+        }
+        assert!(!q.push(9, &[9; 10]));
+        assert_eq!(q.growth_for(10), None);
+    }
 
     #[test]
     fn fifo_order_capacity_and_wrap() {
