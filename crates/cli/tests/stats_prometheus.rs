@@ -62,6 +62,24 @@ impl Drop for Killed {
     }
 }
 
+/// Removes, when dropped, the shared-memory segments `/dev/shm/linerate-PREFIX…SUFFIX` that
+/// killed processes could not remove themselves.
+struct ShmSegments(String, String);
+
+impl Drop for ShmSegments {
+    fn drop(&mut self) {
+        let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(rest) = name.strip_prefix("linerate-") {
+                if rest.starts_with(&self.0) && rest.ends_with(&self.1) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn metrics_port_serves_the_counters_to_curl() {
     if !common::can_run(&["curl"]) {
@@ -69,6 +87,8 @@ fn metrics_port_serves_the_counters_to_curl() {
     }
     let dir = Scratch::new("metrics-port");
     let pid = std::process::id();
+    // The servers are killed: their shared-memory links are removed here, also on failure.
+    let _segments = ShmSegments("lr26-metrics-".to_string(), format!("-{pid}"));
     let blacklist = common::BLACKLIST;
     let (host_shm, fw_shm) = (format!("shm:lr26-metrics-{pid}"), format!("shm-new:lr26-metrics-fw-{pid}"));
     let fw_name = format!("lr26-metrics-fw-{pid}");
