@@ -225,13 +225,20 @@ fn hostile_neighbor_discovery_is_counted_and_bounded_and_the_host_keeps_answerin
     b.counters().rx_accounting().check().unwrap();
 }
 
-#[test]
-fn hostile_extension_headers_are_refused_with_their_reason() {
-    let (lb, _peer) = mem::pair(LinkConfig::default());
+/// Host B (fd77::2/64, no duplicate address detection, so the address is in use at once),
+/// polled once, with the far end of its link.
+fn host_b_in_use() -> (Stack<mem::MemLink>, mem::MemLink) {
+    let (lb, peer) = mem::pair(LinkConfig::default());
     let mut cfg = Config::host("10.0.0.2/24").ipv6_addr("fd77::2/64").unwrap();
     cfg.ipv6.ndp.dad_transmits = 0;
     let mut b = Stack::new(cfg, lb).unwrap();
     b.poll(Instant::ZERO).unwrap();
+    (b, peer)
+}
+
+#[test]
+fn hostile_extension_headers_are_refused_with_their_reason() {
+    let (mut b, _peer) = host_b_in_use();
     let mac = b.mac();
     // Routing header type 0 with segments left: refused, answered with a parameter problem.
     let rh0 = [next_header::NO_NEXT, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -296,11 +303,7 @@ fn fragment_frame(dst_mac: MacAddr, ident: u32, offset: usize, more: bool, data:
 
 #[test]
 fn overlapping_duplicate_and_malformed_fragments_are_refused_and_late_ones_time_out() {
-    let (lb, _peer) = mem::pair(LinkConfig::default());
-    let mut cfg = Config::host("10.0.0.2/24").ipv6_addr("fd77::2/64").unwrap();
-    cfg.ipv6.ndp.dad_transmits = 0;
-    let mut b = Stack::new(cfg, lb).unwrap();
-    b.poll(Instant::ZERO).unwrap();
+    let (mut b, _peer) = host_b_in_use();
     let mac = b.mac();
     b.inject(&fragment_frame(mac, 1, 0, true, &[0; 16])).unwrap();
     b.inject(&fragment_frame(mac, 1, 0, true, &[0; 16])).unwrap();
