@@ -241,7 +241,7 @@ pub enum ConnectError {
     PortInUse(u16),
     /// The destination is not a reachable unicast host (or its port is 0).
     #[error("no route to {0}")]
-    NoRoute(Ipv4Addr),
+    NoRoute(std::net::IpAddr),
     /// The stack's session table is full.
     #[error("the TCP session table is full")]
     TableFull,
@@ -468,7 +468,7 @@ impl From<ConnectError> for NetError {
         match e {
             ConnectError::NoFreePort => NetError::NoFreePort,
             ConnectError::PortInUse(p) => NetError::PortInUse(p),
-            ConnectError::NoRoute(a) => NetError::NoRoute(a.into()),
+            ConnectError::NoRoute(a) => NetError::NoRoute(a),
             ConnectError::TableFull => NetError::TableFull,
             ConnectError::Link(e) => NetError::Link(e),
         }

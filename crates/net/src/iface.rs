@@ -11,11 +11,12 @@ use crate::rate_limit::RateLimit;
 use crate::raw::RawTable;
 use crate::reasm::{Expired, FragVerdict, Reassembler};
 use crate::tcp::engine::TcpEngine;
+use crate::tcp::lookup::FourTuple;
 use crate::tcp::sink::LinkSink;
 use crate::udp::{Delivery, UdpTable};
 use crate::Config;
 use link::Link;
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use wire::ethernet::ethertype;
 use wire::icmp::unreach_code;
 use wire::ipv4::protocol;
@@ -336,7 +337,7 @@ impl Core {
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::rx_drop_tcp_broadcast),
             protocol::TCP => {
-                let mut out = LinkSink::new(&mut self.env, &mut self.eg, link);
+                let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
                 let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
                 // The segment is processed whole whatever the link did; a transmit error
                 // surfaces after it.
@@ -427,14 +428,14 @@ impl Core {
         if ip.protocol() == protocol::TCP && l4.len() >= 8 {
             let (sport, dport) = (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]));
             let seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
-            let remote = SocketAddrV4::new(ip.dst(), dport);
+            let tuple = FourTuple::new(ip.src().into(), sport, SocketAddr::new(ip.dst().into(), dport));
             // RFC 5927: only a message that quotes a segment in flight may change anything.
-            if !self.tcp.quotes_flight(sport, remote, seq) {
+            if !self.tcp.quotes_flight(&tuple, seq) {
                 return Ok(());
             }
             if let Some(mtu) = self.eg.lower_path_mtu(&mut self.env, ip.dst(), mtu) {
-                let mut out = LinkSink::new(&mut self.env, &mut self.eg, link);
-                self.tcp.on_path_mtu(&mut out, sport, remote, mtu);
+                let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
+                self.tcp.on_path_mtu(&mut out, &tuple, mtu);
                 out.finish()?;
             }
             return Ok(());

@@ -22,7 +22,7 @@
 //! let mut server = Stack::new(Config::host("10.0.0.2/24"), lb)?;
 //!
 //! let listener = server.tcp_listen(80, 8)?;
-//! let conn = client.tcp_connect("10.0.0.2:80".parse().unwrap())?;
+//! let conn = client.tcp_connect("10.0.0.2:80".parse::<std::net::SocketAddr>().unwrap())?;
 //!
 //! let (mut accepted, mut sent, mut got) = (None, 0, Vec::new());
 //! let request = b"GET / HTTP/1.0\r\n\r\n";

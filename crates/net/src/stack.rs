@@ -140,7 +140,7 @@ impl<L: Link> Stack<L> {
             self.core.v6.expire_learned(now);
             self.core.v6.on_timers(&mut self.core.env, &mut self.core.eg, &mut self.link)?;
         }
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
         self.core.tcp.on_timers(&mut out, now);
 
@@ -154,7 +154,7 @@ impl<L: Link> Stack<L> {
         self.core.udp.now = self.core.env.now;
         self.core.handle_frame(&mut self.link, frame)?;
         let now = self.core.env.now;
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
         self.core.tcp.flush_dirty(&mut out, now);
 

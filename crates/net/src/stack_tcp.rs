@@ -11,7 +11,7 @@ use crate::tcp::tcb::SessionId;
 use crate::tcp::{Recv, TcpConnStats, TcpError, TcpHandle, TcpListener, TcpMemory, TcpState, TcpWatch};
 use crate::{Counter, Stack};
 use link::{Link, LinkError};
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 
 impl<L: Link> Stack<L> {
     /// Listen on `port`; up to `backlog` connections may wait (half-open or unaccepted).
@@ -34,7 +34,7 @@ impl<L: Link> Stack<L> {
     pub fn tcp_unlisten(&mut self, l: TcpListener) -> Result<(), ControlError> {
         let orphans = self.core.tcp.unlisten(l)?;
         for sid in orphans {
-            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
             self.core.tcp.send_abort_reset(&mut out, sid);
 
@@ -53,9 +53,10 @@ impl<L: Link> Stack<L> {
         Some(tcp.handle(sid))
     }
 
-    /// Open a connection to `remote` from an ephemeral port; the SYN goes out now (or at the
-    /// first poll). Watch [`Stack::tcp_connect_result`] for completion. A destination with no
-    /// route fails at once with [`ConnectError::NoRoute`].
+    /// Open a connection to `remote` (IPv4 or IPv6) from an ephemeral port; the SYN goes out
+    /// now (or at the first poll). Watch [`Stack::tcp_connect_result`] for completion. A
+    /// destination with no route fails at once with [`ConnectError::NoRoute`]; so does an IPv6
+    /// one while the stack has no usable IPv6 address.
     ///
     /// ```
     /// # use link::{mem, Instant, LinkConfig};
@@ -64,7 +65,7 @@ impl<L: Link> Stack<L> {
     /// let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
     /// let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
     /// let listener = b.tcp_listen(5001, 8).unwrap();
-    /// let conn = a.tcp_connect("10.0.0.2:5001".parse().unwrap()).unwrap();
+    /// let conn = a.tcp_connect("10.0.0.2:5001".parse::<std::net::SocketAddr>().unwrap()).unwrap();
     /// for ms in 0..20 {
     ///     a.poll(Instant::from_millis(ms)).unwrap();
     ///     b.poll(Instant::from_millis(ms)).unwrap();
@@ -72,35 +73,66 @@ impl<L: Link> Stack<L> {
     /// assert_eq!(a.tcp_connect_result(conn).unwrap(), Some(Ok(())));
     /// assert!(b.tcp_accept(listener).is_some());
     /// // Off our subnet and no gateway configured:
-    /// let far = "192.0.2.1:80".parse().unwrap();
+    /// let far: std::net::SocketAddr = "192.0.2.1:80".parse().unwrap();
     /// assert!(matches!(a.tcp_connect(far), Err(ConnectError::NoRoute(_))));
     /// ```
-    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> Result<TcpHandle, ConnectError> {
-        let port = self.core.tcp.ephemeral_port(remote)?;
+    pub fn tcp_connect(&mut self, remote: impl Into<SocketAddr>) -> Result<TcpHandle, ConnectError> {
+        let remote = remote.into();
+        let local = self.connect_source(remote)?;
+        let port = self.core.tcp.ephemeral_port(local, remote)?;
         self.tcp_connect_from(port, remote)
     }
 
     /// Open a connection to `remote` from local port `local_port`.
-    pub fn tcp_connect_from(&mut self, local_port: u16, remote: SocketAddrV4) -> Result<TcpHandle, ConnectError> {
-        let ip = *remote.ip();
-        // Refused before a session exists: a SYN that cannot be routed would only retransmit
-        // into nothing until the connection timed out.
-        let unroutable = self.core.env.cfg.is_broadcast(ip) || self.core.eg.next_hop(&self.core.env, ip).is_err();
-        if ip.is_broadcast() || ip.is_multicast() || remote.port() == 0 || unroutable {
-            return Err(ConnectError::NoRoute(ip));
-        }
+    pub fn tcp_connect_from(
+        &mut self,
+        local_port: u16,
+        remote: impl Into<SocketAddr>,
+    ) -> Result<TcpHandle, ConnectError> {
+        let remote = remote.into();
+        let local = self.connect_source(remote)?;
         let now = self.core.env.now;
-        let sid = self.core.tcp.connect(remote, local_port, now)?;
+        let sid = self.core.tcp.connect(local, local_port, remote, now)?;
         // Before the first poll the stack has no time yet: the SYN then leaves at that poll,
         // stamped with the real time (else its RTO would look long expired).
         if self.started {
-            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
             self.core.tcp.flush_dirty(&mut out, now);
 
             out.finish_link()?;
         }
         Ok(self.core.tcp.handle(sid))
+    }
+
+    /// Our address for a connection to `remote`, or `NoRoute`: refused before a session
+    /// exists, since a SYN that cannot be routed would only retransmit into nothing until the
+    /// connection timed out.
+    fn connect_source(&self, remote: SocketAddr) -> Result<IpAddr, ConnectError> {
+        let no_route = Err(ConnectError::NoRoute(remote.ip()));
+        if remote.port() == 0 {
+            return no_route;
+        }
+        match remote.ip() {
+            IpAddr::V4(ip) => {
+                let unroutable =
+                    self.core.env.cfg.is_broadcast(ip) || self.core.eg.next_hop(&self.core.env, ip).is_err();
+                if ip.is_broadcast() || ip.is_multicast() || unroutable {
+                    return no_route;
+                }
+                Ok(IpAddr::V4(self.core.env.cfg.ip))
+            }
+            IpAddr::V6(ip) => {
+                let v6 = &self.core.v6;
+                if ip.is_multicast() || ip.is_unspecified() || ip.is_loopback() || ip.to_ipv4_mapped().is_some() {
+                    return no_route;
+                }
+                match (v6.source_for(ip), v6.next_hop(ip, self.core.env.now)) {
+                    (Some(src), Some(_)) => Ok(IpAddr::V6(src)),
+                    _ => no_route,
+                }
+            }
+        }
     }
 
     /// `None` while connecting; then `Ok(())` once established or `Err` if it failed.
@@ -120,9 +152,15 @@ impl<L: Link> Stack<L> {
     }
 
     /// The remote address `(ip, port)` of the connection (for accepted ones: who connected).
-    pub fn tcp_peer(&self, h: TcpHandle) -> Result<SocketAddrV4, BadHandle> {
+    pub fn tcp_peer(&self, h: TcpHandle) -> Result<SocketAddr, BadHandle> {
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.tuple.remote())
+    }
+
+    /// Our address `(ip, port)` of the connection (for accepted ones: the address the peer
+    /// connected to).
+    pub fn tcp_local(&self, h: TcpHandle) -> Result<SocketAddr, BadHandle> {
         let t = self.core.tcp.row(self.core.tcp.sid(h)?).state.tuple;
-        Ok(SocketAddrV4::new(t.remote_ip, t.remote_port))
+        Ok(SocketAddr::new(t.local_ip, t.local_port))
     }
 
     /// Why the connection ended, if it ended abnormally.
@@ -152,7 +190,7 @@ impl<L: Link> Stack<L> {
     /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
     /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
     /// # let l = b.tcp_listen(80, 1).unwrap();
-    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse::<std::net::SocketAddr>().unwrap()).unwrap();
     /// # let mut peer = None;
     /// # for ms in 0..20 {
     /// #     a.poll(Instant::from_millis(ms)).unwrap();
@@ -228,7 +266,7 @@ impl<L: Link> Stack<L> {
 
     fn kick(&mut self, sid: u32) -> Result<(), LinkError> {
         let now = self.core.env.now;
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
         self.core.tcp.output(&mut out, sid, now);
 
@@ -247,7 +285,7 @@ impl<L: Link> Stack<L> {
     /// # let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
     /// # let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
     /// # let l = b.tcp_listen(80, 1).unwrap();
-    /// # let conn = a.tcp_connect("10.0.0.2:80".parse().unwrap()).unwrap();
+    /// # let conn = a.tcp_connect("10.0.0.2:80".parse::<std::net::SocketAddr>().unwrap()).unwrap();
     /// # let mut peer = None;
     /// # for ms in 0..20 {
     /// #     a.poll(Instant::from_millis(ms)).unwrap();
@@ -383,7 +421,7 @@ impl<L: Link> Stack<L> {
             Shutdown::Nothing => return Ok(()),
             Shutdown::FinQueued => {}
         }
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
         tcp.output(&mut out, sid, now);
         Ok(out.finish_link()?)
     }
@@ -413,7 +451,7 @@ impl<L: Link> Stack<L> {
     /// Abort: send RST and drop everything.
     pub fn tcp_abort(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.link);
+        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 
         self.core.tcp.send_abort_reset(&mut out, sid);
 
@@ -460,7 +498,7 @@ impl<L: Link> Stack<L> {
             timestamps: rx.ts_ok,
             cc: tx.cc.algorithm(),
             local_port: row.state.tuple.local_port,
-            remote: Some(SocketAddrV4::new(row.state.tuple.remote_ip, row.state.tuple.remote_port)),
+            remote: Some(row.state.tuple.remote()),
             snd_una: tx.snd_una.0,
             snd_nxt: tx.snd_nxt.0,
             rcv_nxt: rx.rcv_nxt.0,

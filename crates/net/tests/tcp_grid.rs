@@ -1,16 +1,21 @@
 //! The impairment grid: loss 0–10% x reordering x duplication x delay; in every cell a
-//! transfer in each direction arrives with a matching hash.
+//! transfer in each direction arrives with a matching hash, over IPv4 and over IPv6.
 
 use link::impair::{Impaired, Impairment};
 use link::{mem, Instant, Link, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
-use std::net::SocketAddrV4;
+use std::net::{Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-fn cfg(ip: &str) -> Config {
+/// A host at `ip`, with IPv6 address `ip6` (usable at once) if given.
+fn cfg(ip: &str, ip6: Option<&str>) -> Config {
     let mut c = Config::host(ip);
+    if let Some(a) = ip6 {
+        c = c.ipv6_addr(a).unwrap();
+        c.ipv6.ndp.dad_transmits = 0;
+    }
     c.tcp.secret = [5, 6];
     c.tcp.max_sessions = 8;
     c
@@ -22,15 +27,21 @@ fn digest(d: &[u8]) -> u64 {
     h.finish()
 }
 
-fn run_cell(loss: f64, reorder: f64, duplicate: f64, delay: Duration, seed: u64) {
+fn run_cell(loss: f64, reorder: f64, duplicate: f64, delay: Duration, seed: u64, ipv6: bool) {
     let imp = Impairment { loss, reorder, duplicate, delay, seed, ..Default::default() };
     let (la, lb) = mem::pair(LinkConfig::default());
     let la: Box<dyn Link> = Box::new(Impaired::new(la, imp).unwrap());
     let lb: Box<dyn Link> = Box::new(Impaired::new(lb, Impairment { seed: seed ^ 0xabcd, ..imp }).unwrap());
-    let mut a = Stack::new(cfg("10.0.0.1/24"), la).unwrap();
-    let mut b = Stack::new(cfg("10.0.0.2/24"), lb).unwrap();
+    let (a6, b6) = if ipv6 { (Some("fd77::1/64"), Some("fd77::2/64")) } else { (None, None) };
+    let mut a = Stack::new(cfg("10.0.0.1/24", a6), la).unwrap();
+    let mut b = Stack::new(cfg("10.0.0.2/24", b6), lb).unwrap();
     let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let to: SocketAddr = if ipv6 {
+        (Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 2), 80).into()
+    } else {
+        SocketAddrV4::new(b.ip(), 80).into()
+    };
+    let c = a.tcp_connect(to).unwrap();
     let mut now = Instant::ZERO;
     let mut s: Option<TcpHandle> = None;
     let to_b: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + (i >> 9)) as u8).collect();
@@ -38,7 +49,8 @@ fn run_cell(loss: f64, reorder: f64, duplicate: f64, delay: Duration, seed: u64)
     let (mut got_b, mut got_a) = (Vec::new(), Vec::new());
     let mut queued = false;
     let mut buf = vec![0u8; 32768];
-    let cell = format!("loss {loss} reorder {reorder} dup {duplicate} delay {delay:?}");
+    let family = if ipv6 { "IPv6" } else { "IPv4" };
+    let cell = format!("{family} loss {loss} reorder {reorder} dup {duplicate} delay {delay:?}");
     for _ in 0..3_000_000 {
         now = now + Duration::from_micros(20);
         a.poll(now).unwrap();
@@ -69,13 +81,22 @@ fn run_cell(loss: f64, reorder: f64, duplicate: f64, delay: Duration, seed: u64)
 
 #[test]
 fn every_cell_of_the_impairment_grid_delivers_intact_data() {
+    grid(false);
+}
+
+#[test]
+fn over_ipv6_every_cell_of_the_impairment_grid_delivers_intact_data() {
+    grid(true);
+}
+
+fn grid(ipv6: bool) {
     let mut seed = 1;
     for loss in [0.0, 0.01, 0.05, 0.10] {
         for reorder in [0.0, 0.02] {
             for duplicate in [0.0, 0.01] {
                 for delay in [Duration::ZERO, Duration::from_millis(1)] {
                     seed += 1;
-                    run_cell(loss, reorder, duplicate, delay, seed);
+                    run_cell(loss, reorder, duplicate, delay, seed, ipv6);
                 }
             }
         }

@@ -36,15 +36,16 @@ const GRID: [(u64, f64, u64); 6] =
 /// unlucky pattern does not decide a comparison.
 const SEEDS: [u64; 3] = [7, 8, 9];
 
-fn share_of_mathis(cc: CcAlgorithm, rtt_us: u64, p: f64, mb: u64) -> f64 {
+fn share_of_mathis(cc: CcAlgorithm, rtt_us: u64, p: f64, mb: u64, ipv6: bool) -> f64 {
     let rtt = Duration::from_micros(rtt_us);
     let mut shares = Vec::new();
     for seed in SEEDS {
-        let o = transfer(Path { loss: p, cc, seed, ..Path::ten_gig(rtt) }, mb << 20, Duration::from_secs(1));
+        let o = transfer(Path { loss: p, cc, seed, ipv6, ..Path::ten_gig(rtt) }, mb << 20, Duration::from_secs(1));
         let bound = mathis_bps(o.sender.mss as u32, rtt, p);
         let share = o.goodput_bps() / bound;
         eprintln!(
-            "{cc:?} RTT {rtt:?} loss {p} seed {seed}: {:.3} Gbit/s, {share:.2} of the bound {:.3}; {} timeouts, {} recoveries",
+            "{cc:?} {} RTT {rtt:?} loss {p} seed {seed}: {:.3} Gbit/s, {share:.2} of the bound {:.3}; {} timeouts, {} recoveries",
+            if ipv6 { "IPv6" } else { "IPv4" },
             o.goodput_bps() / 1e9,
             bound / 1e9,
             o.sender.timeouts,
@@ -65,13 +66,23 @@ fn floor(p: f64) -> f64 {
 
 #[test]
 fn newreno_and_cubic_reach_the_mathis_floor_on_lossy_paths() {
+    mathis_floors_hold(false);
+}
+
+#[test]
+fn over_ipv6_newreno_and_cubic_reach_the_same_floors() {
+    mathis_floors_hold(true);
+}
+
+fn mathis_floors_hold(ipv6: bool) {
     for (rtt_us, p, mb) in GRID {
-        let reno = share_of_mathis(CcAlgorithm::NewReno, rtt_us, p, mb);
-        let cubic = share_of_mathis(CcAlgorithm::Cubic, rtt_us, p, mb);
-        assert!(reno >= floor(p), "NewReno, RTT {rtt_us} µs, loss {p}: {reno:.2} of the Mathis bound");
-        assert!(cubic >= floor(p), "CUBIC, RTT {rtt_us} µs, loss {p}: {cubic:.2} of the Mathis bound");
-        eprintln!("RTT {rtt_us} µs, loss {p}: NewReno {reno:.3}, CUBIC {cubic:.3} of the bound");
-        assert!(cubic >= reno, "RTT {rtt_us} µs, loss {p}: CUBIC {cubic:.3} below NewReno {reno:.3}");
+        let reno = share_of_mathis(CcAlgorithm::NewReno, rtt_us, p, mb, ipv6);
+        let cubic = share_of_mathis(CcAlgorithm::Cubic, rtt_us, p, mb, ipv6);
+        let family = if ipv6 { "IPv6" } else { "IPv4" };
+        assert!(reno >= floor(p), "{family} NewReno, RTT {rtt_us} µs, loss {p}: {reno:.2} of the Mathis bound");
+        assert!(cubic >= floor(p), "{family} CUBIC, RTT {rtt_us} µs, loss {p}: {cubic:.2} of the Mathis bound");
+        eprintln!("{family} RTT {rtt_us} µs, loss {p}: NewReno {reno:.3}, CUBIC {cubic:.3} of the bound");
+        assert!(cubic >= reno, "{family} RTT {rtt_us} µs, loss {p}: CUBIC {cubic:.3} below NewReno {reno:.3}");
     }
 }
 
@@ -104,9 +115,18 @@ fn reordering_without_loss_costs_under_one_percent_retransmissions_and_every_rec
 
 #[test]
 fn one_connection_fills_ten_gigabit_at_ten_milliseconds_within_fifty_round_trips() {
+    fills_ten_gigabit(false);
+}
+
+#[test]
+fn over_ipv6_one_connection_fills_ten_gigabit_likewise() {
+    fills_ten_gigabit(true);
+}
+
+fn fills_ten_gigabit(ipv6: bool) {
     for cc in [CcAlgorithm::NewReno, CcAlgorithm::Cubic] {
         let rtt = Duration::from_millis(10);
-        let o = transfer(Path { cc, ..Path::ten_gig(rtt) }, 700 << 20, rtt);
+        let o = transfer(Path { cc, ipv6, ..Path::ten_gig(rtt) }, 700 << 20, rtt);
         // Delivered per round trip, against the link's 10 Gbit/s (frames, not payload).
         let per_rtt: Vec<f64> =
             o.progress.windows(2).map(|w| (w[1].1 - w[0].1) as f64 * 8.0 / rtt.as_secs_f64() / 10e9).collect();

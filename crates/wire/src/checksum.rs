@@ -6,7 +6,7 @@
 //! combined with [`combine`]. A *checksum* (`u16`) is the complemented folded
 //! sum, i.e. the value written into a header.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// RFC 1071 checksum computed the obvious way, one 16-bit word at a time.
 ///
@@ -288,6 +288,27 @@ impl PseudoHeader for Ipv6Addr {
     }
 }
 
+/// Either family, chosen by the addresses (a transport that serves both, as TCP does). A
+/// mixed pair sums the IPv4 address as its IPv4-mapped IPv6 form. UDP over IPv4 through this
+/// type still needs a checksum: use [`Ipv4Addr`] where a zero checksum must mean "none".
+impl PseudoHeader for IpAddr {
+    const UDP_CHECKSUM_OPTIONAL: bool = false;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => pseudo_header_sum(s, d, protocol, length as u16),
+            (s, d) => pseudo_header_sum_v6(as_v6(s), as_v6(d), protocol, length),
+        }
+    }
+}
+
+fn as_v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
 /// UDP/TCP/ICMPv6 checksum over pseudo header + `segment` (header and payload), for IPv4
 /// or IPv6 addresses.
 ///
@@ -328,6 +349,15 @@ pub fn update32(old_checksum: u16, old: u32, new: u32) -> u16 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn either_family_sums_as_its_own_family() {
+        let (s4, d4) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let (s6, d6): (Ipv6Addr, Ipv6Addr) = ("fd77::1".parse().unwrap(), "fd77::2".parse().unwrap());
+        let seg = [1u8, 2, 3, 4, 5, 6, 7];
+        assert_eq!(transport_checksum(IpAddr::V4(s4), IpAddr::V4(d4), 6, &seg), transport_checksum(s4, d4, 6, &seg));
+        assert_eq!(transport_checksum(IpAddr::V6(s6), IpAddr::V6(d6), 6, &seg), transport_checksum(s6, d6, 6, &seg));
+    }
 
     #[test]
     fn rfc1071_example() {

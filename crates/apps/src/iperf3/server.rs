@@ -134,7 +134,10 @@ impl Iperf3Server {
         while let Some(h) = stack.tcp_accept(self.listener) {
             work += 1;
             match &mut self.test {
-                None => self.test = Some(Test::new(h, now, stack.tcp_stats(h).ok().and_then(|s| s.remote))),
+                None => {
+                    self.test =
+                        Some(Test::new(h, now, stack.tcp_stats(h).ok().and_then(|s| s.remote).and_then(v4_only)))
+                }
                 Some(t) if t.phase == Phase::CreateStreams && t.protocol() == Some(Protocol::Tcp) => {
                     t.pending.push((h, Vec::new()))
                 }
@@ -565,5 +568,13 @@ impl Test {
             theirs: self.theirs.clone(),
             error: self.error.clone(),
         })
+    }
+}
+
+/// The client's address while the UDP side of a test speaks IPv4 only.
+fn v4_only(a: std::net::SocketAddr) -> Option<SocketAddrV4> {
+    match a {
+        std::net::SocketAddr::V4(v4) => Some(v4),
+        std::net::SocketAddr::V6(_) => None,
     }
 }

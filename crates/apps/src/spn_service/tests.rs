@@ -338,7 +338,7 @@ fn read_responses(
 #[test]
 fn tcp_stream_dribbled_in_small_pieces_with_malformed_records() {
     let mut b = bench(6, SpnServiceConfig::default(), Kind::Tcp);
-    let h = b.client_stack.tcp_connect("10.0.0.2:5005".parse().unwrap()).unwrap();
+    let h = b.client_stack.tcp_connect("10.0.0.2:5005".parse::<std::net::SocketAddr>().unwrap()).unwrap();
     while b.client_stack.tcp_connect_result(h).unwrap().is_none() {
         b.pump(1);
     }

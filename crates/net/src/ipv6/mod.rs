@@ -15,7 +15,7 @@ pub mod config;
 pub mod neighbor;
 mod router;
 mod rx;
-mod tx;
+pub(crate) mod tx;
 
 use crate::queue::PacketQueue;
 use config::{link_local_from_mac, Ipv6Cidr, Ipv6Config};

@@ -8,8 +8,10 @@ use crate::counters::Counter;
 use crate::error::TxError;
 use crate::iface::Core;
 use crate::reasm::FragVerdict;
+use crate::tcp::lookup::FourTuple;
+use crate::tcp::sink::LinkSink;
 use link::Link;
-use std::net::Ipv6Addr;
+use std::net::{Ipv6Addr, SocketAddr};
 use wire::icmpv6::{icmpv6_type, MAX_QUOTE};
 use wire::ipv6::next_header;
 use wire::{
@@ -130,6 +132,18 @@ impl Core {
         match chain.upper {
             next_header::ICMPV6 => self.handle_icmpv6(link, &rx, l4),
             _ if src.is_unspecified() || kind == DstKind::Tentative => self.drop(Counter::rx_drop_ipv6_martian_src),
+            next_header::TCP if kind != DstKind::Unicast => self.drop(Counter::rx_drop_tcp_broadcast),
+            next_header::TCP => {
+                let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
+                let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
+                // The segment is processed whole whatever the link did; a transmit error
+                // surfaces after it.
+                let sent = out.finish();
+                if let Err(reason) = verdict {
+                    self.drop(reason)?;
+                }
+                sent
+            }
             next_header::NO_NEXT => self.drop(Counter::rx_drop_ipv6_no_next_header),
             _ => {
                 self.drop(Counter::rx_drop_ipv6_unknown_next_header)?;
@@ -171,8 +185,7 @@ impl Core {
             }
             Icmpv6Message::PacketTooBig { mtu } => {
                 self.env.counters.bump(Counter::icmpv6_errors_received);
-                self.on_packet_too_big(mtu, pkt.data());
-                Ok(())
+                self.on_packet_too_big(link, mtu, pkt.data())
             }
             m if m.is_error() => {
                 self.env.counters.bump(Counter::icmpv6_errors_received);
@@ -184,26 +197,37 @@ impl Core {
 
     /// Packet Too Big about a packet of ours (RFC 8201): lower the path MTU towards the
     /// destination it quotes.
-    fn on_packet_too_big(&mut self, mtu: u32, quoted: &[u8]) {
-        let Ok(q) = Ipv6Packet::new_checked(quoted) else {
-            if quoted.len() < 40 {
-                return;
-            }
-            // The quote is usually cut short of the packet's payload length: read the header.
-            let q = Ipv6Packet::new_unchecked(&quoted[..40]);
-            return self.lower_v6_path_mtu(q.src(), q.dst(), mtu);
-        };
-        self.lower_v6_path_mtu(q.src(), q.dst(), mtu);
-    }
-
-    fn lower_v6_path_mtu(&mut self, src: Ipv6Addr, dst: Ipv6Addr, mtu: u32) {
+    /// A Packet Too Big: the path MTU towards the quoted packet's destination drops, and a TCP
+    /// connection whose segment in flight is quoted (RFC 5927) shrinks its MSS and resends.
+    fn on_packet_too_big<L: Link + ?Sized>(&mut self, link: &mut L, mtu: u32, quoted: &[u8]) -> Result<(), TxError> {
+        if quoted.len() < wire::Ipv6Repr::HEADER_LEN {
+            return Ok(());
+        }
+        // The quote is usually cut short of the packet's payload length: read the header.
+        let q = Ipv6Packet::new_unchecked(&quoted[..wire::Ipv6Repr::HEADER_LEN]);
+        let (src, dst) = (q.src(), q.dst());
         if !self.v6.is_own(src) {
-            return;
+            return Ok(());
         }
         let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
         if self.v6.lower_path_mtu(dst, mtu, self.env.now).is_some() {
             self.env.counters.bump(Counter::icmp_pmtu_updates);
         }
+        // A connection may still send larger segments than a path MTU lowered before.
+        let mtu = self.v6.path_mtu(dst, self.env.now);
+        let l4 = &quoted[wire::Ipv6Repr::HEADER_LEN..];
+        if q.next_header() != next_header::TCP || l4.len() < 8 {
+            return Ok(());
+        }
+        let (sport, dport) = (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]));
+        let seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+        let tuple = FourTuple::new(src.into(), sport, SocketAddr::new(dst.into(), dport));
+        if !self.tcp.quotes_flight(&tuple, seq) {
+            return Ok(());
+        }
+        let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
+        self.tcp.on_path_mtu(&mut out, &tuple, mtu);
+        out.finish()
     }
 
     fn handle_ndp<L: Link + ?Sized>(&mut self, link: &mut L, rx: &Rx6<'_>, icmp: &[u8]) -> Result<(), TxError> {

@@ -7,8 +7,9 @@ use super::challenge::ChallengeLimit;
 use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
-use super::lookup::{CuckooTable, FourTuple, TableFull};
+use super::lookup::{FourTuple, SessionLookup, TableFull};
 use super::memory::MemAccount;
+use super::pmtu::IPV6_EXTRA;
 use super::seq::SeqRange;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
@@ -20,7 +21,7 @@ use crate::error::{BadHandle, ConnectError, ListenError};
 use crate::int_hash::IntMap;
 use link::Instant;
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// A listening port: its backlog and the connections waiting to be accepted.
 #[derive(Debug)]
@@ -38,10 +39,12 @@ pub struct Listener {
 pub struct TcpEngine {
     /// Configuration.
     pub cfg: TcpConfig,
-    /// Our address.
+    /// Our IPv4 address.
     pub local_ip: Ipv4Addr,
-    /// Our MSS (announced).
+    /// Our MSS (announced) over IPv4.
     pub local_mss: u16,
+    /// Our MSS over IPv6 (its header is 20 bytes longer).
+    pub local_mss6: u16,
     /// State table.
     state: Vec<StateEntry>,
     /// Send sequence table.
@@ -53,7 +56,7 @@ pub struct TcpEngine {
     /// Timers.
     pub timers: Timers,
     /// 4-tuple -> session id.
-    pub lookup: CuckooTable,
+    pub lookup: SessionLookup,
     /// Port table: listening ports.
     pub listeners: IntMap<u16, Listener>,
     free: Vec<u32>,
@@ -93,6 +96,7 @@ impl TcpEngine {
     pub fn new(cfg: TcpConfig, local_ip: Ipv4Addr, mtu: usize, first_ephemeral: u16) -> Self {
         let n = cfg.max_sessions.max(1);
         let local_mss = (cfg.mss as usize).min(mtu - 40) as u16;
+        let local_mss6 = (cfg.mss as usize).min(mtu.saturating_sub(40 + IPV6_EXTRA)) as u16;
         let proto = TxSar::new(0, local_mss, cfg.cc, cfg.min_rto, cfg.max_rto);
         TcpEngine {
             state: vec![StateEntry::default(); n],
@@ -100,7 +104,7 @@ impl TcpEngine {
             rx: vec![RxSar::default(); n],
             bufs: (0..n).map(|_| Buffers::default()).collect(),
             timers: Timers::new(n),
-            lookup: CuckooTable::new(n, cfg.secret[0] ^ cfg.secret[1]),
+            lookup: SessionLookup::new(n, cfg.secret[0] ^ cfg.secret[1]),
             listeners: IntMap::default(),
             free: (0..n as u32).rev().collect(),
             isn: IsnGenerator::new(cfg.secret),
@@ -121,6 +125,7 @@ impl TcpEngine {
             time_wait_reclaimed: 0,
             local_ip,
             local_mss,
+            local_mss6,
             cfg,
         }
     }
@@ -167,10 +172,11 @@ impl TcpEngine {
     pub(crate) fn tcb(&mut self, sid: impl Into<SessionId>) -> (TcbMut<'_>, Ctx<'_>) {
         let sid = sid.into();
         let i = sid.index();
+        let local_mss = if self.state[i].tuple.is_v6() { self.local_mss6 } else { self.local_mss };
         let tcb = TcbMut::new(sid, &mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
         let ctx = Ctx {
             cfg: &self.cfg,
-            local_mss: self.local_mss,
+            local_mss,
             timers: &mut self.timers,
             dirty: &mut self.dirty,
             challenge: &mut self.challenge,
@@ -242,7 +248,7 @@ impl TcpEngine {
                 return Err(e);
             }
         }
-        let iss = self.isn.isn(self.local_ip, &tuple, now);
+        let iss = self.isn.isn(&tuple, now);
         let (mut tcb, mut ctx) = self.tcb(sid);
         tcb.open(&mut ctx, tuple, state, iss);
         self.count_sessions();
@@ -302,16 +308,20 @@ impl TcpEngine {
         }
     }
 
-    /// A free local port towards `remote` (the tuple must be unused).
-    pub fn ephemeral_port(&mut self, remote: SocketAddrV4) -> Result<u16, ConnectError> {
+    /// A free local port from `local_ip` towards `remote` (the tuple must be unused). With
+    /// several shards, an IPv4 port is one whose flow hashes to this shard (IPv6 flows are
+    /// not steered by shard).
+    pub fn ephemeral_port(&mut self, local_ip: IpAddr, remote: SocketAddr) -> Result<u16, ConnectError> {
         let span = 65536 - self.first_ephemeral as u32;
         for _ in 0..span {
             let p = self.next_ephemeral;
             self.next_ephemeral = if p == u16::MAX { self.first_ephemeral } else { p + 1 };
-            let t = FourTuple { local_port: p, remote_ip: *remote.ip(), remote_port: remote.port() };
+            let t = FourTuple::new(local_ip, p, remote);
             let (shard, shards) = self.cfg.shard;
-            if shards > 1 && wire::flow::shard_of(self.local_ip, p, *remote.ip(), remote.port(), shards) != shard {
-                continue;
+            if let (true, IpAddr::V4(r)) = (shards > 1, remote.ip()) {
+                if wire::flow::shard_of(self.local_ip, p, r, remote.port(), shards) != shard {
+                    continue;
+                }
             }
             if self.lookup.get(&t).is_none() && !self.listeners.contains_key(&p) {
                 return Ok(p);
@@ -320,9 +330,15 @@ impl TcpEngine {
         Err(ConnectError::NoFreePort)
     }
 
-    /// Active open towards `remote` from `local_port`: allocate and queue the SYN.
-    pub fn connect(&mut self, remote: SocketAddrV4, local_port: u16, now: Instant) -> Result<u32, ConnectError> {
-        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
+    /// Active open from `local_ip:local_port` towards `remote`: allocate and queue the SYN.
+    pub fn connect(
+        &mut self,
+        local_ip: IpAddr,
+        local_port: u16,
+        remote: SocketAddr,
+        now: Instant,
+    ) -> Result<u32, ConnectError> {
+        let t = FourTuple::new(local_ip, local_port, remote);
         if self.lookup.get(&t).is_some() {
             return Err(ConnectError::PortInUse(local_port));
         }
@@ -393,7 +409,7 @@ mod tests {
     fn an_active_open_sends_one_syn_with_our_options_and_the_syn_ack_completes_it() {
         let mut e = engine();
         let mut out = Recorder::new();
-        let sid = e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        let sid = e.connect(LOCAL.into(), PORT, SocketAddrV4::new(PEER, PEER_PORT).into(), out.now).unwrap();
         let segs = flush(&mut e, &mut out);
         assert_eq!(segs.len(), 1);
         let (syn, payload) = &segs[0];
@@ -422,9 +438,9 @@ mod tests {
             e.cfg.shard = (shard, 3);
             let remote = SocketAddrV4::new(PEER, PEER_PORT);
             for _ in 0..50 {
-                let p = e.ephemeral_port(remote).unwrap();
+                let p = e.ephemeral_port(LOCAL.into(), remote.into()).unwrap();
                 assert_eq!(wire::flow::shard_of(LOCAL, p, PEER, PEER_PORT, 3), shard, "port {p}");
-                e.connect(remote, p, Recorder::new().now).unwrap();
+                e.connect(LOCAL.into(), p, remote.into(), Recorder::new().now).unwrap();
             }
         }
     }
@@ -434,7 +450,7 @@ mod tests {
         let mut e = engine();
         let mut out = Recorder::new();
         out.room = 0;
-        e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        e.connect(LOCAL.into(), PORT, SocketAddrV4::new(PEER, PEER_PORT).into(), out.now).unwrap();
         assert!(flush(&mut e, &mut out).is_empty());
         out.room = usize::MAX;
         assert_eq!(flush(&mut e, &mut out).len(), 1, "the SYN goes once the link has room");
@@ -444,7 +460,7 @@ mod tests {
     fn the_retransmission_timer_resends_an_unanswered_syn_with_back_off() {
         let mut e = engine();
         let mut out = Recorder::new();
-        e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).unwrap();
+        e.connect(LOCAL.into(), PORT, SocketAddrV4::new(PEER, PEER_PORT).into(), out.now).unwrap();
         let first = flush(&mut e, &mut out)[0].0;
         let t1 = e.next_deadline().expect("the SYN's timer");
         out.now = t1;

@@ -33,7 +33,7 @@ impl TcpEngine {
         let f = repr.flags;
         let len = payload.len() as u32;
         if !self.listeners.contains_key(&tuple.local_port) {
-            self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+            self.send_reset(out, tuple, repr.seq, repr.ack, f, len);
             return Err(Counter::rx_drop_tcp_no_session);
         }
         if f & RST != 0 {
@@ -54,10 +54,10 @@ impl TcpEngine {
             if let Some(v) = self.accept_cookie(out, tuple, repr, payload) {
                 return v;
             }
-            self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+            self.send_reset(out, tuple, repr.seq, repr.ack, f, len);
             return Err(Counter::rx_drop_tcp_bad_cookie);
         }
-        self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, f, len);
+        self.send_reset(out, tuple, repr.seq, repr.ack, f, len);
         Err(Counter::rx_drop_tcp_no_session)
     }
 
@@ -100,8 +100,9 @@ impl TcpEngine {
     fn send_cookie_syn_ack<S: SegmentSink>(&mut self, out: &mut S, tuple: FourTuple, repr: &TcpRepr) {
         let now = out.now();
         let syn = &repr.options;
-        let iss = self.cookies.make(self.local_ip, &tuple, repr.seq, syn.mss.unwrap_or(536), now);
-        let mut options = TcpOptions { mss: Some(self.local_mss), ..Default::default() };
+        let iss = self.cookies.make(&tuple, repr.seq, syn.mss.unwrap_or(536), now);
+        let mss = if tuple.is_v6() { self.local_mss6 } else { self.local_mss };
+        let mut options = TcpOptions { mss: Some(mss), ..Default::default() };
         // Window scale and SACK survive only inside the timestamp (see `syncookie`).
         if let (true, Some((tsval, _))) = (self.cfg.timestamps, syn.timestamps) {
             options.timestamps = Some((cookie_tsval(ts_clock(now), syn), tsval));
@@ -120,7 +121,7 @@ impl TcpEngine {
             urgent: 0,
             options,
         };
-        if out.send_segment(tuple.remote_ip, syn_ack.header_len(), |buf, s, d| {
+        if out.send_segment(&tuple, syn_ack.header_len(), |buf, s, d| {
             let _ = syn_ack.emit(buf, s, d, 0);
         }) {
             out.counters().bump(Counter::tcp_syncookies_sent);
@@ -141,7 +142,7 @@ impl TcpEngine {
         let now = out.now();
         let (iss, peer_isn) = ((Seq(repr.ack) - 1).0, (Seq(repr.seq) - 1).0);
         let tsecr = repr.options.timestamps.map(|t| t.1);
-        let st = self.cookies.check(self.local_ip, &tuple, peer_isn, iss, tsecr, now)?;
+        let st = self.cookies.check(&tuple, peer_isn, iss, tsecr, now)?;
         let l = self.listeners.get(&tuple.local_port)?;
         if l.ready.len() >= l.backlog {
             // As Linux: the peer retransmits and finds room later.

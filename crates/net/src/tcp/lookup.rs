@@ -1,31 +1,104 @@
-//! Session lookup: a cuckoo hash from the connection 4-tuple to a session id, with two hash
-//! functions over 4-way buckets and a small stash (Limago's CuckooCAM). Sized at start-up; a
-//! full table is reported to the caller, never a crash.
+//! Session lookup: from a connection's 4-tuple to its session id. IPv4 tuples go to a cuckoo
+//! hash with two hash functions over 4-way buckets and a small stash (Limago's CuckooCAM),
+//! sized at start-up, a full table reported to the caller, never a crash. IPv6 tuples (36
+//! bytes, too wide for the cuckoo's one-word keys) go to a hash map with per-process random
+//! SipHash keys, so peers cannot aim collisions at it; the session table's size bounds it.
 
-use std::net::Ipv4Addr;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-/// The part of a connection's 4-tuple that varies (the local address is the stack's own).
+/// A connection's 4-tuple: our address and port, the peer's address and port. Both
+/// addresses are of one family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FourTuple {
     /// Our port.
     pub local_port: u16,
     /// The peer's address.
-    pub remote_ip: Ipv4Addr,
+    pub remote_ip: IpAddr,
     /// The peer's port.
     pub remote_port: u16,
+    /// Our address (IPv4: the host's; IPv6: the one the peer wrote to, or the one chosen
+    /// for it on an active open).
+    pub local_ip: IpAddr,
 }
 
 impl Default for FourTuple {
     fn default() -> Self {
-        FourTuple { local_port: 0, remote_ip: Ipv4Addr::UNSPECIFIED, remote_port: 0 }
+        FourTuple::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0, SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0))
     }
 }
 
 impl FourTuple {
-    /// The tuple packed into one key.
+    /// The tuple from `local_ip:local_port` to `remote`.
+    pub fn new(local_ip: IpAddr, local_port: u16, remote: SocketAddr) -> Self {
+        FourTuple { local_port, remote_ip: remote.ip(), remote_port: remote.port(), local_ip }
+    }
+
+    /// The peer's address and port.
+    pub fn remote(&self) -> SocketAddr {
+        SocketAddr::new(self.remote_ip, self.remote_port)
+    }
+
+    /// True for an IPv6 connection.
+    #[inline]
+    pub fn is_v6(&self) -> bool {
+        self.remote_ip.is_ipv6()
+    }
+
+    /// An IPv4 tuple packed into one key (the host has one IPv4 address, so ours is left
+    /// out); IPv6 tuples have no such key.
     #[inline]
     pub fn key(&self) -> u64 {
-        (u32::from(self.remote_ip) as u64) << 32 | (self.remote_port as u64) << 16 | self.local_port as u64
+        let remote = match self.remote_ip {
+            IpAddr::V4(a) => u32::from(a),
+            IpAddr::V6(_) => 0,
+        };
+        (remote as u64) << 32 | (self.remote_port as u64) << 16 | self.local_port as u64
+    }
+}
+
+/// Session ids by 4-tuple, for both families.
+#[derive(Debug)]
+pub struct SessionLookup {
+    v4: CuckooTable,
+    v6: HashMap<FourTuple, u32>,
+}
+
+impl SessionLookup {
+    /// Room for `capacity` IPv4 sessions (the cuckoo's buckets hashed with `seed`).
+    pub fn new(capacity: usize, seed: u64) -> Self {
+        SessionLookup { v4: CuckooTable::new(capacity, seed), v6: HashMap::new() }
+    }
+
+    /// Bytes of memory the lookup occupies.
+    pub fn memory_bytes(&self) -> usize {
+        self.v4.memory_bytes() + self.v6.capacity() * (std::mem::size_of::<(FourTuple, u32)>() + 1)
+    }
+
+    /// The session id stored for `t`.
+    #[inline]
+    pub fn get(&self, t: &FourTuple) -> Option<u32> {
+        if t.is_v6() {
+            return self.v6.get(t).copied();
+        }
+        self.v4.get(t)
+    }
+
+    /// Store `t -> id`, replacing an existing entry for `t`.
+    pub fn insert(&mut self, t: &FourTuple, id: u32) -> Result<(), TableFull> {
+        if t.is_v6() {
+            self.v6.insert(*t, id);
+            return Ok(());
+        }
+        self.v4.insert(t, id)
+    }
+
+    /// Remove `t`; returns its id.
+    pub fn remove(&mut self, t: &FourTuple) -> Option<u32> {
+        if t.is_v6() {
+            return self.v6.remove(t);
+        }
+        self.v4.remove(t)
     }
 }
 
@@ -38,7 +111,7 @@ const FREE: u32 = u32::MAX;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableFull;
 
-/// Cuckoo hash map from [`FourTuple`] keys to session ids.
+/// Cuckoo hash map from IPv4 [`FourTuple`] keys to session ids.
 #[derive(Debug)]
 pub struct CuckooTable {
     keys: Box<[u64]>,
@@ -193,11 +266,8 @@ mod tests {
     use std::collections::HashMap;
 
     fn t(i: u32) -> FourTuple {
-        FourTuple {
-            local_port: 80,
-            remote_ip: Ipv4Addr::from(0x0a00_0000 + (i >> 8)),
-            remote_port: (i & 0xff) as u16 + 1000,
-        }
+        let remote = SocketAddr::new(Ipv4Addr::from(0x0a00_0000 + (i >> 8)).into(), (i & 0xff) as u16 + 1000);
+        FourTuple::new(Ipv4Addr::new(10, 9, 9, 9).into(), 80, remote)
     }
 
     #[test]
@@ -233,5 +303,20 @@ mod tests {
         for &i in &stored {
             assert_eq!(c.get(&t(i)), Some(i));
         }
+    }
+
+    #[test]
+    fn ipv6_tuples_are_kept_apart_from_ipv4_ones_and_by_our_address() {
+        let mut l = SessionLookup::new(8, 3);
+        let peer6: IpAddr = "fd77::1".parse().unwrap();
+        let (a, b): (IpAddr, IpAddr) = ("fd77::2".parse().unwrap(), "fe80::2".parse().unwrap());
+        let v6a = FourTuple::new(a, 80, SocketAddr::new(peer6, 5000));
+        let v6b = FourTuple::new(b, 80, SocketAddr::new(peer6, 5000));
+        l.insert(&t(7), 1).unwrap();
+        l.insert(&v6a, 2).unwrap();
+        l.insert(&v6b, 3).unwrap();
+        assert_eq!((l.get(&t(7)), l.get(&v6a), l.get(&v6b)), (Some(1), Some(2), Some(3)));
+        assert_eq!(l.remove(&v6a), Some(2));
+        assert_eq!((l.get(&t(7)), l.get(&v6a), l.get(&v6b)), (Some(1), None, Some(3)));
     }
 }

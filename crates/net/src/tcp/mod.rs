@@ -217,7 +217,7 @@ pub struct TcpConnStats {
     /// Our port.
     pub local_port: u16,
     /// The peer.
-    pub remote: Option<std::net::SocketAddrV4>,
+    pub remote: Option<std::net::SocketAddr>,
     /// Oldest unacknowledged sequence number.
     pub snd_una: u32,
     /// Next sequence number to send.

@@ -8,7 +8,6 @@ use super::seq::Seq;
 use super::sink::SegmentSink;
 use crate::counters::Counter;
 use link::Instant;
-use std::net::Ipv4Addr;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpOptions, TcpRepr};
 
@@ -38,7 +37,6 @@ impl TcpEngine {
     pub(crate) fn send_reset<S: SegmentSink>(
         &mut self,
         out: &mut S,
-        to: Ipv4Addr,
         tuple: FourTuple,
         seg_seq: u32,
         seg_ack: u32,
@@ -64,7 +62,7 @@ impl TcpEngine {
             urgent: 0,
             options: TcpOptions::default(),
         };
-        if out.send_segment(to, repr.header_len(), |buf, s, d| {
+        if out.send_segment(&tuple, repr.header_len(), |buf, s, d| {
             let _ = repr.emit(buf, s, d, 0);
         }) {
             out.counters().bump(Counter::tcp_resets_sent);

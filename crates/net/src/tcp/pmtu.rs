@@ -6,29 +6,25 @@ use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::seq::{le, lt};
 use super::sink::SegmentSink;
-use std::net::SocketAddrV4;
+
+/// How much longer an IPv6 header is than an IPv4 one without options.
+pub(crate) const IPV6_EXTRA: usize = 20;
 
 impl TcpEngine {
-    /// True if a connection from `local_port` to `remote` has `seq` in flight
-    /// (SND.UNA <= seq < SND.MAX): the only ICMP messages worth believing (RFC 5927 4.1).
-    pub(crate) fn quotes_flight(&self, local_port: u16, remote: SocketAddrV4, seq: u32) -> bool {
-        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
-        let Some(sid) = self.lookup.get(&t) else { return false };
+    /// True if the connection of tuple `t` has `seq` in flight (SND.UNA <= seq < SND.MAX):
+    /// the only ICMP messages worth believing (RFC 5927 4.1).
+    pub(crate) fn quotes_flight(&self, t: &FourTuple, seq: u32) -> bool {
+        let Some(sid) = self.lookup.get(t) else { return false };
         let tx = self.row(sid).tx;
         le(tx.snd_una, seq) && lt(seq, tx.snd_max)
     }
 
-    /// The path MTU towards `remote` dropped to `mtu`: shrink the connection's MSS and resend
+    /// The path MTU of the connection of tuple `t` dropped to `mtu`: shrink its MSS and resend
     /// from SND.UNA (as Linux's `tcp_simple_retransmit`; the congestion window stays).
-    pub(crate) fn on_path_mtu<S: SegmentSink>(
-        &mut self,
-        out: &mut S,
-        local_port: u16,
-        remote: SocketAddrV4,
-        mtu: usize,
-    ) {
-        let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
-        let Some(sid) = self.lookup.get(&t) else { return };
+    pub(crate) fn on_path_mtu<S: SegmentSink>(&mut self, out: &mut S, t: &FourTuple, mtu: usize) {
+        let Some(sid) = self.lookup.get(t) else { return };
+        // The view counts 40 bytes of IPv4 and TCP headers; IPv6's header is 20 bytes longer.
+        let mtu = if t.is_v6() { mtu.saturating_sub(IPV6_EXTRA) } else { mtu };
         if !self.tcb(sid).0.path_mtu_dropped(mtu) {
             return;
         }

@@ -8,7 +8,7 @@ use super::sink::SegmentSink;
 use super::tcb::input::End;
 use super::TcpState;
 use crate::counters::Counter;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpRepr, TcpSegment};
 
@@ -19,10 +19,11 @@ impl TcpEngine {
     pub(crate) fn on_segment<S: SegmentSink>(
         &mut self,
         out: &mut S,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
+        src: impl Into<IpAddr>,
+        dst: impl Into<IpAddr>,
         l4: &[u8],
     ) -> Verdict {
+        let (src, dst) = (src.into(), dst.into());
         let seg = match TcpSegment::new_checked(l4) {
             Ok(s) => s,
             Err(_) => return Err(Counter::rx_drop_tcp_malformed),
@@ -39,7 +40,7 @@ impl TcpEngine {
         }
         out.counters().bump(Counter::tcp_rx_segments);
         let payload = seg.payload();
-        let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port };
+        let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port, local_ip: dst };
         let mut found = self.lookup.get(&tuple);
         if let Some(sid) = found {
             if self.row(sid).state.state == TcpState::TimeWait
@@ -89,7 +90,7 @@ impl TcpEngine {
         let (mut tcb, mut ctx) = self.tcb(sid);
         let (verdict, after) = tcb.input(&mut ctx, out, repr, payload);
         if after.reset {
-            self.send_reset(out, tuple.remote_ip, tuple, repr.seq, repr.ack, repr.flags, 0);
+            self.send_reset(out, tuple, repr.seq, repr.ack, repr.flags, 0);
         }
         if let Some(l) = after.accept_queue.and_then(|p| self.listeners.get_mut(&p)) {
             l.half_open = l.half_open.saturating_sub(1);

@@ -7,13 +7,16 @@
 //! retransmission timer covers it). So a transmit failure can never cut receive processing
 //! short.
 
+use super::lookup::FourTuple;
 use crate::counters::Counters;
 use crate::egress::Egress;
 use crate::env::Env;
 use crate::error::TxError;
+use crate::ipv6::tx::Packet6;
+use crate::ipv6::Ipv6Host;
 use link::LinkError;
 use link::{Instant, Link};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use wire::ipv4::protocol;
 
 /// The clock and the counters: all a connection's input needs of the stack. Input decides
@@ -54,26 +57,28 @@ pub(crate) trait SegmentSink: Meter {
     fn mtu(&self) -> usize;
     /// Make room for more segments if the transmit batch is full; false if it stays full.
     fn has_room(&mut self) -> bool;
-    /// Send a TCP segment of `len` bytes (header and payload) to `dst`, written by `fill`
-    /// (given the buffer and the source and destination addresses for the checksum). False if
-    /// the link is full and the segment did not go; true if it went or was lost to an error
-    /// the sink keeps.
-    fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool;
+    /// Send a TCP segment of `len` bytes (header and payload) from the tuple's local address
+    /// to its remote one, written by `fill` (given the buffer and the source and destination
+    /// addresses for the checksum). False if the link is full and the segment did not go; true
+    /// if it went or was lost to an error the sink keeps.
+    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool;
 }
 
 /// The sink of a running stack: the stack's environment (clock, configuration, counters), the
-/// transmit path (`Egress`) and the link.
+/// transmit path (`Egress`), the IPv6 host (its addresses and neighbours) and the link.
 pub(crate) struct LinkSink<'a, L: Link + ?Sized> {
     env: &'a mut Env,
     eg: &'a mut Egress,
+    v6: &'a mut Ipv6Host,
     link: &'a mut L,
     error: Option<TxError>,
 }
 
 impl<'a, L: Link + ?Sized> LinkSink<'a, L> {
-    /// A sink sending through `eg` onto `link`, with `env`'s clock and counters.
-    pub fn new(env: &'a mut Env, eg: &'a mut Egress, link: &'a mut L) -> Self {
-        LinkSink { env, eg, link, error: None }
+    /// A sink sending through `eg` (IPv6: through `v6`) onto `link`, with `env`'s clock and
+    /// counters.
+    pub fn new(env: &'a mut Env, eg: &'a mut Egress, v6: &'a mut Ipv6Host, link: &'a mut L) -> Self {
+        LinkSink { env, eg, v6, link, error: None }
     }
 
     /// The first transmit error met while the engine ran, if any (a link failure first).
@@ -124,8 +129,18 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
         !self.eg.tx.is_full()
     }
 
-    fn send_segment(&mut self, dst: Ipv4Addr, len: usize, fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr)) -> bool {
-        match self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, fill) {
+    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool {
+        let sent = match (t.local_ip, t.remote_ip) {
+            (_, IpAddr::V4(dst)) => {
+                self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, |b, s, d| fill(b, s.into(), d.into()))
+            }
+            (IpAddr::V6(src), IpAddr::V6(dst)) => {
+                let p = Packet6 { src: Some(src), dst, next_header: protocol::TCP, hop_limit: None, l4_len: len };
+                self.v6.send(self.env, self.eg, self.link, p, |b, s, d| fill(b, s.into(), d.into()))
+            }
+            (IpAddr::V4(_), IpAddr::V6(_)) => return true, // never built: both ends share a family
+        };
+        match sent {
             Ok(sent) => sent,
             Err(e) => {
                 self.keep(e);
@@ -139,10 +154,11 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
 /// made full or failing.
 #[cfg(test)]
 pub(crate) mod recorder {
+    use super::FourTuple;
     use super::{Meter, SegmentSink};
     use crate::counters::Counters;
     use link::Instant;
-    use std::net::Ipv4Addr;
+    use std::net::{IpAddr, Ipv4Addr};
     use wire::{TcpRepr, TcpSegment};
 
     /// Our address in the tests.
@@ -159,7 +175,7 @@ pub(crate) mod recorder {
         /// Sends that failed.
         pub failures: usize,
         /// The segments sent: (destination, header and payload).
-        pub sent: Vec<(Ipv4Addr, Vec<u8>)>,
+        pub sent: Vec<(IpAddr, Vec<u8>)>,
     }
 
     impl Recorder {
@@ -178,9 +194,9 @@ pub(crate) mod recorder {
         pub fn take(&mut self) -> Vec<(TcpRepr, Vec<u8>)> {
             self.sent
                 .drain(..)
-                .map(|(_, bytes)| {
+                .map(|(dst, bytes)| {
                     let seg = TcpSegment::new_checked(&bytes[..]).expect("a well-formed segment");
-                    assert!(seg.verify_checksum(LOCAL, super::recorder::PEER), "checksum");
+                    assert!(seg.verify_checksum(IpAddr::V4(LOCAL), dst), "checksum");
                     (TcpRepr::parse(&seg).expect("parsable options"), seg.payload().to_vec())
                 })
                 .collect()
@@ -209,12 +225,7 @@ pub(crate) mod recorder {
             self.room > 0
         }
 
-        fn send_segment(
-            &mut self,
-            dst: Ipv4Addr,
-            len: usize,
-            fill: impl FnOnce(&mut [u8], Ipv4Addr, Ipv4Addr),
-        ) -> bool {
+        fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool {
             if self.room == 0 {
                 return false;
             }
@@ -224,8 +235,8 @@ pub(crate) mod recorder {
             }
             self.room = self.room.saturating_sub(1);
             let mut buf = vec![0u8; len];
-            fill(&mut buf, LOCAL, dst);
-            self.sent.push((dst, buf));
+            fill(&mut buf, t.local_ip, t.remote_ip);
+            self.sent.push((t.remote_ip, buf));
             true
         }
     }

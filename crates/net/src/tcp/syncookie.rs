@@ -15,10 +15,9 @@
 //! peer's window-scale shift (15: none), bit 4 SACK permitted. Without timestamps window
 //! scaling and SACK are off for the connection, as with Linux.
 
-use super::isn::siphash24;
+use super::isn::{siphash24, tuple_bytes};
 use super::lookup::FourTuple;
 use link::Instant;
-use std::net::Ipv4Addr;
 use wire::TcpOptions;
 
 /// Peer MSS values a cookie can carry.
@@ -59,29 +58,29 @@ impl CookieJar {
         CookieJar { key: [key[0] ^ 0x5c0f_fee5, key[1].rotate_left(17)] }
     }
 
-    fn mac(&self, local: Ipv4Addr, t: &FourTuple, peer_isn: u32, slot: u64, mss_idx: u32) -> u32 {
-        let mut d = [0u8; 25];
-        d[..4].copy_from_slice(&local.octets());
-        d[4..12].copy_from_slice(&t.key().to_be_bytes());
-        d[12..16].copy_from_slice(&peer_isn.to_be_bytes());
-        d[16..24].copy_from_slice(&slot.to_be_bytes());
-        d[24] = mss_idx as u8;
-        (siphash24(self.key, &d) as u32) & 0x00ff_ffff
+    fn mac(&self, t: &FourTuple, peer_isn: u32, slot: u64, mss_idx: u32) -> u32 {
+        let mut tb = [0u8; 36];
+        let n = tuple_bytes(t, &mut tb);
+        let mut d = [0u8; 49];
+        d[..n].copy_from_slice(&tb[..n]);
+        d[n..n + 4].copy_from_slice(&peer_isn.to_be_bytes());
+        d[n + 4..n + 12].copy_from_slice(&slot.to_be_bytes());
+        d[n + 12] = mss_idx as u8;
+        (siphash24(self.key, &d[..n + 13]) as u32) & 0x00ff_ffff
     }
 
     /// Our ISS for a SYN from the tuple's peer with initial sequence `peer_isn` and MSS option
     /// `peer_mss`.
-    pub fn make(&self, local: Ipv4Addr, t: &FourTuple, peer_isn: u32, peer_mss: u16, now: Instant) -> u32 {
+    pub fn make(&self, t: &FourTuple, peer_isn: u32, peer_mss: u16, now: Instant) -> u32 {
         let idx = MSS_TABLE.iter().rposition(|&m| m <= peer_mss).unwrap_or(0) as u32;
         let s = slot(now);
-        ((s as u32 & 0x1f) << 27) | (self.mac(local, t, peer_isn, s, idx) << 3) | idx
+        ((s as u32 & 0x1f) << 27) | (self.mac(t, peer_isn, s, idx) << 3) | idx
     }
 
     /// Check the cookie an ACK returns (`ack - 1`) for the SYN with `peer_isn` (`seq - 1`);
     /// `tsecr` is the ACK's echoed timestamp, if any.
     pub fn check(
         &self,
-        local: Ipv4Addr,
         t: &FourTuple,
         peer_isn: u32,
         cookie: u32,
@@ -90,9 +89,9 @@ impl CookieJar {
     ) -> Option<CookieState> {
         let idx = cookie & 7;
         let now_slot = slot(now);
-        let valid = (0..2).filter_map(|age| now_slot.checked_sub(age)).any(|s| {
-            (s as u32 & 0x1f) == cookie >> 27 && self.mac(local, t, peer_isn, s, idx) == (cookie >> 3) & 0x00ff_ffff
-        });
+        let valid = (0..2)
+            .filter_map(|age| now_slot.checked_sub(age))
+            .any(|s| (s as u32 & 0x1f) == cookie >> 27 && self.mac(t, peer_isn, s, idx) == (cookie >> 3) & 0x00ff_ffff);
         if !valid {
             return None;
         }
@@ -125,42 +124,41 @@ pub fn cookie_tsval(clock: u32, syn: &TcpOptions) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
     use std::time::Duration;
 
-    const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-
     fn tuple(port: u16) -> FourTuple {
-        FourTuple { local_port: 80, remote_ip: Ipv4Addr::new(10, 0, 0, 1), remote_port: port }
+        FourTuple::new(Ipv4Addr::new(10, 0, 0, 2).into(), 80, (Ipv4Addr::new(10, 0, 0, 1), port).into())
     }
 
     #[test]
     fn a_cookie_verifies_for_its_tuple_and_isn_within_two_slots() {
         let jar = CookieJar::new([1, 2]);
         let t0 = Instant::ZERO + Duration::from_secs(1000);
-        let c = jar.make(LOCAL, &tuple(5000), 77, 1460, t0);
-        let ok = jar.check(LOCAL, &tuple(5000), 77, c, None, t0 + Duration::from_secs(60)).unwrap();
+        let c = jar.make(&tuple(5000), 77, 1460, t0);
+        let ok = jar.check(&tuple(5000), 77, c, None, t0 + Duration::from_secs(60)).unwrap();
         assert_eq!(ok, CookieState { mss: 1460, window_scale: None, sack_permitted: false });
-        assert!(jar.check(LOCAL, &tuple(5001), 77, c, None, t0).is_none(), "another port");
-        assert!(jar.check(LOCAL, &tuple(5000), 78, c, None, t0).is_none(), "another ISN");
-        assert!(jar.check(LOCAL, &tuple(5000), 77, c ^ 1, None, t0).is_none(), "tampered MSS index");
-        assert!(jar.check(LOCAL, &tuple(5000), 77, c, None, t0 + Duration::from_secs(200)).is_none(), "too old");
-        assert!(CookieJar::new([1, 3]).check(LOCAL, &tuple(5000), 77, c, None, t0).is_none(), "another key");
+        assert!(jar.check(&tuple(5001), 77, c, None, t0).is_none(), "another port");
+        assert!(jar.check(&tuple(5000), 78, c, None, t0).is_none(), "another ISN");
+        assert!(jar.check(&tuple(5000), 77, c ^ 1, None, t0).is_none(), "tampered MSS index");
+        assert!(jar.check(&tuple(5000), 77, c, None, t0 + Duration::from_secs(200)).is_none(), "too old");
+        assert!(CookieJar::new([1, 3]).check(&tuple(5000), 77, c, None, t0).is_none(), "another key");
     }
 
     #[test]
     fn mss_rounds_down_and_options_ride_in_the_timestamp() {
         let jar = CookieJar::new([9, 9]);
-        let c = jar.make(LOCAL, &tuple(1), 5, 1400, Instant::ZERO);
-        assert_eq!(jar.check(LOCAL, &tuple(1), 5, c, None, Instant::ZERO).unwrap().mss, 1360);
-        let c = jar.make(LOCAL, &tuple(1), 5, 100, Instant::ZERO);
-        assert_eq!(jar.check(LOCAL, &tuple(1), 5, c, None, Instant::ZERO).unwrap().mss, 536);
+        let c = jar.make(&tuple(1), 5, 1400, Instant::ZERO);
+        assert_eq!(jar.check(&tuple(1), 5, c, None, Instant::ZERO).unwrap().mss, 1360);
+        let c = jar.make(&tuple(1), 5, 100, Instant::ZERO);
+        assert_eq!(jar.check(&tuple(1), 5, c, None, Instant::ZERO).unwrap().mss, 536);
         let syn = TcpOptions { window_scale: Some(7), sack_permitted: true, ..Default::default() };
         let ts = cookie_tsval(1_000_003, &syn);
         assert!(ts <= 1_000_003);
-        let st = jar.check(LOCAL, &tuple(1), 5, c, Some(ts), Instant::ZERO).unwrap();
+        let st = jar.check(&tuple(1), 5, c, Some(ts), Instant::ZERO).unwrap();
         assert_eq!((st.window_scale, st.sack_permitted), (Some(7), true));
         let ts = cookie_tsval(1_000_003, &TcpOptions::default());
-        let st = jar.check(LOCAL, &tuple(1), 5, c, Some(ts), Instant::ZERO).unwrap();
+        let st = jar.check(&tuple(1), 5, c, Some(ts), Instant::ZERO).unwrap();
         assert_eq!((st.window_scale, st.sack_permitted), (None, false));
     }
 }

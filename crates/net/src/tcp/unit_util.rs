@@ -41,7 +41,7 @@ pub fn from_peer(seq: u32, ack: u32, flags: u8, window: u16, options: TcpOptions
 /// One connection, established by an active open; the peer agreed to SACK and window
 /// scaling (shift 7) and offers `peer_window` (scaled). Returns the session and our ISS + 1.
 pub fn established(e: &mut TcpEngine, out: &mut Recorder, peer_window: u16) -> (u32, u32) {
-    let sid = e.connect(SocketAddrV4::new(PEER, PEER_PORT), PORT, out.now).expect("connect");
+    let sid = e.connect(LOCAL.into(), PORT, SocketAddrV4::new(PEER, PEER_PORT).into(), out.now).expect("connect");
     let syn = flush(e, out);
     assert_eq!(syn.len(), 1);
     let iss = syn[0].0.seq;

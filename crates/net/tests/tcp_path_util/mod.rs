@@ -7,7 +7,7 @@
 use link::impair::{Impaired, Impairment};
 use link::{mem, Instant, LinkConfig};
 use net::{CcAlgorithm, Config, Recv, Stack, TcpConnStats};
-use std::net::SocketAddrV4;
+use std::net::{Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 /// The path between sender and receiver.
@@ -25,12 +25,14 @@ pub struct Path {
     pub seed: u64,
     /// Congestion control of the sender.
     pub cc: CcAlgorithm,
+    /// Connect over IPv6 (fd77::1 to fd77::2) instead of IPv4.
+    pub ipv6: bool,
 }
 
 impl Path {
     /// A clean 10 Gbit/s path with the given RTT.
     pub fn ten_gig(rtt: Duration) -> Path {
-        Path { rate_bps: 10_000_000_000, rtt, loss: 0.0, reorder: 0.0, seed: 7, cc: CcAlgorithm::NewReno }
+        Path { rate_bps: 10_000_000_000, rtt, loss: 0.0, reorder: 0.0, seed: 7, cc: CcAlgorithm::NewReno, ipv6: false }
     }
 }
 
@@ -68,8 +70,19 @@ pub fn mathis_bps(mss: u32, rtt: Duration, p: f64) -> f64 {
     mss as f64 * 8.0 / rtt.as_secs_f64() * 1.22 / p.sqrt()
 }
 
-fn config(ip: &str, cc: CcAlgorithm) -> Config {
-    let mut c = Config::host(ip);
+/// The receiver's IPv6 address.
+pub const RECEIVER6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 2);
+
+/// A host at `ip` (IPv4) and `ip6` (IPv6, usable at once: no duplicate address detection).
+pub fn dual_stack(ip: &str, ip6: &str) -> Config {
+    let mut c = Config::host(ip).ipv6_addr(ip6).unwrap();
+    c.ipv6.ndp.dad_transmits = 0;
+    c
+}
+
+/// IPv6 is on only for an IPv6 path, so the IPv4 runs see exactly their own frames.
+fn config(ip: &str, ip6: &str, cc: CcAlgorithm, ipv6: bool) -> Config {
+    let mut c = if ipv6 { dual_stack(ip, ip6) } else { Config::host(ip) };
     c.tcp.secret = [11, 12];
     c.tcp.max_sessions = 4;
     c.tcp.cc = cc;
@@ -96,10 +109,11 @@ pub fn transfer(path: Path, total: u64, sample_every: Duration) -> Outcome {
     let (la, lb) = mem::pair(LinkConfig { depth: 4096, ..LinkConfig::default() });
     let la = Impaired::new(la, data_dir).unwrap();
     let lb = Impaired::new(lb, ack_dir).unwrap();
-    let mut a: Host = Stack::new(config("10.0.0.1/24", path.cc), la).unwrap();
-    let mut b: Host = Stack::new(config("10.0.0.2/24", path.cc), lb).unwrap();
+    let mut a: Host = Stack::new(config("10.0.0.1/24", "fd77::1/64", path.cc, path.ipv6), la).unwrap();
+    let mut b: Host = Stack::new(config("10.0.0.2/24", "fd77::2/64", path.cc, path.ipv6), lb).unwrap();
     let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let to: SocketAddr = if path.ipv6 { (RECEIVER6, 80).into() } else { SocketAddrV4::new(b.ip(), 80).into() };
+    let c = a.tcp_connect(to).unwrap();
     let mut now = Instant::ZERO;
     let mut server = None;
     let chunk = vec![0x5au8; 64 * 1024];

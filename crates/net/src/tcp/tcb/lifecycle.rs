@@ -107,9 +107,14 @@ mod tests {
     use super::super::super::{TcpConfig, TcpError, TcpState};
     use super::super::{SessionId, TcbMut};
     use super::Ending;
-    use std::net::Ipv4Addr;
+    use std::net::{IpAddr, Ipv4Addr};
 
-    const TUPLE: FourTuple = FourTuple { local_port: 80, remote_ip: Ipv4Addr::new(10, 0, 0, 2), remote_port: 5000 };
+    const TUPLE: FourTuple = FourTuple {
+        local_port: 80,
+        remote_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        remote_port: 5000,
+        local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+    };
 
     fn rows(state: TcpState, listener: Option<u16>, released: bool) -> (StateEntry, TxSar, RxSar, Buffers) {
         let cfg = TcpConfig::default();

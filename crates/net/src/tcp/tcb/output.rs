@@ -468,7 +468,7 @@ impl TcbMut<'_> {
         };
         let queue = &self.bufs.tx;
         let hl = repr.header_len();
-        let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
+        let sent = out.send_segment(&tuple, hl + seg.len, |buf, src, dst| {
             // One pass over the payload: copied into the frame and summed for the checksum, so
             // the frame (in the link's memory, which the peer reads next) is never read back.
             let (copied, sum) = queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
