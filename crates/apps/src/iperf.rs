@@ -13,7 +13,7 @@ use crate::tcp_sink::REPORT_LEN;
 use crate::tcp_source::{Payload, SourceError, SourceOptions, TcpSource};
 use link::{Instant, Link};
 use net::{NetError, Stack};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The default iperf port (the same as iperf3's).
@@ -60,14 +60,14 @@ impl IperfClient {
     /// A run of `parallel` connections to the server at `server`, each sending for `duration`
     /// once established; refused connections are retried for `retry_for`. The connections
     /// open on the first [`step`](IperfClient::step).
-    pub fn new(server: SocketAddrV4, parallel: usize, duration: Duration, retry_for: Duration) -> Self {
-        Self::spread(&[server], parallel, duration, retry_for)
+    pub fn new(server: impl Into<SocketAddr>, parallel: usize, duration: Duration, retry_for: Duration) -> Self {
+        Self::spread(&[server.into()], parallel, duration, retry_for)
     }
 
     /// [`IperfClient::new`] with the connections spread over `servers` in turn (connection `i`
     /// to `servers[i % servers.len()]`): more connections than one client address has
     /// ephemeral ports towards one server port. An empty `servers` gives no connections.
-    pub fn spread(servers: &[SocketAddrV4], parallel: usize, duration: Duration, retry_for: Duration) -> Self {
+    pub fn spread(servers: &[SocketAddr], parallel: usize, duration: Duration, retry_for: Duration) -> Self {
         let opts = SourceOptions { retry_for, reply_limit: REPORT_LEN, ..SourceOptions::default() };
         let sources = servers
             .iter()

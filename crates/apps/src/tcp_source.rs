@@ -9,7 +9,7 @@ use crate::tcp_conns::close_quietly;
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpError, TcpHandle};
 use std::io::Read;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Sends per call at most (bounds the time spent on one connection).
@@ -58,7 +58,7 @@ pub enum SourceError {
     #[error("cannot connect to {addr}: {err} (after {attempts} attempts)")]
     Connect {
         /// The peer.
-        addr: SocketAddrV4,
+        addr: SocketAddr,
         /// The last attempt's error.
         err: TcpError,
         /// Attempts made.
@@ -68,7 +68,7 @@ pub enum SourceError {
     #[error("connection to {addr}: {err}")]
     Connection {
         /// The peer.
-        addr: SocketAddrV4,
+        addr: SocketAddr,
         /// What went wrong.
         err: NetError,
     },
@@ -79,7 +79,7 @@ pub enum SourceError {
     #[error("{addr} did not acknowledge all data within {wait:?} of our FIN ({pending} bytes outstanding)")]
     Unacknowledged {
         /// The peer.
-        addr: SocketAddrV4,
+        addr: SocketAddr,
         /// How long we waited.
         wait: Duration,
         /// Bytes not acknowledged.
@@ -106,7 +106,7 @@ enum Phase {
 
 /// One connection sending one stream.
 pub struct TcpSource {
-    remote: SocketAddrV4,
+    remote: SocketAddr,
     opts: SourceOptions,
     payload: Payload,
     handle: Option<TcpHandle>,
@@ -138,7 +138,8 @@ pub struct TcpSource {
 impl TcpSource {
     /// A source that sends `payload` to `remote`. It connects on its first
     /// [`step`](TcpSource::step), after a poll, when the stack's clock is running.
-    pub fn new(remote: SocketAddrV4, payload: Payload, opts: SourceOptions) -> Self {
+    pub fn new(remote: impl Into<SocketAddr>, payload: Payload, opts: SourceOptions) -> Self {
+        let remote = remote.into();
         let buf = if matches!(payload, Payload::Reader(_)) { vec![0u8; 64 * 1024] } else { Vec::new() };
         TcpSource {
             remote,
@@ -163,7 +164,7 @@ impl TcpSource {
     }
 
     /// The peer.
-    pub fn remote(&self) -> SocketAddrV4 {
+    pub fn remote(&self) -> SocketAddr {
         self.remote
     }
 

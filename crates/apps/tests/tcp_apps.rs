@@ -112,8 +112,12 @@ fn iperf_client_spreads_more_connections_than_ephemeral_ports_over_server_ports(
     let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
     let mut sinks: Vec<TcpSink> =
         [5201, 5202].iter().map(|&p| TcpSink::listen(&mut b, p, 16).unwrap().with_report()).collect();
-    let mut client =
-        IperfClient::spread(&[server(5201), server(5202)], 10, Duration::from_millis(100), Duration::from_secs(1));
+    let mut client = IperfClient::spread(
+        &[server(5201).into(), server(5202).into()],
+        10,
+        Duration::from_millis(100),
+        Duration::from_secs(1),
+    );
     assert!(run(&mut a, &mut b, Duration::from_secs(10), |a, b| {
         sinks.iter_mut().for_each(|s| {
             s.serve(b).unwrap();

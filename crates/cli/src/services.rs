@@ -7,7 +7,7 @@ use apps::tcp_source::{Payload, SourceOptions};
 use apps::{HttpServer, TcpEcho, TcpSink, TcpSource};
 use link::Link;
 use net::{NetError, Stack};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ impl TcpServices {
     pub fn start<L: Link>(
         stack: &mut Stack<L>,
         ports: &ServicePorts,
-        send: Option<(SocketAddrV4, PathBuf, Duration)>,
+        send: Option<(SocketAddr, PathBuf, Duration)>,
     ) -> Result<TcpServices, String> {
         let on = |port: u16| (port != 0).then_some(port);
         let why = |what: &'static str, port: u16| move |e: NetError| format!("{what} on TCP port {port}: {e}");

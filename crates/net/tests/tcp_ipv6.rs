@@ -123,13 +123,8 @@ fn one_listener_takes_ipv4_and_ipv6_connections_in_the_same_run() {
 #[test]
 fn link_local_addresses_carry_connections_too() {
     let mut p = Pair::new(|c| c);
-    let ll = p
-        .b
-        .ipv6_addrs()
-        .iter()
-        .map(|h| h.cidr.addr)
-        .find(|a| a.segments()[0] == 0xfe80)
-        .expect("a link-local address");
+    let ll =
+        p.b.ipv6_addrs().iter().map(|h| h.cidr.addr).find(|a| a.segments()[0] == 0xfe80).expect("a link-local address");
     let l = p.b.tcp_listen(7000, 4).unwrap();
     let (c, s) = p.connect(l, (ll, 7000).into());
     assert_eq!(p.b.tcp_local(s).unwrap().ip(), IpAddr::V6(ll));

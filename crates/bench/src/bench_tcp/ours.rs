@@ -15,7 +15,7 @@ use apps::IperfClient;
 use indicatif::ProgressBar;
 use link::{Instant, Link};
 use net::{Recv, Stack, TcpHandle};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 /// Our address on the shared-memory link (a /24).
@@ -163,7 +163,7 @@ impl Pair {
     /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol,
     /// spread over the sink's ports.
     fn iperf(&mut self, conns: usize, secs: Duration, polls: usize) -> Result<f64, String> {
-        let ports: Vec<SocketAddrV4> = (SINK_PORT..SINK_PORT + self.sink_ports).map(peer).collect();
+        let ports: Vec<SocketAddr> = (SINK_PORT..SINK_PORT + self.sink_ports).map(|p| peer(p).into()).collect();
         let mut client = IperfClient::spread(&ports, conns, secs, Duration::from_secs(5));
         self.drive(secs + GRACE * 3, polls, |s| {
             client.step(s).map_err(msg)?;

@@ -12,7 +12,7 @@ use link::capture::Format;
 use link::impair::Impairment;
 use link::Link;
 use net::{Config, Stack};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub struct TapArgs {
     services: ServiceArgs,
     /// Connect to HOST:PORT (retrying while refused) and send --send-file, then close.
     #[arg(long, requires = "send_file", value_name = "HOST:PORT")]
-    tcp_send: Option<SocketAddrV4>,
+    tcp_send: Option<SocketAddr>,
     /// The file --tcp-send sends.
     #[arg(long, requires = "tcp_send", value_name = "FILE")]
     send_file: Option<PathBuf>,
