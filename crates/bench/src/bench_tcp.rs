@@ -83,6 +83,11 @@ pub struct TcpArgs {
     /// veth.
     #[arg(long, default_value = "shm", value_parser = crate::bench_cable::CABLE_KINDS)]
     link: String,
+    /// Run linerate's side over IPv6 (fd77::1 to fd77::2 on the same link) instead of IPv4;
+    /// Linux's side stays on IPv4. A run without it, alternated, gives the IPv6/IPv4 ratio.
+    /// Not with `--link af_xdp`, whose steering program passes IPv6 to the kernel.
+    #[arg(long)]
+    ipv6: bool,
     /// Concurrent connections of the aggregate goodput run (1..=65536).
     #[arg(long, default_value_t = MANY, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..=MAX_MANY as i64), |n| n as usize))]
     many: usize,
@@ -165,6 +170,9 @@ pub struct PeerArgs {
     /// receive buffers (the stack has one bypass handler: the sink or the echo).
     #[arg(long)]
     echo_rx_bypass: bool,
+    /// The host also has fd77::2/64 (the parent's `--ipv6`).
+    #[arg(long)]
+    ipv6: bool,
 }
 
 /// Connection set-up figures: cycles per second, and per cycle the time from connect to
@@ -211,6 +219,12 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
         return Err(format!("--repeat {} is outside 1..=99", a.repeat));
     }
     let cable = Cable::parse(&a.link)?;
+    if a.ipv6 {
+        if cable == Cable::VethXdp {
+            return Err("--ipv6 is not supported with --link af_xdp yet (its steering program passes IPv6 to the kernel): use shm or af_packet".into());
+        }
+        ours::use_ipv6();
+    }
     if cable != Cable::Shm {
         if let Some(why) = netns_unavailable() {
             return Err(format!("--link {} needs network namespaces: {why}", a.link));
@@ -270,6 +284,9 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     let (link, mtu, mac) =
         crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), ours::PEER_IP)?;
     let mut cfg = tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?;
+    if a.ipv6 {
+        cfg = ours::with_ipv6(cfg, ours::PEER_IP6)?;
+    }
     if let Some(mac) = mac {
         cfg.mac = wire::MacAddr(mac);
     }
@@ -318,9 +335,10 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
 /// The comparison table.
 fn table(cable: Cable, ours: &Figures, kernel: Result<&Figures, &str>, repeat: usize, many: usize) -> Table {
     let joined = cable.joined();
+    let over = if ours::ipv6() { " over IPv6 (Linux over IPv4)" } else { "" };
     let mut t = Table::new(
         &format!(
-            "TCP: linerate, two processes {joined}, both busy-polling, vs Linux kernel TCP \
+            "TCP: linerate{over}, two processes {joined}, both busy-polling, vs Linux kernel TCP \
              between two namespaces over veth (same MTU), blocking sockets (epoll) unless marked busy-polling; \
              the two sides pinned to two CPUs; goodput = receiver's byte count / (first connection up .. last report)"
         ),

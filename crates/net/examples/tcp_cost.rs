@@ -25,11 +25,13 @@
 //! a busy-polling host spends between segments). `rtt N [shm]`: not a count but a clock: the two
 //! hosts in two threads on real time, busy-polling, N 64-byte exchanges; prints the median
 //! and 10th percentile round trip (to compare two builds run alternately on one machine);
-//! default buffers, on the memory link or with `shm` the shared-memory link.
+//! default buffers, on the memory link or with `shm` the shared-memory link. A last argument
+//! `ipv6` runs the mode over IPv6 (fd77::1 to fd77::2) instead of IPv4.
 
 use link::{mem, Instant, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
-use std::net::SocketAddrV4;
+use std::net::{Ipv6Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -40,10 +42,35 @@ const TICK: Duration = Duration::from_micros(1);
 /// Poll rounds any one step may take before the run counts as stalled.
 const STEP_LIMIT: u64 = 10_000_000;
 
+/// Connect over IPv6 (a trailing `ipv6` argument): the hosts get fd77::1 and fd77::2 too.
+static IPV6: AtomicBool = AtomicBool::new(false);
+
+/// Host `ip` (IPv4 CIDR), and with IPV6 the IPv6 address `fd77::` + its last octet, usable at
+/// once (no duplicate address detection).
+fn host_config(ip: &str) -> Config {
+    let mut c = Config::host(ip);
+    if IPV6.load(Ordering::Relaxed) {
+        let last = ip.split('/').next().and_then(|a| a.rsplit('.').next()).unwrap_or("1");
+        c = c.ipv6_addr(&format!("fd77::{last}/64")).unwrap();
+        c.ipv6.ndp.dad_transmits = 0;
+    }
+    c
+}
+
+/// The server's port 80 on `b`, in the family chosen.
+fn server_addr<L: link::Link>(b: &Stack<L>) -> SocketAddr {
+    if IPV6.load(Ordering::Relaxed) {
+        let last = b.ip().octets()[3];
+        SocketAddr::from((Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, u16::from(last)), 80))
+    } else {
+        server_addr(&b).into()
+    }
+}
+
 /// Two hosts on one memory link.
 fn pair(sessions: usize, buffer: usize) -> (Host, Host) {
     let cfg = |ip: &str| {
-        let mut c = Config::host(ip);
+        let mut c = host_config(ip);
         c.tcp.secret = [11, 12];
         c.tcp.max_sessions = sessions;
         c.tcp.tx_buffer = buffer;
@@ -88,7 +115,7 @@ fn cycles(n: usize) {
     let (mut a, mut b) = pair(2 * n + 64, 4096);
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, 64).unwrap();
-    let to = SocketAddrV4::new(b.ip(), 80);
+    let to = server_addr(&b);
     let mut scratch = [0u8; 64];
     for _ in 0..n {
         let c = a.tcp_connect(to).unwrap();
@@ -122,7 +149,7 @@ fn bulk(conns: usize, mb: u64, buffer: usize, feed: Feed) {
     let (mut a, mut b) = pair(conns + 16, buffer);
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, conns).unwrap();
-    let to = SocketAddrV4::new(b.ip(), 80);
+    let to = server_addr(&b);
     let clients: Vec<TcpHandle> = (0..conns).map(|_| a.tcp_connect(to).unwrap()).collect();
     let mut servers = Vec::new();
     until(&mut clock, &mut a, &mut b, "every handshake", |_, b| {
@@ -189,7 +216,7 @@ fn pingpong(n: usize) {
     let (mut a, mut b) = pair(16, 65536);
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let c = a.tcp_connect(server_addr(&b)).unwrap();
     let s = handshake(&mut clock, &mut a, &mut b, l, c);
     let message = [0x5au8; 64];
     let mut buf = [0u8; 64];
@@ -218,7 +245,7 @@ fn idle(n: usize) {
     let (mut a, mut b) = pair(16, 65536);
     let mut clock = Clock(Instant::ZERO);
     let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let c = a.tcp_connect(server_addr(&b)).unwrap();
     handshake(&mut clock, &mut a, &mut b, l, c);
     let mut buf = [0u8; 64];
     for _ in 0..n {
@@ -230,7 +257,7 @@ fn idle(n: usize) {
 
 fn rtt(n: usize, shm: bool) {
     let cfg = |ip: &str| {
-        let mut c = Config::host(ip);
+        let mut c = host_config(ip);
         c.tcp.secret = [11, 12];
         c
     };
@@ -247,7 +274,7 @@ fn rtt(n: usize, shm: bool) {
 
 fn rtt_on<L: link::Link + Send + 'static>(mut a: Stack<L>, mut b: Stack<L>, n: usize) {
     let l = b.tcp_listen(80, 4).unwrap();
-    let c = a.tcp_connect(SocketAddrV4::new(b.ip(), 80)).unwrap();
+    let c = a.tcp_connect(server_addr(&b)).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let server_stop = stop.clone();
     let server = std::thread::spawn(move || {
@@ -314,7 +341,11 @@ fn report(a: &Host, b: &Host, what: &str, end: Instant) {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.last().is_some_and(|a| a == "ipv6") {
+        args.pop();
+        IPV6.store(true, Ordering::Relaxed);
+    }
     let num = |i: usize, default: u64| args.get(i).map_or(Ok(default), |s| s.parse::<u64>()).ok();
     match (args.first().map(String::as_str), num(1, 5000), num(2, 200), num(3, 8192)) {
         (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
@@ -329,7 +360,7 @@ fn main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: tcp_cost cycles N | tcp_cost bulk|bulk-transfer CONNECTIONS MEGABYTES BUFFER_BYTES | tcp_cost pingpong N | tcp_cost idle N | tcp_cost rtt N [shm]"
+                "usage: tcp_cost MODE [ipv6], MODE: cycles N | bulk|bulk-transfer CONNECTIONS MEGABYTES BUFFER_BYTES | pingpong N | idle N | rtt N [shm]"
             );
             return ExitCode::from(2);
         }

@@ -15,7 +15,8 @@ use apps::IperfClient;
 use indicatif::ProgressBar;
 use link::{Instant, Link};
 use net::{Recv, Stack, TcpHandle};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Our address on the shared-memory link (a /24).
@@ -23,9 +24,44 @@ pub(super) const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// The child's address on the shared-memory link.
 pub(super) const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
+/// Our IPv6 address (with `bench tcp --ipv6`).
+pub(super) const OUR_IP6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 1);
+/// The child's IPv6 address.
+pub(super) const PEER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 2);
+
+/// Whether this run's connections go over IPv6 (`bench tcp --ipv6`).
+static IPV6: AtomicBool = AtomicBool::new(false);
+
+/// Run linerate's side over IPv6 from now on.
+pub(super) fn use_ipv6() {
+    IPV6.store(true, Ordering::Relaxed);
+}
+
+/// Whether this run goes over IPv6.
+pub(super) fn ipv6() -> bool {
+    IPV6.load(Ordering::Relaxed)
+}
+
+/// `cfg` with the IPv6 address `addr`/64 too, usable at once (no duplicate address
+/// detection: the link is the benchmark's own).
+pub(super) fn with_ipv6(cfg: net::Config, addr: Ipv6Addr) -> Result<net::Config, String> {
+    let mut cfg = cfg.ipv6_addr(&format!("{addr}/64")).map_err(msg)?;
+    cfg.ipv6.ndp.dad_transmits = 0;
+    Ok(cfg)
+}
+
+/// The child's address in this run's family.
+fn peer_ip() -> IpAddr {
+    if ipv6() {
+        PEER_IP6.into()
+    } else {
+        PEER_IP.into()
+    }
+}
+
 /// The child's address, port `port`.
-fn peer(port: u16) -> SocketAddrV4 {
-    SocketAddrV4::new(PEER_IP, port)
+fn peer(port: u16) -> SocketAddr {
+    SocketAddr::new(peer_ip(), port)
 }
 
 /// Which of the child's services takes its payload in RX bypass.
@@ -100,9 +136,15 @@ impl Pair {
             args.extend(["--buffer", b]);
         }
         args.extend(bypass.arg());
+        if ipv6() {
+            args.push("--ipv6");
+        }
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         let mut cfg = tcp_stack_config(&super::cidr(OUR_IP), mtu, sessions, buffer)?;
+        if ipv6() {
+            cfg = with_ipv6(cfg, OUR_IP6)?;
+        }
         if let Some(mac) = ours.mac {
             cfg.mac = wire::MacAddr(mac);
         }
@@ -115,7 +157,7 @@ impl Pair {
     /// Ping the child until it answers, so that no measurement waits for ARP.
     fn resolve_peer(&mut self) -> Result<(), String> {
         for seq in 0..20u16 {
-            self.stack.ping(PEER_IP, seq, 8).map_err(msg)?;
+            self.stack.ping(peer_ip(), seq, 8).map_err(msg)?;
             let mut answered = false;
             self.drive(Duration::from_millis(100), 1, |s| {
                 answered = s.ping_reply().is_some();
@@ -163,7 +205,7 @@ impl Pair {
     /// Goodput (bit/s) of `conns` connections sending for `secs` with the iperf protocol,
     /// spread over the sink's ports.
     fn iperf(&mut self, conns: usize, secs: Duration, polls: usize) -> Result<f64, String> {
-        let ports: Vec<SocketAddr> = (SINK_PORT..SINK_PORT + self.sink_ports).map(|p| peer(p).into()).collect();
+        let ports: Vec<SocketAddr> = (SINK_PORT..SINK_PORT + self.sink_ports).map(peer).collect();
         let mut client = IperfClient::spread(&ports, conns, secs, Duration::from_secs(5));
         self.drive(secs + GRACE * 3, polls, |s| {
             client.step(s).map_err(msg)?;
