@@ -123,7 +123,7 @@ mod tests {
         queue(&mut e, sid, &[9u8; 1000]);
         flush(&mut e, &mut out);
         assert_eq!(out.failures, 1);
-        assert_eq!(e.row(sid).tx.snd_max.0, our + 1000, "as if sent");
+        assert_eq!(e.row(sid).snd_max().0, our + 1000, "as if sent");
         out.failing = false;
         let deadline = e.next_deadline().expect("the retransmission (or probe) timer");
         out.now = deadline;

@@ -4,7 +4,6 @@
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::seq::{le, lt};
 use super::sink::SegmentSink;
 use std::net::SocketAddrV4;
 
@@ -14,8 +13,7 @@ impl TcpEngine {
     pub(crate) fn quotes_flight(&self, local_port: u16, remote: SocketAddrV4, seq: u32) -> bool {
         let t = FourTuple { local_port, remote_ip: *remote.ip(), remote_port: remote.port() };
         let Some(sid) = self.lookup.get(&t) else { return false };
-        let tx = self.row(sid).tx;
-        le(tx.snd_una, seq) && lt(seq, tx.snd_max)
+        self.row(sid).in_flight_has(seq)
     }
 
     /// The path MTU towards `remote` dropped to `mtu`: shrink the connection's MSS and resend

@@ -96,8 +96,8 @@ impl TcbMut<'_> {
 #[cfg(test)]
 mod tests {
     //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::{TcpConfig, TcpState};
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::{SessionId, TcbMut};
     use super::Shutdown;
 

@@ -8,9 +8,9 @@
 //! stop at the configured maxima, so memory per session stays bounded.
 
 use super::super::clock::ts_clock;
-use super::super::conn::RxSar;
 use super::super::memory::{MemAccount, MemLevel};
 use super::super::TcpConfig;
+use super::tables::RxSar;
 use super::TcbMut;
 use link::Instant;
 use std::time::Duration;
@@ -133,10 +133,10 @@ fn time_window(rx: &mut RxSar, now: Instant) {
 #[cfg(test)]
 mod tests {
     //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::memory::MemAccount;
     use super::super::super::ringbuf::RingBuf;
     use super::super::super::TcpConfig;
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::TcbMut;
     use link::Instant;
     use std::time::Duration;

@@ -662,7 +662,6 @@ mod tests {
     //! ([`Tally`]), no engine, no sink, no link. A segment in, the decision out.
     use super::super::super::bypass::RxBypass;
     use super::super::super::challenge::ChallengeLimit;
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::dirty::DirtyQueue;
     use super::super::super::memory::MemAccount;
     use super::super::super::ringbuf::RingBuf;
@@ -671,6 +670,7 @@ mod tests {
     use super::super::super::storage::StoragePool;
     use super::super::super::timer::{TimerKind, Timers};
     use super::super::super::{TcpConfig, TcpError, TcpState};
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::{Ctx, SessionId, TcbMut};
     use super::{After, End, Verdict};
     use crate::counters::Counter;

@@ -2,9 +2,9 @@
 //! The engine keeps what is shared (the lookup table, the free list, listeners, timers'
 //! heap); the rows of the connection change here.
 
-use super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::super::lookup::FourTuple;
 use super::super::{TcpError, TcpState};
+use super::tables::{Buffers, RxSar, StateEntry, TxSar};
 use super::{Ctx, TcbMut};
 
 /// How an ended connection leaves (see [`TcbMut::end`]).
@@ -102,9 +102,9 @@ impl TcbMut<'_> {
 #[cfg(test)]
 mod tests {
     //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::lookup::FourTuple;
     use super::super::super::{TcpConfig, TcpError, TcpState};
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::{SessionId, TcbMut};
     use super::Ending;
     use std::net::Ipv4Addr;

@@ -23,7 +23,9 @@ pub(crate) mod input;
 pub(crate) mod lifecycle;
 pub(crate) mod output;
 pub(crate) mod pmtu;
+pub(crate) mod read;
 pub(crate) mod recovery;
+pub(crate) mod tables;
 pub(crate) mod timers;
 pub(crate) mod tlp;
 pub(crate) mod undo;
@@ -31,13 +33,13 @@ pub(crate) mod window;
 
 use super::bypass::RxBypass;
 use super::challenge::ChallengeLimit;
-use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
 use super::seq::SeqRange;
 use super::storage::StoragePool;
 use super::timer::Timers;
 use super::TcpConfig;
+use tables::{Buffers, RxSar, StateEntry, TxSar};
 
 /// A session's index into the per-connection tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,16 +116,20 @@ impl<'a> TcbMut<'a> {
     }
 }
 
-/// One connection's rows to read (the application's queries, tests): shared borrows, taken
-/// with `TcpEngine::row`.
+/// One connection's rows to read (the application's queries, the engine's checks, tests):
+/// shared borrows, taken with `TcpEngine::row`. Its methods are in [`read`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TcbRef<'a> {
-    /// The state-table entry.
-    pub state: &'a StateEntry,
-    /// Send sequence variables.
-    pub tx: &'a TxSar,
-    /// Receive sequence variables.
-    pub rx: &'a RxSar,
-    /// Buffers.
-    pub bufs: &'a Buffers,
+    state: &'a StateEntry,
+    tx: &'a TxSar,
+    rx: &'a RxSar,
+    bufs: &'a Buffers,
+}
+
+impl<'a> TcbRef<'a> {
+    /// A view to read one session's rows.
+    #[inline(always)]
+    pub(crate) fn new(state: &'a StateEntry, tx: &'a TxSar, rx: &'a RxSar, bufs: &'a Buffers) -> Self {
+        TcbRef { state, tx, rx, bufs }
+    }
 }

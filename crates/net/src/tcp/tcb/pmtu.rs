@@ -33,9 +33,9 @@ impl TcbMut<'_> {
 #[cfg(test)]
 mod tests {
     //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::seq::Seq;
     use super::super::super::TcpConfig;
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::{SessionId, TcbMut};
 
     #[test]

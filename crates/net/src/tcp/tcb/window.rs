@@ -32,10 +32,10 @@ impl TcbMut<'_> {
 #[cfg(test)]
 mod tests {
     //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::super::ringbuf::RingBuf;
     use super::super::super::storage::StoragePool;
     use super::super::super::{TcpConfig, TcpState};
+    use super::super::tables::{Buffers, RxSar, StateEntry, TxSar};
     use super::super::TcbMut;
 
     /// An established connection with a 10,000-byte receive buffer holding 8,000 unread
