@@ -28,6 +28,7 @@ pub(crate) mod recovery;
 pub(crate) mod tables;
 pub(crate) mod timers;
 pub(crate) mod tlp;
+pub(crate) mod transmit;
 pub(crate) mod undo;
 pub(crate) mod window;
 

@@ -1,12 +1,13 @@
 //! One connection's output: what it sends now (SYN, SYN-ACK, data within the congestion and
-//! receive windows, retransmissions in loss recovery, FIN, window probes, ACKs), built in
-//! place in the link's batch.
+//! receive windows, retransmissions in loss recovery, FIN, window probes, ACKs). It decides
+//! each segment and yields it as a [`Transmit`] to the [`Emit`] the engine gives; the engine
+//! writes it in place in the link's batch.
 
 use super::super::clock::ts_clock;
 use super::super::seq::{dist, gt, le, lt, max, Seq, SeqRange};
-use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
 use super::super::TcpState;
+use super::transmit::{Emit, Transmit};
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
@@ -24,7 +25,7 @@ struct Seg {
 
 impl TcbMut<'_> {
     /// Send whatever the connection may send now.
-    pub(crate) fn output<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+    pub(crate) fn output<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) {
         let s = *self.state;
         if !s.in_use {
             return;
@@ -78,7 +79,7 @@ impl TcbMut<'_> {
     }
 
     /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
-    fn send_loss_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn send_loss_probe<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let Some((seq, len, retransmission)) = self.probe_segment(data_end) else {
             self.tx.tlp_due = false;
@@ -98,7 +99,7 @@ impl TcbMut<'_> {
         true
     }
 
-    fn output_handshake<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+    fn output_handshake<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) {
         let st = self.state.state;
         let tx = &*self.tx;
         if tx.snd_nxt != tx.iss {
@@ -151,7 +152,7 @@ impl TcbMut<'_> {
         tx.sws_hold
     }
 
-    fn output_new_data<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_new_data<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let mut sent_any = false;
         self.tx.sws_hold = false;
@@ -245,7 +246,7 @@ impl TcbMut<'_> {
     }
 
     /// Retransmit the first unacknowledged segment (fast retransmit, NewReno partial ACK).
-    fn retransmit_front<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) -> bool {
+    fn retransmit_front<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E) -> bool {
         let now = out.now();
         let data_end = self.data_end();
         let tx = &mut *self.tx;
@@ -276,7 +277,7 @@ impl TcbMut<'_> {
     }
 
     /// Loss recovery with SACK: retransmit what RACK marked lost while PRR's window has room.
-    fn output_sack_recovery<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_sack_recovery<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let mut sent_any = false;
         loop {
             let tx = &*self.tx;
@@ -311,7 +312,7 @@ impl TcbMut<'_> {
 
     /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
     /// timer; when it fires, send one byte beyond the window.
-    fn output_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_probe<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let tx = &*self.tx;
         let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
@@ -367,7 +368,7 @@ impl TcbMut<'_> {
     }
 
     /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
-    pub(crate) fn send_control<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seq: Seq, flags: u8) -> bool {
+    pub(crate) fn send_control<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, seq: Seq, flags: u8) -> bool {
         let now = out.now();
         self.emit(ctx, out, Seg { seq, flags, data_off: 0, len: 0 }, now)
     }
@@ -444,18 +445,19 @@ impl TcbMut<'_> {
         field as u16
     }
 
-    /// Build and emit one segment. Returns false if the link is full.
-    fn emit<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seg: Seg, now: Instant) -> bool {
+    /// Decide one segment's header (options, window, acknowledgment) and yield it; after it
+    /// went, what an ACK settles. Returns false if the link is full.
+    fn emit<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, seg: Seg, now: Instant) -> bool {
         let syn = seg.flags & SYN != 0;
         let mut options = self.options_for(ctx, seg.flags, now);
-        if 20 + options.emitted_len() + 20 + seg.len > out.mtu() {
+        if 20 + options.emitted_len() + 20 + seg.len > out.ip_mtu() {
             // SACK blocks do not fit beside a full-sized data segment: leave them out.
             options.sack_blocks = [None; 4];
         }
         let window = self.advertise(ctx, syn);
-        let tuple = self.state.tuple;
         let rx = &*self.rx;
         let ack = if seg.flags & ACK != 0 { rx.rcv_nxt.0 } else { 0 };
+        let tuple = &self.state.tuple;
         let repr = TcpRepr {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
@@ -466,15 +468,9 @@ impl TcbMut<'_> {
             urgent: 0,
             options,
         };
-        let queue = &self.bufs.tx;
-        let hl = repr.header_len();
-        let sent = out.send_segment(tuple.remote_ip, hl + seg.len, |buf, src, dst| {
-            // One pass over the payload: copied into the frame and summed for the checksum, so
-            // the frame (in the link's memory, which the peer reads next) is never read back.
-            let (copied, sum) = queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
-            debug_assert_eq!(copied, seg.len);
-            let _ = repr.emit_summed(buf, src, dst, seg.len, sum);
-        });
+        let t = Transmit { tuple, repr, queue: &self.bufs.tx, data_off: seg.data_off, len: seg.len };
+        let sent = out.emit(&t);
+        let first_block = t.repr.options.sack_blocks[0];
         if sent {
             out.counters().bump(Counter::tcp_tx_segments);
             if seg.len > 0 {
@@ -482,7 +478,7 @@ impl TcbMut<'_> {
             }
             if seg.flags & ACK != 0 {
                 let rx = &mut *self.rx;
-                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack.map(SeqRange::block) {
+                if rx.dsack.is_some() && first_block == rx.dsack.map(SeqRange::block) {
                     rx.dsack = None;
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);
@@ -501,7 +497,7 @@ impl TcbMut<'_> {
     }
 
     /// Send a reset on an existing connection (abort).
-    pub(crate) fn send_abort_reset<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) {
+    pub(crate) fn send_abort_reset<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E) {
         let st = *self.state;
         if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
             return;
