@@ -30,6 +30,8 @@ pub(crate) mod timers;
 pub(crate) mod tlp;
 pub(crate) mod transmit;
 pub(crate) mod undo;
+#[cfg(test)]
+pub(crate) mod unit;
 pub(crate) mod window;
 
 use super::bypass::RxBypass;
