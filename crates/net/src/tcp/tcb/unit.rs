@@ -31,6 +31,9 @@ pub(crate) const WINDOW: u32 = 64 << 10;
 /// Our MSS.
 pub(crate) const MSS: u16 = 1460;
 
+/// Segments as the output yielded them: the header and a copy of the payload.
+pub(crate) type Sent = Vec<(TcpRepr, Vec<u8>)>;
+
 /// The clock and counters, and a recorder of the segments the output yields.
 #[derive(Debug)]
 pub(crate) struct Capture {
@@ -41,7 +44,7 @@ pub(crate) struct Capture {
     /// Segments the link still takes before it is full.
     pub room: usize,
     /// The segments yielded: the header and a copy of the payload.
-    pub sent: Vec<(TcpRepr, Vec<u8>)>,
+    pub sent: Sent,
 }
 
 impl Meter for Capture {
@@ -169,7 +172,7 @@ impl World {
     }
 
     /// The connection's output now: the segments it yielded.
-    pub fn output(&mut self) -> Vec<(TcpRepr, Vec<u8>)> {
+    pub fn output(&mut self) -> Sent {
         let now = self.io.now;
         let (mut tcb, mut ctx, io) = self.view();
         tcb.output(&mut ctx, io, now);
@@ -178,7 +181,7 @@ impl World {
 
     /// Timer `kind` fires now (taken off the timers, as the engine pops it): whether the
     /// connection ends, and the segments it yielded.
-    pub fn fire(&mut self, kind: TimerKind) -> (Option<Option<TcpError>>, Vec<(TcpRepr, Vec<u8>)>) {
+    pub fn fire(&mut self, kind: TimerKind) -> (Option<Option<TcpError>>, Sent) {
         let now = self.io.now;
         self.timers.cancel(0, kind);
         let (mut tcb, mut ctx, io) = self.view();
