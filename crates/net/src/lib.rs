@@ -156,15 +156,16 @@
 //! connection in the view (measured on another machine than "before", which the "first
 //! steps" column reproduced exactly):
 //!
-//! | figure | before | first steps | after | `Env`, input on a `Meter`, `SeqRange` |
-//! | --- | --- | --- | --- | --- |
-//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) | 10,713 (-0.67%) | 10,751 (-0.32%) |
-//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) | 26,927 (+0.46%) | 26,995 (+0.71%) |
-//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) | 6,426 (-1.12%) | 6,426 (-1.12%) |
+//! | figure | before | first steps | after | `Env`, input on a `Meter`, `SeqRange` | private rows, output yields `Transmit`s |
+//! | --- | --- | --- | --- | --- | --- |
+//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) | 10,713 (-0.67%) | 10,751 (-0.32%) | 10,717 (-0.63%) |
+//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) | 26,927 (+0.46%) | 26,995 (+0.71%) | 26,915 (+0.41%) |
+//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) | 6,426 (-1.12%) | 6,426 (-1.12%) | 6,420 (-1.22%) |
 //!
-//! The last column was measured beside a build of the "after" commit on the same machine
-//! (10,711 / 26,911 / 6,425: +0.37%, +0.31%, +0.02% against it); percentages are against
-//! "before".
+//! The fourth column was measured beside a build of the "after" commit on the same machine
+//! (10,711 / 26,911 / 6,425: +0.37%, +0.31%, +0.02% against it); the last beside a build of
+//! the commit before it (10,729 / 26,951 / 6,423: -0.11%, -0.13%, -0.05% against it).
+//! Percentages are against "before".
 
 mod arp;
 pub mod budget;
