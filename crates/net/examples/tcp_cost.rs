@@ -31,8 +31,8 @@
 use link::{mem, Instant, LinkConfig};
 use net::{Config, Recv, Stack, TcpHandle};
 use std::net::{Ipv6Addr, SocketAddr, SocketAddrV4};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 type Host = Stack<mem::MemLink>;

@@ -120,27 +120,34 @@
 //! The per-connection tables stay structure-of-arrays (one preallocated table per Limago
 //! module, indexed by session id), indexed in two places: `TcpEngine::tcb` lends one session's
 //! rows as a `TcbMut` with a small context (configuration, timers, dirty queue, pools) for one
-//! event, and `TcpEngine::row` lends them to read. [`tcp`]'s `tcb` module holds everything one
-//! connection does as methods of that view (input, handshake, output, recovery, RACK, TLP,
-//! undo, PMTU, timers, auto-tuning, the receive-window rule, the application's calls, the
-//! slot's life); what only the engine can do (answer with a reset, the listener's accept
-//! queue, TIME-WAIT reclaim, freeing the slot) they return for the engine to do.
+//! event, and `TcpEngine::row` lends them to read as a `TcbRef`. The rows (`tcb::tables`) keep
+//! their fields private to [`tcp`]'s `tcb` module, which holds everything one connection does
+//! as methods of that view (input, handshake, output, recovery, RACK, TLP, undo, PMTU, timers,
+//! auto-tuning, the receive-window rule, the application's calls, the slot's life, and what
+//! `TcbRef` shows: state, tuple, queues, `stats()`); what only the engine can do (answer with a
+//! reset, the listener's accept queue, TIME-WAIT reclaim, freeing the slot) they return for the
+//! engine to do.
 //!
-//! Decide, then emit: the view's input takes only a `Meter` (the clock and the counters), so
-//! it cannot send; what it decided stays in the connection (an ACK due, a challenge ACK, a
-//! D-SACK) or comes back in `After`, and the engine sends (a reset, or the output at once for a
-//! duplicate ACK). Output, timers and the handshake still send through the `SegmentSink` they
-//! are given. Sequence ranges are `SeqRange`s (SACK scoreboard, D-SACK, RACK, the assembler's
-//! blocks). Below the engine, the stack's clock, configuration and counters are an `Env` lent
-//! to the transmit path (`Egress`: the batch, ARP and its waiting frames, path MTUs) with each
-//! call. `docs/DESIGN.md` walks one segment in and one out.
+//! Decide, then emit: the view never calls the sink. Its input takes only a `Meter` (the clock
+//! and the counters), so it cannot send; what it decided stays in the connection (an ACK due, a
+//! challenge ACK, a D-SACK) or comes back in `After`, and the engine sends (a reset, or the
+//! output at once for a duplicate ACK). Its output, timers and handshake yield each segment as
+//! a `Transmit` (header, and the payload's offset and length in the send queue) to an `Emit`,
+//! as smoltcp's `dispatch` gives segments to an emit closure; the engine's `Emit` (in
+//! `tcp::output`, for any `SegmentSink`) writes the header and copies the payload from the
+//! send ring straight into the link's frame, and the view's unit tests record what it yields
+//! (`tcb::unit`). Sequence ranges are `SeqRange`s (SACK scoreboard, D-SACK, RACK, the
+//! assembler's blocks). Below the engine, the stack's clock, configuration and counters are an
+//! `Env` lent to the transmit path (`Egress`: the batch, ARP and its waiting frames, path MTUs)
+//! with each call. `docs/DESIGN.md` walks one segment in and one out.
 //!
 //! One segment in: the interface core parses Ethernet and IPv4 in the link's ring ->
 //! `TcpEngine::on_segment` checks and parses the TCP header, finds the session by its 4-tuple
 //! -> `TcbMut::input` decides -> the engine does what `After` asks -> `TcbMut::settle` marks
 //! the session dirty. One segment out: `TcpEngine::flush_dirty` pops each dirty session ->
-//! `TcbMut::output` picks what the windows allow and builds it in place in a frame the sink
-//! lends -> `Egress` batches the frames to the link.
+//! `TcbMut::output` picks what the windows allow and yields each segment as a `Transmit` ->
+//! the engine's `Emit` writes it in place in a frame the sink lends -> `Egress` batches the
+//! frames to the link.
 //!
 //! Instructions under callgrind, the same release build flags, each figure the difference of
 //! two run sizes divided by the difference in units (`pingpong` 2,000 and 22,000 exchanges;
@@ -149,15 +156,16 @@
 //! connection in the view (measured on another machine than "before", which the "first
 //! steps" column reproduced exactly):
 //!
-//! | figure | before | first steps | after | `Env`, input on a `Meter`, `SeqRange` |
-//! | --- | --- | --- | --- | --- |
-//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) | 10,713 (-0.67%) | 10,751 (-0.32%) |
-//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) | 26,927 (+0.46%) | 26,995 (+0.71%) |
-//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) | 6,426 (-1.12%) | 6,426 (-1.12%) |
+//! | figure | before | first steps | after | `Env`, input on a `Meter`, `SeqRange` | private rows, output yields `Transmit`s |
+//! | --- | --- | --- | --- | --- | --- |
+//! | per 64 B exchange (`pingpong`) | 10,785 | 10,835 (+0.46%) | 10,713 (-0.67%) | 10,751 (-0.32%) | 10,717 (-0.63%) |
+//! | per connection cycle (`cycles`) | 26,805 | 26,844 (+0.15%) | 26,927 (+0.46%) | 26,995 (+0.71%) | 26,915 (+0.41%) |
+//! | per segment (`bulk 4 MB 65536`) | 6,499 | 6,520 (+0.32%) | 6,426 (-1.12%) | 6,426 (-1.12%) | 6,420 (-1.22%) |
 //!
-//! The last column was measured beside a build of the "after" commit on the same machine
-//! (10,711 / 26,911 / 6,425: +0.37%, +0.31%, +0.02% against it); percentages are against
-//! "before".
+//! The fourth column was measured beside a build of the "after" commit on the same machine
+//! (10,711 / 26,911 / 6,425: +0.37%, +0.31%, +0.02% against it); the last beside a build of
+//! the commit before it (10,729 / 26,951 / 6,423: -0.11%, -0.13%, -0.05% against it).
+//! Percentages are against "before".
 
 mod arp;
 pub mod budget;

@@ -138,8 +138,8 @@ impl<L: Link> Stack<L> {
     /// `None` while connecting; then `Ok(())` once established or `Err` if it failed.
     pub fn tcp_connect_result(&self, h: TcpHandle) -> Result<Option<Result<(), TcpError>>, BadHandle> {
         let sid = self.core.tcp.sid(h)?;
-        let s = self.core.tcp.row(sid).state;
-        Ok(match (s.state, s.error) {
+        let s = self.core.tcp.row(sid);
+        Ok(match (s.state(), s.error()) {
             (_, Some(e)) => Some(Err(e)),
             (TcpState::SynSent | TcpState::SynReceived, None) => None,
             _ => Some(Ok(())),
@@ -148,32 +148,32 @@ impl<L: Link> Stack<L> {
 
     /// The connection's state.
     pub fn tcp_state(&self, h: TcpHandle) -> Result<TcpState, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.state)
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state())
     }
 
     /// The remote address `(ip, port)` of the connection (for accepted ones: who connected).
     pub fn tcp_peer(&self, h: TcpHandle) -> Result<SocketAddr, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.tuple.remote())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).tuple().remote())
     }
 
     /// Our address `(ip, port)` of the connection (for accepted ones: the address the peer
     /// connected to).
     pub fn tcp_local(&self, h: TcpHandle) -> Result<SocketAddr, BadHandle> {
-        let t = self.core.tcp.row(self.core.tcp.sid(h)?).state.tuple;
+        let t = self.core.tcp.row(self.core.tcp.sid(h)?).tuple();
         Ok(SocketAddr::new(t.local_ip, t.local_port))
     }
 
     /// Why the connection ended, if it ended abnormally.
     pub fn tcp_error(&self, h: TcpHandle) -> Result<Option<TcpError>, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).state.error)
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).error())
     }
 
     fn sendable(&self, sid: u32) -> Result<(), SendError> {
         let row = self.core.tcp.row(sid);
-        if let Some(e) = row.state.error {
+        if let Some(e) = row.error() {
             return Err(SendError::Connection(e));
         }
-        if !row.state.state.can_send() || row.tx.fin_queued {
+        if !row.state().can_send() || row.fin_queued() {
             return Err(SendError::NotConnected);
         }
         Ok(())
@@ -247,7 +247,7 @@ impl<L: Link> Stack<L> {
 
     /// Bytes queued for sending and not yet acknowledged (send ring plus transfers).
     pub fn tcp_send_pending(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.tx.len())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).send_queue().len())
     }
 
     /// Take back a buffer handed over with [`Stack::tcp_send_transfer`] whose bytes are all
@@ -261,7 +261,7 @@ impl<L: Link> Stack<L> {
     /// Free space in the send buffer: its size less what is queued (transfers included), so
     /// 0 while transfers fill it.
     pub fn tcp_send_space(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.tx.room())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).send_queue().room())
     }
 
     fn kick(&mut self, sid: u32) -> Result<(), LinkError> {
@@ -311,7 +311,7 @@ impl<L: Link> Stack<L> {
     #[must_use = "the data copied into the buffer is consumed: the returned length says how much of the buffer holds it"]
     pub fn tcp_recv(&mut self, h: TcpHandle, buf: &mut [u8]) -> Result<Recv, RecvError> {
         let sid = self.core.tcp.sid(h)?;
-        let ring = &self.core.tcp.row(sid).bufs.rx;
+        let ring = self.core.tcp.row(sid).recv_ring();
         // A busy-polling reader mostly finds nothing: answer that without the copy's set-up.
         let n = if ring.is_empty() { 0 } else { ring.copy_out(0, buf) };
         if n > 0 {
@@ -323,13 +323,12 @@ impl<L: Link> Stack<L> {
 
     fn recv_idle(&self, sid: u32) -> Result<Recv, RecvError> {
         let row = self.core.tcp.row(sid);
-        let s = row.state;
-        if row.rx.fin_received {
+        if row.fin_received() {
             return Ok(Recv::Eof);
         }
-        match s.error {
+        match row.error() {
             Some(e) => Err(RecvError::Connection(e)),
-            None if s.state == TcpState::Closed => Ok(Recv::Eof),
+            None if row.state() == TcpState::Closed => Ok(Recv::Eof),
             None => Ok(Recv::WouldBlock),
         }
     }
@@ -337,7 +336,7 @@ impl<L: Link> Stack<L> {
     /// Borrow the next contiguous run of received in-order data without copying; release it
     /// with [`Stack::tcp_recv_consume`].
     pub fn tcp_recv_borrow(&self, h: TcpHandle) -> Result<&[u8], BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.rx.contiguous())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).recv_ring().contiguous())
     }
 
     /// Install the RX-bypass handler (seed 000): for connections switched to bypass with
@@ -382,19 +381,19 @@ impl<L: Link> Stack<L> {
         let tcp = &mut self.core.tcp;
         let mut sids = std::mem::take(&mut tcp.scratch_activity);
         tcp.activity.take(w.0, &mut sids);
-        out.extend(sids.drain(..).filter(|&sid| tcp.row(sid).state.in_use).map(|sid| tcp.handle(sid)));
+        out.extend(sids.drain(..).filter(|&sid| tcp.row(sid).in_use()).map(|sid| tcp.handle(sid)));
         tcp.scratch_activity = sids;
     }
 
     /// Bytes of in-order data ready to read.
     pub fn tcp_recv_ready(&self, h: TcpHandle) -> Result<usize, BadHandle> {
-        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).bufs.rx.len())
+        Ok(self.core.tcp.row(self.core.tcp.sid(h)?).recv_ring().len())
     }
 
     /// True once the peer's FIN arrived and every byte before it was read.
     pub fn tcp_at_eof(&self, h: TcpHandle) -> Result<bool, RecvError> {
         let sid = self.core.tcp.sid(h)?;
-        Ok(self.core.tcp.row(sid).bufs.rx.is_empty() && self.recv_idle(sid)? == Recv::Eof)
+        Ok(self.core.tcp.row(sid).recv_ring().is_empty() && self.recv_idle(sid)? == Recv::Eof)
     }
 
     /// Release `n` bytes of received data; sends a window update at once if the window opened
@@ -431,7 +430,7 @@ impl<L: Link> Stack<L> {
     pub fn tcp_close(&mut self, h: TcpHandle) -> Result<(), ControlError> {
         let sid = self.core.tcp.sid(h)?;
         let now = self.core.env.now;
-        if self.core.tcp.row(sid).state.state == TcpState::Closed {
+        if self.core.tcp.row(sid).state() == TcpState::Closed {
             let (mut tcb, mut ctx) = self.core.tcp.tcb(sid);
             tcb.release(&mut ctx, now);
             self.core.tcp.free_session(sid);
@@ -439,7 +438,7 @@ impl<L: Link> Stack<L> {
         }
         self.tcp_shutdown(h)?;
         let tcp = &mut self.core.tcp;
-        if !tcp.row(sid).state.in_use {
+        if !tcp.row(sid).in_use() {
             return Ok(());
         }
         let (mut tcb, mut ctx) = tcp.tcb(sid);
@@ -477,40 +476,8 @@ impl<L: Link> Stack<L> {
     pub fn tcp_stats(&self, h: TcpHandle) -> Result<TcpConnStats, BadHandle> {
         let tcp = &self.core.tcp;
         let row = tcp.row(tcp.sid(h)?);
-        let (tx, rx) = (row.tx, row.rx);
-        Ok(TcpConnStats {
-            state: row.state.state,
-            cwnd: tx.cc.cwnd,
-            ssthresh: tx.cc.ssthresh,
-            srtt: tx.rtt.srtt(),
-            rttvar: tx.rtt.rttvar(),
-            rto: tx.rtt.rto(),
-            retransmits: tx.retransmits,
-            timeouts: tx.timeouts,
-            fast_recoveries: tx.fast_recoveries,
-            bytes_acked: tx.bytes_acked,
-            bytes_received: rx.bytes_received,
-            mss: tx.mss,
-            snd_wnd: tx.snd_wnd,
-            rcv_wnd: rx.rcv_nxt.bytes_to(rx.rcv_adv),
-            wscale: rx.ws_ok.then_some((rx.rcv_shift, tx.snd_shift)),
-            sack: rx.sack_ok,
-            timestamps: rx.ts_ok,
-            cc: tx.cc.algorithm(),
-            local_port: row.state.tuple.local_port,
-            remote: Some(row.state.tuple.remote()),
-            snd_una: tx.snd_una.0,
-            snd_nxt: tx.snd_nxt.0,
-            rcv_nxt: rx.rcv_nxt.0,
-            rack_lost: tx.rack_lost,
-            tlp_probes: tx.tlp_probes,
-            dsacks_received: tx.dsacks_received,
-            dsacks_sent: rx.dsacks_sent,
-            recoveries_undone: tx.undone,
-            spurious_rtos: tx.spurious_rtos,
-            tx_buffer: row.bufs.tx.capacity(),
-            rx_buffer: row.bufs.rx.capacity(),
-        })
+        let t = row.tuple();
+        Ok(TcpConnStats { local_port: t.local_port, remote: Some(t.remote()), ..row.stats() })
     }
 
     /// Choose the congestion control of a connection.

@@ -4,7 +4,6 @@
 use super::activity::Activity;
 use super::bypass::RxBypass;
 use super::challenge::ChallengeLimit;
-use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
 use super::lookup::{FourTuple, SessionLookup, TableFull};
@@ -14,6 +13,7 @@ use super::seq::SeqRange;
 use super::sink::SegmentSink;
 use super::storage::StoragePool;
 use super::tcb::lifecycle::Ending;
+use super::tcb::tables::{Buffers, RxSar, StateEntry, TxSar};
 use super::tcb::{Ctx, SessionId, TcbMut, TcbRef};
 use super::timer::Timers;
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
@@ -155,14 +155,14 @@ impl TcpEngine {
     /// The session id of a live handle.
     pub fn sid(&self, h: TcpHandle) -> Result<u32, BadHandle> {
         match self.state.get(h.id as usize) {
-            Some(s) if s.in_use && s.gen == h.gen && !s.released => Ok(h.id),
+            Some(s) if s.live(h.gen) => Ok(h.id),
             _ => Err(BadHandle),
         }
     }
 
     /// The handle of session `sid`.
     pub fn handle(&self, sid: u32) -> TcpHandle {
-        TcpHandle { id: sid, gen: self.row(sid).state.gen }
+        TcpHandle { id: sid, gen: self.row(sid).gen() }
     }
 
     /// Session `sid` as one connection ([`TcbMut`]) for one event, with what its methods
@@ -172,7 +172,7 @@ impl TcpEngine {
     pub(crate) fn tcb(&mut self, sid: impl Into<SessionId>) -> (TcbMut<'_>, Ctx<'_>) {
         let sid = sid.into();
         let i = sid.index();
-        let local_mss = if self.state[i].tuple.is_v6() { self.local_mss6 } else { self.local_mss };
+        let local_mss = if self.state[i].is_v6() { self.local_mss6 } else { self.local_mss };
         let tcb = TcbMut::new(sid, &mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
         let ctx = Ctx {
             cfg: &self.cfg,
@@ -193,7 +193,7 @@ impl TcpEngine {
     #[inline(always)]
     pub(crate) fn row(&self, sid: u32) -> TcbRef<'_> {
         let i = sid as usize;
-        TcbRef { state: &self.state[i], tx: &self.tx[i], rx: &self.rx[i], bufs: &self.bufs[i] }
+        TcbRef::new(&self.state[i], &self.tx[i], &self.rx[i], &self.bufs[i])
     }
 
     /// Note that `sid` has something to send.
@@ -223,9 +223,10 @@ impl TcpEngine {
     pub fn unlisten(&mut self, l: TcpListener) -> Result<Vec<u32>, BadHandle> {
         let lst = self.listeners.remove(&l.0).ok_or(BadHandle)?;
         let mut orphans: Vec<u32> = lst.ready.into_iter().collect();
-        for (sid, s) in self.state.iter().enumerate() {
-            if s.in_use && s.listener == Some(l.0) && s.state == TcpState::SynReceived {
-                orphans.push(sid as u32);
+        for sid in 0..self.capacity() as u32 {
+            let r = self.row(sid);
+            if r.in_use() && r.listener() == Some(l.0) && r.state() == TcpState::SynReceived {
+                orphans.push(sid);
             }
         }
         Ok(orphans)
@@ -362,15 +363,7 @@ impl TcpEngine {
         let shed = self.mem.level() != super::memory::MemLevel::Normal;
         let mut used = 0;
         for (s, b) in self.state.iter().zip(self.bufs.iter_mut()) {
-            if shed && s.in_use {
-                if b.tx.ring.is_empty() {
-                    self.tx_storage.shed(&mut b.tx.ring, &self.mem);
-                }
-                if b.asm.is_empty() {
-                    self.rx_storage.shed(&mut b.rx, &self.mem);
-                }
-            }
-            used += b.tx.ring.storage_len() + b.rx.storage_len();
+            used += b.recount(shed && s.in_use(), &mut self.tx_storage, &mut self.rx_storage, &self.mem);
         }
         self.mem.set_used(used + self.tx_storage.held() + self.rx_storage.held());
     }
@@ -422,7 +415,7 @@ mod tests {
             TcpOptions { mss: Some(MSS), window_scale: Some(7), sack_permitted: true, ..TcpOptions::default() };
         let syn_ack = from_peer(PEER_ISS, syn.seq.wrapping_add(1), SYN | ACK, 1000, options, &[]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &syn_ack), Ok(()));
-        assert_eq!(e.row(sid).state.state, TcpState::Established);
+        assert_eq!(e.row(sid).state(), TcpState::Established);
         let ack = flush(&mut e, &mut out);
         assert_eq!(ack.len(), 1, "the handshake's ACK");
         assert_eq!(

@@ -6,7 +6,7 @@ use super::clock::ts_clock;
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::rx::Verdict;
-use super::seq::{gt, Seq};
+use super::seq::Seq;
 use super::sink::SegmentSink;
 use super::syncookie::cookie_tsval;
 use super::TcpState;
@@ -171,19 +171,15 @@ impl TcpEngine {
     /// cannot be confused with the old connection: a timestamp above TS.Recent, or without
     /// timestamps a sequence number above RCV.NXT.
     pub(super) fn time_wait_allows_syn(&self, sid: u32, repr: &TcpRepr) -> bool {
-        let rx = self.row(sid).rx;
-        match (rx.ts_ok, repr.options.timestamps) {
-            (true, Some((tsval, _))) => gt(tsval, rx.ts_recent),
-            _ => Seq(repr.seq) > rx.rcv_nxt,
-        }
+        self.row(sid).time_wait_allows_syn(repr)
     }
 
     /// Give up the oldest released session in TIME-WAIT to make room; false if there is none.
     /// (Counted in `time_wait_reclaimed`, moved to the counters by the receive path.)
     pub(super) fn reclaim_time_wait(&mut self) -> bool {
         while let Some((sid, gen)) = self.time_wait.pop_front() {
-            let s = self.row(sid).state;
-            if s.in_use && s.gen == gen && s.state == TcpState::TimeWait && s.released {
+            let s = self.row(sid);
+            if s.in_use() && s.gen() == gen && s.state() == TcpState::TimeWait && s.released() {
                 self.free_session(sid);
                 self.time_wait_reclaimed += 1;
                 return true;
@@ -196,13 +192,13 @@ impl TcpEngine {
     /// done, and in line to be reclaimed first when the table is full.
     pub(super) fn queue_time_wait(&mut self, sid: u32) {
         self.park_buffers_if_done(sid);
-        let gen = self.row(sid).state.gen;
+        let gen = self.row(sid).gen();
         self.time_wait.push_back((sid, gen));
         if self.time_wait.len() > 2 * self.capacity() {
             let mut queue = std::mem::take(&mut self.time_wait);
             queue.retain(|&(s, g)| {
-                let e = self.row(s).state;
-                e.in_use && e.gen == g && e.state == TcpState::TimeWait
+                let e = self.row(s);
+                e.in_use() && e.gen() == g && e.state() == TcpState::TimeWait
             });
             self.time_wait = queue;
         }

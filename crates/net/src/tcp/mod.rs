@@ -1,6 +1,6 @@
 //! The TCP engine (RFC 9293), split like Limago and the fpga-network-stack: session lookup
 //! (`lookup`), port table and state table (`engine`), send/receive sequence tables
-//! (`conn`), timers (`timer`), the receive side (`rx`: checks and demultiplexing; `listen`:
+//! (`tcb::tables`), timers (`timer`), the receive side (`rx`: checks and demultiplexing; `listen`:
 //! segments for no session) with its RX bypass (`bypass`), the transmit side (`output`: the
 //! flush of dirty sessions, resets), connection activity for the application (`activity`),
 //! congestion control (`cc`), SACK scoreboard (`sack`), out-of-order reassembly
@@ -15,7 +15,6 @@ pub mod cc;
 pub(crate) mod challenge;
 pub(crate) mod clock;
 pub mod config;
-pub(crate) mod conn;
 pub(crate) mod dirty;
 pub(crate) mod engine;
 pub(crate) mod isn;

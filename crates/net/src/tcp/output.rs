@@ -1,15 +1,39 @@
-//! The transmit side of the engine: the flush of the sessions marked dirty, and resets for
-//! segments that belong to no connection. What one connection sends is decided by its view
-//! (`tcb::output`).
+//! The transmit side of the engine: the flush of the sessions marked dirty, the writer of the
+//! segments a connection's output yields, and resets for segments that belong to no
+//! connection. What one connection sends is decided by its view (`tcb::output`), which
+//! yields each segment as a `Transmit`; the engine is the only caller of the sink.
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
 use super::seq::Seq;
 use super::sink::SegmentSink;
+use super::tcb::transmit::{Emit, Transmit};
 use crate::counters::Counter;
 use link::Instant;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpOptions, TcpRepr};
+
+/// The engine's writer of what a connection's output yields: the header, and the payload
+/// copied from the send queue straight into the frame the sink lends, summed for the checksum
+/// in the same pass (the frame, in the link's memory, which the peer reads next, is never read
+/// back).
+impl<S: SegmentSink> Emit for S {
+    #[inline(always)]
+    fn ip_mtu(&self) -> usize {
+        self.mtu()
+    }
+
+    #[inline(always)]
+    fn emit(&mut self, seg: &Transmit<'_>) -> bool {
+        let hl = seg.repr.header_len();
+        let len = seg.len;
+        self.send_segment(&seg.tuple, hl + len, |buf, src, dst| {
+            let (copied, sum) = seg.queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + len]);
+            debug_assert_eq!(copied, len);
+            let _ = seg.repr.emit_summed(buf, src, dst, len, sum);
+        })
+    }
+}
 
 impl TcpEngine {
     /// Run the output of every session marked as having something to send when the flush
@@ -121,7 +145,7 @@ mod tests {
         queue(&mut e, sid, &[9u8; 1000]);
         flush(&mut e, &mut out);
         assert_eq!(out.failures, 1);
-        assert_eq!(e.row(sid).tx.snd_max.0, our + 1000, "as if sent");
+        assert_eq!(e.row(sid).snd_max().0, our + 1000, "as if sent");
         out.failing = false;
         let deadline = e.next_deadline().expect("the retransmission (or probe) timer");
         out.now = deadline;

@@ -4,7 +4,6 @@
 
 use super::engine::TcpEngine;
 use super::lookup::FourTuple;
-use super::seq::{le, lt};
 use super::sink::SegmentSink;
 
 /// How much longer an IPv6 header is than an IPv4 one without options.
@@ -15,8 +14,7 @@ impl TcpEngine {
     /// the only ICMP messages worth believing (RFC 5927 4.1).
     pub(crate) fn quotes_flight(&self, t: &FourTuple, seq: u32) -> bool {
         let Some(sid) = self.lookup.get(t) else { return false };
-        let tx = self.row(sid).tx;
-        le(tx.snd_una, seq) && lt(seq, tx.snd_max)
+        self.row(sid).in_flight_has(seq)
     }
 
     /// The path MTU of the connection of tuple `t` dropped to `mtu`: shrink its MSS and resend

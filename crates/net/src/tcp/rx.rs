@@ -43,7 +43,7 @@ impl TcpEngine {
         let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port, local_ip: dst };
         let mut found = self.lookup.get(&tuple);
         if let Some(sid) = found {
-            if self.row(sid).state.state == TcpState::TimeWait
+            if self.row(sid).state() == TcpState::TimeWait
                 && repr.flags & (SYN | ACK | RST | FIN) == SYN
                 && self.listeners.contains_key(&tuple.local_port)
                 && self.time_wait_allows_syn(sid, &repr)
@@ -128,8 +128,8 @@ mod tests {
         let (sid, our) = established(&mut e, &mut out, 1000);
         let seg = from_peer(PEER_ISS + 1, our, ACK | PSH, 1000, NONE, &[7u8; 300]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
-        assert_eq!(e.row(sid).bufs.rx.len(), 300);
-        assert_eq!(e.row(sid).rx.rcv_nxt.0, PEER_ISS + 301);
+        assert_eq!(e.row(sid).recv_ring().len(), 300);
+        assert_eq!(e.row(sid).stats().rcv_nxt, PEER_ISS + 301);
     }
 
     #[test]
@@ -137,12 +137,12 @@ mod tests {
         let mut e = engine_with(TcpConfig { rx_buffer: 1024, ..TcpConfig::default() });
         let mut out = Recorder::new();
         let (sid, our) = established(&mut e, &mut out, 1000);
-        let offered = e.row(sid).rx.rcv_adv.0.wrapping_sub(PEER_ISS + 1);
+        let offered = e.row(sid).rcv_adv().0.wrapping_sub(PEER_ISS + 1);
         assert_eq!(offered, 1024);
         let seg = from_peer(PEER_ISS + 1, our, ACK, 1000, NONE, &[1u8; 1400]);
         assert_eq!(e.on_segment(&mut out, PEER, LOCAL, &seg), Ok(()));
-        assert_eq!(e.row(sid).bufs.rx.len(), 1024, "only what the window offered");
-        assert_eq!(e.row(sid).rx.rcv_nxt.0, PEER_ISS + 1 + 1024);
+        assert_eq!(e.row(sid).recv_ring().len(), 1024, "only what the window offered");
+        assert_eq!(e.row(sid).stats().rcv_nxt, PEER_ISS + 1 + 1024);
         assert_eq!(out.counters.get(Counter::tcp_rx_trimmed), 1);
     }
 
@@ -194,7 +194,7 @@ mod tests {
         }
         flush(&mut e, &mut out);
         assert!(out.failures >= 1, "the sends were tried");
-        assert_eq!(e.row(sid).bufs.rx.len(), 200, "all data delivered in order");
-        assert_eq!(e.row(sid).state.state, TcpState::CloseWait, "the FIN was processed");
+        assert_eq!(e.row(sid).recv_ring().len(), 200, "all data delivered in order");
+        assert_eq!(e.row(sid).state(), TcpState::CloseWait, "the FIN was processed");
     }
 }

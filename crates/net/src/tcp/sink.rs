@@ -21,33 +21,12 @@ use wire::ipv4::protocol;
 
 /// The clock and the counters: all a connection's input needs of the stack. Input decides
 /// and never sends, and taking a `Meter` rather than a [`SegmentSink`] keeps it so; the view's
-/// unit tests give it a bare [`Tally`].
+/// unit tests give it a `Capture` of their own (`tcb::unit`).
 pub(crate) trait Meter {
     /// The current time.
     fn now(&self) -> Instant;
     /// The stack's counters.
     fn counters(&mut self) -> &mut Counters;
-}
-
-/// A clock and counters of their own, with nothing to send through (the view's unit tests).
-#[cfg(test)]
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    /// The current time.
-    pub now: Instant,
-    /// What was counted.
-    pub counters: Counters,
-}
-
-#[cfg(test)]
-impl Meter for Tally {
-    fn now(&self) -> Instant {
-        self.now
-    }
-
-    fn counters(&mut self) -> &mut Counters {
-        &mut self.counters
-    }
 }
 
 /// The IP layer below the TCP engine, as the engine sees it: the clock and counters, and

@@ -49,11 +49,11 @@ pub fn established(e: &mut TcpEngine, out: &mut Recorder, peer_window: u16) -> (
     // The window of a SYN is never scaled (RFC 7323 2.2): the scaled one follows in an ACK.
     let syn_ack = from_peer(PEER_ISS, iss.wrapping_add(1), SYN | ACK, 65535, options, &[]);
     assert_eq!(e.on_segment(out, PEER, LOCAL, &syn_ack), Ok(()));
-    assert_eq!(e.row(sid).state.state, TcpState::Established);
+    assert_eq!(e.row(sid).state(), TcpState::Established);
     flush(e, out);
     let update = from_peer(PEER_ISS + 1, iss.wrapping_add(1), ACK, peer_window, TcpOptions::default(), &[]);
     assert_eq!(e.on_segment(out, PEER, LOCAL, &update), Ok(()));
-    assert_eq!(e.row(sid).tx.snd_wnd, u32::from(peer_window) << 7);
+    assert_eq!(e.row(sid).stats().snd_wnd, u32::from(peer_window) << 7);
     (sid, iss.wrapping_add(1))
 }
 

@@ -95,19 +95,16 @@ impl TcbMut<'_> {
 
 #[cfg(test)]
 mod tests {
-    //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    //! The view alone (see `unit`).
     use super::super::super::{TcpConfig, TcpState};
-    use super::super::{SessionId, TcbMut};
+    use super::super::unit::World;
     use super::Shutdown;
 
     fn shutdown_in(state: TcpState) -> (Shutdown, TcpState, bool) {
-        let cfg = TcpConfig::default();
-        let mut s = StateEntry { state, in_use: true, ..StateEntry::default() };
-        let mut tx = TxSar::new(1, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
-        let (mut rx, mut b) = (RxSar::default(), Buffers::default());
-        let what = TcbMut::new(SessionId(3), &mut s, &mut tx, &mut rx, &mut b).shutdown();
-        (what, s.state, tx.fin_queued)
+        let mut w = World::new(TcpConfig::default());
+        (w.state.state, w.state.in_use) = (state, true);
+        let what = w.tcb().shutdown();
+        (what, w.state.state, w.tx.fin_queued)
     }
 
     #[test]

@@ -8,9 +8,9 @@
 //! stop at the configured maxima, so memory per session stays bounded.
 
 use super::super::clock::ts_clock;
-use super::super::conn::RxSar;
 use super::super::memory::{MemAccount, MemLevel};
 use super::super::TcpConfig;
+use super::tables::RxSar;
 use super::TcbMut;
 use link::Instant;
 use std::time::Duration;
@@ -132,91 +132,79 @@ fn time_window(rx: &mut RxSar, now: Instant) {
 
 #[cfg(test)]
 mod tests {
-    //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    //! The view alone (see `unit`).
     use super::super::super::memory::MemAccount;
-    use super::super::super::ringbuf::RingBuf;
     use super::super::super::TcpConfig;
-    use super::super::TcbMut;
+    use super::super::unit::World;
     use link::Instant;
     use std::time::Duration;
 
-    /// One connection's rows: 64 KiB rings with storage, a window of `wnd` bytes each way.
-    struct Rows {
-        state: StateEntry,
-        tx: TxSar,
-        rx: RxSar,
-        bufs: Buffers,
-    }
-
-    impl Rows {
-        fn new(cfg: &TcpConfig, wnd: u32) -> Self {
-            let mut tx = TxSar::new(1000, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
-            tx.snd_wnd = wnd;
-            tx.cc.cwnd = wnd;
-            let mut bufs = Buffers::new(64 << 10, 64 << 10);
-            bufs.tx.ring = RingBuf::new(64 << 10);
-            bufs.rx = RingBuf::new(64 << 10);
-            Rows { state: StateEntry::default(), tx, rx: RxSar::default(), bufs }
-        }
-
-        fn tcb(&mut self) -> TcbMut<'_> {
-            TcbMut::new(super::super::SessionId(0), &mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs)
-        }
-    }
-
-    fn cfg() -> TcpConfig {
-        TcpConfig { tx_buffer_max: 1 << 20, rx_buffer_max: 1 << 20, ..TcpConfig::default() }
+    /// 64 KiB rings with storage that may grow to 1 MiB, a window of `wnd` bytes each way.
+    fn world(wnd: u32) -> World {
+        let mut w = World::new(TcpConfig { tx_buffer_max: 1 << 20, rx_buffer_max: 1 << 20, ..TcpConfig::default() });
+        w.tx.snd_wnd = wnd;
+        w.tx.cc.cwnd = wnd;
+        w
     }
 
     fn at_ms(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
     }
 
+    fn sample(w: &mut World, ecr: u32, ms: u64) {
+        let (mut tcb, ctx, _) = w.view();
+        tcb.sample_rcv_rtt(ctx.cfg, ecr, at_ms(ms));
+    }
+
+    fn tune_tx(w: &mut World) -> bool {
+        let (mut tcb, ctx, _) = w.view();
+        tcb.autotune_tx(ctx.cfg, ctx.mem)
+    }
+
+    fn tune_rx(w: &mut World, ms: u64) -> bool {
+        let (mut tcb, ctx, _) = w.view();
+        tcb.autotune_rx(ctx.cfg, ctx.mem, at_ms(ms))
+    }
+
     #[test]
     fn the_receivers_rtt_is_the_echoed_timestamps_age_smoothed_by_an_eighth() {
-        let cfg = cfg();
-        let mut rows = Rows::new(&cfg, 1 << 20);
-        rows.tcb().sample_rcv_rtt(&cfg, 100, at_ms(108));
-        assert_eq!(rows.rx.rcv_rtt, Some(Duration::from_millis(8)));
-        rows.tcb().sample_rcv_rtt(&cfg, 200, at_ms(216));
-        assert_eq!(rows.rx.rcv_rtt, Some(Duration::from_millis(9)), "(8 * 7 + 16) / 8");
-        rows.tcb().sample_rcv_rtt(&cfg, 0, at_ms(300));
-        assert_eq!(rows.rx.rcv_rtt, Some(Duration::from_millis(9)), "a zero echo is no sample");
+        let mut w = world(1 << 20);
+        sample(&mut w, 100, 108);
+        assert_eq!(w.rx.rcv_rtt, Some(Duration::from_millis(8)));
+        sample(&mut w, 200, 216);
+        assert_eq!(w.rx.rcv_rtt, Some(Duration::from_millis(9)), "(8 * 7 + 16) / 8");
+        sample(&mut w, 0, 300);
+        assert_eq!(w.rx.rcv_rtt, Some(Duration::from_millis(9)), "a zero echo is no sample");
     }
 
     #[test]
     fn a_full_send_buffer_grows_to_twice_the_usable_window_and_is_charged() {
-        let cfg = cfg();
-        let mut mem = MemAccount::new(usize::MAX / 2, usize::MAX / 2);
-        let mut rows = Rows::new(&cfg, 100_000);
-        assert!(!rows.tcb().autotune_tx(&cfg, &mut mem), "the application leaves the buffer empty");
-        assert_eq!(rows.bufs.tx.capacity(), 64 << 10);
-        rows.bufs.tx.enqueue(&[7u8; 60 << 10]);
-        assert!(rows.tcb().autotune_tx(&cfg, &mut mem));
-        assert_eq!(rows.bufs.tx.capacity(), 256 << 10, "2 * 100,000 rounded up to a power of two");
-        assert_eq!(mem.used, (256 << 10) - (64 << 10), "the growth is charged to the budget");
-        let mut rows = Rows::new(&cfg, 20_000);
-        rows.bufs.tx.enqueue(&[7u8; 60 << 10]);
-        assert!(!rows.tcb().autotune_tx(&cfg, &mut mem), "twice a 20 kB window fits the buffer");
+        let mut w = world(100_000);
+        assert!(!tune_tx(&mut w), "the application leaves the buffer empty");
+        assert_eq!(w.bufs.tx.capacity(), 64 << 10);
+        w.queue(&[7u8; 60 << 10]);
+        assert!(tune_tx(&mut w));
+        assert_eq!(w.bufs.tx.capacity(), 256 << 10, "2 * 100,000 rounded up to a power of two");
+        assert_eq!(w.mem.used, (256 << 10) - (64 << 10), "the growth is charged to the budget");
+        let mut w = world(20_000);
+        w.queue(&[7u8; 60 << 10]);
+        assert!(!tune_tx(&mut w), "twice a 20 kB window fits the buffer");
     }
 
     #[test]
     fn the_receive_buffer_grows_once_a_round_trip_delivered_more_than_half_of_it() {
-        let cfg = cfg();
-        let mut mem = MemAccount::new(usize::MAX / 2, usize::MAX / 2);
-        let mut rows = Rows::new(&cfg, 1 << 20);
-        assert!(!rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(0)), "no RTT estimate yet");
-        rows.rx.rcv_rtt = Some(Duration::from_millis(10));
-        rows.rx.rcv_adv = rows.rx.rcv_nxt + (64 << 10);
-        assert!(!rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(0)), "the first call starts the round");
-        rows.rx.rcv_nxt += 50_000;
-        assert!(!rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(5)), "half a round trip is too soon");
-        assert!(rows.tcb().autotune_rx(&cfg, &mut mem, at_ms(10)));
-        assert_eq!(rows.bufs.rx.capacity(), 128 << 10, "at most a doubling per round trip");
-        assert!(rows.rx.ack_now, "the wider window is announced at once");
-        let mut pressed = MemAccount::new(0, usize::MAX / 2);
-        rows.rx.rcv_nxt += 200_000;
-        assert!(!rows.tcb().autotune_rx(&cfg, &mut pressed, at_ms(30)), "no growth under memory pressure");
+        let mut w = world(1 << 20);
+        assert!(!tune_rx(&mut w, 0), "no RTT estimate yet");
+        w.rx.rcv_rtt = Some(Duration::from_millis(10));
+        w.rx.rcv_adv = w.rx.rcv_nxt + (64 << 10);
+        assert!(!tune_rx(&mut w, 0), "the first call starts the round");
+        w.rx.rcv_nxt += 50_000;
+        assert!(!tune_rx(&mut w, 5), "half a round trip is too soon");
+        assert!(tune_rx(&mut w, 10));
+        assert_eq!(w.bufs.rx.capacity(), 128 << 10, "at most a doubling per round trip");
+        assert!(w.rx.ack_now, "the wider window is announced at once");
+        w.mem = MemAccount::new(0, usize::MAX / 2);
+        w.rx.rcv_nxt += 200_000;
+        assert!(!tune_rx(&mut w, 30), "no growth under memory pressure");
     }
 }

@@ -1,9 +1,9 @@
 //! Opening a connection: what the peer's SYN (or the ACK returning a SYN cookie) sets in the
 //! send and receive sequence variables, and the options both sides agree on.
 
-use super::super::conn::{RxSar, TxSar};
 use super::super::seq::Seq;
 use super::super::syncookie::CookieState;
+use super::tables::{RxSar, TxSar};
 use super::{Ctx, TcbMut};
 use wire::TcpRepr;
 

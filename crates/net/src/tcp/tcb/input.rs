@@ -658,122 +658,16 @@ impl TcbMut<'_> {
 
 #[cfg(test)]
 mod tests {
-    //! The view's input alone: rows and engine parts of its own, a bare clock and counters
-    //! ([`Tally`]), no engine, no sink, no link. A segment in, the decision out.
-    use super::super::super::bypass::RxBypass;
-    use super::super::super::challenge::ChallengeLimit;
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
-    use super::super::super::dirty::DirtyQueue;
-    use super::super::super::memory::MemAccount;
+    //! The view's input alone (see `unit`): a segment in, the decision out.
     use super::super::super::ringbuf::RingBuf;
     use super::super::super::seq::{Seq, SeqRange};
-    use super::super::super::sink::Tally;
-    use super::super::super::storage::StoragePool;
-    use super::super::super::timer::{TimerKind, Timers};
-    use super::super::super::{TcpConfig, TcpError, TcpState};
-    use super::super::{Ctx, SessionId, TcbMut};
-    use super::{After, End, Verdict};
+    use super::super::super::timer::TimerKind;
+    use super::super::super::{TcpError, TcpState};
+    use super::super::unit::{seg, World, ISS, PEER_ISS, WINDOW};
+    use super::{After, End};
     use crate::counters::Counter;
     use wire::tcp::flags::{ACK, FIN, RST, SYN};
-    use wire::{TcpOptions, TcpRepr};
-
-    /// Our ISS and the peer's.
-    const ISS: u32 = 1000;
-    const PEER_ISS: u32 = 5000;
-    const WINDOW: u32 = 64 << 10;
-
-    /// One connection's rows and the engine parts its context borrows.
-    struct World {
-        cfg: TcpConfig,
-        state: StateEntry,
-        tx: TxSar,
-        rx: RxSar,
-        bufs: Buffers,
-        timers: Timers,
-        dirty: DirtyQueue,
-        challenge: ChallengeLimit,
-        bypass: RxBypass,
-        sack_before: Vec<SeqRange>,
-        mem: MemAccount,
-        tx_storage: StoragePool,
-        rx_storage: StoragePool,
-        io: Tally,
-    }
-
-    impl World {
-        /// An ESTABLISHED connection: both SYNs acknowledged, nothing in flight, a 64 KiB
-        /// window each way, no options.
-        fn established() -> World {
-            let cfg = TcpConfig::default();
-            let mut tx = TxSar::new(ISS, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
-            tx.snd_una = Seq(ISS + 1);
-            tx.snd_nxt = Seq(ISS + 1);
-            tx.snd_max = Seq(ISS + 1);
-            tx.snd_wnd = WINDOW;
-            tx.max_snd_wnd = WINDOW;
-            let rx = RxSar {
-                irs: Seq(PEER_ISS),
-                rcv_nxt: Seq(PEER_ISS + 1),
-                rcv_adv: Seq(PEER_ISS + 1) + WINDOW,
-                last_ack_sent: Seq(PEER_ISS + 1),
-                ..RxSar::default()
-            };
-            let mut bufs = Buffers::new(WINDOW as usize, WINDOW as usize);
-            bufs.rx = RingBuf::new(WINDOW as usize);
-            World {
-                state: StateEntry { state: TcpState::Established, in_use: true, ..StateEntry::default() },
-                tx,
-                rx,
-                bufs,
-                timers: Timers::new(1),
-                dirty: DirtyQueue::new(1),
-                challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
-                bypass: RxBypass::default(),
-                sack_before: Vec::new(),
-                mem: MemAccount::new(usize::MAX / 2, usize::MAX / 2),
-                tx_storage: StoragePool::new(cfg.tx_buffer),
-                rx_storage: StoragePool::new(cfg.rx_buffer),
-                io: Tally::default(),
-                cfg,
-            }
-        }
-
-        /// The connection takes one segment: the verdict and what the engine is to do.
-        fn input(&mut self, repr: &TcpRepr, payload: &[u8]) -> (Verdict, After) {
-            let mut ctx = Ctx {
-                cfg: &self.cfg,
-                local_mss: 1460,
-                timers: &mut self.timers,
-                dirty: &mut self.dirty,
-                challenge: &mut self.challenge,
-                bypass: &mut self.bypass,
-                sack_before: &mut self.sack_before,
-                mem: &mut self.mem,
-                tx_storage: &mut self.tx_storage,
-                rx_storage: &mut self.rx_storage,
-            };
-            let mut tcb = TcbMut::new(SessionId(0), &mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs);
-            tcb.input(&mut ctx, &mut self.io, repr, payload)
-        }
-
-        fn count(&self, c: Counter) -> u64 {
-            self.io.counters.get(c)
-        }
-    }
-
-    /// A segment from the peer.
-    fn seg(seq: u32, ack: u32, flags: u8) -> TcpRepr {
-        TcpRepr {
-            src_port: 5000,
-            dst_port: 80,
-            seq,
-            ack,
-            flags,
-            window: 1000,
-            urgent: 0,
-            options: TcpOptions::default(),
-        }
-    }
+    use wire::TcpRepr;
 
     #[test]
     fn in_order_data_is_taken_and_its_ack_delayed_the_second_segment_acks_at_once() {

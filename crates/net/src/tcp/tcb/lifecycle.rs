@@ -2,9 +2,9 @@
 //! The engine keeps what is shared (the lookup table, the free list, listeners, timers'
 //! heap); the rows of the connection change here.
 
-use super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::super::lookup::FourTuple;
 use super::super::{TcpError, TcpState};
+use super::tables::{Buffers, RxSar, StateEntry, TxSar};
 use super::{Ctx, TcbMut};
 
 /// How an ended connection leaves (see [`TcbMut::end`]).
@@ -101,11 +101,11 @@ impl TcbMut<'_> {
 
 #[cfg(test)]
 mod tests {
-    //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    //! The view alone (see `unit`).
     use super::super::super::lookup::FourTuple;
     use super::super::super::{TcpConfig, TcpError, TcpState};
-    use super::super::{SessionId, TcbMut};
+    use super::super::tables::StateEntry;
+    use super::super::unit::World;
     use super::Ending;
     use std::net::{IpAddr, Ipv4Addr};
 
@@ -116,31 +116,32 @@ mod tests {
         local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
     };
 
-    fn rows(state: TcpState, listener: Option<u16>, released: bool) -> (StateEntry, TxSar, RxSar, Buffers) {
-        let cfg = TcpConfig::default();
-        let s = StateEntry { state, in_use: true, tuple: TUPLE, listener, released, ..StateEntry::default() };
-        (s, TxSar::new(1, 1460, cfg.cc, cfg.min_rto, cfg.max_rto), RxSar::default(), Buffers::default())
+    fn world(state: TcpState, listener: Option<u16>, released: bool) -> World {
+        let mut w = World::new(TcpConfig::default());
+        w.state = StateEntry { state, in_use: true, tuple: TUPLE, listener, released, ..StateEntry::default() };
+        w
     }
 
     #[test]
     fn a_connection_the_application_still_holds_ends_closed_with_its_first_error() {
-        let (mut s, mut tx, mut rx, mut b) = rows(TcpState::Established, None, false);
-        let mut tcb = TcbMut::new(SessionId(1), &mut s, &mut tx, &mut rx, &mut b);
+        let mut w = world(TcpState::Established, None, false);
+        let mut tcb = w.tcb();
         assert_eq!(tcb.end(Some(TcpError::Reset)), Ending::Closed(TUPLE));
         assert_eq!(tcb.end(Some(TcpError::TimedOut)), Ending::Closed(TUPLE));
+        let s = w.state;
         assert_eq!((s.state, s.error, s.in_use), (TcpState::Closed, Some(TcpError::Reset), true));
     }
 
     #[test]
     fn a_released_or_unaccepted_connection_is_freed_and_a_half_open_one_gives_its_slot_back() {
-        let (mut s, mut tx, mut rx, mut b) = rows(TcpState::SynReceived, Some(80), false);
-        let mut tcb = TcbMut::new(SessionId(1), &mut s, &mut tx, &mut rx, &mut b);
+        let mut w = world(TcpState::SynReceived, Some(80), false);
+        let mut tcb = w.tcb();
         assert_eq!(tcb.end(None), Ending::Free(Some(80)));
         assert_eq!(tcb.free(), Some((TUPLE, Some(80))), "SYN-RECEIVED: the listener's half-open count");
         assert_eq!(tcb.free(), None, "freed once");
-        assert_eq!((s.state, s.in_use), (TcpState::Closed, false));
-        let (mut s, mut tx, mut rx, mut b) = rows(TcpState::LastAck, None, true);
-        let mut tcb = TcbMut::new(SessionId(1), &mut s, &mut tx, &mut rx, &mut b);
+        assert_eq!((w.state.state, w.state.in_use), (TcpState::Closed, false));
+        let mut w = world(TcpState::LastAck, None, true);
+        let mut tcb = w.tcb();
         assert_eq!(tcb.end(None), Ending::Free(None));
         assert_eq!(tcb.free(), Some((TUPLE, None)));
     }

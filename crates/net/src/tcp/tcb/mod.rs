@@ -1,9 +1,10 @@
 //! One connection read as one: [`TcbMut`] borrows a session's rows of the per-connection
-//! tables (state, send and receive sequence variables, buffers), taken once per event by the
-//! engine (`TcpEngine::tcb`), so that per-connection logic is written as methods of one
-//! connection while the tables themselves stay structure-of-arrays (DESIGN.md's layout: one
-//! table per Limago module, preallocated, indexed by session id). [`TcbRef`] lends the same
-//! rows to read (`TcpEngine::row`).
+//! tables ([`tables`]: state, send and receive sequence variables, buffers), taken once per
+//! event by the engine (`TcpEngine::tcb`), so that per-connection logic is written as methods
+//! of one connection while the tables themselves stay structure-of-arrays (DESIGN.md's layout:
+//! one table per Limago module, preallocated, indexed by session id). [`TcbRef`] lends the same
+//! rows to read (`TcpEngine::row`); its accessors ([`read`]) are all the rest of the crate sees
+//! of them, for the rows' fields are private to this module.
 //!
 //! Every per-connection behaviour is here, one file per concern: [`input`], [`handshake`],
 //! [`output`], [`recovery`], [`tlp`], [`undo`], [`pmtu`], [`timers`], [`autotune`],
@@ -11,9 +12,11 @@
 //! [`Ctx`] (configuration, timers, dirty queue, challenge-ACK limit, RX-bypass handler,
 //! memory budget, storage pools); what only the engine can do (answer with a reset, move the
 //! session to a listener's accept queue or the TIME-WAIT queue, end or free it) is returned
-//! (`input::After`, `lifecycle::Ending`). Input (with recovery, TLP and undo) takes only a
-//! `Meter`, the clock and the counters, and never sends; output, timers and the handshake
-//! still emit through the `SegmentSink` they are given.
+//! (`input::After`, `lifecycle::Ending`). Decide, then emit: input (with recovery, TLP and
+//! undo) takes only a `Meter`, the clock and the counters; output, timers and the handshake
+//! yield each segment they decide as a [`transmit::Transmit`] to the [`transmit::Emit`] they
+//! are given, which the engine implements with its sink and the unit tests ([`unit`]) with a
+//! recorder. Nothing here calls the sink.
 
 pub(crate) mod app;
 pub(crate) mod autotune;
@@ -23,21 +26,26 @@ pub(crate) mod input;
 pub(crate) mod lifecycle;
 pub(crate) mod output;
 pub(crate) mod pmtu;
+pub(crate) mod read;
 pub(crate) mod recovery;
+pub(crate) mod tables;
 pub(crate) mod timers;
 pub(crate) mod tlp;
+pub(crate) mod transmit;
 pub(crate) mod undo;
+#[cfg(test)]
+pub(crate) mod unit;
 pub(crate) mod window;
 
 use super::bypass::RxBypass;
 use super::challenge::ChallengeLimit;
-use super::conn::{Buffers, RxSar, StateEntry, TxSar};
 use super::dirty::DirtyQueue;
 use super::memory::MemAccount;
 use super::seq::SeqRange;
 use super::storage::StoragePool;
 use super::timer::Timers;
 use super::TcpConfig;
+use tables::{Buffers, RxSar, StateEntry, TxSar};
 
 /// A session's index into the per-connection tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,16 +122,20 @@ impl<'a> TcbMut<'a> {
     }
 }
 
-/// One connection's rows to read (the application's queries, tests): shared borrows, taken
-/// with `TcpEngine::row`.
+/// One connection's rows to read (the application's queries, the engine's checks, tests):
+/// shared borrows, taken with `TcpEngine::row`. Its methods are in [`read`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TcbRef<'a> {
-    /// The state-table entry.
-    pub state: &'a StateEntry,
-    /// Send sequence variables.
-    pub tx: &'a TxSar,
-    /// Receive sequence variables.
-    pub rx: &'a RxSar,
-    /// Buffers.
-    pub bufs: &'a Buffers,
+    state: &'a StateEntry,
+    tx: &'a TxSar,
+    rx: &'a RxSar,
+    bufs: &'a Buffers,
+}
+
+impl<'a> TcbRef<'a> {
+    /// A view to read one session's rows.
+    #[inline(always)]
+    pub(crate) fn new(state: &'a StateEntry, tx: &'a TxSar, rx: &'a RxSar, bufs: &'a Buffers) -> Self {
+        TcbRef { state, tx, rx, bufs }
+    }
 }

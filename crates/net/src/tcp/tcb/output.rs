@@ -1,12 +1,13 @@
 //! One connection's output: what it sends now (SYN, SYN-ACK, data within the congestion and
-//! receive windows, retransmissions in loss recovery, FIN, window probes, ACKs), built in
-//! place in the link's batch.
+//! receive windows, retransmissions in loss recovery, FIN, window probes, ACKs). It decides
+//! each segment and yields it as a [`Transmit`] to the [`Emit`] the engine gives; the engine
+//! writes it in place in the link's batch.
 
 use super::super::clock::ts_clock;
 use super::super::seq::{dist, gt, le, lt, max, Seq, SeqRange};
-use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
 use super::super::TcpState;
+use super::transmit::{Emit, Transmit};
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
@@ -24,7 +25,7 @@ struct Seg {
 
 impl TcbMut<'_> {
     /// Send whatever the connection may send now.
-    pub(crate) fn output<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+    pub(crate) fn output<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) {
         let s = *self.state;
         if !s.in_use {
             return;
@@ -78,7 +79,7 @@ impl TcbMut<'_> {
     }
 
     /// Send the due tail loss probe (see `tlp`). Returns true if it went out.
-    fn send_loss_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn send_loss_probe<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let Some((seq, len, retransmission)) = self.probe_segment(data_end) else {
             self.tx.tlp_due = false;
@@ -98,7 +99,7 @@ impl TcbMut<'_> {
         true
     }
 
-    fn output_handshake<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) {
+    fn output_handshake<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) {
         let st = self.state.state;
         let tx = &*self.tx;
         if tx.snd_nxt != tx.iss {
@@ -151,7 +152,7 @@ impl TcbMut<'_> {
         tx.sws_hold
     }
 
-    fn output_new_data<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_new_data<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let mut sent_any = false;
         self.tx.sws_hold = false;
@@ -245,7 +246,7 @@ impl TcbMut<'_> {
     }
 
     /// Retransmit the first unacknowledged segment (fast retransmit, NewReno partial ACK).
-    fn retransmit_front<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) -> bool {
+    fn retransmit_front<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E) -> bool {
         let now = out.now();
         let data_end = self.data_end();
         let tx = &mut *self.tx;
@@ -276,7 +277,7 @@ impl TcbMut<'_> {
     }
 
     /// Loss recovery with SACK: retransmit what RACK marked lost while PRR's window has room.
-    fn output_sack_recovery<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_sack_recovery<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let mut sent_any = false;
         loop {
             let tx = &*self.tx;
@@ -311,7 +312,7 @@ impl TcbMut<'_> {
 
     /// Zero-window probing: when the peer's window is closed and data waits, arm the persist
     /// timer; when it fires, send one byte beyond the window.
-    fn output_probe<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> bool {
+    fn output_probe<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> bool {
         let data_end = self.data_end();
         let tx = &*self.tx;
         let waiting = lt(tx.snd_nxt, data_end) || (tx.fin_queued && tx.fin_seq.is_none());
@@ -367,7 +368,7 @@ impl TcbMut<'_> {
     }
 
     /// Send a segment without data (ACK, keep-alive) with sequence number `seq`.
-    pub(crate) fn send_control<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seq: Seq, flags: u8) -> bool {
+    pub(crate) fn send_control<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, seq: Seq, flags: u8) -> bool {
         let now = out.now();
         self.emit(ctx, out, Seg { seq, flags, data_off: 0, len: 0 }, now)
     }
@@ -444,18 +445,19 @@ impl TcbMut<'_> {
         field as u16
     }
 
-    /// Build and emit one segment. Returns false if the link is full.
-    fn emit<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, seg: Seg, now: Instant) -> bool {
+    /// Decide one segment's header (options, window, acknowledgment) and yield it; after it
+    /// went, what an ACK settles. Returns false if the link is full.
+    fn emit<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, seg: Seg, now: Instant) -> bool {
         let syn = seg.flags & SYN != 0;
         let mut options = self.options_for(ctx, seg.flags, now);
-        if 20 + options.emitted_len() + 20 + seg.len > out.mtu() {
+        if 20 + options.emitted_len() + 20 + seg.len > out.ip_mtu() {
             // SACK blocks do not fit beside a full-sized data segment: leave them out.
             options.sack_blocks = [None; 4];
         }
         let window = self.advertise(ctx, syn);
-        let tuple = self.state.tuple;
         let rx = &*self.rx;
         let ack = if seg.flags & ACK != 0 { rx.rcv_nxt.0 } else { 0 };
+        let tuple = &self.state.tuple;
         let repr = TcpRepr {
             src_port: tuple.local_port,
             dst_port: tuple.remote_port,
@@ -466,15 +468,9 @@ impl TcbMut<'_> {
             urgent: 0,
             options,
         };
-        let queue = &self.bufs.tx;
-        let hl = repr.header_len();
-        let sent = out.send_segment(&tuple, hl + seg.len, |buf, src, dst| {
-            // One pass over the payload: copied into the frame and summed for the checksum, so
-            // the frame (in the link's memory, which the peer reads next) is never read back.
-            let (copied, sum) = queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + seg.len]);
-            debug_assert_eq!(copied, seg.len);
-            let _ = repr.emit_summed(buf, src, dst, seg.len, sum);
-        });
+        let t = Transmit { tuple, repr, queue: &self.bufs.tx, data_off: seg.data_off, len: seg.len };
+        let sent = out.emit(&t);
+        let first_block = t.repr.options.sack_blocks[0];
         if sent {
             out.counters().bump(Counter::tcp_tx_segments);
             if seg.len > 0 {
@@ -482,7 +478,7 @@ impl TcbMut<'_> {
             }
             if seg.flags & ACK != 0 {
                 let rx = &mut *self.rx;
-                if rx.dsack.is_some() && repr.options.sack_blocks[0] == rx.dsack.map(SeqRange::block) {
+                if rx.dsack.is_some() && first_block == rx.dsack.map(SeqRange::block) {
                     rx.dsack = None;
                     rx.dsacks_sent += 1;
                     out.counters().bump(Counter::tcp_dsacks_sent);
@@ -501,7 +497,7 @@ impl TcbMut<'_> {
     }
 
     /// Send a reset on an existing connection (abort).
-    pub(crate) fn send_abort_reset<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S) {
+    pub(crate) fn send_abort_reset<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E) {
         let st = *self.state;
         if !st.state.is_synchronized() && st.state != TcpState::SynReceived {
             return;
@@ -510,5 +506,218 @@ impl TcbMut<'_> {
         if self.send_control(ctx, out, seq, RST | ACK) {
             out.counters().bump(Counter::tcp_resets_sent);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The view's output alone (see `unit`): rows in, the segments it yields out, no engine,
+    //! no sink, no link.
+    use super::super::super::seq::Seq;
+    use super::super::super::timer::TimerKind;
+    use super::super::super::{TcpConfig, TcpError, TcpState};
+    use super::super::unit::{seg, World, ISS, MSS, PEER_ISS};
+    use crate::counters::Counter;
+    use std::time::Duration;
+    use wire::tcp::flags::{ACK, FIN, PSH, RST, SYN};
+    use wire::TcpRepr;
+
+    const M: usize = MSS as usize;
+
+    /// `n` bytes that tell their offsets apart.
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i % 251) as u8).collect()
+    }
+
+    /// Sequence number of our byte at offset `off` from the first data byte.
+    fn at(off: usize) -> u32 {
+        ISS + 1 + off as u32
+    }
+
+    /// (seq, flags, payload length) of each segment.
+    fn shape(segs: &[(TcpRepr, Vec<u8>)]) -> Vec<(u32, u8, usize)> {
+        segs.iter().map(|(h, p)| (h.seq, h.flags, p.len())).collect()
+    }
+
+    #[test]
+    fn a_syn_carries_our_options_and_starts_the_retransmission_timer() {
+        let mut w = World::new(TcpConfig::default());
+        (w.state.state, w.state.in_use) = (TcpState::SynSent, true);
+        let segs = w.output();
+        assert_eq!(shape(&segs), [(ISS, SYN, 0)]);
+        let o = segs[0].0.options;
+        assert_eq!((o.mss, o.window_scale, o.sack_permitted), (Some(MSS), Some(9), true));
+        assert_eq!((w.tx.snd_nxt, w.tx.snd_max), (Seq(ISS + 1), Seq(ISS + 1)));
+        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_some());
+        assert!(w.output().is_empty(), "one SYN until the timer fires");
+    }
+
+    #[test]
+    fn new_data_goes_in_mss_segments_up_to_the_initial_window() {
+        let mut w = World::established();
+        let bytes = data(20 * M);
+        w.queue(&bytes);
+        let segs = w.output();
+        assert_eq!(segs.len(), 10, "IW = 10 segments (RFC 6928)");
+        for (i, (h, p)) in segs.iter().enumerate() {
+            assert_eq!((h.seq, h.ack, h.flags, p.len()), (at(i * M), PEER_ISS + 1, ACK, M));
+            assert!(p[..] == bytes[i * M..(i + 1) * M], "segment {i}'s payload");
+        }
+        assert_eq!((w.tx.snd_nxt, w.tx.snd_max), (Seq(at(10 * M)), Seq(at(10 * M))));
+        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_some(), "the retransmission timer runs");
+        assert_eq!(w.count(Counter::tcp_tx_segments), 10);
+        assert!(w.output().is_empty(), "the congestion window is full");
+    }
+
+    #[test]
+    fn nagle_holds_a_short_tail_while_data_is_in_flight() {
+        let mut w = World::established_with(TcpConfig { nagle: true, ..TcpConfig::default() });
+        w.queue(&data(M + 100));
+        assert_eq!(shape(&w.output()), [(at(0), ACK, M)], "the 100-byte tail waits for the ACK");
+        let mut w = World::established();
+        w.queue(&data(M + 100));
+        assert_eq!(shape(&w.output()), [(at(0), ACK, M), (at(M), ACK | PSH, 100)], "without Nagle it goes");
+    }
+
+    #[test]
+    fn a_window_cut_short_segment_waits_on_the_silly_window_override_timer() {
+        let mut w = World::established();
+        w.tx.snd_wnd = 1000;
+        w.queue(&data(M));
+        assert!(w.output().is_empty(), "1,000 bytes: under the MSS, cut by the window, under half the largest");
+        assert!(w.tx.sws_hold);
+        w.until(TimerKind::Persist);
+        let (end, segs) = w.fire(TimerKind::Persist);
+        assert_eq!((end, segs.len()), (None, 0), "the timer only marks the connection");
+        assert_eq!(shape(&w.output()), [(at(0), ACK, 1000)], "the override lets the short segment go");
+    }
+
+    #[test]
+    fn a_closed_window_is_probed_with_one_byte_when_the_persist_timer_fires() {
+        let mut w = World::established();
+        w.tx.snd_wnd = 0;
+        w.queue(&data(100));
+        assert!(w.output().is_empty());
+        w.until(TimerKind::Persist);
+        let (end, segs) = w.fire(TimerKind::Persist);
+        assert_eq!((end, segs.len()), (None, 0));
+        let segs = w.output();
+        assert_eq!(shape(&segs), [(at(0), ACK, 1)]);
+        assert_eq!(segs[0].1, [0], "the first unacknowledged byte");
+        assert_eq!(w.tx.snd_nxt, Seq(at(0)), "the probe byte does not advance SND.NXT");
+        assert_eq!(w.count(Counter::tcp_window_probes), 1);
+        assert!(w.timers.deadline(0, TimerKind::Persist).is_some(), "the next probe");
+        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_none(), "persist replaces the RTO");
+    }
+
+    #[test]
+    fn after_a_retransmission_timeout_the_front_goes_again_in_a_window_of_one_segment() {
+        let mut w = World::established();
+        let bytes = data(3 * M);
+        w.queue(&bytes);
+        assert_eq!(w.output().len(), 3);
+        w.until(TimerKind::Retransmit);
+        let (end, segs) = w.fire(TimerKind::Retransmit);
+        assert_eq!((end, segs.len()), (None, 0));
+        assert_eq!(w.count(Counter::tcp_rto_fired), 1);
+        let segs = w.output();
+        assert_eq!(shape(&segs), [(at(0), ACK, M)], "cwnd is one segment after a timeout (RFC 5681 3.1)");
+        assert!(segs[0].1[..] == bytes[..M]);
+        assert_eq!((w.tx.retransmits, w.tx.snd_nxt), (1, Seq(at(M))));
+    }
+
+    #[test]
+    fn a_fast_retransmit_resends_the_front_alone() {
+        let mut w = World::established();
+        w.queue(&data(3 * M));
+        assert_eq!(w.output().len(), 3);
+        w.tx.retx_front = true;
+        assert_eq!(shape(&w.output()), [(at(0), ACK, M)]);
+        assert_eq!((w.tx.retx_front, w.tx.retransmits, w.count(Counter::tcp_retransmits)), (false, 1, 1));
+    }
+
+    #[test]
+    fn a_fin_rides_on_the_last_data_segment_and_takes_a_sequence_number() {
+        let mut w = World::established();
+        w.queue(&data(100));
+        w.tx.fin_queued = true;
+        assert_eq!(shape(&w.output()), [(at(0), ACK | PSH | FIN, 100)]);
+        assert_eq!((w.tx.fin_seq, w.tx.snd_nxt), (Some(Seq(at(100))), Seq(at(101))));
+        assert!(w.output().is_empty(), "the FIN goes once");
+    }
+
+    #[test]
+    fn a_loss_probe_with_no_new_data_resends_the_last_segment() {
+        let mut w = World::established();
+        w.rx.sack_ok = true;
+        w.tx.rtt.sample(Duration::from_millis(1));
+        w.queue(&data(2 * M));
+        assert_eq!(w.output().len(), 2);
+        assert!(w.tx.tlp_armed, "an RTT and SACK: the timer runs as a probe timeout");
+        w.until(TimerKind::Retransmit);
+        let (end, segs) = w.fire(TimerKind::Retransmit);
+        assert_eq!((end, segs.len()), (None, 0));
+        assert_eq!(shape(&w.output()), [(at(M), ACK | PSH, M)]);
+        assert_eq!((w.tx.tlp_probes, w.tx.tlp_high), (1, Some(Seq(at(2 * M)))));
+        assert_eq!((w.count(Counter::tcp_tlp_probes), w.count(Counter::tcp_retransmits)), (1, 1));
+    }
+
+    #[test]
+    fn sack_recovery_resends_the_holes_in_order_and_nothing_the_peer_holds() {
+        let mut w = World::established();
+        w.rx.sack_ok = true;
+        w.tx.snd_wnd = 60_000;
+        let bytes = data(10 * M);
+        w.queue(&bytes[..3 * M]);
+        assert_eq!(w.output().len(), 3);
+        w.advance(Duration::from_millis(1));
+        w.queue(&bytes[3 * M..]);
+        assert_eq!(w.output().len(), 7);
+        w.advance(Duration::from_millis(10));
+        // The peer holds the last seven segments: the first three are holes.
+        let mut ack = TcpRepr { window: 60_000, ..seg(PEER_ISS + 1, at(0), ACK) };
+        ack.options.sack_blocks[0] = Some((at(3 * M), at(10 * M)));
+        let (v, _) = w.input(&ack, &[]);
+        assert_eq!(v, Ok(()));
+        assert!(w.tx.recover.is_some(), "RACK found the holes lost");
+        let segs = w.output();
+        assert_eq!(shape(&segs), [(at(0), ACK, M), (at(M), ACK, M), (at(2 * M), ACK, M)]);
+        for (i, (_, p)) in segs.iter().enumerate() {
+            assert!(p[..] == bytes[i * M..(i + 1) * M], "hole {i}'s payload");
+        }
+        assert_eq!(w.count(Counter::tcp_retransmits), 3);
+        assert!(w.output().is_empty(), "every hole went once");
+    }
+
+    #[test]
+    fn a_keep_alive_probe_carries_snd_nxt_minus_one_and_nine_unanswered_end_the_connection() {
+        let idle = Duration::from_secs(10);
+        let mut w = World::established_with(TcpConfig { keepalive: Some(idle), ..TcpConfig::default() });
+        for n in 1..=9 {
+            let (end, segs) = w.fire(TimerKind::Keepalive);
+            assert_eq!(end, None);
+            assert_eq!(shape(&segs), [(ISS, ACK, 0)], "probe {n}: SEG.SEQ = SND.NXT - 1 (RFC 9293 3.8.4)");
+            assert_eq!(segs[0].0.ack, PEER_ISS + 1);
+            assert_eq!(w.timers.deadline(0, TimerKind::Keepalive), Some(w.io.now + idle / 10));
+        }
+        let (end, segs) = w.fire(TimerKind::Keepalive);
+        assert_eq!((end, segs.len()), (Some(Some(TcpError::TimedOut)), 0));
+    }
+
+    #[test]
+    fn an_abort_sends_one_reset_at_snd_nxt_and_a_full_link_leaves_the_ack_for_the_next_flush() {
+        let mut w = World::established();
+        let (mut tcb, mut ctx, io) = w.view();
+        tcb.send_abort_reset(&mut ctx, io);
+        let segs = std::mem::take(&mut w.io.sent);
+        assert_eq!(shape(&segs), [(at(0), RST | ACK, 0)]);
+        assert_eq!(w.count(Counter::tcp_resets_sent), 1);
+        w.rx.ack_now = true;
+        w.io.room = 0;
+        assert!(w.output().is_empty());
+        assert_eq!((w.rx.ack_now, w.dirty.pop()), (true, Some(0)), "the ACK waits, the session stays dirty");
+        w.io.room = 1;
+        assert_eq!(shape(&w.output()), [(at(0), ACK, 0)]);
+        assert!(!w.rx.ack_now);
     }
 }

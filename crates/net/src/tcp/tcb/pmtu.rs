@@ -32,26 +32,20 @@ impl TcbMut<'_> {
 
 #[cfg(test)]
 mod tests {
-    //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    //! The view alone (see `unit`).
     use super::super::super::seq::Seq;
     use super::super::super::TcpConfig;
-    use super::super::{SessionId, TcbMut};
+    use super::super::unit::World;
 
     #[test]
     fn a_smaller_path_mtu_shrinks_the_mss_and_resends_from_snd_una_with_the_fin_again() {
-        let cfg = TcpConfig::default();
-        let (mut s, mut rx, mut b) = (StateEntry::default(), RxSar::default(), Buffers::default());
-        let mut tx = TxSar::new(1000, 1460, cfg.cc, cfg.min_rto, cfg.max_rto);
-        tx.snd_una = Seq(2000);
-        tx.snd_nxt = Seq(9000);
-        tx.snd_max = Seq(9001);
-        tx.fin_seq = Some(Seq(9000));
-        let mut tcb = TcbMut::new(SessionId(0), &mut s, &mut tx, &mut rx, &mut b);
-        assert!(!tcb.path_mtu_dropped(1500), "1,460 already fits");
-        assert!(tcb.path_mtu_dropped(1400));
+        let mut w = World::new(TcpConfig::default());
+        let tx = &mut w.tx;
+        (tx.snd_una, tx.snd_nxt, tx.snd_max, tx.fin_seq) = (Seq(2000), Seq(9000), Seq(9001), Some(Seq(9000)));
+        assert!(!w.tcb().path_mtu_dropped(1500), "1,460 already fits");
+        assert!(w.tcb().path_mtu_dropped(1400));
+        let tx = &w.tx;
         assert_eq!((tx.mss, tx.snd_nxt, tx.retx_high, tx.fin_seq), (1360, Seq(2000), Seq(2000), None));
-        let mut tcb = TcbMut::new(SessionId(0), &mut s, &mut tx, &mut rx, &mut b);
-        assert!(!tcb.path_mtu_dropped(1400), "the same MTU again changes nothing");
+        assert!(!w.tcb().path_mtu_dropped(1400), "the same MTU again changes nothing");
     }
 }

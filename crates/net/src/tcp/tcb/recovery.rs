@@ -6,11 +6,11 @@
 //! detection with the RFC 4015 response).
 
 use super::super::clock::ts_clock;
-use super::super::conn::TxSar;
 use super::super::seq::{gt, lt, Seq};
 use super::super::sink::Meter;
 use super::super::timer::TimerKind;
 use super::episode::{Prr, RtoUndo};
+use super::tables::TxSar;
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;

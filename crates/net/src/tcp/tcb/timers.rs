@@ -3,9 +3,9 @@
 //! so, and the engine ends it.
 
 use super::super::seq::le;
-use super::super::sink::SegmentSink;
 use super::super::timer::TimerKind;
 use super::super::TcpError;
+use super::transmit::Emit;
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;
@@ -13,10 +13,10 @@ use link::Instant;
 impl TcbMut<'_> {
     /// Timer `kind` of this connection fired at `now`. `Some(error)` if the connection ends
     /// (with `error` if abnormally): the engine finishes it.
-    pub(crate) fn on_timer<S: SegmentSink>(
+    pub(crate) fn on_timer<E: Emit>(
         &mut self,
         ctx: &mut Ctx,
-        out: &mut S,
+        out: &mut E,
         kind: TimerKind,
         now: Instant,
     ) -> Option<Option<TcpError>> {
@@ -38,7 +38,7 @@ impl TcbMut<'_> {
     }
 
     /// Retransmission timeout (RFC 6298 5.4–5.7, RFC 5681 3.1).
-    fn on_rto<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> Option<Option<TcpError>> {
+    fn on_rto<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> Option<Option<TcpError>> {
         if self.tx.tlp_armed {
             self.on_probe_timeout(ctx, now);
             return None;
@@ -90,7 +90,7 @@ impl TcbMut<'_> {
 
     /// Zero-window probe due: the output path sends one byte beyond the window, unless the
     /// window has been closed longer than `zero_window_limit` (then the connection is reset).
-    fn on_persist<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> Option<Option<TcpError>> {
+    fn on_persist<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> Option<Option<TcpError>> {
         let tx = &mut *self.tx;
         let held = tx.zero_window_since.map(|t| now - t);
         if let (Some(held), Some(limit)) = (held, ctx.cfg.zero_window_limit) {
@@ -106,7 +106,7 @@ impl TcbMut<'_> {
     }
 
     /// Keep-alive probe due (RFC 9293 3.8.4); nine unanswered end the connection.
-    fn on_keepalive<S: SegmentSink>(&mut self, ctx: &mut Ctx, out: &mut S, now: Instant) -> Option<Option<TcpError>> {
+    fn on_keepalive<E: Emit>(&mut self, ctx: &mut Ctx, out: &mut E, now: Instant) -> Option<Option<TcpError>> {
         let idle = ctx.cfg.keepalive?;
         let tx = &mut *self.tx;
         if !self.state.state.is_synchronized() {

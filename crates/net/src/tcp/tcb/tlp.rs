@@ -11,11 +11,11 @@
 //! set; when it fires the probe goes out and the timer becomes the RTO again.
 
 use super::super::config::TcpConfig;
-use super::super::conn::WORST_DELAYED_ACK_NANOS;
 use super::super::seq::{dist, ge, le, lt, Seq};
 use super::super::sink::Meter;
 use super::super::timer::TimerKind;
 use super::super::TcpState;
+use super::tables::WORST_DELAYED_ACK_NANOS;
 use super::{Ctx, TcbMut};
 use crate::counters::Counter;
 use link::Instant;

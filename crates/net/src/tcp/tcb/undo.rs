@@ -4,10 +4,10 @@
 //! before the recovery, and the connection's reordering threshold doubles so that the same
 //! reordering does not trigger recovery again.
 
-use super::super::conn::TxSar;
 use super::super::seq::SeqRange;
 use super::super::sink::Meter;
 use super::episode::UndoPoint;
+use super::tables::TxSar;
 use super::TcbMut;
 use crate::counters::Counter;
 use link::Instant;

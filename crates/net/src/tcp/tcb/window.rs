@@ -31,50 +31,49 @@ impl TcbMut<'_> {
 
 #[cfg(test)]
 mod tests {
-    //! The view alone: rows of its own, no engine, no sink, no link.
-    use super::super::super::conn::{Buffers, RxSar, StateEntry, TxSar};
+    //! The view alone (see `unit`).
     use super::super::super::ringbuf::RingBuf;
-    use super::super::super::storage::StoragePool;
     use super::super::super::{TcpConfig, TcpState};
-    use super::super::TcbMut;
+    use super::super::unit::World;
 
     /// An established connection with a 10,000-byte receive buffer holding 8,000 unread
     /// bytes, offering the 2,000 left, MSS 1,000.
-    fn rows() -> (StateEntry, TxSar, RxSar, Buffers) {
-        let cfg = TcpConfig::default();
-        let state = StateEntry { state: TcpState::Established, in_use: true, ..StateEntry::default() };
-        let tx = TxSar::new(1, 1000, cfg.cc, cfg.min_rto, cfg.max_rto);
-        let mut rx = RxSar::default();
-        rx.rcv_adv = rx.rcv_nxt + 2000;
-        let mut bufs = Buffers::new(10_000, 10_000);
-        bufs.rx = RingBuf::new(10_000);
-        bufs.rx.enqueue(&[1u8; 8000]);
-        (state, tx, rx, bufs)
+    fn world() -> World {
+        let mut w = World::new(TcpConfig::default());
+        (w.state.state, w.state.in_use) = (TcpState::Established, true);
+        w.tx.mss = 1000;
+        w.rx.rcv_adv = w.rx.rcv_nxt + 2000;
+        w.bufs.rx = RingBuf::new(10_000);
+        w.bufs.rx.enqueue(&[1u8; 8000]);
+        w
+    }
+
+    /// The application reads `n` bytes: true if a window update is to go at once.
+    fn consume(w: &mut World, n: usize) -> bool {
+        let (mut tcb, ctx, _) = w.view();
+        tcb.consume_rx(n, ctx.rx_storage)
     }
 
     #[test]
     fn reading_less_than_two_segments_sends_no_window_update() {
-        let (mut s, mut tx, mut rx, mut b) = rows();
-        let mut pool = StoragePool::new(10_000);
-        assert!(!TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(1999, &mut pool));
-        assert!(!rx.ack_now);
-        assert_eq!(b.rx.len(), 6001);
+        let mut w = world();
+        assert!(!consume(&mut w, 1999));
+        assert!(!w.rx.ack_now);
+        assert_eq!(w.bufs.rx.len(), 6001);
     }
 
     #[test]
     fn reading_two_segments_sends_the_window_update_at_once() {
-        let (mut s, mut tx, mut rx, mut b) = rows();
-        let mut pool = StoragePool::new(10_000);
-        assert!(TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(2000, &mut pool));
-        assert!(rx.ack_now, "free 4,000 >= offered 2,000 + 2 MSS");
+        let mut w = world();
+        assert!(consume(&mut w, 2000));
+        assert!(w.rx.ack_now, "free 4,000 >= offered 2,000 + 2 MSS");
     }
 
     #[test]
     fn a_connection_that_cannot_receive_any_more_sends_no_window_update() {
-        let (mut s, mut tx, mut rx, mut b) = rows();
-        s.state = TcpState::CloseWait;
-        let mut pool = StoragePool::new(10_000);
-        assert!(!TcbMut::new(super::super::SessionId(0), &mut s, &mut tx, &mut rx, &mut b).consume_rx(8000, &mut pool));
-        assert!(!rx.ack_now);
+        let mut w = world();
+        w.state.state = TcpState::CloseWait;
+        assert!(!consume(&mut w, 8000));
+        assert!(!w.rx.ack_now);
     }
 }
