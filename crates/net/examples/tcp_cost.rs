@@ -63,7 +63,7 @@ fn server_addr<L: link::Link>(b: &Stack<L>) -> SocketAddr {
         let last = b.ip().octets()[3];
         SocketAddr::from((Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, u16::from(last)), 80))
     } else {
-        server_addr(&b).into()
+        SocketAddrV4::new(b.ip(), 80).into()
     }
 }
 

@@ -7,6 +7,10 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+/// How much longer an IPv6 header is than an IPv4 one without options (IPv6 connections'
+/// MSS is that much smaller).
+pub(crate) const IPV6_EXTRA: usize = 20;
+
 /// A connection's 4-tuple: our address and port, the peer's address and port. Both
 /// addresses are of one family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

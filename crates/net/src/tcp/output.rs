@@ -27,7 +27,7 @@ impl<S: SegmentSink> Emit for S {
     fn emit(&mut self, seg: &Transmit<'_>) -> bool {
         let hl = seg.repr.header_len();
         let len = seg.len;
-        self.send_segment(&seg.tuple, hl + len, |buf, src, dst| {
+        self.send_segment(seg.tuple, hl + len, |buf, src, dst| {
             let (copied, sum) = seg.queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + len]);
             debug_assert_eq!(copied, len);
             let _ = seg.repr.emit_summed(buf, src, dst, len, sum);

@@ -3,11 +3,8 @@
 //! flight is sent again in segments that fit.
 
 use super::engine::TcpEngine;
-use super::lookup::FourTuple;
+use super::lookup::{FourTuple, IPV6_EXTRA};
 use super::sink::SegmentSink;
-
-/// How much longer an IPv6 header is than an IPv4 one without options.
-pub(crate) const IPV6_EXTRA: usize = 20;
 
 impl TcpEngine {
     /// True if the connection of tuple `t` has `seq` in flight (SND.UNA <= seq < SND.MAX):
