@@ -9,9 +9,6 @@
 //! payload size but the last, so each thread keeps the tables of the block sizes it met twice
 //! in a row (a few KiB each); other sizes, and CPUs without SSE 4.2, use the `crc32c` crate
 //! (same result, the unit tests check it).
-//!
-//! [`crc32c_copy`] does the same while copying the payload to its destination (the sender's
-//! outgoing frame): each word is read once, for the CRC and the store.
 
 use std::cell::RefCell;
 
@@ -45,82 +42,20 @@ pub fn crc32c_two(head: &[u8], tail: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(head), tail)
 }
 
-/// The CRC32C of `head` followed by `src`, copying `src` into `dst` (of the same length) in
-/// the same pass.
-pub fn crc32c_copy(head: &[u8], src: &[u8], dst: &mut [u8]) -> u32 {
-    assert_eq!(src.len(), dst.len(), "crc32c_copy: source and destination differ in length");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("sse4.2") {
-            // SAFETY: the CPU has SSE 4.2 (checked just above).
-            return unsafe { x86::crc_copy(head, src, dst) };
-        }
-    }
-    dst.copy_from_slice(src);
-    crc32c::crc32c_append(crc32c::crc32c(head), src)
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{Cache, Tables, CACHE, CACHED};
     use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
 
-    /// Where the bytes a CRC pass reads also go: nowhere, or a destination slice of the
-    /// same length (a store per word read, in the same pass).
-    pub(super) trait Sink {
-        /// Byte `at` onward of the source was the 8 bytes `w` (little-endian).
-        fn word(&mut self, at: usize, w: u64);
-        /// Byte `at` of the source was `x`.
-        fn byte(&mut self, at: usize, x: u8);
-        /// The part of the destination from byte `at` on.
-        fn rest(&mut self, at: usize) -> Self;
-    }
-
-    impl Sink for () {
-        #[inline(always)]
-        fn word(&mut self, _: usize, _: u64) {}
-        #[inline(always)]
-        fn byte(&mut self, _: usize, _: u8) {}
-        #[inline(always)]
-        fn rest(&mut self, _: usize) -> Self {}
-    }
-
-    /// A raw destination: `crc_copy` checked its length against the source's.
-    pub(super) struct Dst(*mut u8);
-
-    impl Sink for Dst {
-        #[inline(always)]
-        fn word(&mut self, at: usize, w: u64) {
-            // SAFETY: `at + 8` is within the source, whose length the destination has.
-            unsafe { self.0.add(at).cast::<u64>().write_unaligned(w.to_le()) }
-        }
-        #[inline(always)]
-        fn byte(&mut self, at: usize, x: u8) {
-            // SAFETY: as above, `at` is within the source.
-            unsafe { self.0.add(at).write(x) }
-        }
-        #[inline(always)]
-        fn rest(&mut self, at: usize) -> Self {
-            // SAFETY: `at` is at most the source's length.
-            Dst(unsafe { self.0.add(at) })
-        }
-    }
-
-    /// Advance raw state `s` over `b`, serially (and copy it to `out`).
+    /// Advance raw state `s` over `b`, serially.
     #[target_feature(enable = "sse4.2")]
-    unsafe fn serial<S: Sink>(mut s: u64, b: &[u8], mut out: S) -> u64 {
+    unsafe fn serial(mut s: u64, b: &[u8]) -> u64 {
         let mut words = b.chunks_exact(8);
-        let mut at = 0;
         for w in &mut words {
-            let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-            out.word(at, w);
-            s = _mm_crc32_u64(s, w);
-            at += 8;
+            s = _mm_crc32_u64(s, u64::from_le_bytes(w.try_into().unwrap_or_default()));
         }
         for &x in words.remainder() {
-            out.byte(at, x);
             s = u64::from(_mm_crc32_u8(s as u32, x));
-            at += 1;
         }
         s
     }
@@ -155,7 +90,7 @@ mod x86 {
     /// Advance state `s` over `b` three streams at a time, if the tables of its block size are
     /// (or now get) cached; None otherwise.
     #[target_feature(enable = "sse4.2")]
-    unsafe fn parallel<S: Sink>(s: u64, b: &[u8], cache: &mut Cache, out: &mut S) -> Option<u64> {
+    unsafe fn parallel(s: u64, b: &[u8], cache: &mut Cache) -> Option<u64> {
         let len = b.len() / 24 * 8;
         if len < 64 {
             return None;
@@ -178,53 +113,28 @@ mod x86 {
         let (bb, rest) = rest.split_at(len);
         let (c, rest) = rest.split_at(len);
         let (mut s0, mut s1, mut s2) = (s, 0u64, 0u64);
-        let mut at = 0;
         for ((x, y), z) in a.chunks_exact(8).zip(bb.chunks_exact(8)).zip(c.chunks_exact(8)) {
-            let (x, y, z) = (
-                u64::from_le_bytes(x.try_into().unwrap_or_default()),
-                u64::from_le_bytes(y.try_into().unwrap_or_default()),
-                u64::from_le_bytes(z.try_into().unwrap_or_default()),
-            );
-            out.word(at, x);
-            out.word(at + len, y);
-            out.word(at + 2 * len, z);
-            s0 = _mm_crc32_u64(s0, x);
-            s1 = _mm_crc32_u64(s1, y);
-            s2 = _mm_crc32_u64(s2, z);
-            at += 8;
+            s0 = _mm_crc32_u64(s0, u64::from_le_bytes(x.try_into().unwrap_or_default()));
+            s1 = _mm_crc32_u64(s1, u64::from_le_bytes(y.try_into().unwrap_or_default()));
+            s2 = _mm_crc32_u64(s2, u64::from_le_bytes(z.try_into().unwrap_or_default()));
         }
         let s = shift(t, shift(t, s0) ^ s1) ^ s2;
-        Some(serial(s, rest, out.rest(3 * len)))
+        Some(serial(s, rest))
     }
 
     /// See [`super::crc32c_two`].
     #[target_feature(enable = "sse4.2")]
     pub unsafe fn crc_two(head: &[u8], tail: &[u8]) -> u32 {
-        crc_into(head, tail, ())
-    }
-
-    /// See [`super::crc32c_copy`] (which checked that the lengths agree).
-    #[target_feature(enable = "sse4.2")]
-    pub unsafe fn crc_copy(head: &[u8], src: &[u8], dst: &mut [u8]) -> u32 {
-        crc_into(head, src, Dst(dst.as_mut_ptr()))
-    }
-
-    /// The CRC of `head` then `tail`, with `tail`'s bytes also going to `out`.
-    #[target_feature(enable = "sse4.2")]
-    unsafe fn crc_into<S: Sink>(head: &[u8], tail: &[u8], mut out: S) -> u32 {
-        let s = serial(u64::from(u32::MAX), head, ());
-        let par = CACHE
+        let s = serial(u64::from(u32::MAX), head);
+        let s = CACHE
             .try_with(|c| {
                 let mut c = c.borrow_mut();
                 // SAFETY: this function runs with SSE 4.2 (its caller checked).
-                unsafe { parallel(s, tail, &mut c, &mut out) }
+                unsafe { parallel(s, tail, &mut c) }
             })
             .ok()
-            .flatten();
-        let s = match par {
-            Some(s) => s,
-            None => serial(s, tail, out),
-        };
+            .flatten()
+            .unwrap_or_else(|| serial(s, tail));
         !(s as u32)
     }
 }
@@ -260,28 +170,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn the_copying_crc_equals_the_crate_and_copies_every_byte() {
-        let all = data(9100, 11);
-        for len in (0..200).chain([767, 768, 1423, 1424, 1425, 1472, 4096, 9000]) {
-            for head in [0usize, 44] {
-                let d = &all[..head + len];
-                let (h, t) = d.split_at(head);
-                for _ in 0..3 {
-                    let mut dst = vec![0xa5u8; len];
-                    assert_eq!(crc32c_copy(h, t, &mut dst), crc32c::crc32c(d), "head {head}, len {len}");
-                    assert!(dst == t, "head {head}, len {len}: the copy differs");
-                }
-            }
-        }
-    }
-
-    #[test]
-    #[should_panic(expected = "differ in length")]
-    fn the_copying_crc_refuses_a_destination_of_another_length() {
-        crc32c_copy(b"", &[1, 2, 3], &mut [0u8; 2]);
     }
 
     #[test]

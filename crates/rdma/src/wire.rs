@@ -400,10 +400,9 @@ impl RdmaRepr {
         b[off::STRIDE..off::STRIDE + 2].copy_from_slice(&self.stride.to_be_bytes());
         let span = if self.ty == PacketType::Ack { self.span } else { 0 };
         b[off::SPAN..off::SPAN + 2].copy_from_slice(&span.to_be_bytes());
-        // The payload is copied in and its CRC taken in one pass over it.
-        let (h, body) = b.split_at_mut(HEADER_LEN);
-        let crc = crate::crc::crc32c_copy(&h[..off::CRC], payload, body);
-        h[off::CRC..off::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        b[HEADER_LEN..].copy_from_slice(payload);
+        let crc = packet_crc(b, payload);
+        b[off::CRC..off::CRC + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(total)
     }
 
