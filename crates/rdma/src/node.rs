@@ -255,7 +255,8 @@ fn coalesce_acks(answers: &mut Vec<Answer>) -> usize {
 /// Lock the receive path and count the datagrams the handler dropped while it was held.
 fn lock_path<'a>(path: &'a Mutex<RxPath>, busy: &AtomicU64) -> MutexGuard<'a, RxPath> {
     let mut p = path.lock().unwrap_or_else(PoisonError::into_inner);
-    let n = busy.swap(0, Ordering::Relaxed);
+    // A load first: the swap (a locked instruction) only when the handler dropped something.
+    let n = if busy.load(Ordering::Relaxed) > 0 { busy.swap(0, Ordering::Relaxed) } else { 0 };
     if n > 0 {
         p.ctr.add(Counter::rx_datagrams, n);
         p.ctr.add(Counter::drop_busy, n);

@@ -189,7 +189,11 @@ impl Receiver {
         let Some((rel, _)) = span.filter(|_| registered || r.ty == PacketType::Data) else {
             return Self::nack(peer, &r, NackReason::Malformed, out, ctr);
         };
-        if self.recent.contains(peer, r.op_id) {
+        // An op in the registration table has not completed (ops leave the table when they
+        // complete, before they are remembered as completed): only the others can be late
+        // duplicates of a completed op. Saves a keyed hash per packet of a registered op.
+        let in_table = registered && self.table.lookup(peer, r.op_id).is_some();
+        if !in_table && self.recent.contains(peer, r.op_id) {
             ctr.bump(Counter::drop_dup_completed);
             out.push((peer, r.answer(None)));
             return;

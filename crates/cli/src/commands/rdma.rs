@@ -206,6 +206,9 @@ impl Writer {
         let t0 = Instant::now();
         let opts = WriteOptions { registered: Some(registered) };
         let id = self.lat.post_write_with(self.dst, self.key, 0, data.clone(), opts).map_err(msg)?;
+        // Sent at once, as the UDP reference sends and flushes before it polls (polling the
+        // stack and the other node first put a whole round of idle work before the send).
+        self.lat.poll(&mut self.stack, t0).map_err(msg)?;
         let (mut sent, mut recv) = (None, None);
         let want = if registered { CompletionKind::RecvRegistered } else { CompletionKind::RecvNotified };
         while sent.is_none() || recv.is_none() {
