@@ -233,6 +233,10 @@ impl Ipv6Host {
 
     /// The path MTU towards `dst`: the link's, or lower if a Packet Too Big said so.
     pub fn path_mtu(&self, dst: Ipv6Addr, now: Instant) -> usize {
+        if self.pmtu.is_empty() {
+            // The usual case, and a keyed hash saved per packet.
+            return self.mtu;
+        }
         match self.pmtu.get(&dst) {
             Some(&(mtu, until)) if until > now => usize::from(mtu).min(self.mtu),
             _ => self.mtu,
