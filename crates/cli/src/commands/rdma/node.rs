@@ -399,7 +399,7 @@ fn parse_peer(to: &str, me: Peer) -> Result<Peer, String> {
                 return Ok(Peer::Udp(a));
             }
             let ip: Ipv4Addr = to.parse().map_err(|_| bad())?;
-            Ok(Peer::Udp(SocketAddrV4::new(ip, mine.port())))
+            Ok(Peer::Udp(SocketAddrV4::new(ip, mine.port()).into()))
         }
         Peer::Eth(_) => Ok(Peer::Eth(
             to.parse().map_err(|_| format!("--to {to:?} is not a MAC address (the transport is raw Ethernet)"))?,
@@ -519,9 +519,9 @@ mod tests {
         assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
         assert_eq!(parse_bytes("0x10001"), Ok(0x10001));
         assert!(parse_bytes("lots").unwrap_err().contains("not a size"));
-        let me = Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 18791));
-        assert_eq!(parse_peer("10.0.0.2", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 18791))));
-        assert_eq!(parse_peer("10.0.0.2:9", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 9))));
+        let me = Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 18791).into());
+        assert_eq!(parse_peer("10.0.0.2", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 18791).into())));
+        assert_eq!(parse_peer("10.0.0.2:9", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 9).into())));
         assert!(parse_peer("nowhere", me).is_err());
         let eth = Peer::Eth("02:00:00:00:00:01".parse().unwrap());
         assert!(parse_peer("10.0.0.2", eth).unwrap_err().contains("raw Ethernet"));
