@@ -27,7 +27,7 @@ impl Peer {
             Peer::Udp(SocketAddr::V4(a)) => 1 << 63 | u64::from(a.ip().to_bits()) << 16 | u64::from(a.port()),
             Peer::Udp(SocketAddr::V6(a)) => {
                 let ip = a.ip().to_bits();
-                3 << 62 ^ (ip as u64) ^ ((ip >> 64) as u64).rotate_left(16) ^ u64::from(a.port())
+                3 << 62 ^ (ip as u64) ^ ((ip >> 64) as u64).rotate_left(16) ^ u64::from(a.port()) << 40
             }
             Peer::Eth(m) => m.0.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
         }
