@@ -4,7 +4,7 @@
 
 use link::Link;
 use net::{NetError, RawHandle, Stack, UdpHandle};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use wire::MacAddr;
 
 /// A socket kind a datagram echo serves: how it receives and answers.
@@ -18,11 +18,11 @@ pub trait EchoSocket: Copy {
 }
 
 impl EchoSocket for UdpHandle {
-    type Addr = SocketAddrV4;
-    fn recv<L: Link>(self, stack: &mut Stack<L>, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, NetError> {
+    type Addr = SocketAddr;
+    fn recv<L: Link>(self, stack: &mut Stack<L>, buf: &mut [u8]) -> Result<Option<(usize, SocketAddr)>, NetError> {
         Ok(stack.udp_recv_from(self, buf)?)
     }
-    fn send<L: Link>(self, stack: &mut Stack<L>, to: SocketAddrV4, data: &[u8]) -> Result<bool, NetError> {
+    fn send<L: Link>(self, stack: &mut Stack<L>, to: SocketAddr, data: &[u8]) -> Result<bool, NetError> {
         Ok(stack.udp_send_to(self, to, data)?)
     }
 }

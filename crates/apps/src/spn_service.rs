@@ -43,7 +43,7 @@ pub use loadgen::{run_load, LoadConfig, LoadReport};
 pub use server::{SpnService, SpnServiceConfig};
 
 use net::{RawHandle, TcpHandle, TcpListener, UdpHandle};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use wire::MacAddr;
 
 /// EtherType the CLI and tests use for the raw-Ethernet service (IEEE local experimental 1).
@@ -65,8 +65,8 @@ pub enum Transport {
 /// The other end of an exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
-    /// A UDP address.
-    Udp(SocketAddrV4),
+    /// A UDP address (either family).
+    Udp(SocketAddr),
     /// A MAC address (raw Ethernet).
     Raw(MacAddr),
     /// A TCP connection.

@@ -240,7 +240,7 @@ impl Client {
     fn await_datagram(
         &mut self,
         timeout: Duration,
-        wanted: impl Fn(&[u8], SocketAddrV4) -> bool,
+        wanted: impl Fn(&[u8], std::net::SocketAddr) -> bool,
     ) -> Result<Option<usize>, String> {
         let deadline = Instant::now() + timeout;
         loop {

@@ -398,6 +398,8 @@ define_counters! {
     rx_drop_ndp_ra_ignored,
     /// Router Advertisement from a new router while `max_routers` are known.
     rx_drop_ndp_router_table_full,
+    /// UDP datagram over IPv6 with checksum 0, which IPv6 does not allow (RFC 8200 8.1).
+    rx_drop_udp6_zero_checksum,
     // Not a received frame's verdict: reassembly's per-datagram outcomes, the transmit side
     // and the link.
     /// Reassembly given up: the datagram was not complete within the timeout.

@@ -167,9 +167,10 @@ pub enum UdpSendError {
     /// The socket handle is invalid or already closed.
     #[error("the UDP socket is invalid or already closed")]
     BadHandle,
-    /// The destination is not a reachable unicast or broadcast address.
+    /// The destination is not a reachable unicast or broadcast address (for IPv6: the
+    /// stack has no IPv6 address, no usable source address or no route towards it).
     #[error("no route to {0}")]
-    NoRoute(Ipv4Addr),
+    NoRoute(std::net::IpAddr),
     /// The payload is larger than one datagram (or, with don't-fragment set, than the path MTU).
     #[error("a payload of {len} bytes exceeds the maximum of {max}")]
     TooLarge {
@@ -342,7 +343,7 @@ impl From<LinkError> for TxError {
 impl From<TxError> for UdpSendError {
     fn from(e: TxError) -> Self {
         match e {
-            TxError::NoRoute(a) => UdpSendError::NoRoute(a),
+            TxError::NoRoute(a) => UdpSendError::NoRoute(a.into()),
             TxError::TooLarge { len, max } => UdpSendError::TooLarge { len, max },
             TxError::Link(e) => UdpSendError::Link(e),
         }
@@ -436,7 +437,7 @@ impl From<UdpSendError> for NetError {
     fn from(e: UdpSendError) -> Self {
         match e {
             UdpSendError::BadHandle => NetError::BadHandle,
-            UdpSendError::NoRoute(a) => NetError::NoRoute(a.into()),
+            UdpSendError::NoRoute(a) => NetError::NoRoute(a),
             UdpSendError::TooLarge { len, max } => NetError::TooLarge { len, max },
             UdpSendError::Link(e) => NetError::Link(e),
         }

@@ -25,8 +25,9 @@ use wire::{
     ArpOp, ArpRepr, EthernetFrame, IcmpMessage, IcmpRepr, Icmpv6Message, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
 };
 
-/// Largest UDP payload: what fits in a 65,535-byte IPv4 datagram.
-pub(crate) const MAX_UDP_PAYLOAD: usize = 65535 - 20 - UdpRepr::HEADER_LEN;
+/// The largest UDP payload received over either family (IPv6 has no header inside its
+/// 65,535-byte payload length).
+pub(crate) const MAX_UDP_PAYLOAD_ANY: usize = 65535 - UdpRepr::HEADER_LEN;
 
 /// Largest ICMP error message, as RFC 1812 suggests (576 bytes of IP).
 const ICMP_ERROR_MAX_QUOTE: usize = 576 - 20 - 8;
@@ -59,7 +60,7 @@ impl Core {
                 cfg.udp_max_sockets,
                 cfg.socket_rx_queue,
                 cfg.socket_rx_bytes,
-                MAX_UDP_PAYLOAD,
+                MAX_UDP_PAYLOAD_ANY,
             ),
             reasm: Reassembler::new(cfg.reasm),
             reasm6: Reassembler::new_v6(cfg.reasm),
@@ -474,7 +475,7 @@ impl Core {
         if self.env.cfg.verify_udp_checksum && !udp.verify_checksum(src, dst) {
             return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
-        let from = SocketAddrV4::new(src, udp.src_port());
+        let from = SocketAddr::V4(SocketAddrV4::new(src, udp.src_port()));
         match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
             Delivery::Queued => {
                 self.env.counters.bump(Counter::udp_rx_datagrams);

@@ -55,16 +55,21 @@
 //!
 //! # A UDP datagram
 //!
+//! A UDP socket is dual-stack: it takes `SocketAddr` destinations of either family and
+//! reports each sender as a `SocketAddr` (IPv6: see [`ipv6`]).
+//!
 //! ```
 //! use link::{mem, Instant, LinkConfig};
 //! use net::{Config, Stack};
+//! use std::net::SocketAddr;
 //! let (la, lb) = mem::pair(LinkConfig::default());
 //! let mut a = Stack::new(Config::host("10.0.0.1/24"), la).unwrap();
 //! let mut b = Stack::new(Config::host("10.0.0.2/24"), lb).unwrap();
 //! let sock = b.udp_bind(7).unwrap();
 //! let tx = a.udp_bind(0).unwrap();
 //! // Ok(false) would mean the link is full: the datagram was not sent.
-//! assert!(a.udp_send_to(tx, "10.0.0.2:7".parse().unwrap(), b"hello").unwrap());
+//! let to: SocketAddr = "10.0.0.2:7".parse().unwrap();
+//! assert!(a.udp_send_to(tx, to, b"hello").unwrap());
 //! let mut buf = [0u8; 64];
 //! let mut got = None;
 //! for ms in 0..10 {

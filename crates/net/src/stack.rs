@@ -8,7 +8,7 @@ use crate::tcp::sink::LinkSink;
 use crate::udp::{UdpHandle, UdpRxHandler};
 use crate::{Config, Counter, Counters};
 use link::{FrameBatch, Instant, Link, LinkError};
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV6};
 use wire::{IcmpMessage, IcmpRepr, MacAddr};
 
 /// A host's network stack (Ethernet, ARP, IPv4, ICMP, UDP, raw Ethernet) driving one link.
@@ -238,29 +238,42 @@ impl<L: Link> Stack<L> {
         self.core.udp.close(h, &mut self.core.tcp.mem)
     }
 
-    /// Send one datagram. `Ok(false)` means the link's queue is full (back-pressure: retry
-    /// after a poll); a datagram waiting for ARP counts as sent.
+    /// Send one datagram to an IPv4 or IPv6 destination (`SocketAddrV4`, `SocketAddrV6` or
+    /// `SocketAddr`). `Ok(false)` means the link's queue is full (back-pressure: retry
+    /// after a poll); a datagram waiting for ARP or Neighbor Discovery counts as sent.
     /// A datagram larger than the path MTU goes out in fragments, unless the socket is set
     /// to [`Stack::udp_set_dont_fragment`]: then it is refused with `TooLarge`.
+    /// Over IPv6 the source address is the one chosen for the destination (link-local for a
+    /// link-local destination; the scope id is not needed: the stack has one interface); a
+    /// stack without a usable IPv6 address or route for it refuses with `NoRoute`.
     ///
     /// ```
     /// # use link::{mem, LinkConfig};
     /// # use net::{Config, Stack, UdpSendError};
+    /// # use std::net::SocketAddr;
     /// # let (l, _peer) = mem::pair(LinkConfig::default());
     /// let mut stack = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
     /// let s = stack.udp_bind(0).unwrap();
-    /// let to = "10.0.0.2:9".parse().unwrap();
+    /// let to: SocketAddr = "10.0.0.2:9".parse().unwrap();
     /// if !stack.udp_send_to(s, to, b"hello").unwrap() {
     ///     // The link is full: poll, then send again (or count the datagram lost).
     /// }
     /// stack.udp_set_dont_fragment(s, true).unwrap();
     /// let err = stack.udp_send_to(s, to, &[0u8; 2000]).unwrap_err();
     /// assert!(matches!(err, UdpSendError::TooLarge { len: 2000, max: 1472 }));
+    /// // This host has no IPv6 address.
+    /// let v6: SocketAddr = "[fd77::1]:9".parse().unwrap();
+    /// assert!(matches!(stack.udp_send_to(s, v6, b"x"), Err(UdpSendError::NoRoute(_))));
     /// ```
     #[must_use = "Ok(false) means the link is full and the datagram was not sent: retry after a poll or count it lost"]
-    pub fn udp_send_to(&mut self, h: UdpHandle, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, UdpSendError> {
+    pub fn udp_send_to(
+        &mut self,
+        h: UdpHandle,
+        dst: impl Into<SocketAddr>,
+        payload: &[u8],
+    ) -> Result<bool, UdpSendError> {
         // Copied into the frame and summed for the checksum in one pass.
-        self.udp_send_filled(h, dst, payload.len(), |buf| Some(wire::checksum::copy_with_sum(buf, payload)))
+        self.udp_send_filled(h, dst.into(), payload.len(), |buf| Some(wire::checksum::copy_with_sum(buf, payload)))
     }
 
     /// [`Stack::udp_send_to`] of a `len`-byte payload that `fill` writes in place, straight
@@ -272,11 +285,11 @@ impl<L: Link> Stack<L> {
     pub fn udp_send_with(
         &mut self,
         h: UdpHandle,
-        dst: SocketAddrV4,
+        dst: impl Into<SocketAddr>,
         len: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<bool, UdpSendError> {
-        self.udp_send_filled(h, dst, len, |buf| {
+        self.udp_send_filled(h, dst.into(), len, |buf| {
             fill(buf);
             None
         })
@@ -287,12 +300,16 @@ impl<L: Link> Stack<L> {
     fn udp_send_filled(
         &mut self,
         h: UdpHandle,
-        dst: SocketAddrV4,
+        dst: SocketAddr,
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) -> Result<bool, UdpSendError> {
         let s = self.core.udp.get(h)?;
         let (port, may_fragment, checksum) = (s.port, !s.dont_fragment, !s.no_checksum);
+        let dst = match dst {
+            SocketAddr::V4(d) => d,
+            SocketAddr::V6(d) => return self.udp_send_v6(port, d, len, may_fragment, fill),
+        };
         match self.core.eg.send_udp_with(
             &mut self.core.env,
             &mut self.link,
@@ -312,6 +329,30 @@ impl<L: Link> Stack<L> {
         }
     }
 
+    /// [`Stack::udp_send_filled`] to an IPv6 destination.
+    fn udp_send_v6(
+        &mut self,
+        port: u16,
+        dst: SocketAddrV6,
+        len: usize,
+        may_fragment: bool,
+        fill: impl FnOnce(&mut [u8]) -> Option<u64>,
+    ) -> Result<bool, UdpSendError> {
+        let core = &mut self.core;
+        if !core.v6.can_reach(*dst.ip(), core.env.now) {
+            core.env.counters.bump(Counter::tx_drop_ipv6_no_route);
+            return Err(UdpSendError::NoRoute((*dst.ip()).into()));
+        }
+        match core.v6.send_udp(&mut core.env, &mut core.eg, &mut self.link, port, dst, len, may_fragment, fill) {
+            Err(TxError::TooLarge { len, max }) => {
+                let header = wire::UdpRepr::HEADER_LEN;
+                Err(UdpSendError::TooLarge { len: len - header, max: max.saturating_sub(header) })
+            }
+            Ok(sent) => Ok(sent),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Never fragment this socket's datagrams (Linux's IP_PMTUDISC_DO): one larger than the
     /// path MTU is refused with `TooLarge` naming the largest payload that fits.
     pub fn udp_set_dont_fragment(&mut self, h: UdpHandle, on: bool) -> Result<(), BadHandle> {
@@ -322,16 +363,19 @@ impl<L: Link> Stack<L> {
     /// Send this socket's datagrams with checksum `on` (the default) or with checksum 0,
     /// "no checksum" (RFC 768; Linux's SO_NO_CHECK), which saves a pass over the payload
     /// for protocols that check its integrity themselves. Receiving is unchanged: a zero
-    /// checksum is accepted, any other is verified.
+    /// checksum is accepted, any other is verified. IPv6 has no "no checksum" (RFC 8200
+    /// 8.1): datagrams to IPv6 destinations always carry one, and a received one with
+    /// checksum 0 is dropped (`rx_drop_udp6_zero_checksum`).
     pub fn udp_set_checksum(&mut self, h: UdpHandle, on: bool) -> Result<(), BadHandle> {
         self.core.udp.get_mut(h)?.no_checksum = !on;
         Ok(())
     }
 
     /// Take the oldest queued datagram: copies it into `buf` (truncating) and returns its
-    /// full length and sender.
+    /// full length and sender (`SocketAddr::V4` or `SocketAddr::V6`: a socket receives both
+    /// families).
     #[must_use = "the datagram is taken off the queue: its length and sender are only reported here"]
-    pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddrV4)>, BadHandle> {
+    pub fn udp_recv_from(&mut self, h: UdpHandle, buf: &mut [u8]) -> Result<Option<(usize, SocketAddr)>, BadHandle> {
         self.udp_recv_with(h, |from, data| {
             let n = data.len().min(buf.len());
             buf[..n].copy_from_slice(&data[..n]);
@@ -345,7 +389,7 @@ impl<L: Link> Stack<L> {
     pub fn udp_recv_with<R>(
         &mut self,
         h: UdpHandle,
-        f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
+        f: impl FnOnce(SocketAddr, &[u8]) -> R,
     ) -> Result<Option<R>, BadHandle> {
         self.core.udp.recv_with(h, &mut self.core.tcp.mem, f)
     }

@@ -4,10 +4,14 @@
 //! refused with [`BindError::TooManySockets`]). A socket costs its table entry (about 100
 //! bytes) and its receive queue, which holds nothing until a datagram arrives and then grows
 //! on demand (doubling from 2 KiB) up to `Config::socket_rx_bytes` (1 MiB) of datagrams and
-//! `socket_rx_queue` (512) records of 16 bytes. Every queue's storage is charged to the
+//! `socket_rx_queue` (512) records of 40 bytes (the sender, of either family, and the
+//! datagram's place). Every queue's storage is charged to the
 //! stack's memory budget, shared with TCP (see `crate::tcp::memory`): a datagram whose queue
 //! cannot grow under the limit is dropped as `rx_drop_udp_mem_limit`; closing a socket gives
 //! its storage back at once.
+//!
+//! A socket is dual-stack, as a Linux socket bound to `::` is: it receives the datagrams
+//! of both families sent to its port, and reports each sender as a `SocketAddr`.
 //!
 //! A socket may instead hand its datagrams to an application's [`UdpRxHandler`], straight
 //! from the received frame (no queue, no copy): the RDMA receiver places payloads this way.
@@ -17,7 +21,7 @@ use crate::error::{BadHandle, BindError};
 use crate::queue::PacketQueue;
 use crate::tcp::memory::{MemAccount, MemLevel};
 use link::Instant;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 /// A bound UDP socket of a stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,8 +34,9 @@ pub struct UdpHandle(pub(crate) u32);
 /// each one as delivered (`udp_rx_datagrams`), so the handler counts its own drops.
 /// `Any` lets the owner take its handler back as the type it installed.
 pub trait UdpRxHandler: std::any::Any + Send {
-    /// One datagram from `from`, received at `now` (the time of the stack's poll).
-    fn on_datagram(&mut self, now: Instant, from: SocketAddrV4, payload: &[u8]);
+    /// One datagram from `from` (an IPv4 or IPv6 sender), received at `now` (the time of
+    /// the stack's poll).
+    fn on_datagram(&mut self, now: Instant, from: SocketAddr, payload: &[u8]);
 }
 
 /// A socket's handler slot (`Debug` without the handler's internals).
@@ -48,7 +53,7 @@ impl std::fmt::Debug for HandlerSlot {
 #[derive(Debug)]
 pub(crate) struct UdpSocket {
     pub port: u16,
-    pub queue: PacketQueue<SocketAddrV4Meta>,
+    pub queue: PacketQueue<SenderMeta>,
     /// Datagrams go to this handler instead of the queue while one is installed.
     pub handler: HandlerSlot,
     pub icmp_errors: u64,
@@ -58,13 +63,13 @@ pub(crate) struct UdpSocket {
     pub no_checksum: bool,
 }
 
-/// The sender of a queued datagram (a `Default` stand-in for `SocketAddrV4`).
+/// The sender of a queued datagram, of either family (a `Default` stand-in for `SocketAddr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SocketAddrV4Meta(pub SocketAddrV4);
+pub(crate) struct SenderMeta(pub SocketAddr);
 
-impl Default for SocketAddrV4Meta {
+impl Default for SenderMeta {
     fn default() -> Self {
-        SocketAddrV4Meta(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        SenderMeta(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)))
     }
 }
 
@@ -186,7 +191,7 @@ impl UdpTable {
     /// Queue a datagram from `from` for the socket bound to `port` (or hand it to the
     /// socket's handler).
     #[inline]
-    pub fn deliver(&mut self, port: u16, from: SocketAddrV4, payload: &[u8], mem: &mut MemAccount) -> Delivery {
+    pub fn deliver(&mut self, port: u16, from: SocketAddr, payload: &[u8], mem: &mut MemAccount) -> Delivery {
         let i = match self.by_port[port as usize] {
             0 => return Delivery::NoSocket,
             i => i as usize - 1,
@@ -196,7 +201,7 @@ impl UdpTable {
             h.on_datagram(self.now, from, payload);
             return Delivery::Queued;
         }
-        if sock.queue.push(SocketAddrV4Meta(from), payload) {
+        if sock.queue.push(SenderMeta(from), payload) {
             return Delivery::Queued;
         }
         self.deliver_growing(i, from, payload, mem)
@@ -204,15 +209,15 @@ impl UdpTable {
 
     /// The queue is full for `payload`: grow it if its limits and the budget allow.
     #[cold]
-    fn deliver_growing(&mut self, i: usize, from: SocketAddrV4, payload: &[u8], mem: &mut MemAccount) -> Delivery {
-        fn queue(t: &mut UdpTable, i: usize) -> &mut PacketQueue<SocketAddrV4Meta> {
+    fn deliver_growing(&mut self, i: usize, from: SocketAddr, payload: &[u8], mem: &mut MemAccount) -> Delivery {
+        fn queue(t: &mut UdpTable, i: usize) -> &mut PacketQueue<SenderMeta> {
             &mut t.sockets[i].as_mut().expect("a bound socket").queue
         }
         let Some((bytes, records)) = queue(self, i).growth_for(payload.len()) else {
             return Delivery::Dropped(Counter::rx_drop_udp_rx_queue_full);
         };
         let extra = |t: &mut Self| {
-            PacketQueue::<SocketAddrV4Meta>::storage_of(bytes, records).saturating_sub(queue(t, i).storage_len())
+            PacketQueue::<SenderMeta>::storage_of(bytes, records).saturating_sub(queue(t, i).storage_len())
         };
         if !mem.fits(extra(self)) {
             // Emptied queues (this one too) give their storage back before anything is refused.
@@ -225,7 +230,7 @@ impl UdpTable {
         let before = q.storage_len();
         q.grow_to(bytes, records);
         mem.charge_udp(q.storage_len().saturating_sub(before));
-        let queued = q.push(SocketAddrV4Meta(from), payload);
+        let queued = q.push(SenderMeta(from), payload);
         debug_assert!(queued, "a grown queue takes the datagram it grew for");
         if queued {
             Delivery::Queued
@@ -247,7 +252,7 @@ impl UdpTable {
         &mut self,
         h: UdpHandle,
         mem: &mut MemAccount,
-        f: impl FnOnce(SocketAddrV4, &[u8]) -> R,
+        f: impl FnOnce(SocketAddr, &[u8]) -> R,
     ) -> Result<Option<R>, BadHandle> {
         let q = &mut self.get_mut(h)?.queue;
         let r = q.pop_with(|m, data| f(m.0, data));
@@ -298,15 +303,15 @@ mod tests {
         assert!(matches!(t.close(a, mem), Err(BadHandle)));
     }
 
-    fn from() -> SocketAddrV4 {
-        SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9)
+    fn from() -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 9))
     }
 
     /// Records what it was handed.
-    struct Recorder(Vec<(SocketAddrV4, Vec<u8>)>);
+    struct Recorder(Vec<(SocketAddr, Vec<u8>)>);
 
     impl UdpRxHandler for Recorder {
-        fn on_datagram(&mut self, _now: Instant, from: SocketAddrV4, payload: &[u8]) {
+        fn on_datagram(&mut self, _now: Instant, from: SocketAddr, payload: &[u8]) {
             self.0.push((from, payload.to_vec()));
         }
     }

@@ -169,7 +169,7 @@ fn udp_delivery_with_sender_address() {
     let s = b.host.udp_bind(5000).unwrap();
     b.exchange(&[ipv4(b.host.mac(), 17, &udp(5000, b"payload"))]);
     let mut buf = [0u8; 64];
-    assert_eq!(b.host.udp_recv_from(s, &mut buf).unwrap(), Some((7, SocketAddrV4::new(A, 40000))));
+    assert_eq!(b.host.udp_recv_from(s, &mut buf).unwrap(), Some((7, SocketAddrV4::new(A, 40000).into())));
     assert_eq!(&buf[..7], b"payload");
 }
 
@@ -361,7 +361,7 @@ fn zero_copy_udp_and_raw_sends_fill_the_frame_and_receives_lend_the_queued_paylo
     }
     assert_eq!(got.len(), 2, "both datagrams arrive");
     for ((from, data), len) in got.iter().zip([100usize, 4000]) {
-        assert_eq!(*from, SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000));
+        assert_eq!(*from, SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 4000).into());
         assert_eq!(data.len(), len);
         assert!(data.iter().enumerate().all(|(i, x)| *x == (i * 7) as u8));
     }

@@ -213,7 +213,7 @@ fn udp_datagrams_up_to_65507_bytes_cross_in_fragments() {
         assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &data).unwrap());
         run_pair(&mut a, &mut b, &mut now, 5);
         let (n, from) = b.udp_recv_from(rb, &mut buf).unwrap().expect("datagram arrived");
-        assert_eq!((n, *from.ip()), (len, PEER));
+        assert_eq!((n, from.ip()), (len, PEER.into()));
         assert!(buf[..n] == data[..], "datagram of {len} bytes intact");
     }
     assert!(a.udp_send_to(ta, SocketAddrV4::new(HOST, 7), &vec![0; 65508]).is_err());

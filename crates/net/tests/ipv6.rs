@@ -1,10 +1,11 @@
 //! IPv6 between two stacks on a mem link, virtual time: duplicate address detection,
 //! neighbour resolution, echo over global and link-local addresses, fragments, and hostile
-//! Neighbor Discovery and extension headers injected as frames. Every frame is accounted for.
+//! Neighbor Discovery and extension headers injected as frames, and UDP over IPv6 (echo,
+//! fragments, errors, one socket for both families). Every frame is accounted for.
 
 use link::{mem, Instant, Link, LinkConfig};
-use net::{AddrState, Config, Counter, NeighborState, Stack};
-use std::net::{IpAddr, Ipv6Addr};
+use net::{AddrState, Config, Counter, NeighborState, Stack, UdpHandle, UdpSendError};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::time::Duration;
 use wire::ethernet::ethertype;
 use wire::ipv6::next_header;
@@ -328,4 +329,179 @@ fn overlapping_duplicate_and_malformed_fragments_are_refused_and_late_ones_time_
     assert_eq!(b.counters().get(Counter::icmpv6_errors_sent), 1);
     assert_eq!(b.reassembly_in_progress(), 0);
     b.counters().rx_accounting().check().unwrap();
+}
+
+// ---- UDP over IPv6 ----
+
+/// Move datagrams between A and B for up to `ms` virtual milliseconds until `done`.
+fn run_until(p: &mut Pair, ms: u64, mut done: impl FnMut(&mut Pair) -> bool) -> bool {
+    for _ in 0..ms * 20 {
+        p.now = p.now + Duration::from_micros(50);
+        p.a.poll(p.now).unwrap();
+        p.b.poll(p.now).unwrap();
+        if done(p) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A's datagram of `len` bytes to `dst` on B's port 7, echoed by B to its sender; returns
+/// what A and B saw (sender, bytes).
+fn udp_round_trip(p: &mut Pair, a_sock: UdpHandle, b_sock: UdpHandle, dst: SocketAddr, len: usize) -> [SocketAddr; 2] {
+    let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+    assert!(p.a.udp_send_to(a_sock, dst, &data).unwrap());
+    let mut at_b = None;
+    assert!(run_until(p, 200, |p| {
+        at_b = p.b.udp_recv_with(b_sock, |from, d| (from, d.to_vec())).unwrap();
+        at_b.is_some()
+    }));
+    let (from_a, got) = at_b.unwrap();
+    assert!(got == data, "{len} bytes arrived intact at B");
+    assert!(p.b.udp_send_to(b_sock, from_a, &got).unwrap());
+    let mut at_a = None;
+    assert!(run_until(p, 200, |p| {
+        at_a = p.a.udp_recv_with(a_sock, |from, d| (from, d.to_vec())).unwrap();
+        at_a.is_some()
+    }));
+    let (from_b, back) = at_a.unwrap();
+    assert!(back == data, "{len} bytes came back intact to A");
+    [from_a, from_b]
+}
+
+fn v6(ip: Ipv6Addr, port: u16) -> SocketAddr {
+    SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0))
+}
+
+#[test]
+fn udp_echo_over_global_and_link_local_addresses() {
+    let mut p = Pair::new("fd77::1/64", "fd77::2/64");
+    p.run(Duration::from_millis(1100));
+    let (sa, sb) = (p.a.udp_bind(4000).unwrap(), p.b.udp_bind(7).unwrap());
+    let [from_a, from_b] = udp_round_trip(&mut p, sa, sb, v6(B6, 7), 100);
+    assert_eq!((from_a, from_b), (v6(A6, 4000), v6(B6, 7)));
+    let (a_ll, b_ll) = (p.a.ipv6_addrs()[0].cidr.addr, p.b.ipv6_addrs()[0].cidr.addr);
+    let [from_a, from_b] = udp_round_trip(&mut p, sa, sb, v6(b_ll, 7), 100);
+    assert_eq!((from_a, from_b), (v6(a_ll, 4000), v6(b_ll, 7)), "link-local to link-local");
+    for s in [&p.a, &p.b] {
+        assert_eq!(s.counters().get(Counter::udp_tx_datagrams), 2);
+        assert_eq!(s.counters().get(Counter::udp_rx_datagrams), 2);
+    }
+    p.accounted();
+}
+
+#[test]
+fn udp_datagrams_of_9000_and_60000_bytes_go_in_fragments_both_ways() {
+    let mut p = Pair::new("fd77::1/64", "fd77::2/64");
+    p.run(Duration::from_millis(1100));
+    let (sa, sb) = (p.a.udp_bind(4000).unwrap(), p.b.udp_bind(7).unwrap());
+    for len in [9000, 60000] {
+        udp_round_trip(&mut p, sa, sb, v6(B6, 7), len);
+    }
+    for s in [&p.a, &p.b] {
+        assert_eq!(s.counters().get(Counter::ipv6_fragmented_sent), 2);
+        assert_eq!(s.counters().get(Counter::ipv6_reassembled), 2);
+        // 9,008 bytes in 1,448-byte pieces: 7 fragments; 60,008: 42.
+        assert_eq!(s.counters().get(Counter::ipv6_frags_sent), 7 + 42);
+        assert_eq!(s.counters().get(Counter::udp_rx_datagrams), 2);
+    }
+    // Above the path MTU with fragmentation forbidden: refused, naming what fits.
+    p.a.udp_set_dont_fragment(sa, true).unwrap();
+    match p.a.udp_send_to(sa, v6(B6, 7), &[0; 1453]) {
+        Err(UdpSendError::TooLarge { len: 1453, max: 1452 }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(p.a.udp_send_to(sa, v6(B6, 7), &[0; 1452]).unwrap());
+    p.accounted();
+}
+
+#[test]
+fn one_socket_receives_ipv4_and_ipv6_datagrams_in_the_same_run() {
+    let mut p = Pair::new("fd77::1/64", "fd77::2/64");
+    p.run(Duration::from_millis(1100));
+    let (sa, sb) = (p.a.udp_bind(4000).unwrap(), p.b.udp_bind(7).unwrap());
+    let v4_b: SocketAddr = "10.0.0.2:7".parse().unwrap();
+    for i in 0..10u8 {
+        let to = if i % 2 == 0 { v4_b } else { v6(B6, 7) };
+        assert!(p.a.udp_send_to(sa, to, &[i; 32]).unwrap());
+    }
+    let mut got = Vec::new();
+    assert!(run_until(&mut p, 100, |p| {
+        while let Some(r) = p.b.udp_recv_with(sb, |from, d| (from, d[0])).unwrap() {
+            got.push(r);
+        }
+        got.len() == 10
+    }));
+    got.sort_by_key(|r| r.1);
+    let v4_a: SocketAddr = "10.0.0.1:4000".parse().unwrap();
+    for (i, (from, tag)) in got.into_iter().enumerate() {
+        assert_eq!(usize::from(tag), i);
+        assert_eq!(from, if i % 2 == 0 { v4_a } else { v6(A6, 4000) });
+    }
+    assert_eq!(p.b.counters().get(Counter::udp_rx_datagrams), 10);
+    p.accounted();
+}
+
+/// A UDP frame from A6 (EVIL_MAC) to `dst` port `port`, with its checksum as computed, or
+/// forced to `checksum`.
+fn udp_frame(dst: Ipv6Addr, dst_mac: MacAddr, port: u16, checksum: Option<u16>) -> Vec<u8> {
+    let mut l4 = vec![0u8; 8 + 12];
+    l4[8..].copy_from_slice(b"hello, there");
+    wire::UdpRepr { src_port: 5555, dst_port: port }.emit(&mut l4, A6, dst, 12).unwrap();
+    if let Some(c) = checksum {
+        l4[6..8].copy_from_slice(&c.to_be_bytes());
+    }
+    frame(A6, dst, dst_mac, 64, next_header::UDP, &l4)
+}
+
+#[test]
+fn udp_port_unreachable_zero_and_bad_checksums_are_counted() {
+    let (mut b, _peer) = host_b_in_use();
+    let mac = b.mac();
+    let sock = b.udp_bind(7).unwrap();
+    b.inject(&udp_frame(B6, mac, 7, None)).unwrap();
+    assert_eq!(b.udp_recv_with(sock, |from, d| (from, d.len())).unwrap(), Some((v6(A6, 5555), 12)));
+    b.inject(&udp_frame(B6, mac, 7, Some(0))).unwrap();
+    let mut bad = udp_frame(B6, mac, 7, None);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x55;
+    b.inject(&bad).unwrap();
+    // Shorter than a UDP header inside a whole IPv6 packet.
+    b.inject(&frame(A6, B6, mac, 64, next_header::UDP, &[0, 1, 0, 7, 0])).unwrap();
+    assert_eq!(b.udp_queued(sock).unwrap(), 0);
+    // Nobody on port 9: a port unreachable to a unicast datagram, none to a group's.
+    b.inject(&udp_frame(B6, mac, 9, None)).unwrap();
+    b.inject(&udp_frame(net::ipv6::ALL_NODES, MacAddr([0x33, 0x33, 0, 0, 0, 1]), 9, None)).unwrap();
+    for (c, n) in [
+        (Counter::udp_rx_datagrams, 1),
+        (Counter::rx_drop_udp6_zero_checksum, 1),
+        (Counter::rx_drop_udp_bad_checksum, 1),
+        (Counter::rx_drop_udp_truncated, 1),
+        (Counter::rx_drop_udp_no_socket, 2),
+        (Counter::icmpv6_errors_sent, 1),
+    ] {
+        assert_eq!(b.counters().get(c), n, "{}", c.name());
+    }
+    b.counters().rx_accounting().check().unwrap();
+}
+
+#[test]
+fn a_port_unreachable_reaches_the_sending_socket_and_a_stack_without_ipv6_refuses() {
+    let mut p = Pair::new("fd77::1/64", "fd77::2/64");
+    p.run(Duration::from_millis(1100));
+    let sa = p.a.udp_bind(0).unwrap();
+    assert!(p.a.udp_send_to(sa, v6(B6, 9), b"anyone?").unwrap());
+    assert!(run_until(&mut p, 100, |p| p.a.udp_icmp_errors(sa).unwrap() == 1));
+    assert_eq!(p.b.counters().get(Counter::rx_drop_udp_no_socket), 1);
+    assert_eq!(p.a.counters().get(Counter::icmpv6_errors_received), 1);
+    p.accounted();
+
+    let (l, _peer) = mem::pair(LinkConfig::default());
+    let mut v4_only = Stack::new(Config::host("10.0.0.1/24"), l).unwrap();
+    let s = v4_only.udp_bind(0).unwrap();
+    match v4_only.udp_send_to(s, v6(B6, 7), b"x") {
+        Err(UdpSendError::NoRoute(ip)) => assert_eq!(ip, IpAddr::V6(B6)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(v4_only.counters().get(Counter::tx_drop_ipv6_no_route), 1);
 }

@@ -184,7 +184,7 @@ pub(crate) fn setting_names(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 /// A peer from Python: `(ip, port)` for UDP nodes, a MAC string for raw-Ethernet ones.
 pub(crate) fn peer_of(dst: &Bound<'_, PyAny>) -> PyResult<Peer> {
     if let Ok((ip, port)) = dst.extract::<(String, u16)>() {
-        return Ok(Peer::Udp(SocketAddrV4::new(crate::parse_ip(&ip)?, port)));
+        return Ok(Peer::Udp(SocketAddrV4::new(crate::parse_ip(&ip)?, port).into()));
     }
     let mac: String = dst.extract().map_err(|_| val("dst must be (ip, port) or a MAC address string"))?;
     Ok(Peer::Eth(mac.parse().map_err(|_| val(format!("{mac:?} is not a MAC address")))?))

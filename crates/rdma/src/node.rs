@@ -19,7 +19,7 @@ use crate::wire::{PacketType, RdmaPacket, RdmaRepr, RdmaWireError, HEADER_LEN};
 use crate::{RdmaConfig, RdmaError};
 use link::{Instant, Link};
 use net::{NetError, RawHandle, Stack, UdpHandle, UdpRxHandler};
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
@@ -75,7 +75,7 @@ struct BypassHandler {
 }
 
 impl UdpRxHandler for BypassHandler {
-    fn on_datagram(&mut self, now: Instant, from: SocketAddrV4, payload: &[u8]) {
+    fn on_datagram(&mut self, now: Instant, from: SocketAddr, payload: &[u8]) {
         match self.path.try_lock() {
             Ok(mut p) => {
                 p.now = now;
@@ -324,7 +324,7 @@ impl RdmaNode {
     /// This node's address as peers name it.
     pub fn address<L: Link>(&self, stack: &Stack<L>) -> Peer {
         match self.sock {
-            Sock::Udp(_) => Peer::Udp(SocketAddrV4::new(stack.ip(), self.port_or_type)),
+            Sock::Udp(_) => Peer::Udp(SocketAddrV4::new(stack.ip(), self.port_or_type).into()),
             Sock::Eth(_) => Peer::Eth(stack.mac()),
         }
     }

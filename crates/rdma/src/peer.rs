@@ -1,7 +1,7 @@
 //! Who a packet comes from or goes to, and which transport carries it.
 
 use std::fmt;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use wire::MacAddr;
 
 /// The default UDP port of RDMA nodes.
@@ -13,17 +13,22 @@ pub const DEFAULT_ETHERTYPE: u16 = 0x88b5;
 /// A node's address on the transport it uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
-    /// A UDP socket address (routable).
-    Udp(SocketAddrV4),
+    /// A UDP socket address of either family (routable).
+    Udp(SocketAddr),
     /// A MAC address on the local Ethernet segment.
     Eth(MacAddr),
 }
 
 impl Peer {
-    /// The address packed into one integer, distinct for distinct peers.
+    /// The address packed into one integer, distinct for distinct IPv4 and Ethernet peers;
+    /// an IPv6 address is folded into it (it is a hash: equality still compares addresses).
     fn packed(&self) -> u64 {
         match self {
-            Peer::Udp(a) => 1 << 63 | u64::from(a.ip().to_bits()) << 16 | u64::from(a.port()),
+            Peer::Udp(SocketAddr::V4(a)) => 1 << 63 | u64::from(a.ip().to_bits()) << 16 | u64::from(a.port()),
+            Peer::Udp(SocketAddr::V6(a)) => {
+                let ip = a.ip().to_bits();
+                3 << 62 ^ (ip as u64) ^ ((ip >> 64) as u64).rotate_left(16) ^ u64::from(a.port()) << 40
+            }
             Peer::Eth(m) => m.0.iter().fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
         }
     }
@@ -69,7 +74,9 @@ impl Default for Transport {
 }
 
 impl Transport {
-    /// Bytes the transport's headers take from the link MTU (IPv4 + UDP, or none).
+    /// Bytes the transport's headers take from the link MTU (IPv4 + UDP, or none). A node's
+    /// packets are sized for IPv4: to an IPv6 peer one that does not fit the path MTU goes
+    /// out in fragments.
     pub fn overhead(&self) -> usize {
         match self {
             Transport::Udp { .. } => 28,
@@ -84,7 +91,7 @@ mod tests {
 
     #[test]
     fn packed_addresses_are_distinct_per_peer() {
-        let u = |a: [u8; 4], p| Peer::Udp(SocketAddrV4::new(a.into(), p));
+        let u = |a: [u8; 4], p| Peer::Udp(std::net::SocketAddrV4::new(a.into(), p).into());
         let peers = [
             u([10, 0, 0, 1], 1),
             u([10, 0, 0, 1], 2),
@@ -93,6 +100,9 @@ mod tests {
             Peer::Eth(MacAddr([0, 0, 0, 0, 0, 0])),
             Peer::Eth(MacAddr([0, 0, 10, 0, 0, 1])),
             Peer::Eth(MacAddr([0xff; 6])),
+            Peer::Udp("[fd77::1]:1".parse().unwrap()),
+            Peer::Udp("[fd77::2]:1".parse().unwrap()),
+            Peer::Udp("[fd77::1]:2".parse().unwrap()),
         ];
         let packed: std::collections::HashSet<u64> = peers.iter().map(Peer::packed).collect();
         assert_eq!(packed.len(), peers.len());

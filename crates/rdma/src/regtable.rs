@@ -216,7 +216,7 @@ mod tests {
 
     fn entry(op: u64, count: u32) -> Entry {
         Entry {
-            peer: Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 9)),
+            peer: Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 9).into()),
             op_id: op,
             key: 1,
             offset: 0,

@@ -807,7 +807,7 @@ mod tests {
     }
 
     fn peer(n: u8) -> Peer {
-        Peer::Udp(SocketAddrV4::new([10, 0, 0, n].into(), 4791))
+        Peer::Udp(SocketAddrV4::new([10, 0, 0, n].into(), 4791).into())
     }
 
     fn setup(window: usize) -> (Sender, Recorder, NotifyQueue, Counters) {

@@ -60,7 +60,7 @@ fn a_hostile_sender_fills_every_receive_queue_to_its_bound_and_no_further() {
     // of an op that never registers, a one-packet op that completes, an unregistered op's
     // Notify. Nobody polls the node (its answers pile up) or takes its notifications.
     for i in 0..400u64 {
-        let peer = Peer::Udp(SocketAddrV4::new([10, 9, (i / 200) as u8, (i % 200) as u8].into(), 18791));
+        let peer = Peer::Udp(SocketAddrV4::new([10, 9, (i / 200) as u8, (i % 200) as u8].into(), 18791).into());
         let now = net.now();
         let pkts = [
             packet(PacketType::RegisterFirst, true, 4 * i, 0, 4, key),

@@ -50,7 +50,7 @@ fn side(link: ShmLink, me: u8, peer: u8, mut child_exited: Option<&mut dyn FnMut
     let key = node.register(vec![0u8; REGION]).map_err(|e| e.to_string())?;
     let ctl = stack.udp_bind(CTL_PORT).map_err(|e| e.to_string())?;
     let peer_ctl = SocketAddrV4::new([10, 0, 0, peer].into(), CTL_PORT);
-    let dst = rdma::Peer::Udp(SocketAddrV4::new([10, 0, 0, peer].into(), rdma::DEFAULT_UDP_PORT));
+    let dst = rdma::Peer::Udp(SocketAddrV4::new([10, 0, 0, peer].into(), rdma::DEFAULT_UDP_PORT).into());
     // Both sides register their first region first, so the key is the same on both.
     for (i, &(off, len, reg)) in WRITES.iter().enumerate() {
         let data = pattern(len, u64::from(me) * 10 + i as u64);

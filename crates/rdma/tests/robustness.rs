@@ -85,7 +85,7 @@ fn random_and_mutated_packets_are_counted_and_the_node_keeps_serving() {
     for i in 0..20_000 {
         let p = plausible(&mut rng, victim.0);
         let p = if i % 2 == 0 { mutate(&mut rng, p) } else { p };
-        let peer = Peer::Udp(SocketAddrV4::new([10, 0, 9, (i % 5) as u8].into(), 4791));
+        let peer = Peer::Udp(SocketAddrV4::new([10, 0, 9, (i % 5) as u8].into(), 4791).into());
         let now = net.now();
         net.nodes[1].handle_packet(peer, &p, now);
     }

@@ -39,8 +39,8 @@ fn rdma_over_veth_between_namespaces_both_directions() {
     let mut nodes = [RdmaNode::new(&mut stacks[0], cfg.clone()).unwrap(), RdmaNode::new(&mut stacks[1], cfg).unwrap()];
     let keys = [nodes[0].register(vec![0u8; REGION]).unwrap(), nodes[1].register(vec![0u8; REGION]).unwrap()];
     let addrs = [
-        Peer::Udp(SocketAddrV4::new([10, 66, 0, 1].into(), rdma::DEFAULT_UDP_PORT)),
-        Peer::Udp(SocketAddrV4::new([10, 66, 0, 2].into(), rdma::DEFAULT_UDP_PORT)),
+        Peer::Udp(SocketAddrV4::new([10, 66, 0, 1].into(), rdma::DEFAULT_UDP_PORT).into()),
+        Peer::Udp(SocketAddrV4::new([10, 66, 0, 2].into(), rdma::DEFAULT_UDP_PORT).into()),
     ];
     let mut expect = [vec![0u8; REGION], vec![0u8; REGION]];
     for (src, dst) in [(0usize, 1usize), (1, 0)] {

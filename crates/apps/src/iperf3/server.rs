@@ -12,7 +12,7 @@ use super::proto::{
 use super::stream::{drain_udp, Carrier, Stream};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle, TcpListener, UdpHandle};
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
 /// How long the set-up steps (cookie, parameters, streams) and the closing steps (results,
@@ -101,7 +101,7 @@ pub struct Iperf3Server {
     /// Connections answered ACCESS_DENIED.
     pub denied: u64,
     /// UDP streams whose handshake answer still has to go out (the link was full).
-    replies: Vec<SocketAddrV4>,
+    replies: Vec<SocketAddr>,
 }
 
 impl Iperf3Server {
@@ -225,7 +225,7 @@ impl Test {
     }
 
     /// A datagram on the UDP port; returns true if it opened a stream (to be answered).
-    fn on_datagram(&mut self, from: SocketAddrV4, data: &[u8], sock: UdpHandle) -> bool {
+    fn on_datagram(&mut self, from: SocketAddr, data: &[u8], sock: UdpHandle) -> bool {
         let wide = self.counters_64bit();
         let receiving = matches!(self.phase, Phase::Running | Phase::Results | Phase::Drain);
         if let Some(s) =

@@ -5,7 +5,7 @@
 use super::proto::{read_udp_header, udp_header_len, write_udp_header, StreamResult};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle, UdpHandle};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What carries a stream.
@@ -17,8 +17,8 @@ pub enum Carrier {
     Udp {
         /// The socket.
         sock: UdpHandle,
-        /// The other end.
-        peer: SocketAddrV4,
+        /// The other end (either family).
+        peer: SocketAddr,
     },
 }
 
@@ -175,7 +175,7 @@ impl Stream {
         &mut self,
         stack: &mut Stack<L>,
         sock: UdpHandle,
-        peer: SocketAddrV4,
+        peer: SocketAddr,
         len: usize,
         allowed: u64,
         wide: bool,
@@ -313,7 +313,7 @@ impl Stream {
 pub fn drain_udp<L: Link>(
     stack: &mut Stack<L>,
     sock: UdpHandle,
-    mut f: impl FnMut(SocketAddrV4, &[u8]),
+    mut f: impl FnMut(SocketAddr, &[u8]),
 ) -> Result<usize, NetError> {
     let mut n = 0;
     while stack.udp_recv_with(sock, |from, data| f(from, data))?.is_some() {

@@ -7,7 +7,7 @@ use super::{Peer, Transport};
 use link::{Instant, Link};
 use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::time::Duration;
 use wire::MacAddr;
 
@@ -81,7 +81,12 @@ pub struct SpnClient {
 
 impl SpnClient {
     /// A UDP client (ephemeral port) of the service at `server`, for `vector_len`-byte vectors.
-    pub fn udp<L: Link>(stack: &mut Stack<L>, server: SocketAddrV4, vector_len: usize) -> Result<SpnClient, NetError> {
+    pub fn udp<L: Link>(
+        stack: &mut Stack<L>,
+        server: impl Into<SocketAddr>,
+        vector_len: usize,
+    ) -> Result<SpnClient, NetError> {
+        let server = server.into();
         let h = stack.udp_bind(0)?;
         Ok(SpnClient::new(Transport::Udp(h), Peer::Udp(server), vector_len, stack.config().mtu))
     }

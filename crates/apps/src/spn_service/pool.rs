@@ -44,7 +44,7 @@ impl Job {
     pub fn new(record: usize) -> Job {
         Job {
             seq: 0,
-            peer: Peer::Udp(std::net::SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0)),
+            peer: Peer::Udp(std::net::SocketAddr::from(([0u8; 4], 0))),
             header: RequestHeader { flags: 0, count: 0, vector_len: 0, id: 0 },
             req: vec![0; record],
             len: 0,

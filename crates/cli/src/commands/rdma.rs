@@ -471,7 +471,7 @@ pub(crate) fn measure(a: &BenchArgs) -> Result<Vec<Table>, String> {
             stack,
             lat,
             gp,
-            dst: Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), RDMA_PORT)),
+            dst: Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), RDMA_PORT).into()),
             key,
             seen: seen_rx,
         };

@@ -10,6 +10,14 @@
 //! then also holds the link-local address of its MAC. Addresses are tentative until duplicate
 //! address detection (one solicitation, a second by default) finds nobody else using them;
 //! then an unsolicited advertisement announces them.
+//!
+//! UDP runs over IPv6 through the same socket table as IPv4: a socket bound to a port
+//! receives both families (as a Linux socket bound to `::`), and `Stack::udp_send_to` takes
+//! a `SocketAddrV6`. Received datagrams need a valid checksum (zero is refused, RFC 8200
+//! 8.1: `rx_drop_udp6_zero_checksum`); one to a port nobody bound is answered with a
+//! rate-limited port unreachable (not when it was sent to a group). Sent datagrams get the
+//! source address chosen for their destination, wait for Neighbor Discovery in the pending
+//! queue, and go out in fragments above the path MTU.
 
 pub mod config;
 pub mod neighbor;

@@ -1,5 +1,6 @@
 //! The IPv6 receive path: the fixed header's checks, the extension-header chain (RFC 8200),
-//! then ICMPv6 (echo, errors, Packet Too Big) and Neighbor Discovery. Every frame ends in one
+//! then UDP (to the dual-stack socket table), ICMPv6 (echo, errors, Packet Too Big) and
+//! Neighbor Discovery. Every frame ends in one
 //! verdict, `rx_delivered` or one `rx_drop_*` reason, as on the IPv4 path.
 
 use super::neighbor::{AdvertFlags, AdvertOutcome};
@@ -10,13 +11,14 @@ use crate::iface::Core;
 use crate::reasm::FragVerdict;
 use crate::tcp::lookup::FourTuple;
 use crate::tcp::sink::LinkSink;
+use crate::udp::Delivery;
 use link::Link;
-use std::net::{Ipv6Addr, SocketAddr};
-use wire::icmpv6::{icmpv6_type, MAX_QUOTE};
+use std::net::{Ipv6Addr, SocketAddr, SocketAddrV6};
+use wire::icmpv6::{icmpv6_type, unreach6_code, MAX_QUOTE};
 use wire::ipv6::next_header;
 use wire::{
     Chain, ChainError, ChainLimits, FragmentHeader, Icmpv6Message, Icmpv6Packet, Icmpv6Repr, Ipv6Packet, MacAddr,
-    NdpError, NdpMessage, WireError,
+    NdpError, NdpMessage, UdpPacket, WireError,
 };
 
 /// A received IPv6 packet that passed the fixed header's checks.
@@ -144,12 +146,57 @@ impl Core {
                 }
                 sent
             }
+            next_header::UDP => self.handle_udp6(link, &rx, l4),
             next_header::NO_NEXT => self.drop(Counter::rx_drop_ipv6_no_next_header),
             _ => {
                 self.drop(Counter::rx_drop_ipv6_unknown_next_header)?;
                 let pointer = chain.upper_pointer as u32;
                 self.send_icmpv6_error(link, &rx.ip, Icmpv6Message::ParameterProblem { code: 1, pointer })
             }
+        }
+    }
+
+    /// A UDP datagram: checksum (mandatory over IPv6), then the socket bound to its port,
+    /// or a port unreachable (rate-limited; never for a datagram sent to a group).
+    fn handle_udp6<L: Link + ?Sized>(&mut self, link: &mut L, rx: &Rx6<'_>, l4: &[u8]) -> Result<(), TxError> {
+        let Ok(udp) = UdpPacket::new_checked(l4) else { return self.drop(Counter::rx_drop_udp_truncated) };
+        if udp.checksum() == 0 {
+            return self.drop(Counter::rx_drop_udp6_zero_checksum);
+        }
+        if self.env.cfg.verify_udp_checksum && !udp.verify_checksum(rx.src, rx.dst) {
+            return self.drop(Counter::rx_drop_udp_bad_checksum);
+        }
+        let from = SocketAddr::V6(SocketAddrV6::new(rx.src, udp.src_port(), 0, 0));
+        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
+            Delivery::Queued => {
+                self.env.counters.bump(Counter::udp_rx_datagrams);
+                Ok(())
+            }
+            Delivery::Dropped(reason) => self.drop(reason),
+            Delivery::NoSocket => {
+                self.drop(Counter::rx_drop_udp_no_socket)?;
+                if rx.kind != DstKind::Unicast {
+                    return Ok(());
+                }
+                let message = Icmpv6Message::DestUnreachable { code: unreach6_code::PORT };
+                self.send_icmpv6_error(link, &rx.ip, message)
+            }
+        }
+    }
+
+    /// Charge an ICMPv6 error to the UDP socket whose datagram it quotes (an unfragmented
+    /// one, or the first fragment, with UDP straight after the fixed header).
+    fn note_icmpv6_error(&mut self, quoted: &[u8]) {
+        if quoted.len() < 42 {
+            return;
+        }
+        let ip = Ipv6Packet::new_unchecked(&quoted[..40]);
+        if ip.next_header() != next_header::UDP || !self.v6.is_own(ip.src()) {
+            return;
+        }
+        let port = u16::from_be_bytes([quoted[40], quoted[41]]);
+        if let Some(s) = self.udp.by_port_mut(port) {
+            s.icmp_errors += 1;
         }
     }
 
@@ -189,6 +236,7 @@ impl Core {
             }
             m if m.is_error() => {
                 self.env.counters.bump(Counter::icmpv6_errors_received);
+                self.note_icmpv6_error(pkt.data());
                 Ok(())
             }
             _ => self.drop(Counter::rx_drop_icmpv6_unhandled_type),

@@ -9,10 +9,10 @@ use crate::egress::Egress;
 use crate::env::Env;
 use crate::error::TxError;
 use link::{Link, LinkError};
-use std::net::Ipv6Addr;
+use std::net::{Ipv6Addr, SocketAddrV6};
 use wire::ethernet::ethertype;
 use wire::ipv6::next_header;
-use wire::{EthernetRepr, FragmentHeader, Icmpv6Repr, Ipv6AddrKind, Ipv6Repr, MacAddr, NdpMessage, NdpOption};
+use wire::{EthernetRepr, FragmentHeader, Icmpv6Repr, Ipv6AddrKind, Ipv6Repr, MacAddr, NdpMessage, NdpOption, UdpRepr};
 
 /// Hop limit of Neighbor Discovery messages (RFC 4861: always 255).
 const ND_HOP_LIMIT: u8 = 255;
@@ -305,6 +305,53 @@ impl Ipv6Host {
         self.send(env, eg, link, p, |buf, s, d| {
             let _ = repr.emit(buf, s, d);
         })
+    }
+
+    /// True if a packet to `dst` can be sent now: IPv6 is on, a usable source address
+    /// exists for it, and it is multicast, on link or behind a known router.
+    pub fn can_reach(&self, dst: Ipv6Addr, now: link::Instant) -> bool {
+        !dst.is_unspecified()
+            && self.source_for(dst).is_some()
+            && (dst.is_multicast() || self.next_hop(dst, now).is_some())
+    }
+
+    /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (it returns
+    /// the payload's ones-complement sum when it took it while writing), from `src_port` to
+    /// `dst`. The checksum is always computed (RFC 8200 8.1: IPv6 has no "no checksum").
+    /// Above the path MTU the datagram goes out in fragments, or is refused with `TooLarge`
+    /// (the UDP length that fits) when `may_fragment` is false.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_udp<L: Link + ?Sized>(
+        &mut self,
+        env: &mut Env,
+        eg: &mut Egress,
+        link: &mut L,
+        src_port: u16,
+        dst: SocketAddrV6,
+        payload_len: usize,
+        may_fragment: bool,
+        fill: impl FnOnce(&mut [u8]) -> Option<u64>,
+    ) -> Result<bool, TxError> {
+        let l4_len = UdpRepr::HEADER_LEN + payload_len;
+        let max = usize::from(u16::MAX);
+        let mtu = self.path_mtu(*dst.ip(), env.now);
+        if l4_len > max || (!may_fragment && Ipv6Repr::HEADER_LEN + l4_len > mtu) {
+            env.counters.bump(Counter::tx_drop_too_big);
+            let max = if may_fragment { max } else { mtu - Ipv6Repr::HEADER_LEN };
+            return Err(TxError::TooLarge { len: l4_len, max });
+        }
+        let repr = UdpRepr { src_port, dst_port: dst.port() };
+        let p = Packet6 { src: None, dst: *dst.ip(), next_header: next_header::UDP, hop_limit: None, l4_len };
+        let sent = self.send(env, eg, link, p, |buf, s, d| {
+            let _ = match fill(&mut buf[UdpRepr::HEADER_LEN..]) {
+                Some(sum) => repr.emit_summed(buf, s, d, payload_len, sum),
+                None => repr.emit(buf, s, d, payload_len),
+            };
+        })?;
+        if sent {
+            env.counters.bump(Counter::udp_tx_datagrams);
+        }
+        Ok(sent)
     }
 
     /// Timers: duplicate address detection, neighbour resolution retries and give-ups.

@@ -26,7 +26,6 @@ use net::{Config, Stack};
 use rdma::settings::parse_size;
 use rdma::{CompletionKind, Peer, RdmaConfig, RdmaNode, RegionKey, Status};
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -289,7 +288,7 @@ fn drive(
                 } else if ping_seq == 0 || now - ping_at >= Duration::from_millis(100) {
                     ping_at = now;
                     ping_seq = ping_seq.wrapping_add(1);
-                    let _ = stack.ping(*to.ip(), ping_seq, 8).map_err(msg)?;
+                    let _ = stack.ping(to.ip(), ping_seq, 8).map_err(msg)?;
                 }
             }
             if peer_ready {
@@ -392,14 +391,14 @@ fn write_failure(job: &Option<WriteJob>, s: Status) -> String {
 
 /// The peer `to` names: an IP (the node's own port), IP:PORT, or a MAC address.
 fn parse_peer(to: &str, me: Peer) -> Result<Peer, String> {
-    let bad = || format!("--to {to:?} is not an IPv4 address, IP:PORT or a MAC address");
+    let bad = || format!("--to {to:?} is not an IPv4 or IPv6 address, IP:PORT ([IPv6]:PORT) or a MAC address");
     match me {
         Peer::Udp(mine) => {
-            if let Ok(a) = to.parse::<SocketAddrV4>() {
+            if let Ok(a) = to.parse::<std::net::SocketAddr>() {
                 return Ok(Peer::Udp(a));
             }
-            let ip: Ipv4Addr = to.parse().map_err(|_| bad())?;
-            Ok(Peer::Udp(SocketAddrV4::new(ip, mine.port())))
+            let ip: std::net::IpAddr = to.parse().map_err(|_| bad())?;
+            Ok(Peer::Udp(std::net::SocketAddr::new(ip, mine.port())))
         }
         Peer::Eth(_) => Ok(Peer::Eth(
             to.parse().map_err(|_| format!("--to {to:?} is not a MAC address (the transport is raw Ethernet)"))?,
@@ -519,9 +518,13 @@ mod tests {
         assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
         assert_eq!(parse_bytes("0x10001"), Ok(0x10001));
         assert!(parse_bytes("lots").unwrap_err().contains("not a size"));
-        let me = Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 18791));
-        assert_eq!(parse_peer("10.0.0.2", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 18791))));
-        assert_eq!(parse_peer("10.0.0.2:9", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 9))));
+        use std::net::SocketAddrV4;
+        let me = Peer::Udp(SocketAddrV4::new([10, 0, 0, 1].into(), 18791).into());
+        let v6: std::net::SocketAddr = "[fd77::2]:18791".parse().unwrap();
+        assert_eq!(parse_peer("fd77::2", me), Ok(Peer::Udp(v6)));
+        assert_eq!(parse_peer("[fd77::2]:18791", me), Ok(Peer::Udp(v6)));
+        assert_eq!(parse_peer("10.0.0.2", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 18791).into())));
+        assert_eq!(parse_peer("10.0.0.2:9", me), Ok(Peer::Udp(SocketAddrV4::new([10, 0, 0, 2].into(), 9).into())));
         assert!(parse_peer("nowhere", me).is_err());
         let eth = Peer::Eth("02:00:00:00:00:01".parse().unwrap());
         assert!(parse_peer("10.0.0.2", eth).unwrap_err().contains("raw Ethernet"));

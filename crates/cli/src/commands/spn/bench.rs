@@ -358,7 +358,7 @@ fn bench_service(
             SpnClient::raw(&mut stack, SPN_ETHERTYPE, mac, nv)
         }
         "tcp" => SpnClient::tcp(&mut stack, "10.0.0.2:5005".parse().map_err(msg)?, nv),
-        _ => SpnClient::udp(&mut stack, "10.0.0.2:5005".parse().map_err(msg)?, nv),
+        _ => SpnClient::udp(&mut stack, "10.0.0.2:5005".parse::<std::net::SocketAddr>().map_err(msg)?, nv),
     }
     .map_err(msg)?;
     let per =
