@@ -1,12 +1,14 @@
 //! TCP over IPv6 with the real Linux stack through `linerate tap` (issue 27): the host has
 //! fd77::2/64, Linux fd77::1/64. `curl -6` fetches 100 MB from the HTTP responder, `nc -6`
 //! sends through the echo and receives what `--tcp-send [fd77::1]:PORT` sends, IPv4 and IPv6
-//! connections reach the same listeners in one run, and tshark finds nothing malformed. Needs
-//! root; without it (or a tool) each test says why and fails.
+//! connections reach the same listeners in one run, tshark finds nothing malformed, and stock
+//! `iperf3 -6` runs TCP and UDP tests against `linerate iperf3` both ways. Needs root; without
+//! it (or a tool) each test says why and fails.
 
 mod common;
 
-use common::{can_run, serial, sha256_file, tap_run, Scratch, HOST};
+use common::{can_run, serial, sha256_file, tap_run, Scratch, BIN, HOST};
+use serde_json::Value;
 
 /// The host's and the Linux side's IPv6 addresses (`linerate tap`'s defaults).
 const HOST6: &str = "fd77::2";
@@ -155,4 +157,73 @@ fn a_tcp_over_ipv6_capture_decodes_in_tshark_without_malformed_packets() {
     // Our SYN-ACKs over IPv6 announce an MSS 60 bytes under the MTU.
     let mss = fields(&format!("ipv6.src == {HOST6} && tcp.flags.syn == 1 && tcp.options.mss_val == 1440"));
     assert_eq!(mss.lines().count(), 2, "SYN-ACKs with MSS 1440: {mss}");
+}
+
+/// Run `linerate iperf3 ARGS -J` (its own TAP and namespace, prefix unique to `test`); returns
+/// its JSON. Checks that no namespace of the prefix is left.
+fn linerate_iperf3(test: &str, args: &[&str]) -> Value {
+    let prefix = format!("ip6-{}-{test}", std::process::id());
+    let out = std::process::Command::new("timeout")
+        .args(["90", BIN, "iperf3", "--ns-prefix", &prefix, "-J"])
+        .args(args)
+        .output()
+        .expect("linerate runs");
+    assert!(out.status.success(), "linerate iperf3 failed: {}", String::from_utf8_lossy(&out.stderr));
+    let list = std::process::Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&prefix), "a namespace was left behind");
+    serde_json::from_slice(&out.stdout).expect("linerate's JSON")
+}
+
+fn read_json(path: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON ({e}): {text}"))
+}
+
+/// Bits per second received in an iperf3 JSON (`end.sum_received`).
+fn received_bps(v: &Value) -> f64 {
+    v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or_else(|| panic!("no sum_received in {v}"))
+}
+
+#[test]
+fn stock_iperf3_6_tcp_and_udp_against_the_linerate_server() {
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("iperf3-6-server");
+    for (name, flags) in [("tcp", ""), ("udp", "-u -b 100M")] {
+        let file = dir.file(&format!("{name}.json"));
+        let run = format!("iperf3 -6 -c {HOST6} {flags} -t 2 -J > {file}");
+        linerate_iperf3(&format!("s{name}"), &["-s", "--one-off", "--run", &run]);
+        let client = read_json(&file);
+        assert!(client.get("error").is_none(), "{name}: stock client error {}", client["error"]);
+        assert_eq!(client["start"]["connected"][0]["remote_host"].as_str(), Some(HOST6), "{name}");
+        let bps = received_bps(&client);
+        assert!(bps > 1e6, "{name}: {bps} bit/s received");
+        if name == "udp" {
+            assert_eq!(client["end"]["sum_received"]["lost_packets"].as_u64(), Some(0), "{name}: {client}");
+        }
+    }
+}
+
+#[test]
+fn linerate_iperf3_client_over_ipv6_against_the_stock_server() {
+    if !can_run(&["iperf3"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("iperf3-6-client");
+    for (name, flags) in [("tcp", vec![]), ("udp", vec!["-u", "-b", "100M"])] {
+        let file = dir.file(&format!("{name}.json"));
+        let run = format!("iperf3 -s -1 -J > {file}");
+        let mut args = vec!["-c", LINUX6, "-t", "2", "--run", &run];
+        args.extend(flags.iter().copied());
+        let ours = linerate_iperf3(&format!("c{name}"), &args);
+        let server = read_json(&file);
+        assert!(server.get("error").is_none(), "{name}: stock server error {}", server["error"]);
+        assert_eq!(server["start"]["connected"][0]["remote_host"].as_str(), Some(HOST6), "{name}");
+        let (theirs, mine) = (received_bps(&server), received_bps(&ours));
+        assert!(theirs > 1e6, "{name}: the stock server received {theirs} bit/s");
+        assert!((theirs - mine).abs() <= theirs * 0.01, "{name}: {mine} vs the server's {theirs}");
+    }
 }

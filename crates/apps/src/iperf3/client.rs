@@ -11,7 +11,7 @@ use super::proto::{
 use super::stream::{drain_udp, Carrier, Stream};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle, UdpHandle};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long each set-up and closing step may take.
@@ -96,7 +96,7 @@ pub struct ClientReport {
 
 /// The iperf3 client.
 pub struct Iperf3Client {
-    server: SocketAddrV4,
+    server: SocketAddr,
     params: Params,
     cookie: [u8; super::proto::COOKIE_LEN],
     ctrl: Option<Control>,
@@ -123,7 +123,7 @@ pub struct Iperf3Client {
 impl Iperf3Client {
     /// A client that will run a test with `params` against `server` (starting at the first
     /// step).
-    pub fn new(server: SocketAddrV4, params: Params) -> Iperf3Client {
+    pub fn new(server: SocketAddr, params: Params) -> Iperf3Client {
         let (to_send, to_recv) = match (params.reverse, params.bidirectional) {
             (_, true) => (params.parallel, params.parallel),
             (true, false) => (0, params.parallel),

@@ -12,7 +12,7 @@ use super::proto::{
 use super::stream::{drain_udp, Carrier, Stream};
 use link::{Instant, Link};
 use net::{NetError, Stack, TcpHandle, TcpListener, UdpHandle};
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long the set-up steps (cookie, parameters, streams) and the closing steps (results,
@@ -48,7 +48,7 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct TestReport {
     /// The client's control connection.
-    pub client: Option<SocketAddrV4>,
+    pub client: Option<SocketAddr>,
     /// The test's parameters (None if it failed before they came).
     pub params: Option<Params>,
     /// Seconds from the start of data to the client's end of the test.
@@ -68,7 +68,7 @@ pub struct TestReport {
 /// One test in progress.
 struct Test {
     ctrl: Control,
-    client: Option<SocketAddrV4>,
+    client: Option<SocketAddr>,
     cookie: Vec<u8>,
     params: Option<Params>,
     phase: Phase,
@@ -134,10 +134,7 @@ impl Iperf3Server {
         while let Some(h) = stack.tcp_accept(self.listener) {
             work += 1;
             match &mut self.test {
-                None => {
-                    self.test =
-                        Some(Test::new(h, now, stack.tcp_stats(h).ok().and_then(|s| s.remote).and_then(v4_only)))
-                }
+                None => self.test = Some(Test::new(h, now, stack.tcp_stats(h).ok().and_then(|s| s.remote))),
                 Some(t) if t.phase == Phase::CreateStreams && t.protocol() == Some(Protocol::Tcp) => {
                     t.pending.push((h, Vec::new()))
                 }
@@ -189,7 +186,7 @@ impl Iperf3Server {
 }
 
 impl Test {
-    fn new(h: TcpHandle, now: Instant, client: Option<SocketAddrV4>) -> Test {
+    fn new(h: TcpHandle, now: Instant, client: Option<SocketAddr>) -> Test {
         Test {
             ctrl: Control::new(h),
             client,
@@ -568,13 +565,5 @@ impl Test {
             theirs: self.theirs.clone(),
             error: self.error.clone(),
         })
-    }
-}
-
-/// The client's address while the UDP side of a test speaks IPv4 only.
-fn v4_only(a: std::net::SocketAddr) -> Option<SocketAddrV4> {
-    match a {
-        std::net::SocketAddr::V4(v4) => Some(v4),
-        std::net::SocketAddr::V6(_) => None,
     }
 }

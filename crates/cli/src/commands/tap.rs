@@ -303,7 +303,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
 }
 
 /// The host's and the Linux side's IPv6 addresses, or None when either flag says "none".
-fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, String)>, String> {
+pub(crate) fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, String)>, String> {
     if host == "none" || linux == "none" {
         return Ok(None);
     }
@@ -320,7 +320,7 @@ fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, String)>, String
 
 /// Poll the host until its IPv6 addresses have passed duplicate address detection (about one
 /// second), so that the Linux side's first packets find them in use.
-fn wait_for_ipv6_addresses<L: Link>(stack: &mut Stack<L>) -> Result<(), String> {
+pub(crate) fn wait_for_ipv6_addresses<L: Link>(stack: &mut Stack<L>) -> Result<(), String> {
     let start = now();
     while stack.ipv6_addrs().iter().any(|a| a.state == net::AddrState::Tentative) {
         if now() - start > Duration::from_secs(5) {

@@ -6,7 +6,7 @@ use crate::output::{fmt_si, Table};
 use crate::runloop::{now, stop_requested, Idler};
 use apps::iperf3::{ClientReport, Iperf3Client, Params, Protocol, Side};
 use serde_json::{json, Value};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -14,8 +14,8 @@ use std::time::Duration;
 const CHILD_LINGER: Duration = Duration::from_secs(5);
 
 /// Run one test.
-pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: Ipv4Addr, params: Params) -> Result<ExitCode, String> {
-    let server = SocketAddrV4::new(addr, a.port);
+pub fn run(a: &Iperf3Args, mut setup: IperfHost, addr: IpAddr, params: Params) -> Result<ExitCode, String> {
+    let server = SocketAddr::new(addr, a.port);
     let wait = crate::bench_common::check_secs(a.wait)?;
     eprintln!("linerate iperf3 client {} -> {server} on {}", setup.stack.ip(), setup.place);
     let mut child = a.run.as_deref().map(|c| setup.spawn(c, a.json)).transpose()?;
@@ -95,7 +95,7 @@ fn sum_json(s: &Side, udp: bool, sender: bool) -> Value {
 }
 
 /// iperf3's `start` object: where the test went and its parameters.
-fn start_json(server: SocketAddrV4, p: &Params, streams: usize) -> Value {
+fn start_json(server: SocketAddr, p: &Params, streams: usize) -> Value {
     let udp = p.protocol == Protocol::Udp;
     json!({
         "connecting_to": { "host": server.ip().to_string(), "port": server.port() },
@@ -113,7 +113,7 @@ fn start_json(server: SocketAddrV4, p: &Params, streams: usize) -> Value {
 /// client keeps totals only, so `intervals` holds one interval spanning the test. The main
 /// direction is the upload (the download with `-R`); with `--bidir` the other one is under
 /// `sum_sent_bidir_reverse`/`sum_received_bidir_reverse`, as iperf3 writes it.
-fn iperf3_json(server: SocketAddrV4, p: &Params, r: &ClientReport) -> Value {
+fn iperf3_json(server: SocketAddr, p: &Params, r: &ClientReport) -> Value {
     let udp = p.protocol == Protocol::Udp;
     let (main, other) = if p.reverse { (&r.download, &r.upload) } else { (&r.upload, &r.download) };
     let mut end = json!({
@@ -137,7 +137,7 @@ fn iperf3_json(server: SocketAddrV4, p: &Params, r: &ClientReport) -> Value {
 }
 
 /// Print the figures: a table, or iperf3's JSON.
-fn print_report(a: &Iperf3Args, server: SocketAddrV4, p: &Params, r: &ClientReport) {
+fn print_report(a: &Iperf3Args, server: SocketAddr, p: &Params, r: &ClientReport) {
     let udp = p.protocol == Protocol::Udp;
     if a.json {
         bench::outln!("{}", serde_json::to_string_pretty(&iperf3_json(server, p, r)).unwrap_or_default());

@@ -13,7 +13,7 @@ use link::spec::LinkSpec;
 use link::Link;
 use net::Config;
 use net::Stack;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::process::{Child, ExitCode, Stdio};
 use std::time::Duration;
 use testbed::netns::Netns;
@@ -26,9 +26,9 @@ pub struct Iperf3Args {
     /// Serve stock `iperf3 -c` clients.
     #[arg(short = 's', long)]
     server: bool,
-    /// Run a test against the stock `iperf3 -s` at ADDR (on the Linux side).
+    /// Run a test against the stock `iperf3 -s` at ADDR (on the Linux side; IPv4 or IPv6).
     #[arg(short = 'c', long, value_name = "ADDR")]
-    client: Option<Ipv4Addr>,
+    client: Option<IpAddr>,
     /// Port of the iperf3 server.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -43,6 +43,13 @@ pub struct Iperf3Args {
     /// Address of the linerate host.
     #[arg(long, default_value = "10.77.0.2/24")]
     host_ip: String,
+    /// IPv6 address of the Linux side of our TAP ("none": no IPv6).
+    #[arg(long, default_value = "fd77::1/64", value_name = "ADDR/LEN")]
+    linux_ip6: String,
+    /// IPv6 address of the linerate host on our TAP, beside the link-local address of its MAC
+    /// ("none": IPv4 only).
+    #[arg(long, default_value = "fd77::2/64", value_name = "ADDR/LEN")]
+    host_ip6: String,
     /// IP MTU of the link (default: 1500 on our TAP, the interface's on --link); the MSS
     /// fills it (MTU - 40).
     #[arg(long, value_parser = crate::flag_values::parse_mtu)]
@@ -136,10 +143,20 @@ impl IperfHost {
     /// Open what `a` asks for with host configuration `cfg`.
     fn open(a: &Iperf3Args, cfg: Config) -> Result<IperfHost, String> {
         let Some(spec) = &a.link else {
-            let cfg = crate::link_stack::fit_config(cfg, a.mtu.unwrap_or(1500), None);
+            let mut cfg = crate::link_stack::fit_config(cfg, a.mtu.unwrap_or(1500), None);
+            let ipv6 = super::tap::ipv6_pair(&a.host_ip6, &a.linux_ip6)?;
+            if let Some((host6, _)) = &ipv6 {
+                cfg = cfg.ipv6_addr(host6).map_err(|e| format!("--host-ip6: {e}"))?;
+            }
             cfg.validate().map_err(|e| e.to_string())?;
-            let TapSetup { ns, stack, linux_ip } =
+            let TapSetup { ns, mut stack, linux_ip } =
                 TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
+            if let Some((_, linux6)) = &ipv6 {
+                // No duplicate address detection on the Linux side: the TAP is ours alone.
+                ns.ip(&["-6", "addr", "add", linux6, "dev", testbed::tap::TAP_IFNAME, "nodad"])
+                    .map_err(|e| e.to_string())?;
+                super::tap::wait_for_ipv6_addresses(&mut stack)?;
+            }
             let place = format!("TAP {} in namespace {}; Linux side {linux_ip}", testbed::tap::TAP_IFNAME, ns.name());
             return Ok(IperfHost { stack, ns: Some(ns), place });
         };
