@@ -323,6 +323,24 @@ impl Core {
         self.handle_datagram(link, &ip, broadcast)
     }
 
+    /// A TCP segment (`l4`) from `src` to `dst`, of either family, for the engine. The segment
+    /// is processed whole whatever the link did; a transmit error surfaces after it.
+    pub(crate) fn handle_tcp<L: Link + ?Sized>(
+        &mut self,
+        link: &mut L,
+        src: IpAddr,
+        dst: IpAddr,
+        l4: &[u8],
+    ) -> Result<(), TxError> {
+        let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
+        let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
+        let sent = out.finish();
+        if let Err(reason) = verdict {
+            self.drop(reason)?;
+        }
+        sent
+    }
+
     /// A whole IPv4 datagram for us (received whole or reassembled): its transport.
     fn handle_datagram<L: Link + ?Sized>(
         &mut self,
@@ -337,17 +355,7 @@ impl Core {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), ip.options(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::rx_drop_tcp_broadcast),
-            protocol::TCP => {
-                let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
-                let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
-                // The segment is processed whole whatever the link did; a transmit error
-                // surfaces after it.
-                let sent = out.finish();
-                if let Err(reason) = verdict {
-                    self.drop(reason)?;
-                }
-                sent
-            }
+            protocol::TCP => self.handle_tcp(link, src.into(), dst.into(), l4),
             _ => {
                 self.drop(Counter::rx_drop_ipv4_unknown_protocol)?;
                 if !broadcast {

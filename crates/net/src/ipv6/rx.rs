@@ -135,17 +135,7 @@ impl Core {
             next_header::ICMPV6 => self.handle_icmpv6(link, &rx, l4),
             _ if src.is_unspecified() || kind == DstKind::Tentative => self.drop(Counter::rx_drop_ipv6_martian_src),
             next_header::TCP if kind != DstKind::Unicast => self.drop(Counter::rx_drop_tcp_broadcast),
-            next_header::TCP => {
-                let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
-                let verdict = self.tcp.on_segment(&mut out, src, dst, l4);
-                // The segment is processed whole whatever the link did; a transmit error
-                // surfaces after it.
-                let sent = out.finish();
-                if let Err(reason) = verdict {
-                    self.drop(reason)?;
-                }
-                sent
-            }
+            next_header::TCP => self.handle_tcp(link, src.into(), dst.into(), l4),
             next_header::UDP => self.handle_udp6(link, &rx, l4),
             next_header::NO_NEXT => self.drop(Counter::rx_drop_ipv6_no_next_header),
             _ => {
