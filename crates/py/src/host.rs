@@ -580,7 +580,7 @@ impl PyHost {
     fn tcp_connect(&self, py: Python<'_>, addr: (String, i64)) -> PyResult<PyTcpConn> {
         let dst = crate::sockaddr(&addr)?;
         let h = self.host.with(py, |s| s.tcp_connect(dst).map_err(errors::net))?;
-        Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst)))
+        Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst.into())))
     }
 
     /// An RDMA node on this host, over UDP `port` (reliable connectionless writes, seed 001).

@@ -4,7 +4,7 @@
 //! `OSError` subclasses with errno, context managers, idempotent `close()`, and a `repr` with
 //! addresses and state.
 
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use net::{RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
@@ -377,7 +377,7 @@ pub(crate) struct PyTcpConn {
     core: SocketCore,
     h: TcpHandle,
     /// The remote address.
-    peer: Option<SocketAddrV4>,
+    peer: Option<SocketAddr>,
 }
 
 impl PyTcpConn {
@@ -386,7 +386,7 @@ impl PyTcpConn {
         Interest::Tcp(self.h)
     }
 
-    pub(crate) fn new(host: HostRef, h: TcpHandle, peer: Option<SocketAddrV4>) -> Self {
+    pub(crate) fn new(host: HostRef, h: TcpHandle, peer: Option<SocketAddr>) -> Self {
         PyTcpConn { core: SocketCore::new(host, "connection"), h, peer }
     }
 
