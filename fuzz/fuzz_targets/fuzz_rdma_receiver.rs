@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
             let crc = packet_crc(&p, &p[HEADER_LEN..HEADER_LEN + plen]);
             p[44..48].copy_from_slice(&crc.to_be_bytes());
         }
-        let peer = Peer::Udp(std::net::SocketAddrV4::new([10, 0, 0, 1 + who % 3].into(), 4791));
+        let peer = Peer::Udp(std::net::SocketAddrV4::new([10, 0, 0, 1 + who % 3].into(), 4791).into());
         node.handle_packet(peer, &p, Instant::from_micros(t));
         t += 100;
         if t % 1000 == 0 {

@@ -424,7 +424,10 @@ impl Bench {
         let st = self.host.tcp_stats(h).ok()?;
         Some(Live {
             h: Some(h),
-            remote: st.remote?,
+            remote: match st.remote? {
+                std::net::SocketAddr::V4(a) => a,
+                std::net::SocketAddr::V6(_) => return None,
+            },
             local_port: st.local_port,
             snd_nxt: st.snd_nxt,
             rcv_nxt: st.rcv_nxt,
