@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = tb.add_host("10.0.0.2/24")?;
     let client = tb.add_host("10.0.0.1/24")?;
     let listener = tb.host(server).tcp_listen(7000, 16)?;
-    let conn = tb.host(client).tcp_connect("10.0.0.2:7000".parse()?)?;
+    let conn = tb.host(client).tcp_connect("10.0.0.2:7000".parse::<std::net::SocketAddr>()?)?;
 
     let request = b"hello\nlinerate speaks tcp\nbye\n";
     let (mut sent, mut reply) = (0, Vec::new());
