@@ -65,6 +65,14 @@ pub fn check_secs(d: Duration) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `cfg` with the IPv6 address `addr`/64 too, usable at once (no duplicate address
+/// detection: the link is the benchmark's own).
+pub(crate) fn with_ipv6(cfg: net::Config, addr: std::net::Ipv6Addr) -> Result<net::Config, String> {
+    let mut cfg = cfg.ipv6_addr(&format!("{addr}/64")).map_err(msg)?;
+    cfg.ipv6.ndp.dad_transmits = 0;
+    Ok(cfg)
+}
+
 /// An error as text (the commands report errors as strings).
 pub fn msg(e: impl std::fmt::Display) -> String {
     e.to_string()

@@ -285,7 +285,7 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), ours::PEER_IP)?;
     let mut cfg = tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?;
     if a.ipv6 {
-        cfg = ours::with_ipv6(cfg, ours::PEER_IP6)?;
+        cfg = crate::bench_common::with_ipv6(cfg, ours::PEER_IP6)?;
     }
     if let Some(mac) = mac {
         cfg.mac = wire::MacAddr(mac);

@@ -7,8 +7,8 @@
 use crate::bench_cable::Cable;
 use crate::bench_common::{
     bench_cpus, check_secs, die_with_parent, msg, nothing_yet, peer_or_reason, percentile, pin_cpu, pin_side,
-    print_tables, progress, ratio_row as row, rtt_samples, step, time_up, unique_name, Mode, NsServer, PeerProcess,
-    Tally, GRACE, READY,
+    print_tables, progress, ratio_row as row, rtt_samples, step, time_up, unique_name, with_ipv6, Mode, NsServer,
+    PeerProcess, Tally, GRACE, READY,
 };
 use crate::output::{Cell, Table, Unit};
 use crate::runloop::{install_stop_handler, stop_requested};
@@ -16,7 +16,7 @@ use apps::{RawEcho, UdpEcho};
 use indicatif::ProgressBar;
 use link::{Instant, Link, LinkError};
 use net::{Config, NetError, RawHandle, Stack, UdpHandle};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -27,6 +27,10 @@ use testbed::{netns_unavailable, Netns};
 const OUR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// The child's address on the shared-memory link.
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// Our IPv6 address on the shared-memory link (with `--ipv6`).
+const OUR_IP6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 1);
+/// The child's IPv6 address on the shared-memory link (with `--ipv6`).
+const PEER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd77, 0, 0, 0, 0, 0, 0, 2);
 /// The kernel client's address (namespace A) on the veth pair (a /24).
 const KERNEL_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
 /// The kernel server's address (namespace B) on the veth pair.
@@ -43,6 +47,8 @@ const RAW_ECHO_TYPE: u16 = 0x88b5;
 const CONTROL_PORT: u16 = 10;
 /// Payload of a goodput datagram: the largest that fits a 1500-byte MTU.
 const DATAGRAM: usize = 1472;
+/// Payload of a goodput datagram over IPv6: the same 1500-byte IP packet (a header 20 bytes longer).
+const DATAGRAM6: usize = 1452;
 /// Payload of a round-trip datagram.
 const RTT_PAYLOAD: usize = 64;
 /// How long to wait for one reply before counting it lost.
@@ -63,6 +69,12 @@ pub struct UdpArgs {
     /// veth.
     #[arg(long, default_value = "shm", value_parser = crate::bench_cable::CABLE_KINDS)]
     link: String,
+    /// Run linerate's side over IPv6 (fd77::1 to fd77::2 on the same link, 1452-byte
+    /// datagrams in the same 1500-byte packets) instead of IPv4; Linux's side stays on IPv4.
+    /// A run without it, alternated, gives the IPv6/IPv4 ratio. Not with `--link af_xdp`,
+    /// whose steering program passes IPv6 to the kernel.
+    #[arg(long)]
+    ipv6: bool,
 }
 
 /// Options of the hidden `linerate bench-peer udp` child.
@@ -87,6 +99,9 @@ pub struct PeerArgs {
     /// IP MTU of the link (and the peer's stack).
     #[arg(long, default_value_t = MTU)]
     mtu: usize,
+    /// The host also has fd77::2/64 (the parent's `--ipv6`).
+    #[arg(long)]
+    ipv6: bool,
 }
 
 /// What one side of the comparison measured.
@@ -108,12 +123,15 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     bench_cpus();
     let pb = progress(5, a.json);
     let cable = Cable::parse(&a.link)?;
+    if a.ipv6 && cable == Cable::VethXdp {
+        return Err("--ipv6 is not supported with --link af_xdp yet (its steering program passes IPv6 to the kernel): use shm or af_packet".into());
+    }
     if cable != Cable::Shm {
         if let Some(why) = netns_unavailable() {
             return Err(format!("--link {} needs network namespaces: {why}", a.link));
         }
     }
-    let ours = bench_linerate(cable, secs, &pb);
+    let ours = bench_linerate(cable, secs, a.ipv6, &pb);
     let skipped = netns_unavailable();
     let kernel = if skipped.is_none() { Some(bench_kernel(secs, &pb)) } else { None };
     pb.finish_and_clear();
@@ -123,7 +141,7 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     let ours = ours?;
     let peer = peer_or_reason(&kernel, skipped);
     let kernel_figures = peer.as_ref().map(|f| *f).map_err(String::as_str);
-    print_tables(&[table(cable, &ours, kernel_figures)], a.json);
+    print_tables(&[table(cable, a.ipv6, &ours, kernel_figures)], a.json);
     Ok(if matches!(kernel, Some(Err(_))) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -153,11 +171,8 @@ struct Client {
     _peer: PeerProcess,
     /// The namespaces of a veth cable, deleted after the child is gone.
     _veth: Option<crate::bench_cable::Veth>,
-}
-
-/// The child's address, port `port`.
-fn peer_addr(port: u16) -> SocketAddrV4 {
-    SocketAddrV4::new(PEER_IP, port)
+    /// Whether we talk to the child over IPv6.
+    ipv6: bool,
 }
 
 /// `ip` with a /24 prefix, as stack configurations and `ip addr` take it.
@@ -165,12 +180,13 @@ fn cidr(ip: Ipv4Addr) -> String {
     format!("{ip}/24")
 }
 
-/// Start the child on a fresh shared-memory link and measure round trip and goodput against it.
-fn bench_linerate(cable: Cable, secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
-    let mut c = Client::start_on(cable, MTU, secs)?;
+/// Start the child on a fresh link (`cable`) and measure round trip and goodput against it,
+/// over IPv6 if `ipv6`.
+fn bench_linerate(cable: Cable, secs: Duration, ipv6: bool, pb: &ProgressBar) -> Result<Figures, String> {
+    let mut c = Client::start_on(cable, MTU, secs, ipv6)?;
     let rtt = step(pb, "linerate: round trips", || rtt_samples(|seq| c.exchange(seq)))?;
     let (sent, goodput) = step(pb, "linerate: goodput", || -> Result<_, String> {
-        let sent = c.blast(secs, DATAGRAM)?;
+        let sent = c.blast(secs, if ipv6 { DATAGRAM6 } else { DATAGRAM })?;
         Ok((sent, c.report()?))
     })?;
     Ok(Figures { goodput, sent, rtt, rtt_blocking: None })
@@ -211,28 +227,43 @@ impl Client {
     /// A fresh shared-memory link of IP MTU `mtu` to a new child, and our stack and socket
     /// on it (the child gives up `secs` plus a grace time after it started).
     fn start(mtu: usize, secs: Duration) -> Result<Client, String> {
-        Client::start_on(Cable::Shm, mtu, secs)
+        Client::start_on(Cable::Shm, mtu, secs, false)
     }
 
-    /// [`Client::start`] on `cable`.
-    fn start_on(cable: Cable, mtu: usize, secs: Duration) -> Result<Client, String> {
+    /// [`Client::start`] on `cable`, over IPv6 if `ipv6`.
+    fn start_on(cable: Cable, mtu: usize, secs: Duration, ipv6: bool) -> Result<Client, String> {
         let name = unique_name("bench-udp");
         let ours = cable.open_ours(&name, mtu, OUR_IP)?;
         let limit = (secs + GRACE * 6).as_secs_f64().to_string();
         let mtu_arg = mtu.to_string();
         let mut args = vec!["udp".to_string(), "--limit".into(), limit, "--mtu".into(), mtu_arg];
         args.extend(cable.peer_args(&ours, &name));
+        if ipv6 {
+            args.push("--ipv6".into());
+        }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut peer = PeerProcess::spawn(&args)?;
         peer.expect_ready()?;
         pin_side(0);
         let mut cfg = Config::host(&cidr(OUR_IP)).mtu(mtu);
+        if ipv6 {
+            cfg = with_ipv6(cfg, OUR_IP6)?;
+        }
         if let Some(mac) = ours.mac {
             cfg.mac = wire::MacAddr(mac);
         }
         let mut stack = Stack::new(cfg, ours.link).map_err(msg)?;
         let sock = stack.udp_bind(0).map_err(msg)?;
-        Ok(Client { stack, sock, buf: vec![0u8; 2048], _peer: peer, _veth: ours.veth })
+        Ok(Client { stack, sock, buf: vec![0u8; 2048], _peer: peer, _veth: ours.veth, ipv6 })
+    }
+
+    /// The child's address in this run's family, port `port`.
+    fn peer_addr(&self, port: u16) -> SocketAddr {
+        if self.ipv6 {
+            SocketAddr::new(PEER_IP6.into(), port)
+        } else {
+            SocketAddr::new(PEER_IP.into(), port)
+        }
     }
 
     /// Poll (busy) until a datagram for which `wanted(payload, from)` holds arrives, or
@@ -258,7 +289,7 @@ impl Client {
     }
 
     /// Send `payload` to `dst` now, waiting out back-pressure (bounded by [`REPLY_TIMEOUT`]).
-    fn send_now(&mut self, dst: SocketAddrV4, payload: &[u8]) -> Result<bool, String> {
+    fn send_now(&mut self, dst: SocketAddr, payload: &[u8]) -> Result<bool, String> {
         let deadline = Instant::now() + REPLY_TIMEOUT;
         while !self.stack.udp_send_to(self.sock, dst, payload).map_err(msg)? {
             if time_up(Instant::now(), deadline) {
@@ -273,7 +304,7 @@ impl Client {
     /// One 64-byte request/response with the echo; the round-trip time in ns.
     fn exchange(&mut self, seq: u64) -> Result<Option<u64>, String> {
         let t0 = Instant::now();
-        if !self.send_now(peer_addr(ECHO_PORT), &request(seq))? {
+        if !self.send_now(self.peer_addr(ECHO_PORT), &request(seq))? {
             return Ok(None);
         }
         let got = self.await_datagram(REPLY_TIMEOUT, |p, _| answers(p, seq))?;
@@ -310,7 +341,7 @@ impl Client {
     /// (flush, not poll: a poll drops what the full link refuses). Returns datagrams sent.
     fn blast(&mut self, secs: Duration, size: usize) -> Result<u64, String> {
         let payload = vec![0x5au8; size];
-        let dst = peer_addr(SINK_PORT);
+        let dst = self.peer_addr(SINK_PORT);
         let deadline = Instant::now() + secs;
         let mut sent = 0u64;
         for attempt in 0u64.. {
@@ -333,7 +364,7 @@ impl Client {
     /// Ask the peer for its sink's tally (retrying a few times).
     fn report(&mut self) -> Result<Tally, String> {
         for _ in 0..20 {
-            if !self.send_now(peer_addr(CONTROL_PORT), b"REPORT")? {
+            if !self.send_now(self.peer_addr(CONTROL_PORT), b"REPORT")? {
                 continue;
             }
             if let Some(n) = self.await_datagram(REPLY_TIMEOUT, |_, from| from.port() == CONTROL_PORT)? {
@@ -399,6 +430,9 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     let limit = check_secs(a.limit_secs)?;
     let (link, _, mac) = crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), PEER_IP)?;
     let mut cfg = Config::host(&cidr(PEER_IP)).mtu(a.mtu);
+    if a.ipv6 {
+        cfg = with_ipv6(cfg, PEER_IP6)?;
+    }
     if let Some(mac) = mac {
         cfg.mac = wire::MacAddr(mac);
     }
@@ -538,10 +572,11 @@ fn bench_kernel(secs: Duration, pb: &ProgressBar) -> Result<Figures, String> {
 // ------------------------------------------------------------------ the table
 
 /// The comparison table.
-fn table(cable: Cable, ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+fn table(cable: Cable, ipv6: bool, ours: &Figures, kernel: Result<&Figures, &str>) -> Table {
+    let over = if ipv6 { " over IPv6 (Linux over IPv4)" } else { "" };
     let mut t = Table::new(
         &format!(
-            "UDP: linerate, two processes {}, both busy-polling, MTU 1500, vs Linux kernel UDP between two \
+            "UDP: linerate, two processes {}{over}, both busy-polling, MTU 1500, vs Linux kernel UDP between two \
              namespaces over veth (MTU 1500); the two sides pinned to two CPUs",
             cable.joined()
         ),
@@ -549,7 +584,12 @@ fn table(cable: Cable, ours: &Figures, kernel: Result<&Figures, &str>) -> Table 
     );
     let gbps = |f: &Figures| f.goodput.per_sec(f.goodput.bytes as f64 * 8.0);
     let delivered = |f: &Figures| f.goodput.frames as f64 / f.sent.max(1) as f64;
-    row(&mut t, "goodput, 1472 B datagrams, at receiver", gbps(ours), kernel.map(gbps), Unit::BitsPerSec);
+    let goodput = if ipv6 {
+        "goodput, full-MTU datagrams (1452 B over IPv6, Linux 1472 B over IPv4), at receiver"
+    } else {
+        "goodput, 1472 B datagrams, at receiver"
+    };
+    row(&mut t, goodput, gbps(ours), kernel.map(gbps), Unit::BitsPerSec);
     row(&mut t, "datagrams delivered", delivered(ours), kernel.map(delivered), Unit::Percent);
     let pct = |v: &[u64], p| percentile(v, p) / 1e9;
     for (name, p) in [("median", 50.0), ("p99", 99.0)] {

@@ -36,7 +36,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["reproduce"], "linerate reproduce all --quick --out /tmp/repro   # every paper, small sizes, a few minutes\n  linerate reproduce 002 --out docs/reproduce\n  linerate reproduce 001 --quick --out r && grep -A8 'Fig. 7' r/report.md"),
     (&["bench"], "linerate bench link --duration 500ms\n  linerate bench tcp --csv tcp.csv --plot tcp.png\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, linux, unit}'"),
     (&["bench", "link"], "linerate bench link --duration 500ms --sizes 64,1514 --kinds mem,shm\n  linerate bench link --json | jq '.tables[1].rows'"),
-    (&["bench", "udp"], "linerate bench udp --duration 1s\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, unit}'\n  linerate bench udp --link af_xdp   # over a veth on AF_XDP, beside Linux"),
+    (&["bench", "udp"], "linerate bench udp --duration 1s\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, unit}'\n  linerate bench udp --link af_xdp   # over a veth on AF_XDP, beside Linux\n  linerate bench udp --ipv6         # linerate over IPv6; alternate with a plain run for the ratio"),
     (&["bench", "tcp"], "linerate bench tcp --duration 1s --repeat 1\n  linerate bench tcp --impairment-grid --grid-rows '1% loss' --grid-limit 60s --json\n  linerate bench tcp --link af_xdp --many 1000   # linerate over a veth on AF_XDP, beside Linux"),
     (&["bench", "middlebox"], "linerate bench middlebox --duration 200ms --sizes 64 --units 1\n  linerate bench middlebox --skip ids,swap --json"),
     (&["bench", "collective"], "linerate bench collective --ranks 2\n  linerate bench collective --ranks 2,4 --json"),

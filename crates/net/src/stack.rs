@@ -136,9 +136,10 @@ impl<L: Link> Stack<L> {
         }
         self.core.eg.on_timers(&mut self.core.env, &mut self.link)?;
         self.core.on_reasm_timers(&mut self.link)?;
-        if self.core.v6.is_on() {
+        if self.core.v6.is_on() && self.core.v6.timers_due(now) {
             self.core.v6.expire_learned(now);
             self.core.v6.on_timers(&mut self.core.env, &mut self.core.eg, &mut self.link)?;
+            self.core.v6.rearm_timers();
         }
         let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
 

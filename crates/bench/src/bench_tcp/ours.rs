@@ -8,7 +8,7 @@ use super::{
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_cable::Cable;
-use crate::bench_common::tcp_stack_config;
+use crate::bench_common::{tcp_stack_config, with_ipv6};
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
 use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
@@ -40,14 +40,6 @@ pub(super) fn use_ipv6() {
 /// Whether this run goes over IPv6.
 pub(super) fn ipv6() -> bool {
     IPV6.load(Ordering::Relaxed)
-}
-
-/// `cfg` with the IPv6 address `addr`/64 too, usable at once (no duplicate address
-/// detection: the link is the benchmark's own).
-pub(super) fn with_ipv6(cfg: net::Config, addr: Ipv6Addr) -> Result<net::Config, String> {
-    let mut cfg = cfg.ipv6_addr(&format!("{addr}/64")).map_err(msg)?;
-    cfg.ipv6.ndp.dad_transmits = 0;
-    Ok(cfg)
 }
 
 /// The child's address in this run's family.

@@ -29,7 +29,7 @@ use crate::queue::PacketQueue;
 use config::{link_local_from_mac, Ipv6Cidr, Ipv6Config};
 use link::Instant;
 use neighbor::{NdAction, NeighborCache};
-use std::collections::HashMap;
+use crate::int_hash::KeyedMap;
 use std::net::Ipv6Addr;
 use std::time::Duration;
 use wire::{Ipv6AddrKind, MacAddr};
@@ -122,7 +122,7 @@ pub(crate) struct Ipv6Host {
     pub neighbors: NeighborCache,
     pending: PacketQueue<PendingV6>,
     routers: Vec<Router>,
-    pmtu: HashMap<Ipv6Addr, (u16, Instant)>,
+    pmtu: KeyedMap<Ipv6Addr, (u16, Instant)>,
     actions: Vec<NdAction>,
     /// Identification of the next datagram we fragment.
     frag_ident: u32,
@@ -130,6 +130,9 @@ pub(crate) struct Ipv6Host {
     frag_scratch: Vec<u8>,
     /// Addresses not formed because `max_slaac_addrs` were formed already.
     pub slaac_refused: u64,
+    /// No timer of the host (DAD, router and SLAAC lifetimes) is due before this; the
+    /// neighbour cache keeps its own. Lets a poll skip the timers in a few instructions.
+    timers_from: Instant,
 }
 
 impl Ipv6Host {
@@ -154,11 +157,12 @@ impl Ipv6Host {
             neighbors: NeighborCache::new(cfg.ndp.cache_size),
             pending: PacketQueue::new(cfg.ndp.max_pending.max(1), max_frame),
             routers: Vec::new(),
-            pmtu: HashMap::new(),
+            pmtu: KeyedMap::default(),
             actions: Vec::new(),
             frag_ident: u32::from_be_bytes([mac.0[2], mac.0[3], mac.0[4], mac.0[5]]),
             frag_scratch: Vec::new(),
             slaac_refused: 0,
+            timers_from: Instant::ZERO,
             cfg: cfg.clone(),
         }
     }
@@ -266,6 +270,28 @@ impl Ipv6Host {
         }
         self.pmtu.insert(dst, (mtu as u16, now + PMTU_AGE));
         Some(mtu)
+    }
+
+    /// True if a timer may be due at `now` (a poll then runs [`Ipv6Host::expire_learned`]
+    /// and `on_timers`).
+    #[inline]
+    pub fn timers_due(&self, now: Instant) -> bool {
+        now >= self.timers_from
+            || !self.actions.is_empty()
+            || self.neighbors.next_deadline().is_some_and(|t| t <= now)
+    }
+
+    /// After the timers ran: the earliest time one of the host's own timers can be due
+    /// (the first DAD step of a tentative address, the first router or SLAAC address to
+    /// expire).
+    pub fn rearm_timers(&mut self) {
+        let dad = self.addrs.iter().filter(|a| a.state == AddrState::Tentative).map(|a| a.dad_next);
+        let slaac = self.addrs.iter().filter_map(|a| match a.origin {
+            AddrOrigin::Slaac(until) => Some(until),
+            _ => None,
+        });
+        let routers = self.routers.iter().map(|r| r.until);
+        self.timers_from = dad.chain(slaac).chain(routers).min().unwrap_or(Instant::from_nanos(u64::MAX));
     }
 
     /// Earliest instant a timer of IPv6 needs a poll.

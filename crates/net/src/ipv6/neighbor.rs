@@ -7,7 +7,7 @@
 
 use super::config::NdpConfig;
 use link::Instant;
-use std::collections::HashMap;
+use crate::int_hash::KeyedMap;
 use std::net::Ipv6Addr;
 use std::time::Duration;
 use wire::MacAddr;
@@ -68,7 +68,7 @@ pub enum AdvertOutcome {
 /// Neighbour cache of one interface.
 #[derive(Debug)]
 pub struct NeighborCache {
-    entries: HashMap<Ipv6Addr, Entry>,
+    entries: KeyedMap<Ipv6Addr, Entry>,
     capacity: usize,
     /// No deadline of any entry is earlier than this (a lower bound, tightened by `due`).
     next_due: Option<Instant>,
@@ -79,7 +79,7 @@ pub struct NeighborCache {
 impl NeighborCache {
     /// A cache of at most `capacity` entries.
     pub fn new(capacity: usize) -> Self {
-        NeighborCache { entries: HashMap::new(), capacity: capacity.max(1), next_due: None, evicted: 0 }
+        NeighborCache { entries: KeyedMap::default(), capacity: capacity.max(1), next_due: None, evicted: 0 }
     }
 
     /// Entries cached.

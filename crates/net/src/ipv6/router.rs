@@ -31,6 +31,9 @@ impl Ipv6Host {
         if !self.cfg.ndp.accept_ra {
             return Err(Counter::rx_drop_ndp_ra_ignored);
         }
+        // Routers and addresses may change their lifetimes: the next poll recomputes when
+        // the host's timers are due.
+        self.timers_from = Instant::ZERO;
         self.note_router(src, router_lifetime, now)?;
         if let Some(mac) = opts.source_link_addr() {
             self.neighbors.on_link_addr(src, mac, now);

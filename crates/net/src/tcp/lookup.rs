@@ -1,10 +1,11 @@
 //! Session lookup: from a connection's 4-tuple to its session id. IPv4 tuples go to a cuckoo
 //! hash with two hash functions over 4-way buckets and a small stash (Limago's CuckooCAM),
 //! sized at start-up, a full table reported to the caller, never a crash. IPv6 tuples (36
-//! bytes, too wide for the cuckoo's one-word keys) go to a hash map with per-process random
-//! SipHash keys, so peers cannot aim collisions at it; the session table's size bounds it.
+//! bytes, too wide for the cuckoo's one-word keys) go to a hash map with a randomly seeded
+//! hasher ([`KeyedMap`]), so peers cannot aim collisions at it; the session table's size
+//! bounds it.
 
-use std::collections::HashMap;
+use crate::int_hash::KeyedMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// How much longer an IPv6 header is than an IPv4 one without options (IPv6 connections'
@@ -65,13 +66,13 @@ impl FourTuple {
 #[derive(Debug)]
 pub struct SessionLookup {
     v4: CuckooTable,
-    v6: HashMap<FourTuple, u32>,
+    v6: KeyedMap<FourTuple, u32>,
 }
 
 impl SessionLookup {
     /// Room for `capacity` IPv4 sessions (the cuckoo's buckets hashed with `seed`).
     pub fn new(capacity: usize, seed: u64) -> Self {
-        SessionLookup { v4: CuckooTable::new(capacity, seed), v6: HashMap::new() }
+        SessionLookup { v4: CuckooTable::new(capacity, seed), v6: KeyedMap::default() }
     }
 
     /// Bytes of memory the lookup occupies.
