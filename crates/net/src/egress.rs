@@ -150,11 +150,21 @@ impl Egress {
         if env.cfg.is_broadcast(dst) {
             return Ok(Ok(MacAddr::BROADCAST));
         }
+        let hop = Self::unicast_hop(env, dst)?;
+        Ok(self.arp.lookup(hop, env.now).ok_or(hop))
+    }
+
+    /// The next hop (the address to resolve) for unicast destination `dst`: itself on the
+    /// link, else the gateway; no route for a multicast, unspecified or own address, or off
+    /// the link without a gateway.
+    pub fn unicast_hop(env: &Env, dst: Ipv4Addr) -> Result<Ipv4Addr, TxError> {
         if dst.is_multicast() || dst.is_unspecified() || dst == env.cfg.ip {
             return Err(TxError::NoRoute(dst));
         }
-        let hop = if env.cfg.on_link(dst) { dst } else { env.cfg.gateway.ok_or(TxError::NoRoute(dst))? };
-        Ok(self.arp.lookup(hop, env.now).ok_or(hop))
+        if env.cfg.on_link(dst) {
+            return Ok(dst);
+        }
+        env.cfg.gateway.ok_or(TxError::NoRoute(dst))
     }
 
     /// The path MTU towards `dst`: the link's, or lower if an ICMP "fragmentation needed"

@@ -325,11 +325,11 @@ impl Core {
 
     /// A TCP segment (`l4`) from `src` to `dst`, of either family, for the engine. The segment
     /// is processed whole whatever the link did; a transmit error surfaces after it.
-    pub(crate) fn handle_tcp<L: Link + ?Sized>(
+    pub(crate) fn handle_tcp<L: Link + ?Sized, A: crate::tcp::SegAddr>(
         &mut self,
         link: &mut L,
-        src: IpAddr,
-        dst: IpAddr,
+        src: A,
+        dst: A,
         l4: &[u8],
     ) -> Result<(), TxError> {
         let mut out = LinkSink::new(&mut self.env, &mut self.eg, &mut self.v6, link);
@@ -355,7 +355,7 @@ impl Core {
             protocol::ICMP => self.handle_icmp(link, src, broadcast, ip.ttl(), ip.options(), l4),
             protocol::UDP => self.handle_udp(link, src, dst, broadcast, payload, l4),
             protocol::TCP if broadcast => self.drop(Counter::rx_drop_tcp_broadcast),
-            protocol::TCP => self.handle_tcp(link, src.into(), dst.into(), l4),
+            protocol::TCP => self.handle_tcp(link, src, dst, l4),
             _ => {
                 self.drop(Counter::rx_drop_ipv4_unknown_protocol)?;
                 if !broadcast {

@@ -2,6 +2,7 @@
 //! with a completion result, send with back-pressure and a transfer-based send, receive by
 //! copy or zero-copy borrow, shutdown, close, abort, and per-connection statistics.
 
+use crate::egress::Egress;
 use crate::error::{
     BadHandle, BypassError, ConnectError, ControlError, ListenError, RecvError, SendError, TooManyWatchers,
 };
@@ -80,7 +81,7 @@ impl<L: Link> Stack<L> {
         let remote = remote.into();
         let local = self.connect_source(remote)?;
         let port = self.core.tcp.ephemeral_port(local, remote)?;
-        self.tcp_connect_from(port, remote)
+        self.connect_via(local, port, remote)
     }
 
     /// Open a connection to `remote` from local port `local_port`.
@@ -91,6 +92,12 @@ impl<L: Link> Stack<L> {
     ) -> Result<TcpHandle, ConnectError> {
         let remote = remote.into();
         let local = self.connect_source(remote)?;
+        self.connect_via(local, local_port, remote)
+    }
+
+    /// Open a connection from `local:local_port` (a source [`Stack::connect_source`] chose)
+    /// to `remote`.
+    fn connect_via(&mut self, local: IpAddr, local_port: u16, remote: SocketAddr) -> Result<TcpHandle, ConnectError> {
         let now = self.core.env.now;
         let sid = self.core.tcp.connect(local, local_port, remote, now)?;
         // Before the first poll the stack has no time yet: the SYN then leaves at that poll,
@@ -115,9 +122,8 @@ impl<L: Link> Stack<L> {
         }
         match remote.ip() {
             IpAddr::V4(ip) => {
-                let unroutable =
-                    self.core.env.cfg.is_broadcast(ip) || self.core.eg.next_hop(&self.core.env, ip).is_err();
-                if ip.is_broadcast() || ip.is_multicast() || unroutable {
+                let env = &self.core.env;
+                if env.cfg.is_broadcast(ip) || Egress::unicast_hop(env, ip).is_err() {
                     return no_route;
                 }
                 Ok(IpAddr::V4(self.core.env.cfg.ip))

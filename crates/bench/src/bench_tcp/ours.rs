@@ -8,8 +8,8 @@ use super::{
     STEP_TIMEOUT, WARMUP_CYCLES,
 };
 use crate::bench_cable::Cable;
-use crate::bench_common::{tcp_stack_config, with_ipv6};
 use crate::bench_common::{median_of, msg, pin_side, rtt_samples, step, time_up, unique_name, PeerProcess, GRACE};
+use crate::bench_common::{tcp_stack_config, with_ipv6};
 use crate::runloop::{poll_burst, polls_for};
 use apps::IperfClient;
 use indicatif::ProgressBar;

@@ -25,11 +25,11 @@ mod router;
 mod rx;
 pub(crate) mod tx;
 
+use crate::int_hash::KeyedMap;
 use crate::queue::PacketQueue;
 use config::{link_local_from_mac, Ipv6Cidr, Ipv6Config};
 use link::Instant;
 use neighbor::{NdAction, NeighborCache};
-use crate::int_hash::KeyedMap;
 use std::net::Ipv6Addr;
 use std::time::Duration;
 use wire::{Ipv6AddrKind, MacAddr};
@@ -276,9 +276,7 @@ impl Ipv6Host {
     /// and `on_timers`).
     #[inline]
     pub fn timers_due(&self, now: Instant) -> bool {
-        now >= self.timers_from
-            || !self.actions.is_empty()
-            || self.neighbors.next_deadline().is_some_and(|t| t <= now)
+        now >= self.timers_from || !self.actions.is_empty() || self.neighbors.next_deadline().is_some_and(|t| t <= now)
     }
 
     /// After the timers ran: the earliest time one of the host's own timers can be due

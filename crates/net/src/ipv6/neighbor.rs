@@ -6,8 +6,8 @@
 //! the entry used least recently (an unresolved one only when nothing else is left).
 
 use super::config::NdpConfig;
-use link::Instant;
 use crate::int_hash::KeyedMap;
+use link::Instant;
 use std::net::Ipv6Addr;
 use std::time::Duration;
 use wire::MacAddr;

@@ -135,7 +135,7 @@ impl Core {
             next_header::ICMPV6 => self.handle_icmpv6(link, &rx, l4),
             _ if src.is_unspecified() || kind == DstKind::Tentative => self.drop(Counter::rx_drop_ipv6_martian_src),
             next_header::TCP if kind != DstKind::Unicast => self.drop(Counter::rx_drop_tcp_broadcast),
-            next_header::TCP => self.handle_tcp(link, src.into(), dst.into(), l4),
+            next_header::TCP => self.handle_tcp(link, src, dst, l4),
             next_header::UDP => self.handle_udp6(link, &rx, l4),
             next_header::NO_NEXT => self.drop(Counter::rx_drop_ipv6_no_next_header),
             _ => {

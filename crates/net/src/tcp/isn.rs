@@ -28,10 +28,21 @@ impl IsnGenerator {
 
     /// The ISN for the connection of tuple `t` at time `now`.
     pub fn isn(&self, t: &FourTuple, now: Instant) -> u32 {
-        let mut d = [0u8; 36];
-        let n = tuple_bytes(t, &mut d);
         let m = (now.as_nanos() / 4_000) as u32;
-        m.wrapping_add(siphash24(self.key, &d[..n]) as u32)
+        let f = if let (IpAddr::V4(local), IpAddr::V4(remote)) = (t.local_ip, t.remote_ip) {
+            // IPv4, the common case, with the 12 bytes of `tuple_bytes` built in place.
+            let mut d = [0u8; 12];
+            d[..4].copy_from_slice(&local.octets());
+            d[4..6].copy_from_slice(&t.local_port.to_be_bytes());
+            d[6..10].copy_from_slice(&remote.octets());
+            d[10..].copy_from_slice(&t.remote_port.to_be_bytes());
+            siphash24(self.key, &d)
+        } else {
+            let mut d = [0u8; 36];
+            let n = tuple_bytes(t, &mut d);
+            siphash24(self.key, &d[..n])
+        };
+        m.wrapping_add(f as u32)
     }
 }
 
@@ -94,5 +105,15 @@ mod tests {
         let v6 = FourTuple::new("fd77::2".parse().unwrap(), 1, "[fd77::1]:2".parse().unwrap());
         let other = FourTuple { local_ip: "fd77::3".parse().unwrap(), ..v6 };
         assert_ne!(g.isn(&v6, Instant::ZERO), g.isn(&other, Instant::ZERO));
+    }
+
+    #[test]
+    fn ipv4_isn_hashes_the_same_bytes_as_tuple_bytes() {
+        let g = IsnGenerator::new([7, 9]);
+        let t = FourTuple::new(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)), 4321, "10.0.0.2:80".parse().unwrap());
+        let mut d = [0u8; 36];
+        let n = tuple_bytes(&t, &mut d);
+        assert_eq!(n, 12);
+        assert_eq!(g.isn(&t, Instant::ZERO), siphash24([7, 9], &d[..n]) as u32);
     }
 }

@@ -121,8 +121,8 @@ impl TcpEngine {
             urgent: 0,
             options,
         };
-        if out.send_segment(&tuple, syn_ack.header_len(), |buf, s, d| {
-            let _ = syn_ack.emit(buf, s, d, 0);
+        if out.send_segment(&tuple, syn_ack.header_len(), |buf, addrs| {
+            let _ = syn_ack.emit_summed_addrs(buf, addrs, 0, 0);
         }) {
             out.counters().bump(Counter::tcp_syncookies_sent);
             out.counters().bump(Counter::tcp_tx_segments);
@@ -159,7 +159,7 @@ impl TcpEngine {
         }
         out.counters().bump(Counter::tcp_syncookies_accepted);
         out.counters().bump(Counter::tcp_established_passive);
-        let v = self.input(out, sid, tuple, repr, payload);
+        let v = self.input(out, sid, repr, payload);
         self.activity.mark(sid);
         let (mut tcb, mut ctx) = self.tcb(sid);
         // Nothing is held out of order yet: the ACK waits for the end of the batch.

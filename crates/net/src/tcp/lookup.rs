@@ -6,7 +6,7 @@
 //! bounds it.
 
 use crate::int_hash::KeyedMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// How much longer an IPv6 header is than an IPv4 one without options (IPv6 connections'
 /// MSS is that much smaller).
@@ -55,11 +55,39 @@ impl FourTuple {
     #[inline]
     pub fn key(&self) -> u64 {
         let remote = match self.remote_ip {
-            IpAddr::V4(a) => u32::from(a),
-            IpAddr::V6(_) => 0,
+            IpAddr::V4(a) => a,
+            IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
         };
-        (remote as u64) << 32 | (self.remote_port as u64) << 16 | self.local_port as u64
+        v4_key(remote, self.remote_port, self.local_port)
     }
+}
+
+/// An address of one family as the receive path takes it: generic so that IPv4's path does
+/// no family checks (no `IpAddr` matches in the checksum or the lookup).
+pub trait SegAddr: wire::checksum::PseudoHeader + Into<IpAddr> {
+    /// The session of the segment from `remote:remote_port` to `local:local_port`.
+    fn find(lookup: &SessionLookup, local: Self, local_port: u16, remote: Self, remote_port: u16) -> Option<u32>;
+}
+
+impl SegAddr for Ipv4Addr {
+    #[inline]
+    fn find(lookup: &SessionLookup, _local: Self, local_port: u16, remote: Self, remote_port: u16) -> Option<u32> {
+        lookup.v4.get_key(v4_key(remote, remote_port, local_port))
+    }
+}
+
+impl SegAddr for Ipv6Addr {
+    #[inline]
+    fn find(lookup: &SessionLookup, local: Self, local_port: u16, remote: Self, remote_port: u16) -> Option<u32> {
+        let t = FourTuple { local_port, remote_ip: remote.into(), remote_port, local_ip: local.into() };
+        lookup.v6.get(&t).copied()
+    }
+}
+
+/// The cuckoo key of the IPv4 tuple from `local_port` to `remote:remote_port`.
+#[inline]
+fn v4_key(remote: Ipv4Addr, remote_port: u16, local_port: u16) -> u64 {
+    (u32::from(remote) as u64) << 32 | (remote_port as u64) << 16 | local_port as u64
 }
 
 /// Session ids by 4-tuple, for both families.
@@ -87,6 +115,14 @@ impl SessionLookup {
             return self.v6.get(t).copied();
         }
         self.v4.get(t)
+    }
+
+    /// The session id of the segment from `remote:remote_port` to `local:local_port`: as
+    /// [`SessionLookup::get`], without building a [`FourTuple`] for IPv4 (the receive path's
+    /// lookup, monomorphised per family).
+    #[inline]
+    pub fn find<A: SegAddr>(&self, local: A, local_port: u16, remote: A, remote_port: u16) -> Option<u32> {
+        A::find(self, local, local_port, remote, remote_port)
     }
 
     /// Store `t -> id`, replacing an existing entry for `t`.
@@ -185,7 +221,12 @@ impl CuckooTable {
     /// The session id stored for `t`.
     #[inline]
     pub fn get(&self, t: &FourTuple) -> Option<u32> {
-        let key = t.key();
+        self.get_key(t.key())
+    }
+
+    /// The session id stored under `key` (a [`FourTuple::key`]).
+    #[inline]
+    fn get_key(&self, key: u64) -> Option<u32> {
         if let Some(s) = self.find_slot(key) {
             return Some(self.vals[s]);
         }

@@ -41,6 +41,7 @@ mod unit_util;
 pub use activity::MAX_WATCHERS;
 pub use cc::{CcAlgorithm, CongestionControl};
 pub use config::TcpConfig;
+pub(crate) use lookup::SegAddr;
 
 use std::time::Duration;
 

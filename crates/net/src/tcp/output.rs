@@ -27,10 +27,10 @@ impl<S: SegmentSink> Emit for S {
     fn emit(&mut self, seg: &Transmit<'_>) -> bool {
         let hl = seg.repr.header_len();
         let len = seg.len;
-        self.send_segment(seg.tuple, hl + len, |buf, src, dst| {
+        self.send_segment(seg.tuple, hl + len, |buf, addrs| {
             let (copied, sum) = seg.queue.copy_out_summed(seg.data_off, &mut buf[hl..hl + len]);
             debug_assert_eq!(copied, len);
-            let _ = seg.repr.emit_summed(buf, src, dst, len, sum);
+            let _ = seg.repr.emit_summed_addrs(buf, addrs, len, sum);
         })
     }
 }
@@ -86,8 +86,8 @@ impl TcpEngine {
             urgent: 0,
             options: TcpOptions::default(),
         };
-        if out.send_segment(&tuple, repr.header_len(), |buf, s, d| {
-            let _ = repr.emit(buf, s, d, 0);
+        if out.send_segment(&tuple, repr.header_len(), |buf, addrs| {
+            let _ = repr.emit_summed_addrs(buf, addrs, 0, 0);
         }) {
             out.counters().bump(Counter::tcp_resets_sent);
         }

@@ -3,12 +3,11 @@
 //! (`tcb::input`) and then does what the view decided only the engine can do.
 
 use super::engine::TcpEngine;
-use super::lookup::FourTuple;
+use super::lookup::{FourTuple, SegAddr};
 use super::sink::SegmentSink;
 use super::tcb::input::End;
 use super::TcpState;
 use crate::counters::Counter;
-use std::net::IpAddr;
 use wire::tcp::flags::{ACK, FIN, RST, SYN};
 use wire::{TcpRepr, TcpSegment};
 
@@ -16,14 +15,7 @@ pub use super::tcb::input::Verdict;
 
 impl TcpEngine {
     /// Process one TCP segment (`l4`: header and payload) from `src` to `dst` (our address).
-    pub(crate) fn on_segment<S: SegmentSink>(
-        &mut self,
-        out: &mut S,
-        src: impl Into<IpAddr>,
-        dst: impl Into<IpAddr>,
-        l4: &[u8],
-    ) -> Verdict {
-        let (src, dst) = (src.into(), dst.into());
+    pub(crate) fn on_segment<S: SegmentSink, A: SegAddr>(&mut self, out: &mut S, src: A, dst: A, l4: &[u8]) -> Verdict {
         let seg = match TcpSegment::new_checked(l4) {
             Ok(s) => s,
             Err(_) => return Err(Counter::rx_drop_tcp_malformed),
@@ -40,12 +32,11 @@ impl TcpEngine {
         }
         out.counters().bump(Counter::tcp_rx_segments);
         let payload = seg.payload();
-        let tuple = FourTuple { local_port: repr.dst_port, remote_ip: src, remote_port: repr.src_port, local_ip: dst };
-        let mut found = self.lookup.get(&tuple);
+        let mut found = self.lookup.find(dst, repr.dst_port, src, repr.src_port);
         if let Some(sid) = found {
             if self.row(sid).state() == TcpState::TimeWait
                 && repr.flags & (SYN | ACK | RST | FIN) == SYN
-                && self.listeners.contains_key(&tuple.local_port)
+                && self.listeners.contains_key(&repr.dst_port)
                 && self.time_wait_allows_syn(sid, &repr)
             {
                 // RFC 6191: the old incarnation gives way to the new one.
@@ -56,7 +47,7 @@ impl TcpEngine {
         }
         let verdict = match found {
             Some(sid) => {
-                let v = self.input(out, sid, tuple, &repr, payload);
+                let v = self.input(out, sid, &repr, payload);
                 self.activity.mark(sid);
                 let now = out.now();
                 let (mut tcb, mut ctx) = self.tcb(sid);
@@ -66,7 +57,15 @@ impl TcpEngine {
                 }
                 v
             }
-            None => self.on_no_session(out, tuple, &repr, payload),
+            None => {
+                let tuple = FourTuple {
+                    local_port: repr.dst_port,
+                    remote_ip: src.into(),
+                    remote_port: repr.src_port,
+                    local_ip: dst.into(),
+                };
+                self.on_no_session(out, tuple, &repr, payload)
+            }
         };
         if self.time_wait_reclaimed > 0 {
             out.counters().add(Counter::tcp_time_wait_reclaimed, std::mem::take(&mut self.time_wait_reclaimed));
@@ -76,20 +75,14 @@ impl TcpEngine {
         verdict
     }
 
-    /// Session `sid` (not in LISTEN) takes a segment from `tuple`; then the engine does what
-    /// the connection decided: answer with a reset, queue it on its listener or for
+    /// Session `sid` (not in LISTEN) takes a segment from its peer; then the engine does
+    /// what the connection decided: answer with a reset, queue it on its listener or for
     /// TIME-WAIT reclaim, end it.
-    pub(super) fn input<S: SegmentSink>(
-        &mut self,
-        out: &mut S,
-        sid: u32,
-        tuple: FourTuple,
-        repr: &TcpRepr,
-        payload: &[u8],
-    ) -> Verdict {
+    pub(super) fn input<S: SegmentSink>(&mut self, out: &mut S, sid: u32, repr: &TcpRepr, payload: &[u8]) -> Verdict {
         let (mut tcb, mut ctx) = self.tcb(sid);
         let (verdict, after) = tcb.input(&mut ctx, out, repr, payload);
         if after.reset {
+            let tuple = self.row(sid).tuple();
             self.send_reset(out, tuple, repr.seq, repr.ack, repr.flags, 0);
         }
         if let Some(l) = after.accept_queue.and_then(|p| self.listeners.get_mut(&p)) {

@@ -17,6 +17,7 @@ use crate::ipv6::Ipv6Host;
 use link::LinkError;
 use link::{Instant, Link};
 use std::net::IpAddr;
+use wire::checksum::PseudoHeader;
 use wire::ipv4::protocol;
 
 /// The clock and the counters: all a connection's input needs of the stack. Input decides
@@ -37,10 +38,11 @@ pub(crate) trait SegmentSink: Meter {
     /// Make room for more segments if the transmit batch is full; false if it stays full.
     fn has_room(&mut self) -> bool;
     /// Send a TCP segment of `len` bytes (header and payload) from the tuple's local address
-    /// to its remote one, written by `fill` (given the buffer and the source and destination
-    /// addresses for the checksum). False if the link is full and the segment did not go; true
-    /// if it went or was lost to an error the sink keeps.
-    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool;
+    /// to its remote one, written by `fill` (given the buffer and the sum of the source and
+    /// destination addresses for the checksum's pseudo header, see
+    /// `TcpRepr::emit_summed_addrs`). False if the link is full and the segment did not go;
+    /// true if it went or was lost to an error the sink keeps.
+    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], u64)) -> bool;
 }
 
 /// The sink of a running stack: the stack's environment (clock, configuration, counters), the
@@ -108,14 +110,14 @@ impl<L: Link + ?Sized> SegmentSink for LinkSink<'_, L> {
         !self.eg.tx.is_full()
     }
 
-    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool {
+    fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], u64)) -> bool {
         let sent = match (t.local_ip, t.remote_ip) {
-            (_, IpAddr::V4(dst)) => {
-                self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, |b, s, d| fill(b, s.into(), d.into()))
-            }
+            (_, IpAddr::V4(dst)) => self.eg.send_ip(self.env, self.link, dst, protocol::TCP, len, |b, s, d| {
+                fill(b, PseudoHeader::pseudo_sum(s, d, 0, 0))
+            }),
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 let p = Packet6 { src: Some(src), dst, next_header: protocol::TCP, hop_limit: None, l4_len: len };
-                self.v6.send(self.env, self.eg, self.link, p, |b, s, d| fill(b, s.into(), d.into()))
+                self.v6.send(self.env, self.eg, self.link, p, |b, s, d| fill(b, PseudoHeader::pseudo_sum(s, d, 0, 0)))
             }
             (IpAddr::V4(_), IpAddr::V6(_)) => return true, // never built: both ends share a family
         };
@@ -204,7 +206,7 @@ pub(crate) mod recorder {
             self.room > 0
         }
 
-        fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], IpAddr, IpAddr)) -> bool {
+        fn send_segment(&mut self, t: &FourTuple, len: usize, fill: impl FnOnce(&mut [u8], u64)) -> bool {
             if self.room == 0 {
                 return false;
             }
@@ -214,7 +216,7 @@ pub(crate) mod recorder {
             }
             self.room = self.room.saturating_sub(1);
             let mut buf = vec![0u8; len];
-            fill(&mut buf, t.local_ip, t.remote_ip);
+            fill(&mut buf, wire::checksum::PseudoHeader::pseudo_sum(t.local_ip, t.remote_ip, 0, 0));
             self.sent.push((t.remote_ip, buf));
             true
         }

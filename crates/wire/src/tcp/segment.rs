@@ -213,6 +213,19 @@ impl TcpRepr {
         payload_len: usize,
         payload_sum: u64,
     ) -> Result<usize, WireError> {
+        self.emit_summed_addrs(buf, A::pseudo_sum(src, dst, 0, 0), payload_len, payload_sum)
+    }
+
+    /// [`Self::emit_summed`] with the pseudo header's two addresses already summed
+    /// (`addr_sum`: [`PseudoHeader::pseudo_sum`] of them with protocol and length 0), so a
+    /// caller that learned the family once passes no addresses down.
+    pub fn emit_summed_addrs(
+        &self,
+        buf: &mut [u8],
+        addr_sum: u64,
+        payload_len: usize,
+        payload_sum: u64,
+    ) -> Result<usize, WireError> {
         let hl = self.header_len();
         let len = hl.checked_add(payload_len).ok_or(WireError::BadLength)?;
         if len > usize::from(u16::MAX) {
@@ -235,7 +248,7 @@ impl TcpRepr {
         set_u16(h, 18, self.urgent);
         self.options.emit(&mut h[HEADER_LEN..hl])?;
         // The header is a whole number of 32-bit words, so the payload's sum adds as it is.
-        let pseudo = A::pseudo_sum(src, dst, protocol::TCP, len as u32);
+        let pseudo = addr_sum + u64::from(protocol::TCP) + len as u64;
         let c = !fold(combine(combine(pseudo, ones_sum(h)), payload_sum));
         set_u16(h, CHECKSUM_OFF, c);
         seg[..hl].copy_from_slice(h);
