@@ -111,10 +111,16 @@ impl SessionLookup {
     /// The session id stored for `t`.
     #[inline]
     pub fn get(&self, t: &FourTuple) -> Option<u32> {
-        if t.is_v6() {
-            return self.v6.get(t).copied();
+        match t.remote_ip {
+            IpAddr::V4(r) => self.v4.get_key(v4_key(r, t.remote_port, t.local_port)),
+            IpAddr::V6(_) => self.get_v6(t),
         }
-        self.v4.get(t)
+    }
+
+    /// [`SessionLookup::get`] of an IPv6 tuple (out of line, so IPv4's lookups inline).
+    #[inline(never)]
+    fn get_v6(&self, t: &FourTuple) -> Option<u32> {
+        self.v6.get(t).copied()
     }
 
     /// The session id of the segment from `remote:remote_port` to `local:local_port`: as
@@ -135,11 +141,18 @@ impl SessionLookup {
     }
 
     /// Remove `t`; returns its id.
+    #[inline]
     pub fn remove(&mut self, t: &FourTuple) -> Option<u32> {
-        if t.is_v6() {
-            return self.v6.remove(t);
+        match t.remote_ip {
+            IpAddr::V4(r) => self.v4.remove_key(v4_key(r, t.remote_port, t.local_port)),
+            IpAddr::V6(_) => self.remove_v6(t),
         }
-        self.v4.remove(t)
+    }
+
+    /// [`SessionLookup::remove`] of an IPv6 tuple (out of line, so IPv4's inline).
+    #[inline(never)]
+    fn remove_v6(&mut self, t: &FourTuple) -> Option<u32> {
+        self.v6.remove(t)
     }
 }
 
@@ -218,8 +231,8 @@ impl CuckooTable {
         None
     }
 
-    /// The session id stored for `t`.
-    #[inline]
+    /// The session id stored for `t` (the tests' way in; the lookup goes by key).
+    #[cfg(test)]
     pub fn get(&self, t: &FourTuple) -> Option<u32> {
         self.get_key(t.key())
     }
@@ -293,9 +306,15 @@ impl CuckooTable {
         Err(TableFull)
     }
 
-    /// Remove `t`; returns its id.
+    /// Remove `t`; returns its id (the tests' way in; the engine goes by key).
+    #[cfg(test)]
     pub fn remove(&mut self, t: &FourTuple) -> Option<u32> {
-        let key = t.key();
+        self.remove_key(t.key())
+    }
+
+    /// Remove `key` (a [`FourTuple::key`]); returns its id.
+    #[inline]
+    fn remove_key(&mut self, key: u64) -> Option<u32> {
         if let Some(s) = self.find_slot(key) {
             self.len -= 1;
             return Some(std::mem::replace(&mut self.vals[s], FREE));
