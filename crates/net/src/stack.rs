@@ -141,11 +141,11 @@ impl<L: Link> Stack<L> {
             self.core.v6.on_timers(&mut self.core.env, &mut self.core.eg, &mut self.link)?;
             self.core.v6.rearm_timers();
         }
-        let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
-
-        self.core.tcp.on_timers(&mut out, now);
-
-        out.finish_link()?;
+        if self.core.tcp.has_work(now) {
+            let mut out = LinkSink::new(&mut self.core.env, &mut self.core.eg, &mut self.core.v6, &mut self.link);
+            self.core.tcp.on_timers(&mut out, now);
+            out.finish_link()?;
+        }
         self.core.eg.flush(&mut self.core.env, &mut self.link)?;
         Ok(n)
     }

@@ -89,6 +89,12 @@ impl MemAccount {
         self.peak = self.peak.max(self.used);
     }
 
+    /// True if a recount would be due at `now` (nothing marked).
+    #[inline]
+    pub fn recount_pending(&self, now: Instant) -> bool {
+        now.saturating_since(self.last_recount) >= RECOUNT_EVERY
+    }
+
     /// True if a recount is due at `now` (and marks it done).
     #[inline]
     pub fn recount_due(&mut self, now: Instant) -> bool {
