@@ -10,6 +10,7 @@
 //! cargo run --release -p net --example tcp_cost -- bulk 250 200 8192
 //! cargo run --release -p net --example tcp_cost -- bulk-transfer 1 100 262144
 //! cargo run --release -p net --example tcp_cost -- pingpong 100000
+//! cargo run --release -p net --example tcp_cost -- udp-pingpong 100000
 //! cargo run --release -p net --example tcp_cost -- idle 1000000
 //! cargo run --release -p net --example tcp_cost -- rtt 200000
 //! ```
@@ -21,6 +22,7 @@
 //! over buffers of BUFFER / 4 bytes with the transfer API (sent from where they lie) while
 //! fewer than BUFFER bytes are queued, and reusing acknowledged ones. `pingpong N`: one connection carries N 64-byte requests,
 //! each answered by a 64-byte response before the next is sent (the round-trip figure).
+//! `udp-pingpong N`: the same over UDP (a 64-byte datagram echoed back).
 //! `idle N`: N polls of both hosts with one established connection and nothing to do (what
 //! a busy-polling host spends between segments). `rtt N [shm]`: not a count but a clock: the two
 //! hosts in two threads on real time, busy-polling, N 64-byte exchanges; prints the median
@@ -241,6 +243,30 @@ fn pingpong(n: usize) {
     report(&a, &b, &format!("{n} request/response exchanges of 64 B"), clock.0);
 }
 
+/// `udp-pingpong N`: N 64-byte datagrams, each echoed back before the next is sent (the UDP
+/// round-trip figure beside TCP's; no TCP session).
+fn udp_pingpong(n: usize) {
+    let (mut a, mut b) = pair(16, 65536);
+    let mut clock = Clock(Instant::ZERO);
+    let (sa, sb) = (a.udp_bind(0).unwrap(), b.udp_bind(7).unwrap());
+    let mut dst = server_addr(&b);
+    dst.set_port(7);
+    let message = [0x5au8; 64];
+    let mut buf = [0u8; 128];
+    for _ in 0..n {
+        assert!(a.udp_send_to(sa, dst, &message).unwrap(), "the request did not fit");
+        let mut from = None;
+        until(&mut clock, &mut a, &mut b, "the request", |_, b| {
+            from = b.udp_recv_from(sb, &mut buf).unwrap().map(|(_, f)| f);
+            from.is_some()
+        });
+        let from = from.expect("until returns once a datagram came");
+        assert!(b.udp_send_to(sb, from, &message).unwrap(), "the response did not fit");
+        until(&mut clock, &mut a, &mut b, "the response", |a, _| a.udp_recv_from(sa, &mut buf).unwrap().is_some());
+    }
+    println!("{n} UDP request/response exchanges of 64 B; {:?} of virtual time", clock.0 - Instant::ZERO);
+}
+
 fn idle(n: usize) {
     let (mut a, mut b) = pair(16, 65536);
     let mut clock = Clock(Instant::ZERO);
@@ -351,6 +377,7 @@ fn main() -> ExitCode {
         (Some("cycles"), Some(n), _, _) if n > 0 => cycles(n as usize),
         (Some("pingpong"), Some(n), _, _) if n > 0 => pingpong(n as usize),
         (Some("idle"), Some(n), _, _) if n > 0 => idle(n as usize),
+        (Some("udp-pingpong"), Some(n), _, _) if n > 0 => udp_pingpong(n as usize),
         (Some("rtt"), Some(n), _, _) if n > 0 => rtt(n as usize, args.get(2).is_some_and(|a| a == "shm")),
         (Some("bulk"), Some(c), Some(mb), Some(buf)) if c > 0 && mb > 0 && buf >= 1024 => {
             bulk(c as usize, mb, buf as usize, Feed::Copy)
@@ -360,7 +387,7 @@ fn main() -> ExitCode {
         }
         _ => {
             eprintln!(
-                "usage: tcp_cost MODE [ipv6], MODE: cycles N | bulk|bulk-transfer CONNECTIONS MEGABYTES BUFFER_BYTES | pingpong N | idle N | rtt N [shm]"
+                "usage: tcp_cost MODE [ipv6], MODE: cycles N | bulk|bulk-transfer CONNECTIONS MEGABYTES BUFFER_BYTES | pingpong N | udp-pingpong N | idle N | rtt N [shm]"
             );
             return ExitCode::from(2);
         }

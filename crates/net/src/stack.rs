@@ -340,11 +340,11 @@ impl<L: Link> Stack<L> {
         fill: impl FnOnce(&mut [u8]) -> Option<u64>,
     ) -> Result<bool, UdpSendError> {
         let core = &mut self.core;
-        if !core.v6.can_reach(*dst.ip(), core.env.now) {
+        let Some(src) = core.v6.route(*dst.ip(), core.env.now) else {
             core.env.counters.bump(Counter::tx_drop_ipv6_no_route);
             return Err(UdpSendError::NoRoute((*dst.ip()).into()));
-        }
-        match core.v6.send_udp(&mut core.env, &mut core.eg, &mut self.link, port, dst, len, may_fragment, fill) {
+        };
+        match core.v6.send_udp(&mut core.env, &mut core.eg, &mut self.link, (src, port), dst, len, may_fragment, fill) {
             Err(TxError::TooLarge { len, max }) => {
                 let header = wire::UdpRepr::HEADER_LEN;
                 Err(UdpSendError::TooLarge { len: len - header, max: max.saturating_sub(header) })

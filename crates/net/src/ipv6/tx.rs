@@ -307,17 +307,19 @@ impl Ipv6Host {
         })
     }
 
-    /// True if a packet to `dst` can be sent now: IPv6 is on, a usable source address
-    /// exists for it, and it is multicast, on link or behind a known router.
-    pub fn can_reach(&self, dst: Ipv6Addr, now: link::Instant) -> bool {
-        !dst.is_unspecified()
-            && self.source_for(dst).is_some()
-            && (dst.is_multicast() || self.next_hop(dst, now).is_some())
+    /// Our source address for a packet to `dst` if one can be sent now: IPv6 is on, a
+    /// usable source address exists for it, and it is multicast, on link or behind a known
+    /// router.
+    pub fn route(&self, dst: Ipv6Addr, now: link::Instant) -> Option<Ipv6Addr> {
+        if dst.is_unspecified() || !(dst.is_multicast() || self.next_hop(dst, now).is_some()) {
+            return None;
+        }
+        self.source_for(dst)
     }
 
     /// Send a UDP datagram of `payload_len` bytes that `fill` writes in place (it returns
-    /// the payload's ones-complement sum when it took it while writing), from `src_port` to
-    /// `dst`. The checksum is always computed (RFC 8200 8.1: IPv6 has no "no checksum").
+    /// the payload's ones-complement sum when it took it while writing), from
+    /// `src:src_port` (a source [`Ipv6Host::route`] gave) to `dst`. The checksum is always computed (RFC 8200 8.1: IPv6 has no "no checksum").
     /// Above the path MTU the datagram goes out in fragments, or is refused with `TooLarge`
     /// (the UDP length that fits) when `may_fragment` is false.
     #[allow(clippy::too_many_arguments)]
@@ -326,7 +328,7 @@ impl Ipv6Host {
         env: &mut Env,
         eg: &mut Egress,
         link: &mut L,
-        src_port: u16,
+        (src, src_port): (Ipv6Addr, u16),
         dst: SocketAddrV6,
         payload_len: usize,
         may_fragment: bool,
@@ -341,7 +343,7 @@ impl Ipv6Host {
             return Err(TxError::TooLarge { len: l4_len, max });
         }
         let repr = UdpRepr { src_port, dst_port: dst.port() };
-        let p = Packet6 { src: None, dst: *dst.ip(), next_header: next_header::UDP, hop_limit: None, l4_len };
+        let p = Packet6 { src: Some(src), dst: *dst.ip(), next_header: next_header::UDP, hop_limit: None, l4_len };
         let sent = self.send(env, eg, link, p, |buf, s, d| {
             let _ = match fill(&mut buf[UdpRepr::HEADER_LEN..]) {
                 Some(sum) => repr.emit_summed(buf, s, d, payload_len, sum),
