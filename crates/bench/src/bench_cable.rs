@@ -7,7 +7,7 @@ use crate::bench_common::msg;
 use link::shm::ShmLink;
 use link::spec::{LinkSpec, OpenOptions};
 use link::{Link, LinkConfig};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 use testbed::Netns;
 
@@ -65,13 +65,18 @@ impl Cable {
     /// A fresh cable of IP MTU `mtu` with our end open for a host at `ip`: the link, the MAC
     /// our host should use (veth), and what the cable holds until it is dropped (the
     /// namespaces). `shm_name` names a shared-memory link.
-    pub fn open_ours(self, shm_name: &str, mtu: usize, ip: Ipv4Addr) -> Result<OurEnd, String> {
+    pub fn open_ours(self, shm_name: &str, mtu: usize, ip: Ipv4Addr, ip6: Option<Ipv6Addr>) -> Result<OurEnd, String> {
         if self == Cable::Shm {
             let link = ShmLink::create(shm_name, LinkConfig::default().mtu(mtu)).map_err(msg)?;
             return Ok(OurEnd { link: Box::new(link), mac: None, veth: None });
         }
         let veth = Veth::create(mtu)?;
-        let opts = OpenOptions { mtu: Some(mtu), addresses: vec![ip], ..OpenOptions::default() };
+        let opts = OpenOptions {
+            mtu: Some(mtu),
+            addresses: vec![ip],
+            addresses6: ip6.into_iter().collect(),
+            ..OpenOptions::default()
+        };
         let spec = self.spec("lrb0");
         let opened = spec.open_in_netns(veth.ours.name(), &opts).map_err(|e| format!("{spec}: {e}"))?;
         let link = opened.links.into_iter().next().ok_or("no queue opened")?;
@@ -132,10 +137,12 @@ pub fn open_peer(
     link: Option<&LinkSpec>,
     netns: Option<&str>,
     ip: Ipv4Addr,
+    ip6: Option<Ipv6Addr>,
 ) -> Result<PeerEnd, String> {
     match (shm, link) {
         (_, Some(spec)) => {
-            let opts = OpenOptions { addresses: vec![ip], ..OpenOptions::default() };
+            let opts =
+                OpenOptions { addresses: vec![ip], addresses6: ip6.into_iter().collect(), ..OpenOptions::default() };
             let opened = match netns {
                 Some(ns) => spec.open_in_netns(ns, &opts),
                 None => spec.open(&opts),

@@ -85,7 +85,6 @@ pub struct TcpArgs {
     link: String,
     /// Run linerate's side over IPv6 (fd77::1 to fd77::2 on the same link) instead of IPv4;
     /// Linux's side stays on IPv4. A run without it, alternated, gives the IPv6/IPv4 ratio.
-    /// Not with `--link af_xdp`, whose steering program passes IPv6 to the kernel.
     #[arg(long)]
     ipv6: bool,
     /// Concurrent connections of the aggregate goodput run (1..=65536).
@@ -220,9 +219,6 @@ pub fn run(a: TcpArgs) -> Result<ExitCode, String> {
     }
     let cable = Cable::parse(&a.link)?;
     if a.ipv6 {
-        if cable == Cable::VethXdp {
-            return Err("--ipv6 is not supported with --link af_xdp yet (its steering program passes IPv6 to the kernel): use shm or af_packet".into());
-        }
         ours::use_ipv6();
     }
     if cable != Cable::Shm {
@@ -281,8 +277,13 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
     if let Some(ns) = &a.kernel_netns {
         return kernel::run_sink_peer(ns, a.sink_port, a.buffer, limit);
     }
-    let (link, mtu, mac) =
-        crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), ours::PEER_IP)?;
+    let (link, mtu, mac) = crate::bench_cable::open_peer(
+        a.shm.as_deref(),
+        a.link.as_ref(),
+        a.netns.as_deref(),
+        ours::PEER_IP,
+        a.ipv6.then_some(ours::PEER_IP6),
+    )?;
     let mut cfg = tcp_stack_config(&cidr(ours::PEER_IP), mtu, a.sessions, a.buffer)?;
     if a.ipv6 {
         cfg = crate::bench_common::with_ipv6(cfg, ours::PEER_IP6)?;

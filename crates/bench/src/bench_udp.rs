@@ -71,8 +71,7 @@ pub struct UdpArgs {
     link: String,
     /// Run linerate's side over IPv6 (fd77::1 to fd77::2 on the same link, 1452-byte
     /// datagrams in the same 1500-byte packets) instead of IPv4; Linux's side stays on IPv4.
-    /// A run without it, alternated, gives the IPv6/IPv4 ratio. Not with `--link af_xdp`,
-    /// whose steering program passes IPv6 to the kernel.
+    /// A run without it, alternated, gives the IPv6/IPv4 ratio.
     #[arg(long)]
     ipv6: bool,
 }
@@ -123,9 +122,6 @@ pub fn run(a: UdpArgs) -> Result<ExitCode, String> {
     bench_cpus();
     let pb = progress(5, a.json);
     let cable = Cable::parse(&a.link)?;
-    if a.ipv6 && cable == Cable::VethXdp {
-        return Err("--ipv6 is not supported with --link af_xdp yet (its steering program passes IPv6 to the kernel): use shm or af_packet".into());
-    }
     if cable != Cable::Shm {
         if let Some(why) = netns_unavailable() {
             return Err(format!("--link {} needs network namespaces: {why}", a.link));
@@ -233,7 +229,7 @@ impl Client {
     /// [`Client::start`] on `cable`, over IPv6 if `ipv6`.
     fn start_on(cable: Cable, mtu: usize, secs: Duration, ipv6: bool) -> Result<Client, String> {
         let name = unique_name("bench-udp");
-        let ours = cable.open_ours(&name, mtu, OUR_IP)?;
+        let ours = cable.open_ours(&name, mtu, OUR_IP, ipv6.then_some(OUR_IP6))?;
         let limit = (secs + GRACE * 6).as_secs_f64().to_string();
         let mtu_arg = mtu.to_string();
         let mut args = vec!["udp".to_string(), "--limit".into(), limit, "--mtu".into(), mtu_arg];
@@ -428,7 +424,13 @@ pub fn run_peer(a: PeerArgs) -> Result<ExitCode, String> {
         pin_cpu(cpu);
     }
     let limit = check_secs(a.limit_secs)?;
-    let (link, _, mac) = crate::bench_cable::open_peer(a.shm.as_deref(), a.link.as_ref(), a.netns.as_deref(), PEER_IP)?;
+    let (link, _, mac) = crate::bench_cable::open_peer(
+        a.shm.as_deref(),
+        a.link.as_ref(),
+        a.netns.as_deref(),
+        PEER_IP,
+        a.ipv6.then_some(PEER_IP6),
+    )?;
     let mut cfg = Config::host(&cidr(PEER_IP)).mtu(a.mtu);
     if a.ipv6 {
         cfg = with_ipv6(cfg, PEER_IP6)?;

@@ -10,7 +10,7 @@
 //!
 //! Only `af_xdp` has more than one queue; the others refuse `queues > 1`.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -72,13 +72,30 @@ pub struct OpenOptions {
     /// The host's addresses: af_xdp steers IPv4 and ARP for them to linerate and passes the
     /// rest to the kernel. Empty: every frame (a middlebox owning the interface).
     pub addresses: Vec<Ipv4Addr>,
+    /// The host's IPv6 addresses: af_xdp steers IPv6 to them and to their solicited-node
+    /// groups to linerate, and adds the link-local address of the interface's MAC. Empty:
+    /// IPv6 passes to the kernel (or, with no IPv4 address either, every frame is taken).
+    pub addresses6: Vec<Ipv6Addr>,
     /// How long `shm:` waits for a link another process is creating.
     pub shm_wait: Duration,
 }
 
+/// The link-local address a host forms from `mac` (RFC 4291 appendix A: the modified EUI-64),
+/// as `net` gives its IPv6 hosts.
+fn link_local(mac: [u8; 6]) -> Ipv6Addr {
+    let m = mac;
+    Ipv6Addr::from([0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]])
+}
+
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { mtu: None, queues: 1, addresses: Vec::new(), shm_wait: Duration::from_secs(5) }
+        OpenOptions {
+            mtu: None,
+            queues: 1,
+            addresses: Vec::new(),
+            addresses6: Vec::new(),
+            shm_wait: Duration::from_secs(5),
+        }
     }
 }
 
@@ -150,7 +167,15 @@ impl LinkSpec {
                 })
             }
             LinkSpec::AfXdp(ifname) => {
-                let steer = if o.addresses.is_empty() { Steer::All } else { Steer::Ipv4(o.addresses.clone()) };
+                let steer = if o.addresses.is_empty() && o.addresses6.is_empty() {
+                    Steer::All
+                } else {
+                    let mut ipv6 = o.addresses6.clone();
+                    if !ipv6.is_empty() {
+                        ipv6.push(link_local(ifreq::hwaddr(ifname)?));
+                    }
+                    Steer::Host { ipv4: o.addresses.clone(), ipv6 }
+                };
                 let mut cfg = XdpConfig::new(steer);
                 cfg.mtu = o.mtu;
                 let links = af_xdp::open(ifname, o.queues, &cfg)?;

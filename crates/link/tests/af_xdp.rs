@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use common::{can_run_as_root, frame, poll_until, Netns, ETHERTYPE};
@@ -23,6 +23,22 @@ fn ipv4_frame(dst: Ipv4Addr, seq: u8) -> Vec<u8> {
     f[26..30].copy_from_slice(&[10, 9, 0, 1]);
     f[30..34].copy_from_slice(&dst.octets());
     f[59] = seq;
+    f
+}
+
+/// An IPv6/UDP-looking frame to `dst` (only the fields the steering program reads matter).
+fn ipv6_frame(dst: Ipv6Addr, seq: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 70];
+    f[0..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0xaa]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60;
+    f[19] = 8;
+    f[20] = 17;
+    f[21] = 64;
+    f[22..38].copy_from_slice(&"fd77::9".parse::<Ipv6Addr>().unwrap().octets());
+    f[38..54].copy_from_slice(&dst.octets());
+    f[69] = seq;
     f
 }
 
@@ -164,7 +180,7 @@ fn af_xdp_takes_only_the_hosts_frames_and_passes_the_rest_to_the_kernel() {
     }
     let ns = veth("1500");
     let ours = Ipv4Addr::new(10, 9, 0, 2);
-    let mut x = xdp_on(&ns, "lrxa", Steer::Ipv4(vec![ours]));
+    let mut x = xdp_on(&ns, "lrxa", Steer::ipv4(vec![ours]));
     // What passes to the kernel is still seen by an AF_PACKET socket on the same interface.
     let mut kernel_side = link::packet::create_in_netns(&ns.name, "lrxa", 1500).unwrap();
     let mut p = link::packet::create_in_netns(&ns.name, "lrxb", 1500).unwrap();
@@ -186,6 +202,46 @@ fn af_xdp_takes_only_the_hosts_frames_and_passes_the_rest_to_the_kernel() {
     });
     assert_eq!(mine, vec![ipv4_frame(ours, 1), ipv4_frame(ours, 3)]);
     assert_eq!(kernels, vec![ipv4_frame(Ipv4Addr::new(10, 9, 0, 3), 2), frame(7)]);
+}
+
+#[test]
+fn af_xdp_takes_the_hosts_ipv6_and_its_solicitations_and_passes_the_rest() {
+    if !can_run_as_root("af_xdp_takes_the_hosts_ipv6_and_its_solicitations_and_passes_the_rest") {
+        return;
+    }
+    let ns = veth("1500");
+    let ours: Ipv6Addr = "fd77::2".parse().unwrap();
+    let other: Ipv6Addr = "fd77::3".parse().unwrap();
+    let all_nodes: Ipv6Addr = "ff02::1".parse().unwrap();
+    let solicited: Ipv6Addr = "ff02::1:ff00:2".parse().unwrap();
+    let steer = Steer::Host { ipv4: vec![Ipv4Addr::new(10, 9, 0, 2)], ipv6: vec![ours] };
+    let mut x = xdp_on(&ns, "lrxa", steer);
+    let mut kernel_side = link::packet::create_in_netns(&ns.name, "lrxa", 1500).unwrap();
+    let mut p = link::packet::create_in_netns(&ns.name, "lrxb", 1500).unwrap();
+    let mut tx = FrameBatch::new(8, 2048);
+    for (i, dst) in [ours, other, solicited, all_nodes, ours].into_iter().enumerate() {
+        assert!(tx.push(&ipv6_frame(dst, i as u8)));
+    }
+    assert!(tx.push(&ipv4_frame(Ipv4Addr::new(10, 9, 0, 2), 9)));
+    p.tx_batch(Instant::now(), &mut tx).unwrap();
+    let (mut mine, mut kernels) = (Vec::new(), Vec::new());
+    poll_until(Duration::from_secs(5), || {
+        let mut rx = FrameBatch::new(16, 2048);
+        x.rx_batch(Instant::now(), &mut rx).unwrap();
+        mine.extend(rx.iter().map(|f| f.to_vec()));
+        let mut rx = FrameBatch::new(16, 2048);
+        kernel_side.rx_batch(Instant::now(), &mut rx).unwrap();
+        kernels.extend(rx.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0, 0xaa]).map(|f| f.to_vec()));
+        mine.len() >= 4 && kernels.len() >= 2
+    });
+    let want_mine = vec![
+        ipv6_frame(ours, 0),
+        ipv6_frame(solicited, 2),
+        ipv6_frame(ours, 4),
+        ipv4_frame(Ipv4Addr::new(10, 9, 0, 2), 9),
+    ];
+    assert_eq!(mine, want_mine);
+    assert_eq!(kernels, vec![ipv6_frame(other, 1), ipv6_frame(all_nodes, 3)]);
 }
 
 #[test]

@@ -115,7 +115,7 @@ impl Pair {
         bypass: Bypass,
     ) -> Result<Pair, String> {
         let name = unique_name("bench-tcp");
-        let ours = cable.open_ours(&name, mtu, OUR_IP)?;
+        let ours = cable.open_ours(&name, mtu, OUR_IP, ipv6().then_some(OUR_IP6))?;
         let cable_args = cable.peer_args(&ours, &name);
         let (sessions_arg, limit_arg) = (sessions.to_string(), limit.as_secs_f64().to_string());
         let sink_ports = if bypass == Bypass::Sink { 1 } else { super::sink_ports(sessions) };
