@@ -1,6 +1,7 @@
 //! TCP over IPv6 between two dual-stack hosts on a mem link, in virtual time: one listener
 //! takes IPv4 and IPv6 connections in the same run, link-local connections, the IPv6 MSS,
-//! resets for a closed port, SYN cookies over IPv6, and the refusal of an IPv6 connect on a
+//! resets for a closed port, SYN cookies over IPv6, Packet Too Big (a forged one ignored), and
+//! the refusal of an IPv6 connect on a
 //! host without IPv6. Every frame is accounted for.
 
 use link::{mem, Instant, LinkConfig};
@@ -170,4 +171,79 @@ fn an_ipv6_connect_needs_a_usable_ipv6_address_and_a_route() {
     assert!(matches!(p.a.tcp_connect((Ipv6Addr::UNSPECIFIED, 80)), Err(ConnectError::NoRoute(_))));
     assert!(matches!(p.a.tcp_connect(("ff02::1".parse::<Ipv6Addr>().unwrap(), 80)), Err(ConnectError::NoRoute(_))));
     assert!(matches!(p.a.tcp_connect((B6, 0)), Err(ConnectError::NoRoute(_))));
+}
+
+/// A Packet Too Big from a router between the hosts, about `quoted` (an IPv6 packet a sent),
+/// to a, as an Ethernet frame to a's MAC.
+fn packet_too_big(a: &Host, router: Ipv6Addr, mtu: u32, quoted: &[u8]) -> Vec<u8> {
+    let quote = &quoted[..quoted.len().min(1280 - 48)];
+    let icmp = wire::Icmpv6Repr { message: wire::Icmpv6Message::PacketTooBig { mtu }, data: quote };
+    let mut f = vec![0u8; 14 + 40 + icmp.buffer_len()];
+    let eth =
+        wire::EthernetRepr { src: wire::MacAddr([2, 0, 0, 0, 0, 0x99]), dst: a.mac(), ethertype: 0x86dd, vlan: None };
+    eth.emit(&mut f).unwrap();
+    let ip = wire::Ipv6Repr {
+        src: router,
+        dst: A6,
+        next_header: 58,
+        payload_len: icmp.buffer_len(),
+        hop_limit: 64,
+        traffic_class: 0,
+        flow_label: 0,
+    };
+    ip.emit(&mut f[14..]).unwrap();
+    icmp.emit(&mut f[54..], router, A6).unwrap();
+    f
+}
+
+/// The IPv6 TCP data segments (whole IPv6 packets) waiting on b's side of the link, taken off it.
+fn take_data_packets(b: &mut Host, now: Instant) -> Vec<Vec<u8>> {
+    let mut batch = link::FrameBatch::new(256, 2048);
+    link::Link::rx_batch(b.link_mut(), now, &mut batch).unwrap();
+    batch
+        .iter()
+        .filter(|f| f.len() > 14 + 40 + 32 && f[12..14] == [0x86, 0xdd] && f[14 + 6] == 6)
+        .map(|f| f[14..].to_vec())
+        .collect()
+}
+
+#[test]
+fn packet_too_big_about_a_segment_in_flight_shrinks_the_mss_and_the_data_still_arrives() {
+    let mut p = Pair::new(|c| c);
+    let l = p.b.tcp_listen(80, 8).unwrap();
+    let (c, s) = p.connect(l, (B6, 80).into());
+    let before = p.a.tcp_stats(c).unwrap().mss;
+    assert!(before > 1220, "MSS {before} before the Packet Too Big");
+    let data = pattern(200_000, 5);
+    let mut sent = p.a.tcp_send(c, &data).unwrap();
+    // Only a polls: its segments wait on the link, where b's side takes them off (lost).
+    p.now = p.now + Duration::from_micros(20);
+    p.a.poll(p.now).unwrap();
+    let in_flight = take_data_packets(&mut p.b, p.now);
+    assert!(!in_flight.is_empty(), "a sent no full-sized segment");
+    let router: Ipv6Addr = "fd77::fe".parse().unwrap();
+    // A Packet Too Big quoting a segment that is not in flight (sequence number moved) is
+    // ignored (RFC 5927): forged errors cannot shrink a connection.
+    let mut forged = in_flight[0].clone();
+    forged[40 + 4..40 + 8].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+    p.a.inject(&packet_too_big(&p.a, router, 1280, &forged)).unwrap();
+    assert_eq!(p.a.tcp_stats(c).unwrap().mss, before, "a forged Packet Too Big shrank the MSS");
+    // One quoting a real segment in flight shrinks it to fit 1,280 bytes.
+    p.a.inject(&packet_too_big(&p.a, router, 1280, &in_flight[0])).unwrap();
+    let after = p.a.tcp_stats(c).unwrap().mss;
+    assert!(after <= 1280 - 60, "MSS {after} after a Packet Too Big of 1280");
+    // The lost segments are sent again at the new size, and everything arrives intact.
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let ok = p.run_until(Duration::from_secs(20), |p| {
+        if sent < data.len() {
+            sent += p.a.tcp_send(c, &data[sent..]).unwrap();
+        }
+        while let Recv::Data(n) = p.b.tcp_recv(s, &mut buf).unwrap() {
+            got.extend_from_slice(&buf[..n]);
+        }
+        got.len() == data.len()
+    });
+    assert!(ok && got == data, "{} of {} bytes arrived intact", got.len(), data.len());
+    assert!(p.a.tcp_stats(c).unwrap().mss <= 1280 - 60);
 }
