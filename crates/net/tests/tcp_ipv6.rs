@@ -1,8 +1,7 @@
 //! TCP over IPv6 between two dual-stack hosts on a mem link, in virtual time: one listener
 //! takes IPv4 and IPv6 connections in the same run, link-local connections, the IPv6 MSS,
-//! resets for a closed port, SYN cookies over IPv6, Packet Too Big (a forged one ignored), and
-//! the refusal of an IPv6 connect on a
-//! host without IPv6. Every frame is accounted for.
+//! resets for a closed port, SYN cookies over IPv6, Packet Too Big (a forged one ignored),
+//! and the refusal of an IPv6 connect on a host without IPv6. Every frame is accounted for.
 
 use link::{mem, Instant, LinkConfig};
 use net::{Config, ConnectError, Counter, Recv, Stack, TcpError, TcpHandle};
