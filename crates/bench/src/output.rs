@@ -104,6 +104,8 @@ pub enum Cell {
     Num(f64, Unit),
     /// No figure, with the reason (empty if there is nothing to say).
     Missing(String),
+    /// Whether a goal was met: "met" or "MISSED" for people, a JSON boolean for programs.
+    Goal(bool),
 }
 
 impl Cell {
@@ -152,10 +154,11 @@ impl Cell {
         match self {
             Cell::Text(s) | Cell::Missing(s) => s.clone(),
             Cell::Num(v, u) => u.render(*v),
+            Cell::Goal(met) => if *met { "met" } else { "MISSED" }.into(),
         }
     }
 
-    /// The cell's JSON value (a number in base units, a string, or null).
+    /// The cell's JSON value (a number in base units, a string, a goal's boolean, or null).
     fn value(&self) -> Value {
         match self {
             Cell::Text(s) => Value::String(s.clone()),
@@ -163,6 +166,7 @@ impl Cell {
             Cell::Num(v, Unit::Count | Unit::Bytes) if v.fract() == 0.0 && v.abs() < 9.0e15 => json!(*v as i64),
             Cell::Num(v, _) => serde_json::Number::from_f64(*v).map(Value::Number).unwrap_or(Value::Null),
             Cell::Missing(_) => Value::Null,
+            Cell::Goal(met) => Value::Bool(*met),
         }
     }
 

@@ -63,6 +63,7 @@ pub fn tables_csv(tables: &[Table]) -> String {
                     Cell::Num(v, u) => (v.to_string(), u.name().to_string()),
                     Cell::Text(s) => (s.clone(), String::new()),
                     Cell::Missing(s) => (String::new(), format!("missing: {s}")),
+                    Cell::Goal(met) => (met.to_string(), "goal met".to_string()),
                 };
                 rows.push([t.title().to_string(), i.to_string(), h.clone(), v, u]);
             }

@@ -445,8 +445,8 @@ fn service_rows(
     sum("server requests", Cell::count_u64(c("requests")));
     sum("server dropped", Cell::count_u64(c("dropped_short") + c("dropped_bad_magic")));
     sum("server log-space fallbacks", Cell::count_u64(c("fallbacks")));
-    if !s.drops.is_empty() {
-        sum("stack drops", Cell::Text(format!("{:?}", s.drops)));
+    for (reason, n) in &s.drops {
+        sum(&format!("stack drops {reason}"), Cell::count_u64(*n));
     }
     let bottleneck = if line_limit < eval_target {
         format!(
@@ -471,7 +471,7 @@ fn service_rows(
     let ratio = rate / target.max(1e-9);
     sum("line-rate limit (vectors/s)", Cell::Num(line_limit, Unit::OpsPerSec));
     sum("goal share of min(evaluator, line-rate limit), met at 0.9", Cell::Num(ratio, Unit::Percent));
-    sum("goal", Cell::from(if ratio >= GOAL_SHARE { "met" } else { "MISSED" }));
+    sum("goal", Cell::Goal(ratio >= GOAL_SHARE));
     sum("bottleneck", Cell::Text(bottleneck));
 }
 
