@@ -28,7 +28,7 @@ pub struct MemoryUse {
 impl<L: Link> Stack<L> {
     /// The memory budget shared by TCP and UDP, its use, and the UDP sockets bound.
     pub fn memory(&self) -> MemoryUse {
-        let m = &self.core.tcp.mem;
+        let m = &self.core.tcp.shared.mem;
         MemoryUse {
             used: m.used,
             peak: m.peak,

@@ -484,7 +484,7 @@ impl Core {
             return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
         let from = SocketAddr::V4(SocketAddrV4::new(src, udp.src_port()));
-        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
+        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.shared.mem) {
             Delivery::Queued => {
                 self.env.counters.bump(Counter::udp_rx_datagrams);
                 Ok(())

@@ -236,7 +236,7 @@ impl<L: Link> Stack<L> {
 
     /// Close a UDP socket; its queued datagrams are discarded and its memory given back.
     pub fn udp_close(&mut self, h: UdpHandle) -> Result<(), BadHandle> {
-        self.core.udp.close(h, &mut self.core.tcp.mem)
+        self.core.udp.close(h, &mut self.core.tcp.shared.mem)
     }
 
     /// Send one datagram to an IPv4 or IPv6 destination (`SocketAddrV4`, `SocketAddrV6` or
@@ -392,7 +392,7 @@ impl<L: Link> Stack<L> {
         h: UdpHandle,
         f: impl FnOnce(SocketAddr, &[u8]) -> R,
     ) -> Result<Option<R>, BadHandle> {
-        self.core.udp.recv_with(h, &mut self.core.tcp.mem, f)
+        self.core.udp.recv_with(h, &mut self.core.tcp.shared.mem, f)
     }
 
     /// Hand socket `h`'s datagrams to `handler` during [`Stack::poll`], straight from the

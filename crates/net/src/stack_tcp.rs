@@ -350,7 +350,7 @@ impl<L: Link> Stack<L> {
     /// the received frame during [`Stack::poll`], without a copy into the receive buffer.
     /// The handler must take every byte (there is no back-pressure in bypass mode).
     pub fn tcp_set_rx_handler(&mut self, handler: impl FnMut(TcpHandle, &[u8]) + Send + 'static) {
-        self.core.tcp.bypass.set(Box::new(handler));
+        self.core.tcp.shared.bypass.set(Box::new(handler));
     }
 
     /// Switch connection `h` to RX bypass (`on`) or back to the receive buffer. Switching on
@@ -359,7 +359,7 @@ impl<L: Link> Stack<L> {
     pub fn tcp_set_rx_bypass(&mut self, h: TcpHandle, on: bool) -> Result<(), BypassError> {
         let sid = self.core.tcp.sid(h)?;
         let tcp = &mut self.core.tcp;
-        if on && !tcp.bypass.is_set() {
+        if on && !tcp.shared.bypass.is_set() {
             return Err(BypassError::NoHandler);
         }
         let (mut tcb, mut ctx) = tcp.tcb(sid);
@@ -467,14 +467,14 @@ impl<L: Link> Stack<L> {
 
     /// TCP timers armed now, over every session (a leak check: zero once every session ended).
     pub fn tcp_timers_armed(&self) -> usize {
-        self.core.tcp.timers.armed().0
+        self.core.tcp.shared.timers.armed().0
     }
 
     /// TCP's memory budget and its use (see [`crate::tcp::memory`]).
     pub fn tcp_memory(&self) -> TcpMemory {
         let t = &self.core.tcp;
-        let m = &t.mem;
-        let pooled = t.tx_storage.held() + t.rx_storage.held();
+        let m = &t.shared.mem;
+        let pooled = t.shared.tx_storage.held() + t.shared.rx_storage.held();
         TcpMemory { used: m.used - m.udp, peak: m.peak, pooled, pressure: m.pressure, limit: m.limit }
     }
 

@@ -157,7 +157,7 @@ impl Core {
             return self.drop(Counter::rx_drop_udp_bad_checksum);
         }
         let from = SocketAddr::V6(SocketAddrV6::new(rx.src, udp.src_port(), 0, 0));
-        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.mem) {
+        match self.udp.deliver(udp.dst_port(), from, udp.payload(), &mut self.tcp.shared.mem) {
             Delivery::Queued => {
                 self.env.counters.bump(Counter::udp_rx_datagrams);
                 Ok(())

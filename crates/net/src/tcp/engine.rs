@@ -2,19 +2,13 @@
 //! release, opening and closing, and the timer event dispatch.
 
 use super::activity::Activity;
-use super::bypass::RxBypass;
-use super::challenge::ChallengeLimit;
-use super::dirty::DirtyQueue;
 use super::isn::IsnGenerator;
 use super::lookup::{FourTuple, SessionLookup, TableFull, IPV6_EXTRA};
 use super::memory::MemAccount;
-use super::seq::SeqRange;
 use super::sink::SegmentSink;
-use super::storage::StoragePool;
 use super::tcb::lifecycle::Ending;
 use super::tcb::tables::{Buffers, RxSar, StateEntry, TxSar};
-use super::tcb::{Ctx, SessionId, TcbMut, TcbRef};
-use super::timer::Timers;
+use super::tcb::{Ctx, SessionId, Shared, TcbMut, TcbRef};
 use super::{TcpConfig, TcpError, TcpHandle, TcpListener, TcpState};
 use crate::error::{BadHandle, ConnectError, ListenError};
 use crate::int_hash::IntMap;
@@ -52,33 +46,20 @@ pub struct TcpEngine {
     rx: Vec<RxSar>,
     /// Session buffers.
     bufs: Vec<Buffers>,
-    /// Timers.
-    pub timers: Timers,
+    /// The parts each connection's view borrows (timers, the dirty queue, the memory budget, …).
+    pub(crate) shared: Shared,
     /// 4-tuple -> session id.
     pub lookup: SessionLookup,
     /// Port table: listening ports.
     pub listeners: IntMap<u16, Listener>,
     free: Vec<u32>,
     isn: IsnGenerator,
-    pub(crate) challenge: ChallengeLimit,
     next_ephemeral: u16,
     first_ephemeral: u16,
-    /// Sessions that have something to send.
-    pub(crate) dirty: DirtyQueue,
-    /// The application's RX-bypass handler.
-    pub(crate) bypass: RxBypass,
     /// Connection activity for the application's watchers.
     pub(crate) activity: Activity,
     /// Reused list for taking activity.
     pub(crate) scratch_activity: Vec<u32>,
-    /// Send-ring storage that empty rings parked, for the next ring that needs some.
-    pub(crate) tx_storage: StoragePool,
-    /// Receive-ring storage likewise.
-    pub(crate) rx_storage: StoragePool,
-    /// The memory budget of the rings and pools.
-    pub(crate) mem: MemAccount,
-    /// Scratch copy of a scoreboard's ranges before an ACK (to find what it newly SACKed).
-    pub(super) sack_before: Vec<SeqRange>,
     /// SYN cookies (RFC 4987 3.6).
     pub(crate) cookies: super::syncookie::CookieJar,
     /// When we last answered a SYN with a cookie.
@@ -102,22 +83,15 @@ impl TcpEngine {
             tx: vec![proto; n],
             rx: vec![RxSar::default(); n],
             bufs: (0..n).map(|_| Buffers::default()).collect(),
-            timers: Timers::new(n),
+            shared: Shared::new(&cfg, n, MemAccount::new(cfg.mem_pressure, cfg.mem_limit)),
             lookup: SessionLookup::new(n, cfg.secret[0] ^ cfg.secret[1]),
             listeners: IntMap::default(),
             free: (0..n as u32).rev().collect(),
             isn: IsnGenerator::new(cfg.secret),
-            challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
             next_ephemeral: first_ephemeral,
             first_ephemeral,
-            dirty: DirtyQueue::new(n),
-            bypass: RxBypass::default(),
             activity: Activity::default(),
             scratch_activity: Vec::new(),
-            tx_storage: StoragePool::new(cfg.tx_buffer),
-            rx_storage: StoragePool::new(cfg.rx_buffer),
-            mem: MemAccount::new(cfg.mem_pressure, cfg.mem_limit),
-            sack_before: Vec::new(),
             cookies: super::syncookie::CookieJar::new(cfg.secret),
             last_cookie: None,
             time_wait: VecDeque::new(),
@@ -173,19 +147,7 @@ impl TcpEngine {
         let i = sid.index();
         let local_mss = if self.state[i].is_v6() { self.local_mss6 } else { self.local_mss };
         let tcb = TcbMut::new(sid, &mut self.state[i], &mut self.tx[i], &mut self.rx[i], &mut self.bufs[i]);
-        let ctx = Ctx {
-            cfg: &self.cfg,
-            local_mss,
-            timers: &mut self.timers,
-            dirty: &mut self.dirty,
-            challenge: &mut self.challenge,
-            bypass: &mut self.bypass,
-            sack_before: &mut self.sack_before,
-            mem: &mut self.mem,
-            tx_storage: &mut self.tx_storage,
-            rx_storage: &mut self.rx_storage,
-        };
-        (tcb, ctx)
+        (tcb, self.shared.ctx(&self.cfg, local_mss))
     }
 
     /// Session `sid`'s rows to read.
@@ -198,12 +160,12 @@ impl TcpEngine {
     /// Note that `sid` has something to send.
     #[inline]
     pub fn mark_dirty(&mut self, sid: u32) {
-        self.dirty.mark(sid);
+        self.shared.dirty.mark(sid);
     }
 
     /// The next dirty session, its flag cleared (it may be marked again while it sends).
     pub fn pop_dirty(&mut self) -> Option<u32> {
-        self.dirty.pop()
+        self.shared.dirty.pop()
     }
 
     /// Start listening on `port`.
@@ -273,7 +235,7 @@ impl TcpEngine {
             l.half_open = l.half_open.saturating_sub(1);
         }
         self.lookup.remove(&tuple);
-        self.timers.cancel_all(sid);
+        self.shared.timers.cancel_all(sid);
         self.free.push(sid);
         self.count_sessions();
         // Its buffers' storage goes back now (to the pool or the allocator), not when the
@@ -285,8 +247,8 @@ impl TcpEngine {
     /// Tell the storage pools how many sessions the stack holds.
     fn count_sessions(&mut self) {
         let n = self.sessions();
-        self.tx_storage.set_sessions(n);
-        self.rx_storage.set_sessions(n);
+        self.shared.tx_storage.set_sessions(n);
+        self.shared.rx_storage.set_sessions(n);
     }
 
     /// The connection ended (normally or not): free it now if the application released it,
@@ -294,7 +256,7 @@ impl TcpEngine {
     pub fn finish(&mut self, sid: u32, error: Option<TcpError>) {
         self.activity.mark(sid);
         let ending = self.tcb(sid).0.end(error);
-        self.timers.cancel_all(sid);
+        self.shared.timers.cancel_all(sid);
         match ending {
             Ending::Free(listener) => {
                 if let Some(l) = listener.and_then(|p| self.listeners.get_mut(&p)) {
@@ -356,15 +318,20 @@ impl TcpEngine {
     /// Count the ring storage afresh (every `memory::RECOUNT_EVERY`): what freed rings gave
     /// back lowers the use. Under pressure, emptied rings of live sessions shed their storage.
     fn recount_memory(&mut self, now: Instant) {
-        if !self.mem.recount_due(now) {
+        if !self.shared.mem.recount_due(now) {
             return;
         }
-        let shed = self.mem.level() != super::memory::MemLevel::Normal;
+        let shed = self.shared.mem.level() != super::memory::MemLevel::Normal;
         let mut used = 0;
         for (s, b) in self.state.iter().zip(self.bufs.iter_mut()) {
-            used += b.recount(shed && s.in_use(), &mut self.tx_storage, &mut self.rx_storage, &self.mem);
+            used += b.recount(
+                shed && s.in_use(),
+                &mut self.shared.tx_storage,
+                &mut self.shared.rx_storage,
+                &self.shared.mem,
+            );
         }
-        self.mem.set_used(used + self.tx_storage.held() + self.rx_storage.held());
+        self.shared.mem.set_used(used + self.shared.tx_storage.held() + self.shared.rx_storage.held());
     }
 
     /// True if [`TcpEngine::on_timers`] at `now` has anything to do: a session with something
@@ -372,13 +339,15 @@ impl TcpEngine {
     /// skips the rest in a few instructions.
     #[inline]
     pub(crate) fn has_work(&self, now: Instant) -> bool {
-        self.dirty.len() > 0 || self.timers.next().is_some_and(|t| t <= now) || self.mem.recount_pending(now)
+        self.shared.dirty.len() > 0
+            || self.shared.timers.next().is_some_and(|t| t <= now)
+            || self.shared.mem.recount_pending(now)
     }
 
     /// Process timers due at `now`.
     pub(crate) fn on_timers<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
         self.recount_memory(now);
-        while let Some((sid, kind)) = self.timers.pop_due(now) {
+        while let Some((sid, kind)) = self.shared.timers.pop_due(now) {
             let (mut tcb, mut ctx) = self.tcb(sid);
             if !tcb.in_use() {
                 continue;
@@ -392,7 +361,7 @@ impl TcpEngine {
 
     /// The next instant a timer may fire.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.timers.next()
+        self.shared.timers.next()
     }
 }
 

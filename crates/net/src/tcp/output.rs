@@ -40,7 +40,7 @@ impl TcpEngine {
     /// starts (sessions marked again meanwhile wait for the next flush). When the link is
     /// full the rest stay queued, in order, for the next poll.
     pub(crate) fn flush_dirty<S: SegmentSink>(&mut self, out: &mut S, now: Instant) {
-        for _ in 0..self.dirty.len() {
+        for _ in 0..self.shared.dirty.len() {
             if !out.has_room() {
                 break;
             }

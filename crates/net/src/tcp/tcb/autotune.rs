@@ -185,7 +185,7 @@ mod tests {
         w.queue(&[7u8; 60 << 10]);
         assert!(tune_tx(&mut w));
         assert_eq!(w.bufs.tx.capacity(), 256 << 10, "2 * 100,000 rounded up to a power of two");
-        assert_eq!(w.mem.used, (256 << 10) - (64 << 10), "the growth is charged to the budget");
+        assert_eq!(w.shared.mem.used, (256 << 10) - (64 << 10), "the growth is charged to the budget");
         let mut w = world(20_000);
         w.queue(&[7u8; 60 << 10]);
         assert!(!tune_tx(&mut w), "twice a 20 kB window fits the buffer");
@@ -203,7 +203,7 @@ mod tests {
         assert!(tune_rx(&mut w, 10));
         assert_eq!(w.bufs.rx.capacity(), 128 << 10, "at most a doubling per round trip");
         assert!(w.rx.ack_now, "the wider window is announced at once");
-        w.mem = MemAccount::new(0, usize::MAX / 2);
+        w.shared.mem = MemAccount::new(0, usize::MAX / 2);
         w.rx.rcv_nxt += 200_000;
         assert!(!tune_rx(&mut w, 30), "no growth under memory pressure");
     }

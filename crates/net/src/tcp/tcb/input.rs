@@ -676,7 +676,7 @@ mod tests {
         assert_eq!((v, after), (Ok(()), After::default()), "nothing for the engine to do");
         assert_eq!((w.rx.rcv_nxt, w.bufs.rx.len()), (Seq(PEER_ISS + 101), 100));
         assert!(!w.rx.ack_now, "one segment: the ACK waits");
-        assert!(w.timers.deadline(0, TimerKind::DelayedAck).is_some(), "on the delayed-ACK timer");
+        assert!(w.shared.timers.deadline(0, TimerKind::DelayedAck).is_some(), "on the delayed-ACK timer");
         let (v, _) = w.input(&seg(PEER_ISS + 101, ISS + 1, ACK), &[8u8; 100]);
         assert_eq!(v, Ok(()));
         assert!(w.rx.ack_now, "every second full segment is acknowledged at once (RFC 5681 4.2)");
@@ -748,7 +748,7 @@ mod tests {
         assert_eq!(v, Ok(()));
         assert!(after.time_wait, "the engine queues it for reclaim");
         assert_eq!(w.state.state, TcpState::TimeWait);
-        assert!(w.timers.deadline(0, TimerKind::Linger).is_some(), "2 MSL on the linger timer");
+        assert!(w.shared.timers.deadline(0, TimerKind::Linger).is_some(), "2 MSL on the linger timer");
     }
 
     #[test]

@@ -91,6 +91,61 @@ pub(crate) struct Ctx<'a> {
     pub rx_storage: &'a mut StoragePool,
 }
 
+/// The engine's parts a connection's view borrows for an event, beside the configuration:
+/// the one place a [`Ctx`] is built, for the engine and for the view's unit tests.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// All sessions' timers.
+    pub timers: Timers,
+    /// Sessions with something to send.
+    pub dirty: DirtyQueue,
+    /// The stack's challenge-ACK rate limit.
+    pub challenge: ChallengeLimit,
+    /// The application's RX-bypass handler.
+    pub bypass: RxBypass,
+    /// Scratch copy of a scoreboard's ranges before an ACK.
+    pub sack_before: Vec<SeqRange>,
+    /// The memory budget of the rings and pools.
+    pub mem: MemAccount,
+    /// Send-ring storage parked by empty rings.
+    pub tx_storage: StoragePool,
+    /// Receive-ring storage parked by empty rings.
+    pub rx_storage: StoragePool,
+}
+
+impl Shared {
+    /// The parts for `sessions` sessions under `cfg`, within the memory budget `mem`.
+    pub fn new(cfg: &TcpConfig, sessions: usize, mem: MemAccount) -> Shared {
+        Shared {
+            timers: Timers::new(sessions),
+            dirty: DirtyQueue::new(sessions),
+            challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
+            bypass: RxBypass::default(),
+            sack_before: Vec::new(),
+            mem,
+            tx_storage: StoragePool::new(cfg.tx_buffer),
+            rx_storage: StoragePool::new(cfg.rx_buffer),
+        }
+    }
+
+    /// The context of one event: these parts, `cfg`, and our MSS for the connection's family.
+    #[inline(always)]
+    pub fn ctx<'a>(&'a mut self, cfg: &'a TcpConfig, local_mss: u16) -> Ctx<'a> {
+        Ctx {
+            cfg,
+            local_mss,
+            timers: &mut self.timers,
+            dirty: &mut self.dirty,
+            challenge: &mut self.challenge,
+            bypass: &mut self.bypass,
+            sack_before: &mut self.sack_before,
+            mem: &mut self.mem,
+            tx_storage: &mut self.tx_storage,
+            rx_storage: &mut self.rx_storage,
+        }
+    }
+}
+
 /// One connection: its rows of the per-connection tables, borrowed for one event.
 #[derive(Debug)]
 pub(crate) struct TcbMut<'a> {

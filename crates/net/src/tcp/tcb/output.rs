@@ -548,7 +548,7 @@ mod tests {
         let o = segs[0].0.options;
         assert_eq!((o.mss, o.window_scale, o.sack_permitted), (Some(MSS), Some(9), true));
         assert_eq!((w.tx.snd_nxt, w.tx.snd_max), (Seq(ISS + 1), Seq(ISS + 1)));
-        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_some());
+        assert!(w.shared.timers.deadline(0, TimerKind::Retransmit).is_some());
         assert!(w.output().is_empty(), "one SYN until the timer fires");
     }
 
@@ -564,7 +564,7 @@ mod tests {
             assert!(p[..] == bytes[i * M..(i + 1) * M], "segment {i}'s payload");
         }
         assert_eq!((w.tx.snd_nxt, w.tx.snd_max), (Seq(at(10 * M)), Seq(at(10 * M))));
-        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_some(), "the retransmission timer runs");
+        assert!(w.shared.timers.deadline(0, TimerKind::Retransmit).is_some(), "the retransmission timer runs");
         assert_eq!(w.count(Counter::tcp_tx_segments), 10);
         assert!(w.output().is_empty(), "the congestion window is full");
     }
@@ -606,8 +606,8 @@ mod tests {
         assert_eq!(segs[0].1, [0], "the first unacknowledged byte");
         assert_eq!(w.tx.snd_nxt, Seq(at(0)), "the probe byte does not advance SND.NXT");
         assert_eq!(w.count(Counter::tcp_window_probes), 1);
-        assert!(w.timers.deadline(0, TimerKind::Persist).is_some(), "the next probe");
-        assert!(w.timers.deadline(0, TimerKind::Retransmit).is_none(), "persist replaces the RTO");
+        assert!(w.shared.timers.deadline(0, TimerKind::Persist).is_some(), "the next probe");
+        assert!(w.shared.timers.deadline(0, TimerKind::Retransmit).is_none(), "persist replaces the RTO");
     }
 
     #[test]
@@ -698,7 +698,7 @@ mod tests {
             assert_eq!(end, None);
             assert_eq!(shape(&segs), [(ISS, ACK, 0)], "probe {n}: SEG.SEQ = SND.NXT - 1 (RFC 9293 3.8.4)");
             assert_eq!(segs[0].0.ack, PEER_ISS + 1);
-            assert_eq!(w.timers.deadline(0, TimerKind::Keepalive), Some(w.io.now + idle / 10));
+            assert_eq!(w.shared.timers.deadline(0, TimerKind::Keepalive), Some(w.io.now + idle / 10));
         }
         let (end, segs) = w.fire(TimerKind::Keepalive);
         assert_eq!((end, segs.len()), (Some(Some(TcpError::TimedOut)), 0));
@@ -715,7 +715,7 @@ mod tests {
         w.rx.ack_now = true;
         w.io.room = 0;
         assert!(w.output().is_empty());
-        assert_eq!((w.rx.ack_now, w.dirty.pop()), (true, Some(0)), "the ACK waits, the session stays dirty");
+        assert_eq!((w.rx.ack_now, w.shared.dirty.pop()), (true, Some(0)), "the ACK waits, the session stays dirty");
         w.io.room = 1;
         assert_eq!(shape(&w.output()), [(at(0), ACK, 0)]);
         assert!(!w.rx.ack_now);

@@ -3,20 +3,16 @@
 //! output yields. No engine, no sink, no link: an event in, the decision (and the segments
 //! decided) out. smoltcp's socket tests are the model.
 
-use super::super::bypass::RxBypass;
-use super::super::challenge::ChallengeLimit;
-use super::super::dirty::DirtyQueue;
 use super::super::memory::MemAccount;
 use super::super::ringbuf::RingBuf;
-use super::super::seq::{Seq, SeqRange};
+use super::super::seq::Seq;
 use super::super::sink::Meter;
-use super::super::storage::StoragePool;
-use super::super::timer::{TimerKind, Timers};
+use super::super::timer::TimerKind;
 use super::super::{TcpConfig, TcpError, TcpState};
 use super::input::{After, Verdict};
 use super::tables::{Buffers, RxSar, StateEntry, TxSar};
 use super::transmit::{Emit, Transmit};
-use super::{Ctx, SessionId, TcbMut};
+use super::{Ctx, SessionId, Shared, TcbMut};
 use crate::counters::{Counter, Counters};
 use link::Instant;
 use std::time::Duration;
@@ -81,14 +77,7 @@ pub(crate) struct World {
     pub tx: TxSar,
     pub rx: RxSar,
     pub bufs: Buffers,
-    pub timers: Timers,
-    pub dirty: DirtyQueue,
-    pub challenge: ChallengeLimit,
-    pub bypass: RxBypass,
-    pub sack_before: Vec<SeqRange>,
-    pub mem: MemAccount,
-    pub tx_storage: StoragePool,
-    pub rx_storage: StoragePool,
+    pub shared: Shared,
     pub io: Capture,
 }
 
@@ -104,14 +93,7 @@ impl World {
             tx: TxSar::new(ISS, MSS, cfg.cc, cfg.min_rto, cfg.max_rto),
             rx: RxSar::default(),
             bufs,
-            timers: Timers::new(1),
-            dirty: DirtyQueue::new(1),
-            challenge: ChallengeLimit::new(cfg.challenge_ack_limit),
-            bypass: RxBypass::default(),
-            sack_before: Vec::new(),
-            mem: MemAccount::new(usize::MAX / 2, usize::MAX / 2),
-            tx_storage: StoragePool::new(cfg.tx_buffer),
-            rx_storage: StoragePool::new(cfg.rx_buffer),
+            shared: Shared::new(&cfg, 1, MemAccount::new(usize::MAX / 2, usize::MAX / 2)),
             io: Capture { now: Instant::ZERO, counters: Counters::default(), room: usize::MAX, sent: Vec::new() },
             cfg,
         }
@@ -144,18 +126,7 @@ impl World {
     /// The connection as the engine lends it for one event: the view, its context and the
     /// clock, counters and recorder.
     pub fn view(&mut self) -> (TcbMut<'_>, Ctx<'_>, &mut Capture) {
-        let ctx = Ctx {
-            cfg: &self.cfg,
-            local_mss: MSS,
-            timers: &mut self.timers,
-            dirty: &mut self.dirty,
-            challenge: &mut self.challenge,
-            bypass: &mut self.bypass,
-            sack_before: &mut self.sack_before,
-            mem: &mut self.mem,
-            tx_storage: &mut self.tx_storage,
-            rx_storage: &mut self.rx_storage,
-        };
+        let ctx = self.shared.ctx(&self.cfg, MSS);
         let tcb = TcbMut::new(SessionId(0), &mut self.state, &mut self.tx, &mut self.rx, &mut self.bufs);
         (tcb, ctx, &mut self.io)
     }
@@ -183,7 +154,7 @@ impl World {
     /// connection ends, and the segments it yielded.
     pub fn fire(&mut self, kind: TimerKind) -> (Option<Option<TcpError>>, Sent) {
         let now = self.io.now;
-        self.timers.cancel(0, kind);
+        self.shared.timers.cancel(0, kind);
         let (mut tcb, mut ctx, io) = self.view();
         let end = tcb.on_timer(&mut ctx, io, kind, now);
         (end, std::mem::take(&mut self.io.sent))
@@ -191,7 +162,7 @@ impl World {
 
     /// Move the clock to timer `kind`'s deadline (which must be armed).
     pub fn until(&mut self, kind: TimerKind) {
-        self.io.now = self.timers.deadline(0, kind).unwrap_or_else(|| panic!("{kind:?} armed"));
+        self.io.now = self.shared.timers.deadline(0, kind).unwrap_or_else(|| panic!("{kind:?} armed"));
     }
 
     /// Move the clock on by `d`.
