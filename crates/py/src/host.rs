@@ -338,12 +338,16 @@ fn host_config(cidr: &str, mtu: usize, gateway: Option<&str>) -> PyResult<Config
 #[pymethods]
 impl PyHost {
     /// A host on a TAP device in a new network namespace `<prefix>-<pid>-<n>` (needs root):
-    /// the Linux side of the TAP is `linux_cidr`, the linerate host `cidr`. `close()` (or
+    /// the Linux side of the TAP is `linux_cidr`, the linerate host `cidr`; over IPv6 too,
+    /// `linux_cidr6` and `cidr6` (as `linerate tap`; `None` for either: IPv4 only; the host's
+    /// duplicate address detection is over when this returns). `close()` (or
     /// leaving a `with` block) deletes the namespace and the TAP. `background=True`: a thread
     /// of its own polls the host (sockets block, `fileno()` works with selectors and
     /// asyncio); `False`: the program polls it with `run` (or blocking calls do).
     #[staticmethod]
-    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, gateway = None, prefix = "lr-py", background = true))]
+    #[pyo3(signature = (cidr = "10.77.0.2/24", linux_cidr = "10.77.0.1/24", mtu = 1500, gateway = None, prefix = "lr-py", background = true, cidr6 = Some("fd77::2/64"), linux_cidr6 = Some("fd77::1/64")),
+        text_signature = "(cidr='10.77.0.2/24', linux_cidr='10.77.0.1/24', mtu=1500, gateway=None, prefix='lr-py', background=True, cidr6='fd77::2/64', linux_cidr6='fd77::1/64')")]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn on_tap(
         cidr: &str,
         linux_cidr: &str,
@@ -351,8 +355,18 @@ impl PyHost {
         gateway: Option<&str>,
         prefix: &str,
         background: bool,
+        cidr6: Option<&str>,
+        linux_cidr6: Option<&str>,
     ) -> PyResult<PyHost> {
-        let cfg = host_config(cidr, mtu, gateway)?;
+        let mut cfg = host_config(cidr, mtu, gateway)?;
+        let ipv6 = cidr6.zip(linux_cidr6);
+        if let Some((host6, linux6)) = ipv6 {
+            let (h, l) = (net::Ipv6Cidr::parse(host6).map_err(val)?, net::Ipv6Cidr::parse(linux6).map_err(val)?);
+            if h.addr == l.addr || !l.contains(h.addr) {
+                return Err(val(format!("cidr6 {host6} must be another address in linux_cidr6's prefix {linux6}")));
+            }
+            cfg = cfg.ipv6_addr(host6).map_err(val)?;
+        }
         let linux = linux_cidr.split('/').next().unwrap_or("");
         parse_ip(linux)?;
         if !linux_cidr.contains('/') {
@@ -364,8 +378,11 @@ impl PyHost {
         if !ok_prefix {
             return Err(val(format!("namespace prefix {prefix:?} must be 1..=24 characters of [A-Za-z0-9_-]")));
         }
-        let TapSetup { ns, stack, linux_ip } =
-            TapSetup::create(prefix, linux_cidr, cfg, None).map_err(errors::testbed)?;
+        let mut setup = TapSetup::create(prefix, linux_cidr, cfg, None).map_err(errors::testbed)?;
+        if let Some((_, linux6)) = ipv6 {
+            setup.add_linux_ipv6(linux6).map_err(errors::testbed)?;
+        }
+        let TapSetup { ns, stack, linux_ip } = setup;
         PyHost::live(stack, Medium::Tap { ns, linux_ip }, background)
     }
 
@@ -577,10 +594,10 @@ impl PyHost {
 
     /// Open a TCP connection to `(ip, port)`; the handshake completes as the network runs
     /// (see `TcpConn.connected`, which raises ConnectionRefusedError if the peer resets).
-    fn tcp_connect(&self, py: Python<'_>, addr: (String, i64)) -> PyResult<PyTcpConn> {
-        let dst = crate::sockaddr(&addr)?;
+    fn tcp_connect(&self, py: Python<'_>, addr: &Bound<'_, PyAny>) -> PyResult<PyTcpConn> {
+        let dst = crate::address::from_py(addr)?;
         let h = self.host.with(py, |s| s.tcp_connect(dst).map_err(errors::net))?;
-        Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst.into())))
+        Ok(PyTcpConn::new(self.host.clone_ref(py), h, Some(dst)))
     }
 
     /// An RDMA node on this host, over UDP `port` (reliable connectionless writes, seed 001).

@@ -2,6 +2,7 @@
 //! UDP/TCP/raw sockets shaped like Python's, ping, counters, frame injection/collection for
 //! test benches (the scapy bridge lives in Python), middlebox, SPN, RDMA and collectives.
 
+mod address;
 mod buf;
 mod collective;
 mod errors;
@@ -32,11 +33,6 @@ fn parse_ip(s: &str) -> PyResult<Ipv4Addr> {
 /// A TCP/UDP port: `ValueError` outside 0..=65535.
 fn port(p: i64) -> PyResult<u16> {
     u16::try_from(p).map_err(|_| PyValueError::new_err(format!("port {p} is outside 0..=65535")))
-}
-
-/// `(ip, port)` as a socket address: `ValueError` for a bad address or port.
-fn sockaddr(addr: &(String, i64)) -> PyResult<std::net::SocketAddrV4> {
-    Ok(std::net::SocketAddrV4::new(parse_ip(&addr.0)?, port(addr.1)?))
 }
 
 /// A timeout in milliseconds from `seconds`, or from the deprecated millisecond keyword `old`

@@ -39,7 +39,6 @@ use rdma::{
     Completion, CompletionKind, ExternalMem, Peer, RdmaConfig, RdmaNode, RegionKey, RegionMem, SettingValue, Status,
     WriteOptions,
 };
-use std::net::SocketAddrV4;
 
 /// Where a `Host.rdma()` node lives.
 pub(crate) enum NodeAt {
@@ -181,10 +180,11 @@ pub(crate) fn setting_names(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(py, RdmaConfig::setting_names().collect::<Vec<_>>())
 }
 
-/// A peer from Python: `(ip, port)` for UDP nodes, a MAC string for raw-Ethernet ones.
+/// A peer from Python: `(ip, port)` (or IPv6's 4-tuple) for UDP nodes, a MAC string for
+/// raw-Ethernet ones.
 pub(crate) fn peer_of(dst: &Bound<'_, PyAny>) -> PyResult<Peer> {
-    if let Ok((ip, port)) = dst.extract::<(String, u16)>() {
-        return Ok(Peer::Udp(SocketAddrV4::new(crate::parse_ip(&ip)?, port).into()));
+    if dst.is_instance_of::<pyo3::types::PyTuple>() {
+        return Ok(Peer::Udp(crate::address::from_py(dst)?));
     }
     let mac: String = dst.extract().map_err(|_| val("dst must be (ip, port) or a MAC address string"))?;
     Ok(Peer::Eth(mac.parse().map_err(|_| val(format!("{mac:?} is not a MAC address")))?))
@@ -193,7 +193,7 @@ pub(crate) fn peer_of(dst: &Bound<'_, PyAny>) -> PyResult<Peer> {
 /// A node's address for Python: `(ip, port)` over UDP, the MAC string over raw Ethernet.
 pub(crate) fn address_of(py: Python<'_>, p: Peer) -> PyResult<PyObject> {
     Ok(match p {
-        Peer::Udp(a) => (a.ip().to_string(), a.port()).into_pyobject(py)?.into_any().unbind(),
+        Peer::Udp(a) => crate::address::to_py(py, a)?,
         Peer::Eth(m) => m.to_string().into_pyobject(py)?.into_any().unbind(),
     })
 }

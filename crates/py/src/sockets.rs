@@ -11,14 +11,14 @@ use net::{RawHandle, Recv, TcpHandle, TcpListener, UdpHandle};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
+use crate::address;
 use crate::buf::{bytes_like, WritableBuffer};
 use crate::errors::{self, closed, timed_out, val, would_block};
 use crate::host::HostRef;
 use crate::ready::{Interest, Readiness};
-use crate::sockaddr;
 
 /// A datagram and its sender as Python sees them: `(data, (ip, port))`.
-type Datagram<'py> = (Bound<'py, PyBytes>, (String, u16));
+type Datagram<'py> = (Bound<'py, PyBytes>, PyObject);
 
 /// Largest UDP datagram and raw frame handed to Python.
 const MAX_DATAGRAM: usize = 65536;
@@ -156,9 +156,9 @@ impl PyUdpSocket {
     /// As `socket.sendto`: send a datagram (any bytes-like object) to `(ip, port)`; returns
     /// its size. When the link is full it waits as the timeout says (non-blocking:
     /// BlockingIOError). Too large: `OSError(EMSGSIZE)`.
-    fn sendto(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, i64)) -> PyResult<usize> {
+    fn sendto(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: &Bound<'_, PyAny>) -> PyResult<usize> {
         let data = bytes_like(data)?;
-        let dst = sockaddr(&addr)?;
+        let dst = address::from_py(addr)?;
         self.core.wait(py, "the link is full", |s, _| {
             Ok(s.udp_send_to(self.h, dst, &data).map_err(errors::net)?.then_some(data.len()))
         })
@@ -172,19 +172,14 @@ impl PyUdpSocket {
         let (n, from) = self
             .core
             .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
-        Ok((PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port())))
+        Ok((PyBytes::new(py, &buf[..n.min(buf.len())]), address::to_py(py, from)?))
     }
 
     /// As `socket.recvfrom_into`: the next datagram into `buffer` (a bytearray or writable
     /// memoryview; at most `nbytes`, 0: its size; longer datagrams are cut), as
     /// `(nbytes, (ip, port))`, waiting as the timeout says.
     #[pyo3(signature = (buffer, nbytes = 0))]
-    fn recvfrom_into(
-        &self,
-        py: Python<'_>,
-        buffer: &Bound<'_, PyAny>,
-        nbytes: usize,
-    ) -> PyResult<(usize, (String, u16))> {
+    fn recvfrom_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>, nbytes: usize) -> PyResult<(usize, PyObject)> {
         let out = WritableBuffer::get(buffer)?;
         if nbytes > out.len() {
             return Err(val(format!("nbytes {nbytes} is larger than the buffer ({})", out.len())));
@@ -196,7 +191,7 @@ impl PyUdpSocket {
             .wait(py, "no datagram is waiting", |s, _| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         let n = n.min(max);
         out.fill(&buf[..n])?;
-        Ok((n, (from.ip().to_string(), from.port())))
+        Ok((n, address::to_py(py, from)?))
     }
 
     /// The local `(ip, port)`, as `socket.getsockname`.
@@ -206,9 +201,9 @@ impl PyUdpSocket {
 
     /// Old name (deprecated): send a datagram to `(ip, port)` without waiting; False if the
     /// link is full. Use `sendto`.
-    fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: (String, i64)) -> PyResult<bool> {
+    fn send_to(&self, py: Python<'_>, data: &Bound<'_, PyAny>, addr: &Bound<'_, PyAny>) -> PyResult<bool> {
         let data = bytes_like(data)?;
-        let dst = sockaddr(&addr)?;
+        let dst = address::from_py(addr)?;
         self.core.with(py, |s| s.udp_send_to(self.h, dst, &data).map_err(errors::net))
     }
 
@@ -217,19 +212,19 @@ impl PyUdpSocket {
     fn recv_from<'py>(&self, py: Python<'py>) -> PyResult<Option<Datagram<'py>>> {
         let mut buf = vec![0u8; MAX_DATAGRAM];
         let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
-        Ok(got.map(|(n, from)| (PyBytes::new(py, &buf[..n.min(buf.len())]), (from.ip().to_string(), from.port()))))
+        got.map(|(n, from)| Ok((PyBytes::new(py, &buf[..n.min(buf.len())]), address::to_py(py, from)?))).transpose()
     }
 
     /// Old name (deprecated) of `recvfrom_into` that never waits: BlockingIOError if no
     /// datagram is waiting.
-    fn recv_from_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<(usize, (String, u16))> {
+    fn recv_from_into(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<(usize, PyObject)> {
         let out = WritableBuffer::get(buffer)?;
         let mut buf = vec![0u8; MAX_DATAGRAM];
         let got = self.core.with(py, |s| s.udp_recv_from(self.h, &mut buf).map_err(errors::net))?;
         let (n, from) = got.ok_or_else(|| would_block("no datagram is waiting"))?;
         let n = n.min(out.len());
         out.fill(&buf[..n])?;
-        Ok((n, (from.ip().to_string(), from.port())))
+        Ok((n, address::to_py(py, from)?))
     }
 
     /// Close the socket (idempotent); later use raises `OSError(EBADF)`.
@@ -332,13 +327,13 @@ impl PyTcpListener {
     /// As `socket.accept`: the next established connection and its peer, `(conn, (ip,
     /// port))`, waiting as the timeout says (non-blocking: BlockingIOError). The connection
     /// blocks as new sockets of the host do.
-    fn accept(&self, py: Python<'_>) -> PyResult<(PyTcpConn, (String, u16))> {
+    fn accept(&self, py: Python<'_>) -> PyResult<(PyTcpConn, PyObject)> {
         let (h, peer) = self.core.wait(py, "no connection is waiting", |s, r| match r.accept(s, self.l) {
             Some(h) => Ok(Some((h, s.tcp_peer(h).map_err(errors::net)?))),
             None => Ok(None),
         })?;
         let conn = PyTcpConn::new(self.core.host.clone_ref(py), h, Some(peer));
-        Ok((conn, (peer.ip().to_string(), peer.port())))
+        Ok((conn, address::to_py(py, peer)?))
     }
 
     /// The port.
@@ -429,8 +424,8 @@ impl PyTcpConn {
 
     /// The remote `(ip, port)`.
     #[getter]
-    fn peer(&self) -> Option<(String, u16)> {
-        self.peer.map(|a| (a.ip().to_string(), a.port()))
+    fn peer(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        self.peer.map(|a| address::to_py(py, a)).transpose()
     }
 
     /// The connection's session slot (what RX-bypass handlers and activity report).
@@ -467,8 +462,8 @@ impl PyTcpConn {
     }
 
     /// The remote `(ip, port)`, as `socket.getpeername`.
-    fn getpeername(&self) -> PyResult<(String, u16)> {
-        self.peer().ok_or_else(|| errors::os(libc::ENOTCONN, "not connected"))
+    fn getpeername(&self, py: Python<'_>) -> PyResult<PyObject> {
+        self.peer(py)?.ok_or_else(|| errors::os(libc::ENOTCONN, "not connected"))
     }
 
     /// Old name (deprecated) of `sendall`.

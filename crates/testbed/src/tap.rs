@@ -64,4 +64,24 @@ impl TapSetup {
         let stack = Stack::new(host, link)?;
         Ok(TapSetup { ns, stack, linux_ip })
     }
+
+    /// Give the Linux side IPv6 address `linux_cidr6` too (no duplicate address detection
+    /// there: the TAP is ours alone), then poll the host until its own IPv6 addresses have
+    /// passed theirs (about a second), so that the Linux side's first packets find them in
+    /// use. Returns the host's addresses another node turned out to hold (not used).
+    pub fn add_linux_ipv6(&mut self, linux_cidr6: &str) -> Result<Vec<std::net::Ipv6Addr>, TestbedError> {
+        self.ns.ip(&["-6", "addr", "add", linux_cidr6, "dev", TAP_IFNAME, "nodad"])?;
+        let start = link::Instant::now();
+        while self.stack.ipv6_addrs().iter().any(|a| a.state == net::AddrState::Tentative) {
+            if link::Instant::now() - start > std::time::Duration::from_secs(5) {
+                return Err(TestbedError::Setup(
+                    "the host's IPv6 addresses did not leave duplicate address detection within 5 s".into(),
+                ));
+            }
+            self.stack.poll(link::Instant::now())?;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let addrs = self.stack.ipv6_addrs();
+        Ok(addrs.iter().filter(|a| a.state == net::AddrState::Duplicate).map(|a| a.cidr.addr).collect())
+    }
 }

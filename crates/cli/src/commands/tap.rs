@@ -164,12 +164,7 @@ pub fn run(a: TapArgs) -> Result<ExitCode, String> {
         TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, pcap, a.impair).map_err(|e| e.to_string())?;
     let ns = setup.ns.name().to_string();
     if let Some((_, linux6)) = &ipv6 {
-        // No duplicate address detection on the Linux side: the TAP is ours alone.
-        setup
-            .ns
-            .ip(&["-6", "addr", "add", linux6, "dev", testbed::tap::TAP_IFNAME, "nodad"])
-            .map_err(|e| e.to_string())?;
-        wait_for_ipv6_addresses(&mut setup.stack)?;
+        add_linux_ipv6(&mut setup, linux6)?;
     }
     tracing::info!(namespace = %ns, host = %host_ip, mtu = a.mtu, "TAP host up");
     let linux_impair = impair_linux_side(&setup, a.linux_impair.as_ref())?;
@@ -318,19 +313,11 @@ pub(crate) fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, Strin
     Ok(Some((h.to_string(), l.to_string())))
 }
 
-/// Poll the host until its IPv6 addresses have passed duplicate address detection (about one
-/// second), so that the Linux side's first packets find them in use.
-pub(crate) fn wait_for_ipv6_addresses<L: Link>(stack: &mut Stack<L>) -> Result<(), String> {
-    let start = now();
-    while stack.ipv6_addrs().iter().any(|a| a.state == net::AddrState::Tentative) {
-        if now() - start > Duration::from_secs(5) {
-            return Err("the host's IPv6 addresses did not leave duplicate address detection within 5 s".into());
-        }
-        stack.poll(now()).map_err(|e| e.to_string())?;
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    if let Some(dup) = stack.ipv6_addrs().iter().find(|a| a.state == net::AddrState::Duplicate) {
-        eprintln!("linerate: IPv6 address {} is in use by another node on the link (not used)", dup.cidr.addr);
+/// Give the TAP's Linux side `linux6` and wait out the host's duplicate address detection,
+/// saying which of its addresses another node holds.
+pub(crate) fn add_linux_ipv6(setup: &mut TapSetup, linux6: &str) -> Result<(), String> {
+    for dup in setup.add_linux_ipv6(linux6).map_err(|e| e.to_string())? {
+        eprintln!("linerate: IPv6 address {dup} is in use by another node on the link (not used)");
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ from typing import Any, Dict, final, List, Optional, Tuple, Type, Union
 
 from typing_extensions import Self
 
-_Addr = Tuple[str, int]
+_Addr = Union[Tuple[str, int], Tuple[str, int, int, int]]
 _Event = Dict[str, Any]
 _Dst = Union[_Addr, str]
 _Config = Dict[str, Any]

@@ -149,14 +149,11 @@ impl IperfHost {
                 cfg = cfg.ipv6_addr(host6).map_err(|e| format!("--host-ip6: {e}"))?;
             }
             cfg.validate().map_err(|e| e.to_string())?;
-            let TapSetup { ns, mut stack, linux_ip } =
-                TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
+            let mut setup = TapSetup::create(&a.ns_prefix, &a.linux_ip, cfg, None).map_err(|e| e.to_string())?;
             if let Some((_, linux6)) = &ipv6 {
-                // No duplicate address detection on the Linux side: the TAP is ours alone.
-                ns.ip(&["-6", "addr", "add", linux6, "dev", testbed::tap::TAP_IFNAME, "nodad"])
-                    .map_err(|e| e.to_string())?;
-                super::tap::wait_for_ipv6_addresses(&mut stack)?;
+                super::tap::add_linux_ipv6(&mut setup, linux6)?;
             }
+            let TapSetup { ns, stack, linux_ip } = setup;
             let place = format!("TAP {} in namespace {}; Linux side {linux_ip}", testbed::tap::TAP_IFNAME, ns.name());
             return Ok(IperfHost { stack, ns: Some(ns), place });
         };
