@@ -146,6 +146,27 @@ impl Drop for Rig {
 }
 
 /// Counter `name` (the "total" column) from the host's JSON table.
+/// Wait (at most `limit`) until `linerate stats` shows counter `name` of the host with `pid`
+/// at `at_least` or more (the host publishes every few hundred ms); the last value seen.
+fn wait_for_published(pid: u32, name: &str, at_least: u64, limit: Duration) -> u64 {
+    let start = std::time::Instant::now();
+    loop {
+        let o = Command::new(BIN).args(["stats", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let rows = v.pointer("/tables/0/rows").and_then(|r| r.as_array()).cloned().unwrap_or_default();
+        let seen = rows
+            .iter()
+            .filter(|r| r["pid"].as_u64() == Some(u64::from(pid)) && r["counter"] == name)
+            .filter_map(|r| r["value"].as_u64())
+            .max()
+            .unwrap_or(0);
+        if seen >= at_least || start.elapsed() > limit {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn counter(out: &Output, name: &str) -> u64 {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the host prints JSON");
     let rows = v.pointer("/tables/0/rows").or_else(|| v.pointer("/rows")).and_then(|r| r.as_array()).cloned();
@@ -243,6 +264,10 @@ fn af_xdp_host_serves_linux_tools_and_passes_the_kernels_traffic() {
         assert!(bps > 2e8, "iperf3 (reverse: {reverse}) moved only {bps} bit/s");
     }
 
+    // An iperf3 client exits once it has sent its last message: the host counts the test when
+    // it reads that, which on a loaded machine can be after the client is gone.
+    let pid = rig.host.as_ref().expect("a host runs").id();
+    wait_for_published(pid, "iperf3_tests", 2, Duration::from_secs(10));
     let out = rig.stop_host();
     assert!(out.status.success(), "the host failed");
     assert_eq!(counter(&out, "tcp_sink_bytes"), 20_000_000);

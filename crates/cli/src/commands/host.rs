@@ -177,7 +177,12 @@ fn serve<L: Link>(
         worked |= tcp.serve(&mut stack).map_err(|e| e.to_string())? > 0;
         stack.flush().map_err(|e| e.to_string())?;
         idler.after_poll(stack.link(), worked);
-        publisher.publish_every(|| stack.counters().iter().collect());
+        // The stack's counters and the services' figures (iperf3 tests done, …).
+        publisher.publish_every(|| {
+            let mut c: Vec<(String, u64)> = stack.counters().iter().map(|(k, v)| (k.to_string(), v)).collect();
+            c.extend(tcp.figures());
+            c
+        });
         if stop_requested() || deadline.is_some_and(|d| t >= d) {
             break;
         }
