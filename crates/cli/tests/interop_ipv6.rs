@@ -118,6 +118,16 @@ fn hostile_ipv6_cases_leave_the_host_answering_and_its_accounting_exact() {
 /// (sizes that fragment included) reaches it, and its accounting holds at exit.
 #[test]
 fn a_host_on_af_packet_with_an_ipv6_address_answers_linux_over_veth() {
+    host_with_an_ipv6_address_answers_linux_over_veth("af_packet");
+}
+
+/// The same on AF_XDP: the steering program hands the host its IPv6 and its solicitations.
+#[test]
+fn a_host_on_af_xdp_with_an_ipv6_address_answers_linux_over_veth() {
+    host_with_an_ipv6_address_answers_linux_over_veth("af_xdp");
+}
+
+fn host_with_an_ipv6_address_answers_linux_over_veth(kind: &str) {
     if !can_run(&["ping", "ethtool"]) {
         return;
     }
@@ -130,7 +140,7 @@ fn a_host_on_af_packet_with_an_ipv6_address_answers_linux_over_veth() {
     assert!(o.status.success(), "ethtool: {}", String::from_utf8_lossy(&o.stderr));
     let host = host_ns
         .command(common::BIN)
-        .args(["host", "--link", "af_packet:lr6h0", "--ip", "10.78.0.2/24", "--ip6", "fd78::2/64"])
+        .args(["host", "--link", &format!("{kind}:lr6h0"), "--ip", "10.78.0.2/24", "--ip6", "fd78::2/64"])
         .args(["--duration", "8s", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

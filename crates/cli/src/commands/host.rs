@@ -29,8 +29,9 @@ pub struct HostArgs {
     #[arg(long, value_name = "CIDR")]
     ip: String,
     /// An IPv6 address and prefix of the host, e.g. fd77::2/64 (repeatable; the host then also
-    /// has the link-local address of its MAC). Not on af_xdp yet: its steering program passes
-    /// IPv6 to the kernel.
+    /// has the link-local address of its MAC). On af_xdp the steering program takes IPv6 to
+    /// these addresses and their solicited-node groups; router advertisements stay the
+    /// kernel's.
     #[arg(long, value_name = "CIDR")]
     ip6: Vec<String>,
     /// Default gateway for off-link destinations.
@@ -72,16 +73,16 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     for c in &a.ip6 {
         cfg = cfg.ipv6_addr(c).map_err(|e| format!("--ip6: {e}"))?;
     }
-    if !a.ip6.is_empty() && matches!(a.link, LinkSpec::AfXdp(_)) {
-        return Err(
-            "--ip6 is not supported on af_xdp yet (its steering program passes IPv6 to the kernel): use af_packet"
-                .into(),
-        );
-    }
     if !a.ip6.is_empty() && a.queues > 1 {
         return Err("--ip6 needs a single stack (--queues 1)".into());
     }
-    let opts = OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![cfg.ip], ..OpenOptions::default() };
+    let opts = OpenOptions {
+        mtu: a.mtu,
+        queues: a.queues,
+        addresses: vec![cfg.ip],
+        addresses6: cfg.ipv6.addrs.iter().map(|c| c.addr).collect(),
+        ..OpenOptions::default()
+    };
     let opened = a.link.open(&opts).map_err(|e| format!("{}: {e}", a.link))?;
     cfg = crate::link_stack::fit_config(cfg, opened.mtu, opened.mac);
     cfg.validate().map_err(|e| e.to_string())?;
