@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Iterator, List
 
 import pytest
@@ -146,6 +147,12 @@ def test_a_connection_to_a_linux_server_over_ipv6_carries_the_bytes(host: lr.Hos
         data = os.urandom(300_000)
         conn = host.tcp_connect((LINUX6, 7601, 0, 0))
         conn.settimeout(20)
+        # tcp_connect returns at once (socket.connect would wait): a shutdown before the
+        # handshake ends would close the connection in SYN-SENT (RFC 9293 3.10.4).
+        deadline = time.monotonic() + 10
+        while not conn.connected and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert conn.connected, "no connection to the Linux server"
         conn.sendall(data)
         conn.shutdown()
         reply = b""
