@@ -173,6 +173,36 @@ fn af_xdp_carries_frames_both_ways_in_batches_and_in_place() {
     assert!(!xdp_attached(&ns, "lrxa"), "the steering program outlived its link");
 }
 
+/// Send `frames` from lrxb to lrxa, where `x` has the steering program; what `x` took and
+/// what passed to the kernel (seen by an AF_PACKET socket on lrxa), once at least `mine`
+/// and `kernels` of them arrived (or 5 s passed).
+fn steered(
+    ns: &Netns,
+    x: &mut XdpLink,
+    frames: &[Vec<u8>],
+    mine: usize,
+    kernels: usize,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut kernel_side = link::packet::create_in_netns(&ns.name, "lrxa", 1500).unwrap();
+    let mut p = link::packet::create_in_netns(&ns.name, "lrxb", 1500).unwrap();
+    let mut tx = FrameBatch::new(8, 2048);
+    for f in frames {
+        assert!(tx.push(f));
+    }
+    p.tx_batch(Instant::now(), &mut tx).unwrap();
+    let (mut took, mut passed) = (Vec::new(), Vec::new());
+    poll_until(Duration::from_secs(5), || {
+        let mut rx = FrameBatch::new(16, 2048);
+        x.rx_batch(Instant::now(), &mut rx).unwrap();
+        took.extend(rx.iter().map(|f| f.to_vec()));
+        let mut rx = FrameBatch::new(16, 2048);
+        kernel_side.rx_batch(Instant::now(), &mut rx).unwrap();
+        passed.extend(rx.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0, 0xaa]).map(|f| f.to_vec()));
+        took.len() >= mine && passed.len() >= kernels
+    });
+    (took, passed)
+}
+
 #[test]
 fn af_xdp_takes_only_the_hosts_frames_and_passes_the_rest_to_the_kernel() {
     if !can_run_as_root("af_xdp_takes_only_the_hosts_frames_and_passes_the_rest_to_the_kernel") {
@@ -182,24 +212,8 @@ fn af_xdp_takes_only_the_hosts_frames_and_passes_the_rest_to_the_kernel() {
     let ours = Ipv4Addr::new(10, 9, 0, 2);
     let mut x = xdp_on(&ns, "lrxa", Steer::ipv4(vec![ours]));
     // What passes to the kernel is still seen by an AF_PACKET socket on the same interface.
-    let mut kernel_side = link::packet::create_in_netns(&ns.name, "lrxa", 1500).unwrap();
-    let mut p = link::packet::create_in_netns(&ns.name, "lrxb", 1500).unwrap();
-    let mut tx = FrameBatch::new(8, 2048);
-    assert!(tx.push(&ipv4_frame(ours, 1)));
-    assert!(tx.push(&ipv4_frame(Ipv4Addr::new(10, 9, 0, 3), 2)));
-    assert!(tx.push(&frame(7)));
-    assert!(tx.push(&ipv4_frame(ours, 3)));
-    p.tx_batch(Instant::now(), &mut tx).unwrap();
-    let (mut mine, mut kernels) = (Vec::new(), Vec::new());
-    poll_until(Duration::from_secs(5), || {
-        let mut rx = FrameBatch::new(16, 2048);
-        x.rx_batch(Instant::now(), &mut rx).unwrap();
-        mine.extend(rx.iter().map(|f| f.to_vec()));
-        let mut rx = FrameBatch::new(16, 2048);
-        kernel_side.rx_batch(Instant::now(), &mut rx).unwrap();
-        kernels.extend(rx.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0, 0xaa]).map(|f| f.to_vec()));
-        mine.len() >= 2 && kernels.len() >= 2
-    });
+    let frames = [ipv4_frame(ours, 1), ipv4_frame(Ipv4Addr::new(10, 9, 0, 3), 2), frame(7), ipv4_frame(ours, 3)];
+    let (mine, kernels) = steered(&ns, &mut x, &frames, 2, 2);
     assert_eq!(mine, vec![ipv4_frame(ours, 1), ipv4_frame(ours, 3)]);
     assert_eq!(kernels, vec![ipv4_frame(Ipv4Addr::new(10, 9, 0, 3), 2), frame(7)]);
 }
@@ -216,24 +230,13 @@ fn af_xdp_takes_the_hosts_ipv6_and_its_solicitations_and_passes_the_rest() {
     let solicited: Ipv6Addr = "ff02::1:ff00:2".parse().unwrap();
     let steer = Steer::Host { ipv4: vec![Ipv4Addr::new(10, 9, 0, 2)], ipv6: vec![ours] };
     let mut x = xdp_on(&ns, "lrxa", steer);
-    let mut kernel_side = link::packet::create_in_netns(&ns.name, "lrxa", 1500).unwrap();
-    let mut p = link::packet::create_in_netns(&ns.name, "lrxb", 1500).unwrap();
-    let mut tx = FrameBatch::new(8, 2048);
-    for (i, dst) in [ours, other, solicited, all_nodes, ours].into_iter().enumerate() {
-        assert!(tx.push(&ipv6_frame(dst, i as u8)));
-    }
-    assert!(tx.push(&ipv4_frame(Ipv4Addr::new(10, 9, 0, 2), 9)));
-    p.tx_batch(Instant::now(), &mut tx).unwrap();
-    let (mut mine, mut kernels) = (Vec::new(), Vec::new());
-    poll_until(Duration::from_secs(5), || {
-        let mut rx = FrameBatch::new(16, 2048);
-        x.rx_batch(Instant::now(), &mut rx).unwrap();
-        mine.extend(rx.iter().map(|f| f.to_vec()));
-        let mut rx = FrameBatch::new(16, 2048);
-        kernel_side.rx_batch(Instant::now(), &mut rx).unwrap();
-        kernels.extend(rx.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0, 0xaa]).map(|f| f.to_vec()));
-        mine.len() >= 4 && kernels.len() >= 2
-    });
+    let mut frames: Vec<Vec<u8>> = [ours, other, solicited, all_nodes, ours]
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| ipv6_frame(d, i as u8))
+        .collect();
+    frames.push(ipv4_frame(Ipv4Addr::new(10, 9, 0, 2), 9));
+    let (mine, kernels) = steered(&ns, &mut x, &frames, 4, 2);
     let want_mine = vec![
         ipv6_frame(ours, 0),
         ipv6_frame(solicited, 2),

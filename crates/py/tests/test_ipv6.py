@@ -18,6 +18,7 @@ from typing import Iterator, List
 import pytest
 
 import linerate as lr
+from helpers import closing
 
 HOST, LINUX = "10.77.27.2", "10.77.27.1"
 HOST6, LINUX6 = "fd77::2", "fd77::1"
@@ -90,14 +91,7 @@ def tap_host() -> lr.Host:
 
 @pytest.fixture
 def host() -> Iterator[lr.Host]:
-    h = tap_host()
-    ns = h.netns
-    try:
-        yield h
-    finally:
-        h.close()
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-        assert ns is None or ns not in listed, f"namespace {ns} left behind"
+    yield from closing(tap_host())
 
 
 def in_ns(h: lr.Host, program: str, *args: str) -> List[str]:

@@ -17,6 +17,7 @@ from typing import Iterator, List
 import pytest
 
 import linerate as lr
+from helpers import closing
 import linerate.asyncio as lra
 
 HOST, LINUX = "10.77.26.2", "10.77.26.1"
@@ -34,14 +35,7 @@ def live_host() -> lr.Host:
 
 @pytest.fixture
 def host() -> Iterator[lr.Host]:
-    h = live_host()
-    ns = h.netns
-    try:
-        yield h
-    finally:
-        h.close()
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-        assert ns is None or ns not in listed, f"namespace {ns} left behind"
+    yield from closing(live_host())
 
 
 def in_ns(h: lr.Host, *cmd: str) -> List[str]:
