@@ -5,7 +5,6 @@
 use link::spec::{LinkSpec, OpenOptions, Opened};
 use link::Link;
 use net::{Config, Stack};
-use std::net::Ipv4Addr;
 
 /// A link opened for one host, before its stack exists.
 pub struct OneLink {
@@ -19,11 +18,17 @@ pub struct OneLink {
     pub label: String,
 }
 
-/// Open `spec` for a host at `ip`: AF_XDP steers IPv4 and ARP for `ip` to it and leaves the
-/// rest to the kernel. `mtu`: the IP MTU to use (`None`: the interface's; 1500 for shm and TAP).
+/// Open `spec` for the host `cfg` configures: AF_XDP steers IPv4 and ARP for its address, and
+/// IPv6 for its IPv6 addresses (with their solicited-node groups), to it and leaves the rest to
+/// the kernel. `mtu`: the IP MTU to use (`None`: the interface's; 1500 for shm and TAP).
 /// Warns on stderr when AF_XDP had to fall back to generic (SKB) mode.
-pub fn open_one(spec: &LinkSpec, ip: Ipv4Addr, mtu: Option<usize>) -> Result<OneLink, String> {
-    let opts = OpenOptions { mtu, addresses: vec![ip], ..OpenOptions::default() };
+pub fn open_one(spec: &LinkSpec, cfg: &Config, mtu: Option<usize>) -> Result<OneLink, String> {
+    let opts = OpenOptions {
+        mtu,
+        addresses: vec![cfg.ip],
+        addresses6: cfg.ipv6.addrs.iter().map(|c| c.addr).collect(),
+        ..OpenOptions::default()
+    };
     let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
     warn_about(spec, &opened);
     let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;

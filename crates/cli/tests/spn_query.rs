@@ -40,11 +40,11 @@ impl Service {
     }
 
     /// The service in namespace `ns` on the link `where_` (`--af-packet IFACE`, `--link
-    /// af_xdp:IFACE`), at `cidr`; clients run in `client_ns`.
-    fn start_on(model: &str, ns: &str, where_: &[&str], cidr: &str, client_ns: &str) -> Service {
+    /// af_xdp:IFACE`), at the IPv4 and IPv6 addresses `cidrs`; clients run in `client_ns`.
+    fn start_on(model: &str, ns: &str, where_: &[&str], cidrs: (&str, &str), client_ns: &str) -> Service {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", ns, BIN, "spn", "serve"]).args(where_);
-        cmd.args(["--ip", cidr, "--model", model]);
+        cmd.args(["--ip", cidrs.0, "--ip6", cidrs.1, "--model", model]);
         cmd.args(["--transport", "udp,tcp"]);
         Service::spawn(cmd, Some(client_ns.to_string()))
     }
@@ -257,6 +257,19 @@ fn ip(args: &[&str]) {
     assert!(o.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
 }
 
+/// Wait (at most 20 tries of 1 s) until `addr` answers `ping` from the clients' namespace
+/// (so the clients' neighbour entry for it exists, and its IPv6 address is past duplicate
+/// address detection).
+fn wait_for_ping(svc: &Service, addr: &str) {
+    for _ in 0..20 {
+        let o = Command::new("ip").args(["netns", "exec", &svc.ns, "ping", "-c1", "-W1", addr]).output().unwrap();
+        if o.status.success() {
+            return;
+        }
+    }
+    panic!("{addr} never answered ping");
+}
+
 #[test]
 fn spn_service_on_af_packet_answers_a_linux_peer_on_a_veth() {
     spn_service_on_a_veth_answers_a_linux_peer("AF_PACKET");
@@ -283,22 +296,26 @@ fn spn_service_on_a_veth_answers_a_linux_peer(kind: &str) {
     ip(&["-n", &srv, "link", "add", "spnsrv0", "type", "veth", "peer", "name", "spncli0", "netns", &cli]);
     ip(&["-n", &srv, "link", "set", "spnsrv0", "up"]);
     ip(&["-n", &cli, "addr", "add", "10.78.0.1/24", "dev", "spncli0"]);
+    ip(&["-n", &cli, "addr", "add", "fd78::1/64", "dev", "spncli0", "nodad"]);
     ip(&["-n", &cli, "link", "set", "spncli0", "up"]);
     // Between veths the kernel leaves checksums to an offload that never happens; a real wire
     // carries them computed. Turn Linux's transmit checksum offload off (ethtool -K tx off).
     let o = Command::new("ip").args(["netns", "exec", &cli, "python3", "-c", TX_CSUM_OFF, "spncli0"]).output().unwrap();
     assert!(o.status.success(), "checksum offload off: {}", String::from_utf8_lossy(&o.stderr));
     let where_: &[&str] = if kind == "AF_XDP" { &["--link", "af_xdp:spnsrv0"] } else { &["--af-packet", "spnsrv0"] };
-    let svc = Service::start_on(&model, &srv, where_, "10.78.0.2/24", &cli);
-    let server = "10.78.0.2:5005";
-    for transport in ["--udp", "--tcp"] {
-        let o = svc.exec(BIN, &["spn", "query", transport, "--server", server, "--input", &inputs]);
-        assert_same(&format!("spn query {transport} over {kind}"), &values(&o), &want);
+    let svc = Service::start_on(&model, &srv, where_, ("10.78.0.2/24", "fd78::2/64"), &cli);
+    // The service's IPv6 address is usable once its duplicate address detection is over.
+    wait_for_ping(&svc, "fd78::2");
+    for server in ["10.78.0.2:5005", "[fd78::2]:5005"] {
+        for transport in ["--udp", "--tcp"] {
+            let o = svc.exec(BIN, &["spn", "query", transport, "--server", server, "--input", &inputs]);
+            assert_same(&format!("spn query {transport} to {server} over {kind}"), &values(&o), &want);
+        }
+        let o = svc.exec("python3", &[PY_CLIENT, "--server", server, "--input", &inputs]);
+        assert_same(&format!("python client to {server} over {kind}"), &values(&o), &want);
     }
-    let o = svc.exec("python3", &[PY_CLIENT, "--server", server, "--input", &inputs]);
-    assert_same(&format!("python client over {kind}"), &values(&o), &want);
     let report = svc.stop();
-    assert_eq!(report["counters"]["vectors"].as_u64(), Some(3 * 700), "{report}");
+    assert_eq!(report["counters"]["vectors"].as_u64(), Some(6 * 700), "{report}");
 }
 
 #[test]
@@ -338,6 +355,14 @@ fn spn_service_on_a_tap_answers_linux_clients_like_the_local_evaluator() {
         &values(&svc.exec("python3", &[PY_CLIENT, "--tcp", "--server", SERVER, "--input", &inputs])),
         &want,
     );
+    // The same over IPv6: the TAP host has fd77::2 by default.
+    for transport in ["--udp", "--tcp"] {
+        let o = svc.exec(BIN, &["spn", "query", transport, "--server", "[fd77::2]:5005", "--input", &inputs]);
+        assert_same(&format!("spn query {transport} over IPv6"), &values(&o), &want);
+        let mut a = vec![PY_CLIENT, "--server", "[fd77::2]:5005", "--input", &inputs];
+        a.extend((transport == "--tcp").then_some("--tcp"));
+        assert_same(&format!("python client {transport} over IPv6"), &values(&svc.exec("python3", &a)), &want);
+    }
 
     // Inputs for another model (8 inputs): the service answers error 3, the client says so.
     let other = t.file("other.csv");
@@ -410,6 +435,9 @@ fn udp_clients_resend_what_an_impaired_service_loses() {
     // The service loses 25% of what it sends (and duplicates 5%): answers and ARP replies.
     let impair = ["--impair", "0.25,0,0.05,0"];
     let svc = Service::start_tap(&model, &format!("spn-i{}", std::process::id()), &impair);
+    // Linux resolves the service's MAC first: an ARP reply lost twice in a row would outlast
+    // the query's tries (Linux asks again after 1 s), which is not what this test is about.
+    wait_for_ping(&svc, "10.77.0.2");
     let o = svc.exec(BIN, &["spn", "query", "--server", SERVER, "--input", &inputs, "--timeout", "0.2", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("--json prints JSON");

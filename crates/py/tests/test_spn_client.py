@@ -57,7 +57,7 @@ def test_records_round_trip_through_the_rust_service() -> None:
     x = rng.integers(0, 8, size=(300, 9), dtype=np.uint8)
     mask = rng.random((300, 9)) < 0.15
     rows = [[None if mask[i, j] else int(x[i, j]) for j in range(9)] for i in range(300)]
-    per = c._udp_per_request(rows)
+    per = c._udp_per_request(rows, c.MAX_DATAGRAM)
     chunks = c._chunks(rows, per)
     answers = exchange(net, svc, sock, [c.encode_request(i, ch) for i, ch in enumerate(chunks)], len(chunks))
     got = {}

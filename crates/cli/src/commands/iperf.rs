@@ -160,8 +160,8 @@ fn open_stack(
 ) -> Result<(Stack<Box<dyn Link>>, String), String> {
     let (link, mtu, mac, place): (Box<dyn Link>, usize, Option<[u8; 6]>, String) = match (&a.link, open_wait) {
         (Some(spec), _) => {
-            let addr = Config::parse_host(ip).map_err(msg)?.ip;
-            let one = crate::link_stack::open_one(spec, addr, a.mtu)?;
+            let cfg = Config::parse_host(ip).map_err(msg)?;
+            let one = crate::link_stack::open_one(spec, &cfg, a.mtu)?;
             (one.link, one.mtu, one.mac, one.label)
         }
         (None, None) => {

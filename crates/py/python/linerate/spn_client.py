@@ -42,8 +42,8 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 #: One input vector: 8-bit values, None or NaN for a missing one.
 Row = List[Any]
-#: A service address: (host, port).
-Addr = Tuple[str, int]
+#: A service address: (host, port), or (host, port, flowinfo, scope_id) for IPv6 as in ``socket``.
+Addr = Union[Tuple[str, int], Tuple[str, int, int, int]]
 
 REQUEST_MAGIC = b"SPNQ"
 RESPONSE_MAGIC = b"SPNR"
@@ -54,6 +54,8 @@ FLAG_MASK = 2
 FLAG_ERROR = 0x80
 #: Largest UDP payload (an Ethernet MTU of 1500 less the IPv4 and UDP headers).
 MAX_DATAGRAM = 1472
+#: The same over IPv6, whose header is 20 bytes longer (so no request needs fragments).
+MAX_DATAGRAM6 = MAX_DATAGRAM - 20
 #: Vectors per request over TCP.
 TCP_VECTORS = 1024
 #: UDP requests outstanding at once.
@@ -143,16 +145,17 @@ def _chunks(rows: list[Row], per: int) -> list[list[Row]]:
     return [rows[i:i + per] for i in range(0, len(rows), per)]
 
 
-def _udp_per_request(rows: list[Row]) -> int:
+def _udp_per_request(rows: list[Row], max_datagram: int) -> int:
     vlen = len(rows[0])
     per_vector = vlen + ((vlen + 7) // 8 if any(_is_missing(v) for r in rows for v in r) else 0)
-    room = MAX_DATAGRAM - HEADER.size
+    room = max_datagram - HEADER.size
     return min(room // 8, room // per_vector)
 
 
 def query(addr: Union[Addr, str], vectors: Any, transport: str = "udp", log: bool = True, timeout: float = 1.0,
           retries: int = 5, per_request: int | None = None, stats: dict[str, Any] | None = None) -> list[float]:
-    """Evaluate ``vectors`` on the service at ``addr`` ((host, port) or "host:port").
+    """Evaluate ``vectors`` on the service at ``addr`` ((host, port), an IPv6 4-tuple as in
+    ``socket``, "host:port" or "[v6addr]:port").
 
     ``vectors``: a sequence of equal-length sequences (or a 2-D numpy array) of 8-bit values,
     None or NaN marking a missing value. Returns one log-likelihood per vector (likelihood if
@@ -165,12 +168,13 @@ def query(addr: Union[Addr, str], vectors: Any, transport: str = "udp", log: boo
     (per request, from its first send to its answer) and ``resent`` (UDP).
     """
     if isinstance(addr, str):
-        host, _, port = addr.rpartition(":")
-        addr = (host, int(port))
+        addr = _parse_addr(addr)
     rows = _rows(vectors)
     if transport not in ("udp", "tcp"):
         raise ValueError(f"transport {transport!r} is neither 'udp' nor 'tcp'")
-    per = per_request or (TCP_VECTORS if transport == "tcp" else _udp_per_request(rows))
+    family = _family(addr)
+    max_datagram = MAX_DATAGRAM6 if family == socket.AF_INET6 else MAX_DATAGRAM
+    per = per_request or (TCP_VECTORS if transport == "tcp" else _udp_per_request(rows, max_datagram))
     if per < 1:
         raise ValueError(f"one vector of {len(rows[0])} values does not fit a datagram: use transport='tcp'")
     chunks = _chunks(rows, per)
@@ -181,12 +185,37 @@ def query(addr: Union[Addr, str], vectors: Any, transport: str = "udp", log: boo
     if transport == "tcp":
         answers = _tcp_exchange(addr, records, chunks, timeout, lat)
     else:
-        answers = _udp_exchange(addr, records, chunks, timeout, retries, lat, resent)
+        answers = _udp_exchange(addr, family, records, chunks, timeout, retries, lat, resent)
     secs = time.monotonic() - start
     values = [v for a in answers for v in a]
     if stats is not None:
         stats.update(_figures(lat, len(values), len(records), secs, resent[0]))
     return values
+
+
+def _parse_addr(text: str) -> Addr:
+    """``"host:port"`` or ``"[v6addr]:port"`` as a socket address tuple."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"{text!r} is not host:port or [v6addr]:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return (host, int(port))
+
+
+def _show(addr: Addr) -> str:
+    """``addr`` as the user would write it: host:port, or [v6addr]:port."""
+    return f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
+
+
+def _family(addr: Addr) -> int:
+    """The address family ``addr`` resolves to (IPv4 first, as ``linerate spn query``)."""
+    try:
+        infos = socket.getaddrinfo(addr[0], addr[1], type=socket.SOCK_DGRAM)
+    except socket.gaierror as e:
+        raise SpnError(f"cannot resolve {addr[0]}: {e}") from None
+    families = [i[0] for i in infos]
+    return socket.AF_INET if socket.AF_INET in families else socket.AF_INET6
 
 
 def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent: int) -> dict[str, Any]:
@@ -205,7 +234,7 @@ def _figures(lat: list[float], vectors: int, requests: int, secs: float, resent:
 
 
 def _refused(addr: Addr) -> SpnError:
-    return SpnError(f"{addr[0]}:{addr[1]} refused the request (no UDP service on that port)")
+    return SpnError(f"{_show(addr)} refused the request (no UDP service on that port)")
 
 
 def _send(s: socket.socket, rec: bytes, addr: Addr) -> None:
@@ -215,13 +244,13 @@ def _send(s: socket.socket, rec: bytes, addr: Addr) -> None:
         raise _refused(addr) from None
 
 
-def _udp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], timeout: float, retries: int,
-                  lat: list[float], resent: list[int]) -> list[list[float]]:
+def _udp_exchange(addr: Addr, family: int, records: list[bytes], chunks: list[list[Row]], timeout: float,
+                  retries: int, lat: list[float], resent: list[int]) -> list[list[float]]:
     answers: list[Optional[list[float]]] = [None] * len(records)
     sent: list[Tuple[float, int]] = [(0.0, 0)] * len(records)  # (time last sent, tries)
     first = [0.0] * len(records)
     done = nxt = 0
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.connect(addr)
         s.settimeout(0.02)
         while done < len(records):
@@ -229,7 +258,7 @@ def _udp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], tim
             for i in range(nxt):
                 if answers[i] is None and now - sent[i][0] >= timeout:
                     if sent[i][1] > retries:
-                        raise SpnError(f"no answer from {addr[0]}:{addr[1]} (UDP) to request {i} after {sent[i][1]} tries")
+                        raise SpnError(f"no answer from {_show(addr)} (UDP) to request {i} after {sent[i][1]} tries")
                     _send(s, records[i], addr)
                     sent[i] = (now, sent[i][1] + 1)
                     resent[0] += 1
@@ -271,9 +300,9 @@ def _tcp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], tim
 
     answers: list[list[float]] = []
     try:
-        conn = socket.create_connection(addr, timeout=timeout)
+        conn = socket.create_connection((addr[0], addr[1]), timeout=timeout)
     except OSError as e:
-        raise SpnError(f"cannot connect to {addr[0]}:{addr[1]}: {e}") from None
+        raise SpnError(f"cannot connect to {_show(addr)}: {e}") from None
     with conn as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         failure: list[OSError] = []
@@ -299,10 +328,10 @@ def _tcp_exchange(addr: Addr, records: list[bytes], chunks: list[list[Row]], tim
                 if i < len(sent_at):
                     lat.append(time.monotonic() - sent_at[i])
         except socket.timeout:
-            raise SpnError(f"{addr[0]}:{addr[1]} sent nothing for {timeout} s") from None
+            raise SpnError(f"{_show(addr)} sent nothing for {timeout} s") from None
         sender.join(timeout)
         if failure:
-            raise SpnError(f"sending to {addr[0]}:{addr[1]}: {failure[0]}")
+            raise SpnError(f"sending to {_show(addr)}: {failure[0]}")
     return answers
 
 
@@ -332,7 +361,7 @@ def read_csv(lines: Iterable[str]) -> list[list[Optional[float]]]:
 def main(argv: Optional[List[str]] = None) -> int:
     """The command: query a service with the vectors of a CSV file, print one value per line."""
     p = argparse.ArgumentParser(description="Query a linerate SPN service (linerate spn serve).")
-    p.add_argument("--server", required=True, help="ADDR:PORT of the service")
+    p.add_argument("--server", required=True, help="ADDR:PORT or [V6ADDR]:PORT of the service")
     p.add_argument("--tcp", action="store_true", help="use TCP (default: UDP)")
     p.add_argument("--input", default="-", help="input vectors: CSV ('-': standard input) or .npy (needs numpy)")
     p.add_argument("--prob", action="store_true", help="likelihoods instead of log-likelihoods")

@@ -157,7 +157,7 @@ impl IperfHost {
             let place = format!("TAP {} in namespace {}; Linux side {linux_ip}", testbed::tap::TAP_IFNAME, ns.name());
             return Ok(IperfHost { stack, ns: Some(ns), place });
         };
-        let (stack, place) = crate::link_stack::open_one(spec, cfg.ip, a.mtu)?.stack(cfg)?;
+        let (stack, place) = crate::link_stack::open_one(spec, &cfg, a.mtu)?.stack(cfg)?;
         Ok(IperfHost { stack, ns: None, place })
     }
 

@@ -13,9 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// Largest UDP payload a request or response may have: an Ethernet MTU of 1500 less the IPv4
-/// and UDP headers (what `linerate spn serve` accepts at its default MTU).
+/// Largest UDP payload a request or response may have over IPv4: an Ethernet MTU of 1500 less
+/// the IPv4 and UDP headers (what `linerate spn serve` accepts at its default MTU).
 const MAX_DATAGRAM: usize = 1472;
+/// The same over IPv6, whose header is 20 bytes longer (so no datagram needs fragments).
+const MAX_DATAGRAM6: usize = MAX_DATAGRAM - 20;
 /// Vectors per request over TCP by default.
 const TCP_VECTORS: usize = 1024;
 /// UDP requests kept outstanding at once.
@@ -132,12 +134,13 @@ pub fn run(a: QueryArgs) -> Result<ExitCode, String> {
         Some(0) => return Err("--vectors must be at least 1".into()),
         Some(n) => n.min(usize::from(u16::MAX)),
         None if tcp => TCP_VECTORS,
-        None => udp_vectors(batch.bytes_per_vector()),
+        None => udp_vectors(batch.bytes_per_vector(), max_datagram(server)),
     };
     if !tcp && per == 0 {
         return Err(format!(
-            "one vector of {} inputs does not fit a {MAX_DATAGRAM}-byte datagram: use --tcp",
-            batch.vars
+            "one vector of {} inputs does not fit a {}-byte datagram: use --tcp",
+            batch.vars,
+            max_datagram(server)
         ));
     }
     let chunks: Vec<std::ops::Range<usize>> =
@@ -172,10 +175,19 @@ fn resolve(server: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("--server {server}: no address"))
 }
 
-/// Most vectors of `bytes_per_vector` request bytes one UDP request may carry (its answer
-/// must fit a datagram too).
-fn udp_vectors(bytes_per_vector: usize) -> usize {
-    let room = MAX_DATAGRAM - HEADER_LEN;
+/// The largest UDP payload to send to `server` unfragmented on a 1500-byte MTU.
+fn max_datagram(server: SocketAddr) -> usize {
+    if server.is_ipv4() {
+        MAX_DATAGRAM
+    } else {
+        MAX_DATAGRAM6
+    }
+}
+
+/// Most vectors of `bytes_per_vector` request bytes one UDP request of at most `max_datagram`
+/// bytes may carry (its answer must fit a datagram too).
+fn udp_vectors(bytes_per_vector: usize, max_datagram: usize) -> usize {
+    let room = max_datagram - HEADER_LEN;
     (room / 8).min(room / bytes_per_vector.max(1))
 }
 
@@ -458,9 +470,11 @@ mod tests {
         assert_eq!(&rec[16..19], &[4, 5, 6]);
         assert_eq!(rec[19], 0b100);
         assert_eq!(b.bytes_per_vector(), 4);
-        assert_eq!(udp_vectors(4), 182);
-        assert_eq!(udp_vectors(100), 14);
-        assert_eq!(udp_vectors(2000), 0);
+        assert_eq!(udp_vectors(4, MAX_DATAGRAM), 182);
+        assert_eq!(udp_vectors(100, MAX_DATAGRAM), 14);
+        assert_eq!(udp_vectors(2000, MAX_DATAGRAM), 0);
+        assert_eq!(udp_vectors(4, MAX_DATAGRAM6), 179);
+        assert_eq!(udp_vectors(100, MAX_DATAGRAM6), 14);
         assert_eq!(first_row_width("# c\n\n1,2,,4\n"), Some(4));
         assert_eq!(first_row_width("1 2 3\n"), Some(3));
     }
