@@ -11,6 +11,7 @@ mod cleanup;
 mod commands;
 mod examples;
 mod flag_values;
+mod host_ipv6;
 mod link_stack;
 mod logging;
 mod metrics_http;

@@ -277,6 +277,9 @@ impl RdmaNode {
                 "packet payload {stride} does not fit: the MTU leaves {max_payload} bytes after the headers"
             )));
         }
+        // To an IPv6 peer the headers are 20 bytes longer: its packets carry that much less,
+        // so that they too fit the MTU unfragmented.
+        let stride6 = stride.min(max_payload.saturating_sub(crate::peer::IPV6_EXTRA_HEADER));
         let recv_q = NotifyQueue::new();
         let path = Arc::new(Mutex::new(RxPath {
             rx: Receiver::new(&cfg, max_packet),
@@ -305,7 +308,7 @@ impl RdmaNode {
             path,
             busy,
             recv_q,
-            tx: Sender::new(&cfg, stride),
+            tx: Sender::new(&cfg, stride).with_ipv6_stride(stride6),
             send_q: NotifyQueue::new(),
             max_packet,
             timer_deferrals: 0,
@@ -343,9 +346,15 @@ impl RdmaNode {
         &self.cfg
     }
 
-    /// Payload bytes per data packet.
+    /// Payload bytes per data packet (to IPv4 and Ethernet peers).
     pub fn packet_payload(&self) -> usize {
         self.tx.stride()
+    }
+
+    /// Payload bytes per data packet to IPv6 peers: 20 fewer than [`Self::packet_payload`]
+    /// when that fills the MTU, so that the longer IPv6 header fits too.
+    pub fn packet_payload6(&self) -> usize {
+        self.tx.stride6()
     }
 
     /// Largest packet (header + payload) this node sends or accepts.
@@ -501,7 +510,7 @@ impl RdmaNode {
             packets_in_flight: self.tx.packets_in_flight(),
             timers: self.tx.timer_entries(),
         };
-        crate::memory::report(&self.cfg, self.max_packet, self.tx.stride(), lens)
+        crate::memory::report(&self.cfg, self.max_packet, self.tx.stride6(), lens)
     }
 
     /// One round: take the packets received since the last round (placed by the socket's

@@ -67,6 +67,9 @@ pub enum Transport {
     },
 }
 
+/// How many bytes longer an IPv6 header is than an IPv4 one (40 against 20).
+pub const IPV6_EXTRA_HEADER: usize = 20;
+
 impl Default for Transport {
     fn default() -> Self {
         Transport::Udp { port: DEFAULT_UDP_PORT }
@@ -74,9 +77,8 @@ impl Default for Transport {
 }
 
 impl Transport {
-    /// Bytes the transport's headers take from the link MTU (IPv4 + UDP, or none). A node's
-    /// packets are sized for IPv4: to an IPv6 peer one that does not fit the path MTU goes
-    /// out in fragments.
+    /// Bytes the transport's headers take from the link MTU (IPv4 + UDP, or none). Packets to
+    /// IPv6 peers carry [`IPV6_EXTRA_HEADER`] payload bytes fewer.
     pub fn overhead(&self) -> usize {
         match self {
             Transport::Udp { .. } => 28,

@@ -153,6 +153,8 @@ struct Txn {
 /// The sender's tables.
 pub struct Sender {
     stride: usize,
+    /// Payload bytes per packet to IPv6 peers (their headers are 20 bytes longer).
+    stride6: usize,
     register_threshold: usize,
     mask_width: usize,
     segment_threshold: usize,
@@ -209,8 +211,10 @@ impl RttEstimate {
 impl Sender {
     /// A sender with tables sized by `cfg`, sending `stride` payload bytes per packet.
     pub fn new(cfg: &RdmaConfig, stride: usize) -> Self {
+        let stride = stride.clamp(1, usize::from(u16::MAX));
         Sender {
-            stride: stride.clamp(1, usize::from(u16::MAX)),
+            stride,
+            stride6: stride,
             register_threshold: cfg.register_threshold,
             mask_width: cfg.mask_width,
             segment_threshold: cfg.segment_threshold,
@@ -249,9 +253,21 @@ impl Sender {
         }
     }
 
-    /// Payload bytes per packet.
+    /// The same sender, sending at most `stride6` payload bytes per packet to IPv6 peers
+    /// (so their packets fit the same MTU as IPv4's).
+    pub fn with_ipv6_stride(mut self, stride6: usize) -> Self {
+        self.stride6 = stride6.clamp(1, self.stride);
+        self
+    }
+
+    /// Payload bytes per packet (to IPv4 and Ethernet peers).
     pub fn stride(&self) -> usize {
         self.stride
+    }
+
+    /// Payload bytes per packet to IPv6 peers.
+    pub fn stride6(&self) -> usize {
+        self.stride6
     }
 
     /// Writes not yet completed (queued or in flight).
@@ -335,7 +351,11 @@ impl Sender {
             } else {
                 (0, w.data.len())
             };
-            let count = len.div_ceil(self.stride) as u32;
+            let stride = match w.peer {
+                Peer::Udp(std::net::SocketAddr::V6(_)) => self.stride6,
+                _ => self.stride,
+            };
+            let count = len.div_ceil(stride) as u32;
             let registered =
                 w.registered.unwrap_or(len <= self.register_threshold) && count as usize <= self.mask_width;
             let last = seg + 1 == w.seg_total;
@@ -354,7 +374,7 @@ impl Sender {
                 data_off,
                 len: len as u32,
                 count,
-                stride: self.stride as u16,
+                stride: stride as u16,
                 flags,
                 phase: Phase::Data,
                 next: 0,

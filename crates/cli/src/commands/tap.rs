@@ -316,9 +316,8 @@ pub(crate) fn ipv6_pair(host: &str, linux: &str) -> Result<Option<(String, Strin
 /// Give the TAP's Linux side `linux6` and wait out the host's duplicate address detection,
 /// saying which of its addresses another node holds.
 pub(crate) fn add_linux_ipv6(setup: &mut TapSetup, linux6: &str) -> Result<(), String> {
-    for dup in setup.add_linux_ipv6(linux6).map_err(|e| e.to_string())? {
-        eprintln!("linerate: IPv6 address {dup} is in use by another node on the link (not used)");
-    }
+    let dups = setup.add_linux_ipv6(linux6).map_err(|e| e.to_string())?;
+    crate::host_ipv6::say_duplicates(&dups);
     Ok(())
 }
 

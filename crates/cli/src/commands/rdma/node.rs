@@ -50,6 +50,10 @@ pub struct NodeArgs {
     /// With --tap: the address of the Linux side of the TAP.
     #[arg(long, default_value = "10.77.0.1/24")]
     linux_ip: String,
+    /// Peers reach the node over IPv4 and IPv6 (`--to [fd77::1]:PORT`); packets to IPv6
+    /// peers carry 20 payload bytes fewer, so that they fit the MTU too.
+    #[command(flatten)]
+    ipv6: crate::host_ipv6::Ipv6Flags,
     /// With --tap: run this shell command in the namespace, then stop and exit with its
     /// status.
     #[arg(long, requires = "tap")]
@@ -180,20 +184,27 @@ fn config(a: &NodeArgs) -> Result<RdmaConfig, String> {
 fn run(a: &NodeArgs, job: Option<WriteJob>) -> Result<ExitCode, String> {
     install_stop_handler();
     let rcfg = config(a)?;
-    let mut cfg = Config::parse_host(&a.ip).map_err(msg)?.mtu(a.mtu);
+    let cfg = Config::parse_host(&a.ip).map_err(msg)?.mtu(a.mtu);
+    let (mut cfg, linux6) = a.ipv6.apply(cfg, a.tap)?;
     // Room for a burst from several senders' windows while this process is descheduled.
     cfg.socket_rx_queue = SOCKET_RX_QUEUE;
     cfg.validate().map_err(msg)?;
     if let Some(spec) = &a.link {
-        // Raw-Ethernet RDMA is not IPv4: an AF_XDP program then takes every frame.
-        let addresses = if matches!(rcfg.transport, rdma::Transport::Udp { .. }) { vec![cfg.ip] } else { Vec::new() };
-        let opts = OpenOptions { mtu: Some(a.mtu), addresses, ..OpenOptions::default() };
+        // Raw-Ethernet RDMA is not IP: an AF_XDP program then takes every frame.
+        let udp = matches!(rcfg.transport, rdma::Transport::Udp { .. });
+        let (addresses, addresses6) = if udp {
+            (vec![cfg.ip], cfg.ipv6.addrs.iter().map(|c| c.addr).collect())
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let opts = OpenOptions { mtu: Some(a.mtu), addresses, addresses6, ..OpenOptions::default() };
         let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
         if let Some(mac) = opened.mac {
             cfg.mac = wire::MacAddr(mac);
         }
         let link = opened.links.into_iter().next().ok_or_else(|| format!("{spec} opened no queue"))?;
         let mut stack = Stack::new(cfg, link).map_err(msg)?;
+        crate::host_ipv6::settle(&mut stack)?;
         eprintln!("RDMA node {} on {spec} ({}, {}).", a.ip, opened.mode, stack.mac());
         return drive(&mut stack, rcfg, a, job, None);
     }
@@ -201,11 +212,15 @@ fn run(a: &NodeArgs, job: Option<WriteJob>) -> Result<ExitCode, String> {
         let link = link::packet::PacketLink::open(ifname, a.mtu)
             .map_err(|e| format!("cannot open AF_PACKET on '{ifname}': {e}"))?;
         let mut stack = Stack::new(cfg, Box::new(link) as Box<dyn Link>).map_err(msg)?;
+        crate::host_ipv6::settle(&mut stack)?;
         eprintln!("RDMA node {} on {ifname} through AF_PACKET ({}).", a.ip, stack.mac());
         let code = drive(&mut stack, rcfg, a, job, None)?;
         return Ok(code);
     }
     let mut setup = testbed::TapSetup::create("lr-rdma", &a.linux_ip, cfg, None).map_err(msg)?;
+    if let Some(linux6) = &linux6 {
+        crate::commands::tap::add_linux_ipv6(&mut setup, linux6)?;
+    }
     let ns = setup.ns.name().to_string();
     eprintln!(
         "RDMA node {} on TAP {} in namespace {ns} ({}); Linux side {}.",
@@ -540,6 +555,7 @@ mod tests {
             tap: false,
             ip: "10.0.0.1/24".into(),
             linux_ip: String::new(),
+            ipv6: crate::host_ipv6::Ipv6Flags { ip6: vec![], linux_ip6: "none".into() },
             run: None,
             mtu: 1500,
             transport: "eth".into(),

@@ -51,14 +51,9 @@ pub struct ServeArgs {
     /// With --tap: the address of the Linux side of the TAP.
     #[arg(long, default_value = "10.77.0.1/24")]
     linux_ip: String,
-    /// An IPv6 address and prefix of ours, beside the link-local address of our MAC
-    /// (repeatable; default: fd77::2/64 on --tap, none elsewhere; "none": IPv4 only). UDP and
-    /// TCP clients reach the service over either family.
-    #[arg(long, value_name = "ADDR/LEN")]
-    ip6: Vec<String>,
-    /// With --tap: the IPv6 address of the Linux side of the TAP ("none": no IPv6).
-    #[arg(long, default_value = "fd77::1/64", value_name = "ADDR/LEN")]
-    linux_ip6: String,
+    /// UDP and TCP clients reach the service over IPv4 and IPv6.
+    #[command(flatten)]
+    ipv6: crate::host_ipv6::Ipv6Flags,
     /// With --tap: prefix of the namespace's name.
     #[arg(long, default_value = "lr-spn")]
     ns_prefix: String,
@@ -161,11 +156,9 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
     let limit = check_secs(a.limit_secs)?;
     let model = CompiledSpn::new(a.model.load()?).map_err(msg)?;
     let default_ip = if a.tap { "10.77.0.2/24" } else { "10.0.0.2/24" };
-    let mut cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?;
-    let ip6 = ipv6_addresses(&a)?;
-    for c in &ip6 {
-        cfg = cfg.ipv6_addr(c).map_err(|e| format!("--ip6: {e}"))?;
-    }
+    let cfg = Config::parse_host(a.ip.as_deref().unwrap_or(default_ip)).map_err(msg)?;
+    let (cfg, linux6) = a.ipv6.apply(cfg, a.tap)?;
+    let addr6 = cfg.ipv6.addrs.first().map(|c| c.addr);
     let spec = match (&a.link, &a.af_packet) {
         (Some(spec), _) => Some(spec.clone()),
         (None, Some(ifname)) => Some(link::spec::LinkSpec::AfPacket(ifname.clone())),
@@ -176,6 +169,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
             let link = ShmLink::open(name, Duration::from_secs(5)).map_err(msg)?;
             let cfg = crate::link_stack::fit_config(cfg, link.max_frame() - 18, None);
             let mut stack = Stack::new(cfg, link).map_err(msg)?;
+            crate::host_ipv6::settle(&mut stack)?;
             let services = bind(&mut stack, &a, &model)?;
             say_ready(None)?;
             serve_until_done(&mut stack, services, &a, limit, None).map(|_| ExitCode::SUCCESS)
@@ -183,6 +177,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
         (None, Some(spec)) => {
             let host = cfg.ip;
             let (mut stack, place) = crate::link_stack::open_one(&spec, &cfg, a.mtu)?.stack(cfg)?;
+            crate::host_ipv6::settle(&mut stack)?;
             let services = bind(&mut stack, &a, &model)?;
             eprintln!(
                 "SPN service ({} inputs) on {host} port {} ({}), on {place} ({}).",
@@ -198,12 +193,6 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
             let host = cfg.ip;
             let cfg = crate::link_stack::fit_config(cfg, a.mtu.unwrap_or(1500), None);
             cfg.validate().map_err(msg)?;
-            let linux6 = match ip6.first() {
-                Some(host6) => crate::commands::tap::ipv6_pair(host6, &a.linux_ip6)
-                    .map_err(|e| e.replace("--host-ip6", "--ip6"))?
-                    .map(|(_, linux6)| linux6),
-                None => None,
-            };
             let mut setup = TapSetup::create_impaired(&a.ns_prefix, &a.linux_ip, cfg, None, a.impair).map_err(msg)?;
             if let Some(linux6) = &linux6 {
                 crate::commands::tap::add_linux_ipv6(&mut setup, linux6)?;
@@ -219,7 +208,7 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
                 setup.linux_ip
             );
             eprintln!("  try: ip netns exec {ns} linerate spn query --server {host}:{} --input FILE.csv", a.port);
-            if let Some(addr6) = ip6.first().and_then(|c| c.split('/').next()) {
+            if let Some(addr6) = addr6 {
                 eprintln!(
                     "       ip netns exec {ns} linerate spn query --server [{addr6}]:{} --input FILE.csv",
                     a.port
@@ -235,21 +224,6 @@ pub fn run(a: ServeArgs) -> Result<ExitCode, String> {
             Ok(code.map_or(ExitCode::SUCCESS, |c| ExitCode::from(c.clamp(0, 255) as u8)))
         }
     }
-}
-
-/// The IPv6 addresses (ADDR/LEN) `--ip6` asks for: fd77::2/64 on a TAP when not given, none
-/// when "none" is given.
-fn ipv6_addresses(a: &ServeArgs) -> Result<Vec<String>, String> {
-    if a.ip6.iter().any(|c| c == "none") {
-        if a.ip6.len() > 1 {
-            return Err("--ip6 none cannot be combined with addresses".into());
-        }
-        return Ok(Vec::new());
-    }
-    if a.ip6.is_empty() && a.tap {
-        return Ok(vec!["fd77::2/64".into()]);
-    }
-    Ok(a.ip6.clone())
 }
 
 /// Tell the parent process we serve: the namespace (on a TAP), then [`READY`].
