@@ -179,3 +179,34 @@ fn linerate_ping6_to_linux_gets_every_reply_in_fragments_both_ways() {
     assert_eq!(rows.len(), 5, "{text}");
     assert!(rows.iter().all(|r| r["from"] == "fd77::1"), "{text}");
 }
+
+/// `linerate iperf` between two processes over IPv6: the server at fd00::1 (and 10.0.0.1), the
+/// client at fd00::2 connecting to fd00::1 on a shared-memory link; the client's JSON names the
+/// IPv6 server and every byte sent was acknowledged, and the server counted them all.
+#[test]
+fn linerate_iperf_runs_between_two_processes_over_ipv6() {
+    use std::process::Stdio;
+    let shm = format!("iperf6-{}", std::process::id());
+    let server = Command::new(common::BIN)
+        .args(["iperf", "-s", "--shm", &shm, "--ip6", "fd00::1/64", "--duration", "30s", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iperf -s starts");
+    let client = Command::new(common::BIN)
+        .args(["iperf", "-c", "fd00::1", "--shm", &shm, "--ip6", "fd00::2/64", "-t", "1s", "--json"])
+        .output()
+        .unwrap();
+    let out = server.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&client.stderr);
+    assert!(client.status.success(), "client failed: {err}");
+    let j: serde_json::Value = serde_json::from_slice(&client.stdout).expect("iperf -c --json prints JSON");
+    let t = &j["tables"][0];
+    assert_eq!(t["title"], "iperf client -> [fd00::1]:5201", "{j}");
+    let row = &t["rows"][0];
+    let sent = row["sent"].as_u64().unwrap_or(0);
+    assert!(sent > 1_000_000 && row["received"].as_u64() == Some(sent), "{j}");
+    assert!(out.status.success(), "server failed: {}", String::from_utf8_lossy(&out.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf -s --json prints JSON");
+    assert_eq!(s["tables"][0]["rows"][0]["bytes"].as_u64(), Some(sent), "the server received it all: {s}");
+}

@@ -16,7 +16,7 @@ use link::shm::ShmLink;
 use link::spec::LinkSpec;
 use link::{Instant, Link, LinkConfig, LinkError};
 use net::{Config, NetError, Stack};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -27,9 +27,10 @@ pub struct IperfArgs {
     /// Run the server (it creates the link).
     #[arg(short = 's', long)]
     server: bool,
-    /// Run a client that sends to the server at HOST (it opens the link).
+    /// Run a client that sends to the server at HOST, an IPv4 or IPv6 address (it opens the
+    /// link; to an IPv6 server give this side an IPv6 address with --ip6).
     #[arg(short = 'c', long, value_name = "HOST")]
-    client: Option<Ipv4Addr>,
+    client: Option<IpAddr>,
     /// TCP port of the server.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -49,6 +50,11 @@ pub struct IperfArgs {
     /// Our address (default 10.0.0.1/24 for the server, 10.0.0.2/24 for the client).
     #[arg(long)]
     ip: Option<String>,
+    /// An IPv6 address and prefix of ours, beside the link-local address of our MAC
+    /// (repeatable), e.g. fd00::1/64 for the server and fd00::2/64 for the client; the server
+    /// then takes connections over both families.
+    #[arg(long, value_name = "ADDR/LEN")]
+    ip6: Vec<String>,
     /// IP MTU of the link, set by the server (the client takes the link's; on --link both
     /// default to the interface's); MSS = MTU - 40.
     #[arg(long, value_parser = crate::flag_values::parse_mtu)]
@@ -96,7 +102,7 @@ pub fn run(a: IperfArgs) -> Result<ExitCode, String> {
     }
     let interval = a.interval;
     match a.client {
-        Some(host) => run_client(&a, SocketAddrV4::new(host, a.port), interval),
+        Some(host) => run_client(&a, SocketAddr::new(host, a.port), interval),
         None => run_server(&a, interval),
     }
 }
@@ -160,7 +166,7 @@ fn open_stack(
 ) -> Result<(Stack<Box<dyn Link>>, String), String> {
     let (link, mtu, mac, place): (Box<dyn Link>, usize, Option<[u8; 6]>, String) = match (&a.link, open_wait) {
         (Some(spec), _) => {
-            let cfg = Config::parse_host(ip).map_err(msg)?;
+            let cfg = with_ipv6(Config::parse_host(ip).map_err(msg)?, a)?;
             let one = crate::link_stack::open_one(spec, &cfg, a.mtu)?;
             (one.link, one.mtu, one.mac, one.label)
         }
@@ -175,11 +181,21 @@ fn open_stack(
             (Box::new(link), mtu, None, format!("shared-memory link {:?}", a.shm))
         }
     };
-    let mut cfg = tcp_stack_config(ip, mtu, sessions, a.buffer)?;
+    let mut cfg = with_ipv6(tcp_stack_config(ip, mtu, sessions, a.buffer)?, a)?;
     if let Some(mac) = mac {
         cfg.mac = wire::MacAddr(mac);
     }
-    Ok((Stack::new(cfg, link).map_err(msg)?, place))
+    let mut stack = Stack::new(cfg, link).map_err(msg)?;
+    crate::host_ipv6::settle(&mut stack)?;
+    Ok((stack, place))
+}
+
+/// `cfg` with the IPv6 addresses of `--ip6`.
+fn with_ipv6(mut cfg: Config, a: &IperfArgs) -> Result<Config, String> {
+    for c in &a.ip6 {
+        cfg = cfg.ipv6_addr(c).map_err(|e| format!("--ip6: {e}"))?;
+    }
+    Ok(cfg)
 }
 
 /// The name of this side's link in instance names: the interface or the shm link.
@@ -278,7 +294,7 @@ fn run_server(a: &IperfArgs, interval: Duration) -> Result<ExitCode, String> {
 
 /// `linerate iperf -c HOST`: open the link (one stack per queue with --queues), run one test,
 /// print the summary.
-fn run_client(a: &IperfArgs, server: SocketAddrV4, interval: Duration) -> Result<ExitCode, String> {
+fn run_client(a: &IperfArgs, server: SocketAddr, interval: Duration) -> Result<ExitCode, String> {
     let time = a.duration.unwrap_or(DEFAULT_TIME);
     let wait = a.timeout;
     if a.parallel == 0 || a.parallel > 60_000 {
@@ -371,7 +387,7 @@ struct ShareOutcome {
 fn run_share(
     a: &IperfArgs,
     mut stack: Stack<Box<dyn Link>>,
-    server: SocketAddrV4,
+    server: SocketAddr,
     parallel: usize,
     interval: Option<Duration>,
     name: &str,
@@ -411,6 +427,9 @@ fn run_share(
 /// One stack per queue of `spec` at `ip` (CIDR), each shard `q` of `n` opening connections
 /// from ports that hash back to it, frames of other shards' flows handed over (`net::shard`).
 fn open_shards(a: &IperfArgs, spec: &LinkSpec, ip: &str, sessions: usize) -> Result<Vec<Stack<Box<dyn Link>>>, String> {
+    if !a.ip6.is_empty() {
+        return Err("--ip6 needs a single stack (--queues 1): the shards' flow hash is IPv4's".into());
+    }
     let addr = Config::parse_host(ip).map_err(msg)?.ip;
     let opts = link::spec::OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![addr], ..Default::default() };
     let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
