@@ -2,7 +2,7 @@
 //! namespaces this test creates: ping (also fragmented), curl of 100 MB with the bytes
 //! checked, nc both ways with hashes, stock iperf3 both ways, a tshark check of a capture
 //! on the Linux side, the kernel still reachable on another address of the host's interface,
-//! two shards on a two-queue veth, and no XDP program left behind, also by a killed host.
+//! two shards on a two-queue veth (over IPv4 and IPv6), and no XDP program left behind, also by a killed host.
 //! Needs root; without it (or a tool) each test says why and fails.
 
 mod common;
@@ -432,12 +432,39 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
     let err = String::from_utf8_lossy(&one.stderr);
     assert!(one.status.success() && err.contains("lrx0 receives on 2 queues and linerate opened 1"), "{err}");
     rig.start_host(&["--queues", "2"]);
+    shards_split_echoes_and_a_sharded_client(&mut rig, &dir, HOST, &["--ip", &format!("{CLIENT}/24")]);
+}
+
+#[test]
+fn two_af_xdp_shards_share_the_ipv6_connections_of_a_two_queue_veth() {
+    if !can_run(&["nc", "ethtool", "ping"]) {
+        return;
+    }
+    let _one_at_a_time = serial();
+    let dir = Scratch::new("af-xdp-shards6");
+    let mut rig = Rig::new(2);
+    rig.linux_ns.ip(&["-6", "addr", "add", "fd88::1/64", "dev", "lrx1", "nodad"]).unwrap();
+    rig.start_host(&["--queues", "2", "--ip6", "fd88::2/64"]);
+    // Each shard's address leaves duplicate address detection about a second after start.
+    let start = Instant::now();
+    while !rig.linux("ping -6 -c 1 -W 1 fd88::2").status.success() {
+        assert!(start.elapsed() < Duration::from_secs(15), "the host never answered ping -6");
+    }
+    let client = ["--ip", &format!("{CLIENT}/24"), "--ip6", "fd88::4/64"];
+    shards_split_echoes_and_a_sharded_client(&mut rig, &dir, "fd88::2", &client);
+}
+
+/// With a two-shard host running on `rig`: 64 Linux `nc` connections to `host` port 7 echo
+/// their bytes, a two-shard `linerate iperf` client (AF_XDP on the Linux side's veth, at
+/// `client_ip`) splits 16 connections to `host` port 5001 between its shards as the host's
+/// shards do; the host's counters account for every frame.
+fn shards_split_echoes_and_a_sharded_client(rig: &mut Rig, dir: &Scratch, host: &str, client_ip: &[&str]) {
     // 64 connections at once, each echoing its own bytes.
     let mut script = String::from("set -e\n");
     for i in 0..64 {
         let (inp, out) = (dir.file(&format!("in{i}")), dir.file(&format!("out{i}")));
         std::fs::write(&inp, (0..100_000u32).map(|k| (k * 7 + i * 13) as u8).collect::<Vec<u8>>()).unwrap();
-        script.push_str(&format!("timeout 60 nc -N {HOST} 7 < {inp} > {out} &\n"));
+        script.push_str(&format!("timeout 60 nc -N {host} 7 < {inp} > {out} &\n"));
     }
     script.push_str("wait\n");
     let t = rig.linux(&script);
@@ -453,8 +480,9 @@ fn two_af_xdp_shards_share_the_connections_of_a_two_queue_veth() {
     let client = rig
         .linux_ns
         .command(BIN)
-        .args(["iperf", "-c", HOST, "-p", "5001", "--link", "af_xdp:lrx1", "--queues", "2"])
-        .args(["--ip", &format!("{CLIENT}/24"), "-P", "16", "-t", "1s", "--json"])
+        .args(["iperf", "-c", host, "-p", "5001", "--link", "af_xdp:lrx1", "--queues", "2"])
+        .args(client_ip)
+        .args(["-P", "16", "-t", "1s", "--json"])
         .output()
         .unwrap();
     let ct = String::from_utf8_lossy(&client.stdout);

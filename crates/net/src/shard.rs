@@ -4,16 +4,17 @@
 //! A NIC's RSS (or, on veth, the sender's choice of queue) decides where a frame arrives;
 //! `wire::flow::shard_of_frame` decides which shard owns it. When they differ, the shard that
 //! received the frame hands a copy to the owner through a bounded channel, and the owner
-//! processes it at its next poll as if it had arrived on its own queue. ARP goes to every
-//! shard, so each one's neighbour cache learns what the others learn and every shard answers
-//! for the host's one MAC and address. Connections a stack opens take source ports that hash
+//! processes it at its next poll as if it had arrived on its own queue. ARP and IPv6 Neighbor
+//! Discovery go to every shard, so each one's neighbour cache learns what the others learn and
+//! every shard answers for the host's one MAC and addresses (IPv6 flows are steered by their
+//! four-tuple as IPv4's are). Connections a stack opens take source ports that hash
 //! back to it (`TcpConfig::shard`), and two linerate hosts with as many queues each send a
 //! flow's frames on the queue that owns it, so between them nothing is handed over.
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 
 use link::{FrameBatch, Instant, Link, LinkError, LinkStats};
-use wire::flow::{shard_of_frame, FrameShard};
+use wire::flow::{ports_of_frame, shard_of_frame, FrameShard};
 
 /// Frames a shard's inbox holds before further hand-overs to it are dropped (and counted).
 pub const INBOX_FRAMES: usize = 4096;
@@ -105,7 +106,7 @@ impl ShardLink {
         n: u16,
         frame: &[u8],
     ) -> bool {
-        let pin = ports_of(frame).and_then(|(s, d)| pinned.iter().find(|(p, _)| *p == s || *p == d));
+        let pin = ports_of_frame(frame).and_then(|(s, d)| pinned.iter().find(|(p, _)| *p == s || *p == d));
         let owner = match pin {
             Some(&(_, to)) => FrameShard::One(to),
             None => shard_of_frame(frame, n),
@@ -124,20 +125,6 @@ impl ShardLink {
             }
         }
     }
-}
-
-/// The source and destination ports of an unfragmented IPv4 TCP or UDP frame.
-fn ports_of(frame: &[u8]) -> Option<(u16, u16)> {
-    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] || !matches!(frame[23], 6 | 17) {
-        return None;
-    }
-    let ihl = usize::from(frame[14] & 0x0f) * 4;
-    let fragment = u16::from_be_bytes([frame[20], frame[21]]) & 0x3fff != 0;
-    let l4 = 14 + ihl;
-    if fragment || ihl < 20 || frame.len() < l4 + 4 {
-        return None;
-    }
-    Some((u16::from_be_bytes([frame[l4], frame[l4 + 1]]), u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]])))
 }
 
 impl Link for ShardLink {

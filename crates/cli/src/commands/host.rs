@@ -73,9 +73,6 @@ pub fn run(a: HostArgs) -> Result<ExitCode, String> {
     for c in &a.ip6 {
         cfg = cfg.ipv6_addr(c).map_err(|e| format!("--ip6: {e}"))?;
     }
-    if !a.ip6.is_empty() && a.queues > 1 {
-        return Err("--ip6 needs a single stack (--queues 1)".into());
-    }
     let opts = OpenOptions {
         mtu: a.mtu,
         queues: a.queues,

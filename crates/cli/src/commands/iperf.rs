@@ -393,6 +393,8 @@ fn run_share(
     name: &str,
 ) -> Result<ShareOutcome, String> {
     let (time, wait) = (a.duration.unwrap_or(DEFAULT_TIME), a.timeout);
+    // A shard's IPv6 addresses pass duplicate address detection before it connects from them.
+    crate::host_ipv6::settle(&mut stack)?;
     let mut client = IperfClient::new(server, parallel, time, wait);
     let name = format!("{name}-{}", std::process::id());
     let mut publisher = StatsPublisher::new(&name, "iperf -c").map_err(|e| format!("stats file: {e}"))?;
@@ -427,15 +429,18 @@ fn run_share(
 /// One stack per queue of `spec` at `ip` (CIDR), each shard `q` of `n` opening connections
 /// from ports that hash back to it, frames of other shards' flows handed over (`net::shard`).
 fn open_shards(a: &IperfArgs, spec: &LinkSpec, ip: &str, sessions: usize) -> Result<Vec<Stack<Box<dyn Link>>>, String> {
-    if !a.ip6.is_empty() {
-        return Err("--ip6 needs a single stack (--queues 1): the shards' flow hash is IPv4's".into());
-    }
-    let addr = Config::parse_host(ip).map_err(msg)?.ip;
-    let opts = link::spec::OpenOptions { mtu: a.mtu, queues: a.queues, addresses: vec![addr], ..Default::default() };
+    let host = with_ipv6(Config::parse_host(ip).map_err(msg)?, a)?;
+    let opts = link::spec::OpenOptions {
+        mtu: a.mtu,
+        queues: a.queues,
+        addresses: vec![host.ip],
+        addresses6: host.ipv6.addrs.iter().map(|c| c.addr).collect(),
+        ..Default::default()
+    };
     let opened = spec.open(&opts).map_err(|e| format!("{spec}: {e}"))?;
     crate::link_stack::warn_about(spec, &opened);
     let n = opened.links.len() as u16;
-    let mut cfg = tcp_stack_config(ip, opened.mtu, sessions, a.buffer)?;
+    let mut cfg = with_ipv6(tcp_stack_config(ip, opened.mtu, sessions, a.buffer)?, a)?;
     if let Some(mac) = opened.mac {
         cfg.mac = wire::MacAddr(mac);
     }

@@ -271,8 +271,7 @@ impl TcpEngine {
     }
 
     /// A free local port from `local_ip` towards `remote` (the tuple must be unused). With
-    /// several shards, an IPv4 port is one whose flow hashes to this shard (IPv6 flows are
-    /// not steered by shard).
+    /// several shards, a port whose flow hashes to this shard (`wire::flow`).
     pub fn ephemeral_port(&mut self, local_ip: IpAddr, remote: SocketAddr) -> Result<u16, ConnectError> {
         let span = 65536 - self.first_ephemeral as u32;
         for _ in 0..span {
@@ -280,8 +279,13 @@ impl TcpEngine {
             self.next_ephemeral = if p == u16::MAX { self.first_ephemeral } else { p + 1 };
             let t = FourTuple::new(local_ip, p, remote);
             let (shard, shards) = self.cfg.shard;
-            if let (true, IpAddr::V4(r)) = (shards > 1, remote.ip()) {
-                if wire::flow::shard_of(self.local_ip, p, r, remote.port(), shards) != shard {
+            if shards > 1 {
+                let owner = match (local_ip, remote.ip()) {
+                    (IpAddr::V6(l), IpAddr::V6(r)) => wire::flow::shard_of6(l, p, r, remote.port(), shards),
+                    (_, IpAddr::V4(r)) => wire::flow::shard_of(self.local_ip, p, r, remote.port(), shards),
+                    _ => shard,
+                };
+                if owner != shard {
                     continue;
                 }
             }
@@ -410,6 +414,14 @@ mod tests {
                 let p = e.ephemeral_port(LOCAL.into(), remote.into()).unwrap();
                 assert_eq!(wire::flow::shard_of(LOCAL, p, PEER, PEER_PORT, 3), shard, "port {p}");
                 e.connect(LOCAL.into(), p, remote.into(), Recorder::new().now).unwrap();
+            }
+            let (l6, r6): (std::net::Ipv6Addr, std::net::Ipv6Addr) =
+                ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+            let remote6 = std::net::SocketAddrV6::new(r6, PEER_PORT, 0, 0);
+            for _ in 0..50 {
+                let p = e.ephemeral_port(l6.into(), remote6.into()).unwrap();
+                assert_eq!(wire::flow::shard_of6(l6, p, r6, PEER_PORT, 3), shard, "IPv6 port {p}");
+                e.connect(l6.into(), p, remote6.into(), Recorder::new().now).unwrap();
             }
         }
     }
