@@ -4,7 +4,7 @@
 use accel::kmeans::{covertype_like, lloyd, Shape, COVERTYPE_D};
 use apps::kmeans::{share, DistKmeans};
 use collective::{Config, Endpoint, MeshState};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use testbed::Testbed;
 
 /// Runs the distributed K-Means on `size` ranks; returns (centres of every rank, all
@@ -19,7 +19,7 @@ fn distributed(
     let n = data.len() / shape.d;
     let mut tb = Testbed::default();
     let ids: Vec<_> = (0..size).map(|i| tb.add_host(&format!("10.0.0.{}/24", i + 1)).unwrap()).collect();
-    let addrs: Vec<_> = ids.iter().map(|&h| SocketAddrV4::new(tb.host_ref(h).ip(), 7470)).collect();
+    let addrs: Vec<_> = ids.iter().map(|&h| SocketAddr::new(tb.host_ref(h).ip().into(), 7470)).collect();
     let mut eps: Vec<Endpoint> =
         (0..size).map(|r| Endpoint::new(r, addrs.clone(), Config::default()).unwrap()).collect();
     let mut kms: Vec<DistKmeans> = (0..size)

@@ -53,7 +53,7 @@ impl Ipv6Flags {
 /// Poll `stack` until its IPv6 addresses have passed duplicate address detection, so that
 /// the service's first packets can use them; says which ones another node holds.
 pub fn settle<L: Link>(stack: &mut Stack<L>) -> Result<(), String> {
-    let dups = testbed::tap::settle_ipv6(stack).map_err(|e| e.to_string())?;
+    let dups = stack.settle_ipv6(std::time::Duration::from_secs(5)).map_err(|e| e.to_string())?;
     say_duplicates(&dups);
     Ok(())
 }

@@ -46,12 +46,30 @@ fn launch_on_links_gives_each_rank_its_link_address_and_root() {
 }
 
 #[test]
+fn launch_on_links_over_ipv6_gives_each_rank_both_addresses_and_the_ipv6_root() {
+    let out = Command::new(BIN)
+        .args(["collective", "launch", "-n", "3", "--link", "af_xdp:veth{rank}"])
+        .args(["--ip", "10.9.0.1/24,fd09::1/64", "--root", "fd09::1", "--"])
+        .args(["sh", "-c", "echo rank=$LINERATE_RANK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for r in 0..3 {
+        let want = format!("rank={r} ip=10.9.0.{}/24,fd09::{}/64 root=[fd09::1]:7470", r + 1, r + 1);
+        assert!(text.contains(&want), "{text}");
+    }
+}
+
+#[test]
 fn bad_link_values_are_refused_with_one_sentence() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--link", "veth0", "--ip", "10.9.0.1/24"], "is not KIND:NAME"),
         (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.254/24"], "3 consecutive addresses from it do not fit"),
         (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1"], "needs a prefix length"),
-        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1/24", "--root", "x"], "root \"x\" is not an IPv4"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1/24", "--root", "x"], "root \"x\" is not an IP address"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1/24,fd09::ffff:ffff:ffff:fffe/64"], "do not fit its prefix"),
+        (&["--link", "af_xdp:v{rank}", "--ip", "10.9.0.1/24", "--root", "fd09::1"], "has no IPv6 address"),
     ];
     for (flags, want) in cases {
         let out = Command::new(BIN)

@@ -8,7 +8,7 @@
 
 use crate::{AllreduceAlgo, CollectiveError, Communicator, ReduceOp};
 use link::Link;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 /// What is measured per size.
 pub const OPS: [&str; 6] = ["barrier", "allreduce", "allreduce-rd", "allreduce-ring", "allreduce-rb", "bcast"];
@@ -130,7 +130,7 @@ pub fn connect_setup<L: Link>(
         return Ok(rows);
     }
     let peer = c.endpoint().peer_addr(1).ok_or_else(|| CollectiveError::BadArgument("rank 1 has no address".into()))?;
-    let to = SocketAddrV4::new(*peer.ip(), peer.port().wrapping_add(1));
+    let to = SocketAddr::new(peer.ip(), peer.port().wrapping_add(1));
     let listener = match c.rank() {
         1 => Some(c.stack().tcp_listen(to.port(), counts.iter().copied().max().unwrap_or(1))?),
         _ => None,
@@ -205,7 +205,7 @@ pub fn tcp_goodput<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<
         return Ok(rows);
     }
     let peer = c.endpoint().peer_addr(1).ok_or_else(|| CollectiveError::BadArgument("rank 1 has no address".into()))?;
-    let to = SocketAddrV4::new(*peer.ip(), peer.port().wrapping_add(2));
+    let to = SocketAddr::new(peer.ip(), peer.port().wrapping_add(2));
     let limit = c.endpoint().config().timeout;
     let stalled = |what: &str| CollectiveError::BadArgument(format!("plain TCP {what} took over {limit:?}"));
     let listener = if c.rank() == 1 { Some(c.stack().tcp_listen(to.port(), 1)?) } else { None };

@@ -90,7 +90,7 @@ pub enum CollectiveError {
         /// The rank that gave up.
         rank: usize,
         /// The rendezvous address it tried.
-        root: std::net::SocketAddrV4,
+        root: std::net::SocketAddr,
         /// The set-up timeout that expired.
         timeout: Duration,
     },

@@ -81,8 +81,8 @@ pub fn fabric_ip(k: usize) -> std::net::Ipv4Addr {
 }
 
 /// Every rank's listening address on a fabric of `size` ranks (deterministic addressing).
-pub fn fabric_addrs(size: usize) -> Vec<std::net::SocketAddrV4> {
-    (0..size).map(|k| std::net::SocketAddrV4::new(fabric_ip(k), FABRIC_PORT)).collect()
+pub fn fabric_addrs(size: usize) -> Vec<std::net::SocketAddr> {
+    (0..size).map(|k| std::net::SocketAddr::new(fabric_ip(k).into(), FABRIC_PORT)).collect()
 }
 
 /// The stack configuration of rank `rank` of `size` on a fabric: jumbo MTU, net's default

@@ -16,7 +16,7 @@ use crate::pool::BufPool;
 use link::Link;
 use net::{NetError, Recv, Stack, TcpHandle};
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 24;
@@ -121,7 +121,7 @@ pub fn encode_elems_in<T: Element>(buf: Vec<u8>, kind: Kind, tag: u32, step: u32
 
 /// A hello's payload: the sender's listening address (as [`encode_addrs`]), then its host
 /// name if it gives one (UTF-8), which tells the receiver whether both share a machine.
-pub fn encode_hello(addr: SocketAddrV4, host: Option<&str>) -> Vec<u8> {
+pub fn encode_hello(addr: SocketAddr, host: Option<&str>) -> Vec<u8> {
     let mut v = encode_addrs(&[addr]);
     v.extend_from_slice(host.unwrap_or_default().as_bytes());
     v
@@ -129,32 +129,57 @@ pub fn encode_hello(addr: SocketAddrV4, host: Option<&str>) -> Vec<u8> {
 
 /// Parses what [`encode_hello`] produced: the address and the host name (`None` if empty);
 /// `None` if there is no address.
-pub fn decode_hello(b: &[u8]) -> Option<(SocketAddrV4, Option<String>)> {
-    let addr = *decode_addrs(b.get(..6)?)?.first()?;
-    let host = std::str::from_utf8(&b[6..]).ok()?;
+pub fn decode_hello(b: &[u8]) -> Option<(SocketAddr, Option<String>)> {
+    let (addr, used) = decode_addr(b)?;
+    let host = std::str::from_utf8(&b[used..]).ok()?;
     Some((addr, (!host.is_empty()).then(|| host.to_string())))
 }
 
-/// Addresses as payload: 4 bytes of IPv4 address and 2 bytes of port (little-endian) each.
-pub fn encode_addrs(addrs: &[SocketAddrV4]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(addrs.len() * 6);
+/// Addresses as payload, each a family byte (4 or 6), the address (4 or 16 bytes) and the
+/// port (2 bytes, little-endian).
+pub fn encode_addrs(addrs: &[SocketAddr]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(addrs.len() * 19);
     for a in addrs {
-        v.extend_from_slice(&a.ip().octets());
+        match a {
+            SocketAddr::V4(a) => {
+                v.push(4);
+                v.extend_from_slice(&a.ip().octets());
+            }
+            SocketAddr::V6(a) => {
+                v.push(6);
+                v.extend_from_slice(&a.ip().octets());
+            }
+        }
         v.extend_from_slice(&a.port().to_le_bytes());
     }
     v
 }
 
-/// Parses what [`encode_addrs`] produced; `None` if the length is not a multiple of 6.
-pub fn decode_addrs(b: &[u8]) -> Option<Vec<SocketAddrV4>> {
-    if !b.len().is_multiple_of(6) {
-        return None;
+/// The first address of `b` (as [`encode_addrs`] writes it) and the bytes it took.
+fn decode_addr(b: &[u8]) -> Option<(SocketAddr, usize)> {
+    let len = match b.first()? {
+        4 => 4,
+        6 => 16,
+        _ => return None,
+    };
+    let ip = b.get(1..1 + len)?;
+    let port = u16::from_le_bytes(b.get(1 + len..3 + len)?.try_into().ok()?);
+    let ip: std::net::IpAddr = match len {
+        4 => Ipv4Addr::from(<[u8; 4]>::try_from(ip).ok()?).into(),
+        _ => Ipv6Addr::from(<[u8; 16]>::try_from(ip).ok()?).into(),
+    };
+    Some((SocketAddr::new(ip, port), 3 + len))
+}
+
+/// Parses what [`encode_addrs`] produced; `None` if it is not a whole number of addresses.
+pub fn decode_addrs(mut b: &[u8]) -> Option<Vec<SocketAddr>> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let (a, used) = decode_addr(b)?;
+        out.push(a);
+        b = &b[used..];
     }
-    Some(
-        b.chunks_exact(6)
-            .map(|c| SocketAddrV4::new(Ipv4Addr::new(c[0], c[1], c[2], c[3]), u16::from_le_bytes([c[4], c[5]])))
-            .collect(),
-    )
+    Some(out)
 }
 
 /// Parses a header: (kind, tag, step, length).
@@ -366,8 +391,18 @@ mod tests {
         let mut bad = h;
         bad[3] = 9;
         assert_eq!(decode_header(&bad, 100), Err(FrameError::BadKind(9)));
-        let a: Vec<SocketAddrV4> = vec!["10.0.0.1:7470".parse().unwrap(), "192.168.3.4:1".parse().unwrap()];
-        assert_eq!(decode_addrs(&encode_addrs(&a)), Some(a));
+        let a: Vec<SocketAddr> =
+            vec!["10.0.0.1:7470".parse().unwrap(), "[fd09::1]:7470".parse().unwrap(), "192.168.3.4:1".parse().unwrap()];
+        assert_eq!(decode_addrs(&encode_addrs(&a)), Some(a.clone()));
         assert_eq!(decode_addrs(&[1, 2, 3]), None);
+        let e = encode_addrs(&a);
+        for cut in 1..e.len() {
+            if ![7, 26].contains(&cut) {
+                assert_eq!(decode_addrs(&e[..cut]), None, "cut at {cut}");
+            }
+        }
+        let hello = encode_hello(a[1], Some("node7"));
+        assert_eq!(decode_hello(&hello), Some((a[1], Some("node7".into()))));
+        assert_eq!(decode_hello(&encode_hello(a[0], None)), Some((a[0], None)));
     }
 }

@@ -32,7 +32,7 @@
 //! the process environment; [`from_env`] applies it to the real one.
 
 use crate::CollectiveError;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 
 /// Port of the rendezvous when only an address is given.
 pub const DEFAULT_ROOT_PORT: u16 = 7470;
@@ -60,15 +60,16 @@ pub struct Launch {
     pub size: usize,
     /// Rank among the ranks on this machine, if the launcher says.
     pub local_rank: Option<usize>,
-    /// Rank 0's rendezvous address, if given.
-    pub root: Option<SocketAddrV4>,
+    /// Rank 0's rendezvous address, if given (IPv4 or IPv6).
+    pub root: Option<SocketAddr>,
     /// Where rank and size came from.
     pub launcher: Launcher,
     /// Name of the job's shared-memory fabric (`LINERATE_FABRIC`), if given.
     pub fabric: Option<String>,
     /// The link to join on instead of the fabric (`LINERATE_LINK`, a link spec), if given.
     pub link: Option<String>,
-    /// This rank's address on that link (`LINERATE_IP`, `a.b.c.d/len`), if given.
+    /// This rank's address on that link (`LINERATE_IP`, `a.b.c.d/len`, optionally followed by
+    /// IPv6 ones after commas), if given.
     pub ip: Option<String>,
 }
 
@@ -90,27 +91,27 @@ fn number(get: &impl Fn(&str) -> Option<String>, var: &str) -> Result<Option<usi
     }
 }
 
-/// A rendezvous address, `a.b.c.d:port` or `a.b.c.d` (port [`DEFAULT_ROOT_PORT`]); `None` if
-/// it is neither.
-pub fn parse_root(s: &str) -> Option<SocketAddrV4> {
+/// A rendezvous address, `a.b.c.d:port`, `[v6addr]:port`, or an address alone (port
+/// [`DEFAULT_ROOT_PORT`]); `None` if it is neither.
+pub fn parse_root(s: &str) -> Option<SocketAddr> {
     let t = s.trim();
-    t.parse::<SocketAddrV4>()
+    t.parse::<SocketAddr>()
         .ok()
-        .or_else(|| t.parse::<Ipv4Addr>().ok().map(|ip| SocketAddrV4::new(ip, DEFAULT_ROOT_PORT)))
+        .or_else(|| t.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, DEFAULT_ROOT_PORT)))
         .filter(|a| a.port() != 0 && !a.ip().is_unspecified())
 }
 
-fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddrV4>, CollectiveError> {
+fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddr>, CollectiveError> {
     if let Some(v) = get("LINERATE_ROOT_ADDR") {
         return parse_root(&v)
             .map(Some)
-            .ok_or_else(|| CollectiveError::Env(format!("LINERATE_ROOT_ADDR={v:?} is not an IPv4 address[:port]")));
+            .ok_or_else(|| CollectiveError::Env(format!("LINERATE_ROOT_ADDR={v:?} is not an IP address[:port]")));
     }
     let Some(addr) = get("MASTER_ADDR") else { return Ok(None) };
     let ip = addr
         .trim()
-        .parse::<Ipv4Addr>()
-        .map_err(|_| CollectiveError::Env(format!("MASTER_ADDR={addr:?} is not an IPv4 address")))?;
+        .parse::<IpAddr>()
+        .map_err(|_| CollectiveError::Env(format!("MASTER_ADDR={addr:?} is not an IP address")))?;
     let port = match get("MASTER_PORT") {
         None => DEFAULT_ROOT_PORT,
         Some(p) => p
@@ -120,7 +121,7 @@ fn root_addr(get: &impl Fn(&str) -> Option<String>) -> Result<Option<SocketAddrV
             .filter(|&p| p != 0)
             .ok_or_else(|| CollectiveError::Env(format!("MASTER_PORT={p:?} is not a port number")))?,
     };
-    Ok(Some(SocketAddrV4::new(ip, port)))
+    Ok(Some(SocketAddr::new(ip, port)))
 }
 
 /// The fabric name derived from the launcher's job id (see the module docs), if it has one.
@@ -290,9 +291,15 @@ mod tests {
             with(&[("LINERATE_ROOT_ADDR", "10.0.0.5:1"), ("MASTER_ADDR", "10.9.0.1")]).unwrap().root,
             Some("10.0.0.5:1".parse().unwrap())
         );
+        // IPv6 roots.
+        assert_eq!(with(&[("MASTER_ADDR", "fd09::1")]).unwrap().root, Some("[fd09::1]:7470".parse().unwrap()));
+        assert_eq!(
+            with(&[("LINERATE_ROOT_ADDR", "[fd09::1]:9000")]).unwrap().root,
+            Some("[fd09::1]:9000".parse().unwrap())
+        );
         for bad in [
             vec![("LINERATE_ROOT_ADDR", "host.example:80")],
-            vec![("MASTER_ADDR", "::1")],
+            vec![("LINERATE_ROOT_ADDR", "::")],
             vec![("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "0")],
             vec![("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "70000")],
         ] {

@@ -12,7 +12,7 @@ use crate::{CollectiveError, Communicator, Config, Endpoint, MeshState};
 use link::spec::{LinkSpec, OpenOptions};
 use link::Link;
 use net::Stack;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 
 /// Where and how one rank joins on a link.
 #[derive(Debug, Clone)]
@@ -22,8 +22,8 @@ pub struct LinkRank {
     /// This rank's host configuration (address, prefix length, gateway; the MAC and MTU come
     /// from the interface when it is opened).
     pub host: net::Config,
-    /// Rank 0's rendezvous address.
-    pub root: SocketAddrV4,
+    /// Rank 0's rendezvous address (IPv4 or IPv6: the ranks meet in its family).
+    pub root: SocketAddr,
     /// Open the link inside this network namespace (default: the caller's).
     pub netns: Option<String>,
 }
@@ -35,19 +35,32 @@ pub type LinkCommunicator = Communicator<Box<dyn Link>>;
 pub type LinkStack = Stack<Box<dyn Link>>;
 
 impl LinkRank {
-    /// A rank on `link` (a spec) with address `ip` (`a.b.c.d/len`) whose root is `root`
-    /// (`a.b.c.d[:port]`). Errors are one sentence naming the bad value.
+    /// A rank on `link` (a spec) with address `ip` (`a.b.c.d/len`, optionally followed by
+    /// IPv6 ones: `10.9.0.2/24,fd09::2/64`) whose root is `root` (`a.b.c.d[:port]`, or an
+    /// IPv6 address `fd09::1` / `[fd09::1]:port`, when the ranks meet over IPv6). Errors are
+    /// one sentence naming the bad value.
     pub fn new(link: &str, ip: &str, root: &str) -> Result<LinkRank, CollectiveError> {
         let spec: LinkSpec = link.parse().map_err(CollectiveError::Join)?;
-        if !ip.contains('/') {
+        let mut parts = ip.split(',').map(str::trim);
+        let ip4 = parts.next().unwrap_or_default();
+        if !ip4.contains('/') {
             return Err(CollectiveError::Join(format!(
-                "address {ip:?} for {spec} needs a prefix length (a.b.c.d/len, such as 10.9.0.2/24)"
+                "address {ip4:?} for {spec} needs a prefix length (a.b.c.d/len, such as 10.9.0.2/24)"
             )));
         }
-        let host = net::Config::parse_host(ip)
-            .map_err(|_| CollectiveError::Join(format!("address {ip:?} for {spec} is not a.b.c.d/len")))?;
+        let mut host = net::Config::parse_host(ip4).map_err(|_| {
+            CollectiveError::Join(format!(
+                "address {ip4:?} for {spec} is not a.b.c.d/len (the IPv4 address comes first, IPv6 ones after a comma)"
+            ))
+        })?;
+        for ip6 in parts {
+            host =
+                host.ipv6_addr(ip6).map_err(|e| CollectiveError::Join(format!("address {ip6:?} for {spec}: {e}")))?;
+        }
         let root = parse_root(root).ok_or_else(|| {
-            CollectiveError::Join(format!("root {root:?} is not an IPv4 address[:port] (such as 10.9.0.1:7470)"))
+            CollectiveError::Join(format!(
+                "root {root:?} is not an IP address[:port] (such as 10.9.0.1:7470 or [fd09::1]:7470)"
+            ))
         })?;
         Ok(LinkRank { link: spec, host, root, netns: None })
     }
@@ -84,9 +97,17 @@ impl LinkRank {
     }
 
     /// Checks that rank `rank` can reach the root from its address: rank 0 must have the
-    /// root's address, the others need it on their subnet or a gateway.
-    fn check(&self, rank: usize) -> Result<(), CollectiveError> {
-        let (ip, root) = (self.host.ip, *self.root.ip());
+    /// root's address, the others need it on their subnet (prefix) or a gateway.
+    pub fn check(&self, rank: usize) -> Result<(), CollectiveError> {
+        match self.root.ip() {
+            std::net::IpAddr::V4(root) => self.check4(rank, root),
+            std::net::IpAddr::V6(root) => self.check6(rank, root),
+        }
+    }
+
+    /// [`LinkRank::check`] for an IPv4 root.
+    fn check4(&self, rank: usize, root: Ipv4Addr) -> Result<(), CollectiveError> {
+        let ip = self.host.ip;
         if rank == 0 && ip != root {
             return Err(CollectiveError::Join(format!(
                 "rank 0 listens at the root address {}, but its address is {ip}: give rank 0 the root's address",
@@ -105,6 +126,32 @@ impl LinkRank {
         Ok(())
     }
 
+    /// [`LinkRank::check`] for an IPv6 root.
+    fn check6(&self, rank: usize, root: std::net::Ipv6Addr) -> Result<(), CollectiveError> {
+        let v6 = &self.host.ipv6;
+        if v6.addrs.is_empty() {
+            return Err(CollectiveError::Join(format!(
+                "the root {} is IPv6, but rank {rank} has no IPv6 address (give one after its IPv4 one: \
+                 10.9.0.2/24,fd09::2/64)",
+                self.root
+            )));
+        }
+        if rank == 0 && !v6.addrs.iter().any(|c| c.addr == root) {
+            return Err(CollectiveError::Join(format!(
+                "rank 0 listens at the root address {}, but its IPv6 addresses are {}: give rank 0 the root's address",
+                self.root,
+                v6.addrs.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if !v6.addrs.iter().any(|c| c.contains(root)) && v6.gateway.is_none() {
+            return Err(CollectiveError::Join(format!(
+                "the root {root} is outside {} and no gateway is set",
+                v6.addrs.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        Ok(())
+    }
+
     /// Opens the link (one queue, steering only this rank's address to it) and builds the
     /// rank's stack and endpoint; also returns how the link runs (e.g. "AF_XDP native/copy").
     pub fn open(
@@ -114,7 +161,11 @@ impl LinkRank {
         cfg: Config,
     ) -> Result<(LinkStack, Endpoint, String), CollectiveError> {
         self.check(rank)?;
-        let opts = OpenOptions { addresses: vec![self.host.ip], ..OpenOptions::default() };
+        let opts = OpenOptions {
+            addresses: vec![self.host.ip],
+            addresses6: self.host.ipv6.addrs.iter().map(|c| c.addr).collect(),
+            ..OpenOptions::default()
+        };
         let opened = match &self.netns {
             Some(ns) => self.link.open_in_netns(ns, &opts),
             None => self.link.open(&opts),
@@ -129,7 +180,15 @@ impl LinkRank {
             .into_iter()
             .next()
             .ok_or_else(|| CollectiveError::Join(format!("{} opened no queue", self.link)))?;
-        let stack = Stack::new(host, link)?;
+        let mut stack = Stack::new(host, link)?;
+        // The ranks connect from and to their IPv6 addresses once those have passed
+        // duplicate address detection.
+        let dups = stack.settle_ipv6(std::time::Duration::from_secs(5))?;
+        if let Some(dup) = dups.first() {
+            return Err(CollectiveError::Join(format!(
+                "rank {rank}'s address {dup} is held by another node on the link"
+            )));
+        }
         let ep = Endpoint::bootstrap(rank, size, self.root, cfg)?;
         Ok((stack, ep, opened.mode))
     }
@@ -220,6 +279,21 @@ mod tests {
         let r = LinkRank::new("af_xdp:v0", "10.9.1.2/24", "10.9.0.1").unwrap();
         let e = r.check(1).unwrap_err().to_string();
         assert!(e.contains("outside 10.9.1.0/24 and no gateway"), "{e}");
+        // Over IPv6.
+        let r = LinkRank::new("af_xdp:v0", "10.9.0.2/24,fd09::2/64", "[fd09::1]:7000").unwrap();
+        assert_eq!(r.root, "[fd09::1]:7000".parse().unwrap());
+        assert!(r.check(1).is_ok());
+        let e = r.check(0).unwrap_err().to_string();
+        assert!(e.contains("rank 0 listens at the root address [fd09::1]:7000") && e.contains("fd09::2/64"), "{e}");
+        assert!(LinkRank::new("af_xdp:v0", "10.9.0.1/24,fd09::1/64", "fd09::1").unwrap().check(0).is_ok());
+        let e = LinkRank::new("af_xdp:v0", "10.9.0.2/24", "fd09::1").unwrap().check(1).unwrap_err().to_string();
+        assert!(e.contains("has no IPv6 address"), "{e}");
+        let e = LinkRank::new("af_xdp:v0", "10.9.0.2/24,fd08::2/64", "fd09::1").unwrap().check(1).unwrap_err();
+        assert!(e.to_string().contains("outside fd08::2/64 and no gateway"), "{e}");
+        let e = LinkRank::new("af_xdp:v0", "10.9.0.2/24,fd09::x/64", "fd09::1").unwrap_err().to_string();
+        assert!(e.contains("address \"fd09::x/64\""), "{e}");
+        let e = LinkRank::new("af_xdp:v0", "fd09::2/64", "fd09::1").unwrap_err().to_string();
+        assert!(e.contains("the IPv4 address comes first"), "{e}");
     }
 
     #[test]

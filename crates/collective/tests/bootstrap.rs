@@ -9,7 +9,7 @@ fn bootstrap_through_rank_0_builds_the_mesh_from_one_known_address() {
     let mut tb = testbed::Testbed::default();
     let ips = ["10.0.0.77", "10.0.0.3", "10.0.0.150", "10.0.0.9", "10.0.0.42"];
     let ids: Vec<_> = ips.iter().map(|ip| tb.add_host(&format!("{ip}/24")).unwrap()).collect();
-    let root: std::net::SocketAddrV4 = "10.0.0.77:9100".parse().unwrap();
+    let root: std::net::SocketAddr = "10.0.0.77:9100".parse().unwrap();
     let mut eps: Vec<_> = (0..n)
         .map(|r| {
             let cfg = Config { port: 9200 + r as u16, ..Config::default() };

@@ -108,7 +108,7 @@ fn setup_times_out_naming_the_missing_ranks() {
     let cfg = Config { connect_timeout: Duration::from_millis(50), ..Config::default() };
     let mut tb = testbed::Testbed::default();
     let ids: Vec<_> = (1..=3).map(|i| tb.add_host(&format!("10.0.0.{i}/24")).unwrap()).collect();
-    let addrs: Vec<_> = ids.iter().map(|&h| std::net::SocketAddrV4::new(tb.host_ref(h).ip(), 7470)).collect();
+    let addrs: Vec<_> = ids.iter().map(|&h| std::net::SocketAddr::new(tb.host_ref(h).ip().into(), 7470)).collect();
     let mut eps: Vec<_> = (0..2).map(|r| collective::Endpoint::new(r, addrs.clone(), cfg.clone()).unwrap()).collect();
     for _ in 0..10_000 {
         let now = tb.now();

@@ -3,7 +3,7 @@
 //! root; without it the test says why (and fails under CI). Real clock; no timing asserted.
 
 use collective::{AllreduceAlgo, Communicator, Config, Endpoint, ReduceOp, TreeAlgo};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 use testbed::{netns_unavailable, Netns};
 
@@ -33,7 +33,7 @@ fn every_main_operation_between_three_namespaces_over_af_packet_and_a_bridge() {
         ns.ip(&["link", "set", &a, "up"]).unwrap();
     }
     let ip = |k: usize| Ipv4Addr::new(10, 79, 0, k as u8 + 1);
-    let addrs: Vec<SocketAddrV4> = (0..n).map(|k| SocketAddrV4::new(ip(k), 7470)).collect();
+    let addrs: Vec<SocketAddr> = (0..n).map(|k| SocketAddr::new(ip(k).into(), 7470)).collect();
     let handles: Vec<_> = (0..n)
         .map(|r| {
             let link = link::packet::create_in_netns(nss[r].name(), &format!("lrc{r}a"), 1500).unwrap();

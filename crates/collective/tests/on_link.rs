@@ -1,6 +1,6 @@
 //! Ranks on real interfaces ([`LinkRank`]): three network namespaces, each joined by a veth
 //! to a Linux bridge in a fourth, one rank per namespace on its veth end (AF_XDP, and once
-//! AF_PACKET), joined through rank 0's address alone. Results are checked exactly against a
+//! AF_PACKET; once over IPv6), joined through rank 0's address alone. Results are checked exactly against a
 //! reference computed here. Needs root; without it each test fails with `NOT RUN: reason`.
 //! The namespaces (and with them the veths, the bridge and the XDP programs) are deleted
 //! when the test ends, also on failure.
@@ -54,11 +54,16 @@ impl Bridged {
         }
     }
 
-    /// Rank `r` on `kind:c<r>` in its namespace, at `10.9.<subnet>.(r+1)/24`.
-    fn rank(&self, kind: &str, r: usize) -> LinkRank {
+    /// Rank `r` on `kind:c<r>` in its namespace, at `10.9.<subnet>.(r+1)/24`, and with `ipv6`
+    /// also at `fd09:<subnet>::(r+1)/64`, meeting the others at rank 0's IPv6 address.
+    fn rank(&self, kind: &str, r: usize, ipv6: bool) -> LinkRank {
         let s = self.subnet;
-        let mut lr =
-            LinkRank::new(&format!("{kind}:c{r}"), &format!("10.9.{s}.{}/24", r + 1), &format!("10.9.{s}.1")).unwrap();
+        let (ip, root) = if ipv6 {
+            (format!("10.9.{s}.{}/24,fd09:{s}::{}/64", r + 1, r + 1), format!("[fd09:{s}::1]:7470"))
+        } else {
+            (format!("10.9.{s}.{}/24", r + 1), format!("10.9.{s}.1"))
+        };
+        let mut lr = LinkRank::new(&format!("{kind}:c{r}"), &ip, &root).unwrap();
         lr.netns = Some(self.nss[r].name().to_string());
         lr
     }
@@ -93,13 +98,14 @@ fn operations(c: &mut LinkCommunicator) -> Vec<&'static str> {
     failed
 }
 
-/// Runs the three ranks on `kind` links, one thread each, and checks every result.
-fn three_ranks_on(kind: &'static str, subnet: u8) {
+/// Runs the three ranks on `kind` links, one thread each, and checks every result; with
+/// `ipv6` the ranks meet and exchange over IPv6.
+fn three_ranks_on(kind: &'static str, subnet: u8, ipv6: bool) {
     let rig = Bridged::new(N, subnet);
     rig.assert_bridge_forwards();
     let handles: Vec<_> = (0..N)
         .map(|r| {
-            let lr = rig.rank(kind, r);
+            let lr = rig.rank(kind, r, ipv6);
             std::thread::spawn(move || {
                 // Set-up of three ranks at once on a loaded 2-core machine can take long: a generous limit.
                 let cfg = Config {
@@ -108,6 +114,10 @@ fn three_ranks_on(kind: &'static str, subnet: u8) {
                     ..Config::default()
                 };
                 let mut c = lr.join(r, N, cfg, false).unwrap_or_else(|e| panic!("rank {r} on {kind}: {e}"));
+                for j in 0..N {
+                    let a = c.endpoint().peer_addr(j).expect("every rank's address is known");
+                    assert_eq!(a.is_ipv6(), ipv6, "rank {r} reaches rank {j} at {a}");
+                }
                 let failed = operations(&mut c);
                 c.finalize().unwrap();
                 failed
@@ -127,7 +137,15 @@ fn three_ranks_on_af_xdp_through_a_bridge_compute_exact_results() {
     if !can_run() {
         return;
     }
-    three_ranks_on("af_xdp", 22);
+    three_ranks_on("af_xdp", 22, false);
+}
+
+#[test]
+fn three_ranks_on_af_xdp_meet_and_compute_over_ipv6() {
+    if !can_run() {
+        return;
+    }
+    three_ranks_on("af_xdp", 24, true);
 }
 
 #[test]
@@ -135,7 +153,7 @@ fn three_ranks_on_af_packet_through_a_bridge_compute_exact_results() {
     if !can_run() {
         return;
     }
-    three_ranks_on("af_packet", 23);
+    three_ranks_on("af_packet", 23, false);
     ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names();
 }
 
@@ -146,11 +164,11 @@ fn a_rank_whose_root_does_not_answer_names_it() {
     }
     let rig = Bridged::new(2, 24);
     let cfg = Config { connect_timeout: Duration::from_millis(1500), ..Config::default() };
-    let e = rig.rank("af_packet", 1).join(1, 2, cfg, false).err().expect("no root: no mesh");
+    let e = rig.rank("af_packet", 1, false).join(1, 2, cfg, false).err().expect("no root: no mesh");
     assert!(matches!(e, CollectiveError::RootUnreachable { rank: 1, .. }), "{e:?}");
     let msg = e.to_string();
     assert!(msg.contains("the root 10.9.24.1:7470 did not answer within 1.5s"), "{msg}");
-    let e = rig.rank("af_xdp", 1);
+    let e = rig.rank("af_xdp", 1, false);
     let mut missing = e.clone();
     missing.link = "af_xdp:c9".parse().unwrap();
     let msg = missing.join(1, 2, Config::default(), false).err().unwrap().to_string();
@@ -204,7 +222,7 @@ fn ranks_in_namespaces_of_one_machine_choose_the_pipes_from_their_host_names() {
     let job = format!("coll-hosts-{}", std::process::id());
     let handles: Vec<_> = (0..N)
         .map(|r| {
-            let (lr, job) = (rig.rank("af_packet", r), job.clone());
+            let (lr, job) = (rig.rank("af_packet", r, false), job.clone());
             std::thread::spawn(move || -> HostOutcome {
                 let mut cfg = Config {
                     timeout: Duration::from_secs(60),

@@ -4,13 +4,13 @@
 
 use collective::{Communicator, Config, Endpoint, ReduceOp};
 use link::{mem, LinkConfig};
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 #[test]
 fn two_threads_run_the_collectives_over_their_own_stacks() {
     let (la, lb) = mem::pair(LinkConfig::default());
-    let addrs: Vec<SocketAddrV4> = vec!["10.1.0.1:7470".parse().unwrap(), "10.1.0.2:7470".parse().unwrap()];
+    let addrs: Vec<SocketAddr> = vec!["10.1.0.1:7470".parse().unwrap(), "10.1.0.2:7470".parse().unwrap()];
     let cfg = Config { timeout: Duration::from_secs(60), ..Config::default() };
     let links = vec![la, lb];
     let handles: Vec<_> = links

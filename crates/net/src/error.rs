@@ -71,6 +71,10 @@ pub enum NetError {
     /// The connection ended abnormally.
     #[error(transparent)]
     Tcp(#[from] TcpError),
+    /// The host's IPv6 addresses were still in duplicate address detection at the end of
+    /// the wait ([`crate::Stack::settle_ipv6`]).
+    #[error("the host's IPv6 addresses did not leave duplicate address detection within {0:?}")]
+    DadTimeout(std::time::Duration),
     /// The link failed.
     #[error(transparent)]
     Link(#[from] LinkError),

@@ -67,6 +67,24 @@ impl<L: Link> Stack<L> {
         self.core.v6.addrs()
     }
 
+    /// Poll (sleeping 1 ms between polls) until our IPv6 addresses have passed duplicate
+    /// address detection (about a second; none tentative), so that we can send from them and
+    /// answer for them; at most `limit`. Returns the addresses another node on the link
+    /// turned out to hold (not used). For set-up code; a program with its own loop polls and
+    /// watches [`Stack::ipv6_addrs`] instead.
+    pub fn settle_ipv6(&mut self, limit: std::time::Duration) -> Result<Vec<std::net::Ipv6Addr>, crate::NetError> {
+        let start = Instant::now();
+        while self.ipv6_addrs().iter().any(|a| a.state == crate::AddrState::Tentative) {
+            if Instant::now() - start > limit {
+                return Err(crate::NetError::DadTimeout(limit));
+            }
+            self.poll(Instant::now())?;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let dups = self.ipv6_addrs().iter().filter(|a| a.state == crate::AddrState::Duplicate);
+        Ok(dups.map(|a| a.cidr.addr).collect())
+    }
+
     /// The IPv6 neighbour cache: (address, MAC, state, is a router) per entry.
     pub fn ipv6_neighbors(&self) -> Vec<(std::net::Ipv6Addr, MacAddr, crate::NeighborState, bool)> {
         self.core.v6.neighbors.entries().collect()

@@ -71,24 +71,6 @@ impl TapSetup {
     /// use. Returns the host's addresses another node turned out to hold (not used).
     pub fn add_linux_ipv6(&mut self, linux_cidr6: &str) -> Result<Vec<std::net::Ipv6Addr>, TestbedError> {
         self.ns.ip(&["-6", "addr", "add", linux_cidr6, "dev", TAP_IFNAME, "nodad"])?;
-        settle_ipv6(&mut self.stack)
+        Ok(self.stack.settle_ipv6(std::time::Duration::from_secs(5))?)
     }
-}
-
-/// Poll `stack` until its IPv6 addresses have passed duplicate address detection (about a
-/// second; at most 5 s), so that it can send from them and answer for them. Returns the
-/// addresses another node on the link turned out to hold (not used).
-pub fn settle_ipv6<L: Link>(stack: &mut Stack<L>) -> Result<Vec<std::net::Ipv6Addr>, TestbedError> {
-    let start = link::Instant::now();
-    while stack.ipv6_addrs().iter().any(|a| a.state == net::AddrState::Tentative) {
-        if link::Instant::now() - start > std::time::Duration::from_secs(5) {
-            return Err(TestbedError::Setup(
-                "the host's IPv6 addresses did not leave duplicate address detection within 5 s".into(),
-            ));
-        }
-        stack.poll(link::Instant::now())?;
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let addrs = stack.ipv6_addrs();
-    Ok(addrs.iter().filter(|a| a.state == net::AddrState::Duplicate).map(|a| a.cidr.addr).collect())
 }

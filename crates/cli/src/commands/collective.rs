@@ -45,10 +45,12 @@ pub struct LaunchArgs {
     /// its number (`af_xdp:veth{rank}`, `af_packet:eth1`). Needs --ip.
     #[arg(long, value_name = "SPEC", requires = "ip")]
     link: Option<String>,
-    /// Rank 0's address on the links, `a.b.c.d/len`; rank r gets the address plus r.
+    /// Rank 0's address on the links, `a.b.c.d/len`, optionally followed by IPv6 ones
+    /// (`10.9.0.1/24,fd09::1/64`); rank r gets each address plus r.
     #[arg(long, value_name = "CIDR", requires = "link")]
     ip: Option<String>,
-    /// Rank 0's rendezvous address, `a.b.c.d[:port]` (default: rank 0's --ip, port 7470).
+    /// Rank 0's rendezvous address, `a.b.c.d[:port]` or `[v6addr]:port` (default: rank 0's
+    /// IPv4 --ip, port 7470); the ranks meet in its family.
     #[arg(long, value_name = "ADDR", requires = "link")]
     root: Option<String>,
     /// Run every rank in this network namespace (`ip netns exec`), `{rank}` standing for
@@ -97,15 +99,23 @@ fn on_link(n: usize, link: &str, ip: &str, root: Option<&str>, netns: Option<Str
     let first = ip.split('/').next().unwrap_or_default();
     let rank0 = collective::LinkRank::new(&link.replace("{rank}", "0"), ip, root.unwrap_or(first))
         .map_err(|e| format!("--link/--ip/--root: {e}"))?;
+    rank0.check(0).map_err(|e| format!("--ip/--root: {e}"))?;
     let last = u32::from(rank0.host.ip).checked_add(n as u32 - 1);
     let mask = u32::MAX.checked_shl(32 - u32::from(rank0.host.prefix_len)).unwrap_or(0);
     if last.is_none_or(|l| l & mask != u32::from(rank0.host.ip) & mask) {
         return Err(format!("--ip {ip}: {n} consecutive addresses from it do not fit its subnet"));
     }
+    for c in &rank0.host.ipv6.addrs {
+        let span = c.addr.to_bits().checked_add(n as u128 - 1).map(std::net::Ipv6Addr::from_bits);
+        if span.is_none_or(|l| !c.contains(l)) {
+            return Err(format!("--ip {ip}: {n} consecutive addresses from {c} do not fit its prefix"));
+        }
+    }
     Ok(job::OnLink {
         link: link.to_string(),
         ip: rank0.host.ip,
         prefix: rank0.host.prefix_len,
+        ip6: rank0.host.ipv6.addrs.clone(),
         root: rank0.root,
         netns,
     })

@@ -17,7 +17,9 @@ impl Endpoint {
             self.listener = Some(stack.tcp_listen(self.cfg.port, self.size().max(16))?);
         }
         if self.addrs[self.rank].is_none() {
-            self.addrs[self.rank] = Some(SocketAddrV4::new(stack.ip(), self.cfg.port));
+            // Our address in the family the others use (the root's, when bootstrapping).
+            let v6 = self.addrs.iter().flatten().any(SocketAddr::is_ipv6);
+            self.addrs[self.rank] = Some(own_address(stack, self.cfg.port, v6)?);
         }
         self.started = true;
         for j in 0..self.rank {
@@ -255,7 +257,7 @@ impl Endpoint {
     /// others connect to the ranks below them once the table is here.
     fn bootstrap_progress<L: Link>(&mut self, stack: &mut Stack<L>) -> Result<(), CollectiveError> {
         if self.rank == 0 && !self.table_sent && self.peers.iter().all(|p| p.up) {
-            let all: Option<Vec<SocketAddrV4>> = self.addrs.iter().copied().collect();
+            let all: Option<Vec<SocketAddr>> = self.addrs.iter().copied().collect();
             if let Some(all) = all {
                 let table = encode(Kind::Table, 0, self.size as u32, &encode_addrs(&all));
                 for p in self.peers.iter_mut().skip(1) {
@@ -313,4 +315,22 @@ impl Endpoint {
             self.learn_host(j, host.as_deref());
         }
     }
+}
+
+/// The address peers reach this rank at on `port`: the stack's IPv4 address, or with `v6`
+/// its first usable global IPv6 address.
+fn own_address<L: Link>(stack: &Stack<L>, port: u16, v6: bool) -> Result<SocketAddr, CollectiveError> {
+    if !v6 {
+        return Ok(SocketAddr::new(stack.ip().into(), port));
+    }
+    stack
+        .ipv6_addrs()
+        .iter()
+        .find(|a| a.state == net::AddrState::Preferred && a.origin != net::AddrOrigin::LinkLocal)
+        .map(|a| SocketAddr::new(a.cidr.addr.into(), port))
+        .ok_or_else(|| {
+            CollectiveError::Join(
+                "the ranks meet over IPv6, but this rank has no usable IPv6 address (give it one)".into(),
+            )
+        })
 }

@@ -25,7 +25,7 @@ use link::{Instant, Link};
 use net::{Stack, TcpHandle, TcpListener};
 use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 
 /// Messages from this size on (header included) go to the stack as transfers, without a copy
 /// into its send buffer; smaller ones are cheaper to copy.
@@ -163,7 +163,7 @@ pub struct Endpoint {
     rank: usize,
     size: usize,
     /// Every rank's listening address, as far as known (bootstrap learns them from rank 0).
-    addrs: Vec<Option<SocketAddrV4>>,
+    addrs: Vec<Option<SocketAddr>>,
     /// Whether `addrs` is complete (always in deterministic addressing).
     table_known: bool,
     table_sent: bool,
@@ -194,7 +194,7 @@ const POOL_BYTES: usize = 320 << 20;
 impl Endpoint {
     /// Rank `rank` of a world whose rank `i` listens at `addrs[i]` (deterministic addressing:
     /// every rank knows every address). The port of `addrs[rank]` overrides `cfg.port`.
-    pub fn new(rank: usize, addrs: Vec<SocketAddrV4>, mut cfg: Config) -> Result<Endpoint, CollectiveError> {
+    pub fn new(rank: usize, addrs: Vec<SocketAddr>, mut cfg: Config) -> Result<Endpoint, CollectiveError> {
         if rank >= addrs.len() {
             return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {}", addrs.len())));
         }
@@ -207,12 +207,7 @@ impl Endpoint {
     /// 0, as from [`crate::Launch`]): every rank connects to rank 0 first and names its own
     /// listening address (its stack's IP and `cfg.port`; rank 0 listens at `root`); once all
     /// have arrived, rank 0 sends everyone the table of addresses and the mesh completes.
-    pub fn bootstrap(
-        rank: usize,
-        size: usize,
-        root: SocketAddrV4,
-        mut cfg: Config,
-    ) -> Result<Endpoint, CollectiveError> {
+    pub fn bootstrap(rank: usize, size: usize, root: SocketAddr, mut cfg: Config) -> Result<Endpoint, CollectiveError> {
         if rank >= size {
             return Err(CollectiveError::BadArgument(format!("rank {rank} of a world of {size}")));
         }
@@ -227,7 +222,7 @@ impl Endpoint {
     fn with_table(
         rank: usize,
         size: usize,
-        addrs: Vec<Option<SocketAddrV4>>,
+        addrs: Vec<Option<SocketAddr>>,
         known: bool,
         sent: bool,
         cfg: Config,
@@ -301,7 +296,7 @@ impl Endpoint {
     }
 
     /// Rank `rank`'s listening address, if known.
-    pub fn peer_addr(&self, rank: usize) -> Option<SocketAddrV4> {
+    pub fn peer_addr(&self, rank: usize) -> Option<SocketAddr> {
         self.addrs.get(rank).copied().flatten()
     }
 

@@ -4,7 +4,7 @@
 
 use collective::{CollectiveError, Config, Element, Endpoint, MeshState, Request};
 use link::impair::Impairment;
-use std::net::SocketAddrV4;
+use std::net::SocketAddr;
 use std::time::Duration;
 use testbed::{HostId, HostOptions, Testbed, TestbedConfig};
 
@@ -36,7 +36,7 @@ impl World {
                 pcap: None,
             };
             let id = tb.add_host_with(nc, opts).unwrap();
-            addrs.push(SocketAddrV4::new(tb.host_ref(id).ip(), PORT));
+            addrs.push(SocketAddr::new(tb.host_ref(id).ip().into(), PORT));
             ids.push(id);
         }
         let mut eps: Vec<Endpoint> = (0..n).map(|r| Endpoint::new(r, addrs.clone(), cfg.clone()).unwrap()).collect();

@@ -73,8 +73,10 @@ pub struct OnLink {
     pub ip: std::net::Ipv4Addr,
     /// The prefix length of the ranks' subnet.
     pub prefix: u8,
+    /// Rank 0's IPv6 addresses; rank `r` gets each plus `r`.
+    pub ip6: Vec<net::Ipv6Cidr>,
     /// Rank 0's rendezvous address.
-    pub root: std::net::SocketAddrV4,
+    pub root: std::net::SocketAddr,
     /// The network namespace of every rank (`ns{rank}`), if any: the rank runs under
     /// `ip netns exec`.
     pub netns: Option<String>,
@@ -97,8 +99,13 @@ impl OnLink {
             }
         };
         let ip = std::net::Ipv4Addr::from(u32::from(self.ip).wrapping_add(r as u32));
+        let mut ips = format!("{ip}/{}", self.prefix);
+        for c in &self.ip6 {
+            let a = std::net::Ipv6Addr::from_bits(c.addr.to_bits().wrapping_add(r as u128));
+            ips.push_str(&format!(",{a}/{}", c.prefix_len));
+        }
         c.env("LINERATE_LINK", fill(&self.link))
-            .env("LINERATE_IP", format!("{ip}/{}", self.prefix))
+            .env("LINERATE_IP", ips)
             .env("LINERATE_ROOT_ADDR", self.root.to_string());
         c
     }

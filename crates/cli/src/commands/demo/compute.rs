@@ -10,7 +10,7 @@ use apps::kmeans::{share, DistKmeans};
 use apps::spn_service::{SpnClient, SpnService, SpnServiceConfig};
 use collective::{Config, Element, Endpoint, MeshState, ReduceOp, Request};
 use spn::{CompiledSpn, Evaluator, GeneratorConfig, Missing, Output};
-use std::net::SocketAddrV4;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 use testbed::{HostId, Testbed};
 
@@ -116,7 +116,7 @@ impl World {
         let mut tb = Testbed::default();
         let ids: Vec<HostId> =
             (0..n).map(|i| tb.add_host(&format!("10.0.0.{}/24", i + 1)).map_err(err)).collect::<Result<_, _>>()?;
-        let addrs: Vec<SocketAddrV4> = ids.iter().map(|&h| SocketAddrV4::new(tb.host_ref(h).ip(), 7470)).collect();
+        let addrs: Vec<SocketAddr> = ids.iter().map(|&h| SocketAddr::new(tb.host_ref(h).ip().into(), 7470)).collect();
         let eps = (0..n)
             .map(|r| Endpoint::new(r, addrs.clone(), Config::default()).map_err(err))
             .collect::<Result<_, _>>()?;
