@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
+mod veth;
+
 const PEER_C: &str = include_str!("bench_collective/ompi_peer.c");
 
 /// Options of `linerate bench collective`.
@@ -23,6 +25,17 @@ pub struct CollectiveBenchArgs {
     /// Rank counts to measure.
     #[arg(long, value_delimiter = ',', default_values_t = [2usize, 4])]
     ranks: Vec<usize>,
+    /// Measure 2 ranks in two network namespaces joined by a veth pair the benchmark creates
+    /// (and deletes), linerate's ranks on it through --link beside OpenMPI's TCP transport over
+    /// the same veth (instead of the shared-memory fabric and loopback).
+    #[arg(long)]
+    veth: bool,
+    /// With --veth: how linerate's ranks use the veth.
+    #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"], requires = "veth")]
+    link: String,
+    /// With --veth: the largest message size to measure (e.g. 4096 for a quick check).
+    #[arg(long, requires = "veth", value_name = "BYTES")]
+    max_bytes: Option<usize>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -82,9 +95,20 @@ fn parse_rows(text: &str) -> Figures {
     m
 }
 
-/// Runs one linerate rank of the benchmark (hidden `bench-peer collective`).
+/// The largest message size to measure (`LINERATE_BENCH_MAX_BYTES`; all sizes when unset).
+fn max_bytes() -> usize {
+    std::env::var("LINERATE_BENCH_MAX_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)
+}
+
+/// Runs one linerate rank of the benchmark (hidden `bench-peer collective`): on the job's
+/// shared-memory fabric, or on the link the launcher names (`LINERATE_LINK`, `LINERATE_IP`,
+/// `LINERATE_ROOT_ADDR`: the veth mode, where connection set-up is not measured).
 pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
     let l = collective::from_env().map_err(|e| e.to_string())?;
+    if let Some(lr) = collective::LinkRank::resolve(&l, None, None, None).map_err(|e| e.to_string())? {
+        let c = lr.join(l.rank, l.size, collective::Config::default(), false).map_err(|e| e.to_string())?;
+        return measure_and_report(c, l.rank, false);
+    }
     let name = l.fabric.clone().ok_or("LINERATE_FABRIC is not set")?;
     let fab = collective::ShmFabric::join(
         &name,
@@ -102,17 +126,31 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
     let ep = collective::Endpoint::new(l.rank, collective::fabric_addrs(l.size), cfg).map_err(|e| e.to_string())?;
     let mut c = collective::Communicator::new(stack, ep).map_err(|e| e.to_string())?;
     c.connect().map_err(|e| e.to_string())?;
-    let measure = |c: &mut collective::Communicator<_>| -> Result<Vec<_>, collective::CollectiveError> {
-        let mut rows = collective::bench::latency(c, &collective::bench::fig6_sizes())?;
-        rows.extend(collective::bench::goodput(c, &collective::bench::fig5_sizes())?);
-        rows.extend(collective::bench::tcp_goodput(c, &collective::bench::fig5_sizes())?);
-        rows.extend(collective::bench::connect_setup(c, &collective::bench::fig5a_counts(), CONNECT_REPS)?);
+    measure_and_report(c, l.rank, true)
+}
+
+/// Measures on the connected `c` (connection set-up too when `connects`) and, on rank 0,
+/// prints the rows and the counters.
+fn measure_and_report<L: link::Link>(
+    mut c: collective::Communicator<L>,
+    rank: usize,
+    connects: bool,
+) -> Result<ExitCode, String> {
+    let max = max_bytes();
+    let upto = |v: Vec<usize>| v.into_iter().filter(|&b| b <= max).collect::<Vec<_>>();
+    let measure = |c: &mut collective::Communicator<L>| -> Result<Vec<_>, collective::CollectiveError> {
+        let mut rows = collective::bench::latency(c, &upto(collective::bench::fig6_sizes()))?;
+        rows.extend(collective::bench::goodput(c, &upto(collective::bench::fig5_sizes()))?);
+        rows.extend(collective::bench::tcp_goodput(c, &upto(collective::bench::fig5_sizes()))?);
+        if connects {
+            rows.extend(collective::bench::connect_setup(c, &collective::bench::fig5a_counts(), CONNECT_REPS)?);
+        }
         Ok(rows)
     };
     let rows = match measure(&mut c) {
         Ok(rows) => rows,
         Err(e) => {
-            return Err(format!("rank {}: {e}\n{}", l.rank, c.diagnose()));
+            return Err(format!("rank {rank}: {e}\n{}", c.diagnose()));
         }
     };
     let mut counters: Vec<(&str, u64)> = c.endpoint().counters().named().to_vec();
@@ -121,7 +159,7 @@ pub fn run_peer(_a: CollectivePeerArgs) -> Result<ExitCode, String> {
         counters.push((k.name(), net.get(k)));
     }
     c.finalize().map_err(|e| e.to_string())?;
-    if l.rank == 0 {
+    if rank == 0 {
         for r in rows {
             println!("ROW {} {} {:.2}", r.bytes, r.op, r.median_us);
         }
@@ -218,9 +256,19 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Cell {
 
 /// Runs `linerate bench collective`.
 pub fn run(a: CollectiveBenchArgs) -> Result<ExitCode, String> {
-    let tables = measure(&a.ranks)?;
+    let tables = if a.veth { measure_veth(&a.link, a.max_bytes.unwrap_or(usize::MAX))? } else { measure(&a.ranks)? };
     crate::bench_common::print_tables(&tables, a.json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tables of `linerate bench collective --veth` (see `veth`).
+fn measure_veth(kind: &str, max_bytes: usize) -> Result<Vec<Table>, String> {
+    let dir = std::env::temp_dir().join(format!("lr-bench-coll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let peer = build_peer(&dir);
+    let tables = veth::measure(kind, &peer, max_bytes);
+    let _ = std::fs::remove_dir_all(&dir);
+    tables
 }
 
 /// Every table of `linerate bench collective` for the rank counts `ranks`: per count,

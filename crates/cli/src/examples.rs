@@ -39,7 +39,7 @@ const EXAMPLES: &[(&[&str], &str)] = &[
     (&["bench", "udp"], "linerate bench udp --duration 1s\n  linerate bench udp --json | jq '.tables[0].rows[] | {metric, linerate, unit}'\n  linerate bench udp --link af_xdp   # over a veth on AF_XDP, beside Linux\n  linerate bench udp --ipv6         # linerate over IPv6; alternate with a plain run for the ratio"),
     (&["bench", "tcp"], "linerate bench tcp --duration 1s --repeat 1\n  linerate bench tcp --impairment-grid --grid-rows '1% loss' --grid-limit 60s --json\n  linerate bench tcp --link af_xdp --many 1000   # linerate over a veth on AF_XDP, beside Linux"),
     (&["bench", "middlebox"], "linerate bench middlebox --duration 200ms --sizes 64 --units 1\n  linerate bench middlebox --skip ids,swap --json"),
-    (&["bench", "collective"], "linerate bench collective --ranks 2\n  linerate bench collective --ranks 2,4 --json"),
+    (&["bench", "collective"], "linerate bench collective --ranks 2\n  linerate bench collective --ranks 2,4 --json\n  linerate bench collective --veth   # 2 ranks in two namespaces over a veth: linerate on AF_XDP vs OpenMPI TCP"),
     (&["man"], "linerate man /usr/local/share/man/man1 && man linerate-ping\n  linerate man out && man -l out/linerate-bench-link.1"),
     (&["completions"], "linerate completions bash > ~/.local/share/bash-completion/completions/linerate\n  linerate completions zsh > ~/.zfunc/_linerate\n  linerate completions fish > ~/.config/fish/completions/linerate.fish"),
 ];

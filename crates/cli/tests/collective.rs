@@ -239,3 +239,41 @@ fn kmeans_ranks_show_their_collective_counters_in_stats() {
         assert!(text.contains(c), "{c} missing: {text}");
     }
 }
+
+/// `bench collective --veth` at small sizes (not timed: the tables' shape, and numbers from
+/// both sides at every size): linerate's ranks on AF_XDP and OpenMPI's TCP over one veth
+/// between two namespaces the benchmark creates and deletes.
+#[test]
+fn bench_collective_over_a_veth_measures_linerate_and_openmpi_side_by_side() {
+    if let Some(why) = testbed::netns_unavailable() {
+        panic!("NOT RUN: {why} (run as root)");
+    }
+    let child = Command::new(BIN)
+        .args(["bench", "collective", "--veth", "--max-bytes", "1024", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
+    let rows = |i: usize| v["tables"][i]["rows"].as_array().cloned().unwrap_or_default();
+    let title = v["tables"][0]["title"].as_str().unwrap_or_default();
+    assert!(!title.contains("[OpenMPI:"), "OpenMPI did not run: {title}");
+    let latency = rows(0);
+    assert_eq!(latency.len(), 2 * 3, "all-reduce and broadcast at 64, 512 and 1024 bytes: {v}");
+    for r in &latency {
+        for k in ["linerate", "openmpi_tcp", "ratio"] {
+            assert!(r[k].as_f64().is_some_and(|x| x > 0.0), "{k} in {r}");
+        }
+    }
+    let goodput = rows(1);
+    assert_eq!(goodput.len(), 1, "send/recv at 1 KiB: {v}");
+    for k in ["linerate", "linerate_tcp", "openmpi_tcp", "ratio_vs_openmpi_tcp"] {
+        assert!(goodput[0][k].as_f64().is_some_and(|x| x > 0.0), "{k} in {}", goodput[0]);
+    }
+    let after = Command::new("ip").args(["netns", "list"]).output().unwrap().stdout;
+    let mine = format!("lr-bcv-{pid}-");
+    assert!(!String::from_utf8_lossy(&after).contains(&mine), "a namespace was left behind");
+}

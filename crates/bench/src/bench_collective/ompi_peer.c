@@ -1,6 +1,7 @@
 /* The OpenMPI peer of `linerate bench collective`: the same measurement as
  * collective::bench (barrier; operation; barrier; median over repetitions), on int32 sums,
- * printing "ROW bytes op median_us" on rank 0. Built with mpicc at benchmark time. */
+ * printing "ROW bytes op median_us" on rank 0; argv[1], if given, is the largest message
+ * size to measure. Built with mpicc at benchmark time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,10 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    size_t max_bytes = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : (size_t)-1;
     const char *ops[3] = {"barrier", "allreduce", "bcast"};
     const size_t sizes[8] = {64, 512, 1 << 10, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 8 << 20};
-    for (int s = 0; s < 8; s++) {
+    for (int s = 0; s < 8 && sizes[s] <= max_bytes; s++) {
         size_t bytes = sizes[s];
         int count = (int)(bytes / 4);
         int *in = malloc(bytes), *out = malloc(bytes);
@@ -44,7 +46,7 @@ int main(int argc, char **argv) {
     }
     /* Fig. 5b: rank 0 sends, rank 1 acknowledges with one int. */
     const size_t gsizes[7] = {1 << 10, 8 << 10, 64 << 10, 512 << 10, 4 << 20, 32 << 20, 64 << 20};
-    for (int s = 0; s < 7 && size >= 2; s++) {
+    for (int s = 0; s < 7 && size >= 2 && gsizes[s] <= max_bytes; s++) {
         size_t bytes = gsizes[s];
         int count = (int)(bytes / 4), ack = 1;
         int *buf = malloc(bytes);
