@@ -473,20 +473,22 @@ pub fn gather(r: usize, n: usize, root: usize, chunk: usize) -> Schedule {
     s
 }
 
-/// All-gather by a ring: every rank ends with all `n` chunks in rank order.
-pub fn allgather(r: usize, n: usize, chunk: usize) -> Schedule {
+/// All-gather by a ring: every rank ends with all `n` chunks in rank order; each chunk
+/// travels in segments of about `seg` bytes, copied in as they arrive while the next travel.
+pub fn allgather(r: usize, n: usize, chunk: usize, seg: usize) -> Schedule {
     let mut s = Schedule::new(Init::Zeros(n * chunk), 0..n * chunk);
     s.step(vec![Action::Local { from: 0..chunk, to: r * chunk..(r + 1) * chunk, mode: Mode::Copy }]);
-    ring_allgather(&mut s, r, n, n * chunk, 1, 0, usize::MAX);
+    ring_allgather(&mut s, r, n, n * chunk, 1, 0, seg);
     s
 }
 
 /// Reduce-scatter by a ring: the input is `n` chunks of `elems` elements; rank `i` ends
-/// with chunk `i` reduced over all ranks.
-pub fn reduce_scatter(r: usize, n: usize, elems: usize, esize: usize) -> Schedule {
+/// with chunk `i` reduced over all ranks. Chunks travel in segments of about `seg` bytes,
+/// each reduced as it arrives while the next travel.
+pub fn reduce_scatter(r: usize, n: usize, elems: usize, esize: usize, seg: usize) -> Schedule {
     let chunk = elems * esize;
     let mut s = Schedule::new(Init::Input, r * chunk..(r + 1) * chunk);
-    ring_reduce_scatter(&mut s, r, n, n * elems, esize, usize::MAX);
+    ring_reduce_scatter(&mut s, r, n, n * elems, esize, seg);
     s
 }
 
@@ -569,8 +571,10 @@ mod tests {
             ("ar_rd", |r, n| allreduce_doubling(r, n, 12)),
             ("scatter", |r, n| scatter(r, n, 0, 8)),
             ("gather", |r, n| gather(r, n, n - 1, 8)),
-            ("allgather", |r, n| allgather(r, n, 8)),
-            ("reduce_scatter", |r, n| reduce_scatter(r, n, 3, 4)),
+            ("allgather", |r, n| allgather(r, n, 8, 2)),
+            ("reduce_scatter", |r, n| reduce_scatter(r, n, 3, 4, 4)),
+            ("allgather_segments", |r, n| allgather(r, n, 37, 8)),
+            ("reduce_scatter_segments", |r, n| reduce_scatter(r, n, 37, 4, 8)),
             ("alltoall", |r, n| alltoall(r, n, 8)),
             ("barrier", barrier),
         ];

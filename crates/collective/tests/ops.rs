@@ -351,6 +351,28 @@ fn large_all_reduce_uses_the_ring_and_is_exact() {
 }
 
 #[test]
+fn large_all_gather_and_reduce_scatter_travel_in_segments_and_are_exact() {
+    // 3 and 4 ranks, chunks of 100,000 i64 (800 KB): the ring's steps go in segments of
+    // `chain_segment` (64 KiB), each copied or reduced as it arrives.
+    for n in [3usize, 4] {
+        let mut w = World::new(n);
+        let chunk = 100_000;
+        let mut rng = Rng(10 + n as u64);
+        let ys: Vec<Vec<i64>> =
+            (0..n).map(|_| (0..n * chunk).map(|_| rng.below(2001) as i64 - 1000).collect()).collect();
+        let full = reference::<i64>(ReduceOp::Sum, &ys);
+        let got = w.all(|r, ep| ep.ireduce_scatter(&ys[r], ReduceOp::Sum).unwrap());
+        for (r, g) in got.iter().enumerate() {
+            assert!(g[..] == full[r * chunk..(r + 1) * chunk], "reduce-scatter on {n} ranks: rank {r}");
+        }
+        let cs: Vec<Vec<i64>> = (0..n).map(|r| ys[r][..chunk].to_vec()).collect();
+        let cat: Vec<i64> = cs.concat();
+        let got = w.all(|r, ep| ep.iallgather(&cs[r]));
+        assert!(got.iter().all(|g| *g == cat), "all-gather on {n} ranks");
+    }
+}
+
+#[test]
 fn mismatched_lengths_are_a_reported_error_not_a_panic() {
     let mut w = World::new(2);
     let reqs = vec![

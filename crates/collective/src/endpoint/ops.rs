@@ -168,7 +168,7 @@ impl Endpoint {
 
     /// All-gather: every rank gets every rank's buffer, in rank order.
     pub fn iallgather<T: Element>(&mut self, data: &[T]) -> Request<T> {
-        let s = schedule::allgather(self.rank, self.size(), data.len() * T::DTYPE.size());
+        let s = schedule::allgather(self.rank, self.size(), data.len() * T::DTYPE.size(), self.cfg.chain_segment);
         self.coll("all-gather", ReduceOp::Sum, s, data)
     }
 
@@ -179,7 +179,7 @@ impl Endpoint {
         if !data.len().is_multiple_of(n) {
             return Err(CollectiveError::BadArgument(format!("{} elements are not {n} equal chunks", data.len())));
         }
-        let s = schedule::reduce_scatter(self.rank, n, data.len() / n, T::DTYPE.size());
+        let s = schedule::reduce_scatter(self.rank, n, data.len() / n, T::DTYPE.size(), self.cfg.chain_segment);
         Ok(self.coll("reduce-scatter", op, s, data))
     }
 
