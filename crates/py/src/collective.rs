@@ -911,9 +911,10 @@ impl PyComm {
 /// By default the rank joins its machine's shared-memory fabric (`fabric`, else
 /// `LINERATE_FABRIC` or the launcher's job id). With `link` (or `LINERATE_LINK`), such as
 /// `"af_xdp:veth0"` or `"af_packet:eth1"`, it runs its stack on that interface at `ip`
-/// (`LINERATE_IP`, `a.b.c.d/len`) and joins through rank 0 at `root` (`LINERATE_ROOT_ADDR`
-/// or `MASTER_ADDR`, `a.b.c.d[:port]`), where rank 0 itself listens; `gateway` routes to a
-/// root off the subnet. `timeout` (seconds) bounds the set-up and every operation.
+/// (`LINERATE_IP`, `a.b.c.d/len`, optionally followed by IPv6 ones: `"10.9.0.2/24,fd09::2/64"`)
+/// and joins through rank 0 at `root` (`LINERATE_ROOT_ADDR` or `MASTER_ADDR`, `a.b.c.d[:port]`
+/// or an IPv6 address, `[fd09::1]:port`: the ranks then meet over IPv6), where rank 0 itself
+/// listens; `gateway` routes to a root off the subnet. `timeout` (seconds) bounds the set-up and every operation.
 /// The process's threads stay unbound unless `LINERATE_BIND=on` (then the calling thread is
 /// pinned to one CPU, round-robin by rank, as the command-line ranks are).
 /// `transport` (`LINERATE_TRANSPORT`): `"auto"` (shared-memory pipes between ranks on the
