@@ -173,7 +173,7 @@ fn measure_and_report<L: link::Link>(
 fn ours(n: usize) -> Result<(Figures, Vec<(String, u64)>), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let fabric = format!("lr-bench-coll-{}-{n}", std::process::id());
-    let children: Vec<_> = (0..n)
+    let children: Vec<std::process::Child> = (0..n)
         .map(|r| {
             Command::new(&exe)
                 .args(["bench-peer", "collective"])
@@ -185,11 +185,19 @@ fn ours(n: usize) -> Result<(Figures, Vec<(String, u64)>), String> {
                 .map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
+    collect_ranks(children)
+}
+
+/// Waits for the benchmark's rank processes and reads rank 0's rows and counters from
+/// their output; a failed rank is named, with what it said on stderr if that was captured.
+fn collect_ranks(children: Vec<std::process::Child>) -> Result<(Figures, Vec<(String, u64)>), String> {
     let mut text = String::new();
     for (r, c) in children.into_iter().enumerate() {
         let o = c.wait_with_output().map_err(|e| e.to_string())?;
         if !o.status.success() {
-            return Err(format!("linerate rank {r} failed: {}", o.status));
+            let said = String::from_utf8_lossy(&o.stderr);
+            let why = if said.trim().is_empty() { o.status.to_string() } else { said.trim().to_string() };
+            return Err(format!("linerate rank {r} failed: {why}"));
         }
         text.push_str(&String::from_utf8_lossy(&o.stdout));
     }

@@ -7,7 +7,7 @@
 //! through `ip netns exec` in an MPMD `mpirun` whose PMIx server accepts connections over the
 //! veth.
 
-use super::{bps_cell, parse_counters, parse_rows, ratio, us_cell, Figures};
+use super::{bps_cell, collect_ranks, parse_rows, ratio, us_cell, Figures};
 use crate::output::{Cell, Table};
 use std::path::Path;
 use std::process::Stdio;
@@ -41,7 +41,7 @@ impl Rig {
 fn ours(rig: &Rig, kind: &str, max_bytes: usize) -> Result<(Figures, Vec<(String, u64)>), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.to_str().ok_or("the executable's path is not UTF-8")?;
-    let children: Vec<_> = (0..2)
+    let children: Vec<std::process::Child> = (0..2)
         .map(|r| {
             rig.ns[r]
                 .command(exe)
@@ -58,15 +58,7 @@ fn ours(rig: &Rig, kind: &str, max_bytes: usize) -> Result<(Figures, Vec<(String
                 .map_err(|e| e.to_string())
         })
         .collect::<Result<_, _>>()?;
-    let mut text = String::new();
-    for (r, c) in children.into_iter().enumerate() {
-        let o = c.wait_with_output().map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(format!("linerate rank {r} failed: {}", String::from_utf8_lossy(&o.stderr).trim()));
-        }
-        text.push_str(&String::from_utf8_lossy(&o.stdout));
-    }
-    Ok((parse_rows(&text), parse_counters(&text)))
+    collect_ranks(children)
 }
 
 /// OpenMPI's two ranks over its TCP transport on the veth: `mpirun` in the first namespace,
