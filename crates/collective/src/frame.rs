@@ -245,6 +245,13 @@ impl Parser {
         self.cur.as_ref().map(|(m, missing)| (m.kind, m.tag, m.step, *missing))
     }
 
+    /// Takes back a message whose header [`Parser::pump_until`] held and whose payload
+    /// nobody read: the next pump reassembles it as any other.
+    pub fn resume_held(&mut self, (kind, tag, step, len): (Kind, u32, u32, usize), pool: &mut BufPool) {
+        let msg = Msg { kind, tag, step, payload: pool.take_or_new(len, len.min(16 << 20)) };
+        self.cur = Some((msg, len));
+    }
+
     /// Reads everything the connection has and appends complete messages to `out`.
     /// Payload buffers come from `pool` when it holds one large enough; a new one grows as
     /// bytes arrive, so an announced length reserves at most 16 MiB up front (the rest once

@@ -122,8 +122,9 @@ fn direct_rank(name: &str, r: usize) -> DirectOutcome {
         let mut short = vec![0u8; 200];
         mismatch = Some(c.recv_into(0, 4, &mut short).unwrap_err().to_string());
     }
-    c.barrier().unwrap();
+    // Counted before the barrier, whose own messages go through the pipe directly too.
     let k = c.endpoint().counters().clone();
+    c.barrier().unwrap();
     c.finalize().unwrap();
     (k.direct_sends, k.direct_recvs, mismatch)
 }
@@ -179,4 +180,63 @@ fn only_ranks_naming_the_same_host_get_pipes_the_others_stay_on_tcp() {
     assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), vec![1, 1, 0], "peers through pipes per rank");
     // Rank 2 sends its all-reduce share (~1.6 MB) over TCP.
     assert!(out[2].1 > 1 << 20, "rank 2 sent only {} bytes over TCP", out[2].1);
+}
+
+/// What a rank of the unaligned-ring test reports: its all-reduce results (f64 sum, i64
+/// max, u16 sum), its broadcast, and the staged bytes and direct receives of the broadcast
+/// whose root started late.
+type UnalignedOutcome = (Vec<f64>, Vec<i64>, Vec<u16>, Vec<u16>, u64, u64);
+
+/// Rank `r` of 2 for [`operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_posted_first`].
+fn unaligned_rank(name: &str, r: usize) -> UnalignedOutcome {
+    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
+    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
+    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
+    let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
+    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
+    c.connect().unwrap();
+    // Odd-length messages first: every later element lies across the rings' positions at
+    // odd offsets, so reductions straight out of a ring meet elements split by its end.
+    let odd = vec![r as u8; 1001 + 6 * r];
+    c.send(1 - r, 1, &odd).unwrap();
+    assert_eq!(c.recv::<u8>(1 - r, 1, 1007 - 6 * r).unwrap(), vec![1 - r as u8; 1007 - 6 * r]);
+    let f: Vec<f64> = (0..(1 << 17) + 3).map(|i| (i % 977) as f64 * (r + 1) as f64).collect();
+    let sum = c.allreduce(&f, ReduceOp::Sum).unwrap();
+    let m: Vec<i64> = (0..100_003).map(|i| if (i + r) % 2 == 0 { i as i64 } else { -(i as i64) }).collect();
+    let max = c.allreduce(&m, ReduceOp::Max).unwrap();
+    let s: Vec<u16> = (0..300_001).map(|i| (i % 60_000) as u16 + r as u16).collect();
+    let su = c.allreduce(&s, ReduceOp::Sum).unwrap();
+    c.barrier().unwrap();
+    // The root starts late: rank 1's broadcast is posted first, so every message of it goes
+    // from the ring straight into its buffer and nothing is staged.
+    if r == 0 {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let before = c.endpoint().counters().clone();
+    let b = c.bcast(&vec![(r as u16 + 1) * 11; (1 << 20) + 1], 0).unwrap();
+    let after = c.endpoint().counters().clone();
+    c.barrier().unwrap();
+    c.finalize().unwrap();
+    (sum, max, su, b, after.staged_bytes - before.staged_bytes, after.direct_recvs - before.direct_recvs)
+}
+
+#[test]
+fn operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_posted_first() {
+    let name = format!("coll-unaligned-{}", std::process::id());
+    let handles: Vec<_> = (0..2)
+        .map(|r| {
+            let name = name.clone();
+            std::thread::spawn(move || unaligned_rank(&name, r))
+        })
+        .collect();
+    let out: Vec<UnalignedOutcome> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for (r, (sum, max, su, b, ..)) in out.iter().enumerate() {
+        assert!(sum.iter().enumerate().all(|(i, &v)| v == (i % 977) as f64 * 3.0), "rank {r}: f64 sum");
+        assert!(max.iter().enumerate().all(|(i, &v)| v == i as i64), "rank {r}: i64 max");
+        assert!(su.iter().enumerate().all(|(i, &v)| v == 2 * (i % 60_000) as u16 + 1), "rank {r}: u16 sum");
+        assert!(b.len() == (1 << 20) + 1 && b.iter().all(|&v| v == 11), "rank {r}: broadcast");
+    }
+    let (staged, direct) = (out[1].4, out[1].5);
+    assert_eq!(staged, 0, "rank 1 staged {staged} bytes of a broadcast it had posted before the root started");
+    assert!(direct >= 32, "rank 1 received only {direct} broadcast messages straight from the ring");
 }

@@ -122,17 +122,24 @@ pub struct Counters {
     pub unmatched_pauses: u64,
     /// Most bytes of unmatched messages ever queued from one peer.
     pub unmatched_peak_bytes: u64,
-    /// Point-to-point messages sent straight from the caller's memory into a pipe.
+    /// Messages written straight into a pipe from the caller's memory (point-to-point) or an
+    /// operation's buffer (collectives), without a message buffer.
     pub direct_sends: u64,
-    /// Point-to-point messages received straight from a pipe into the caller's memory.
+    /// Messages read straight from a pipe into the caller's memory (point-to-point) or
+    /// copied or reduced into an operation's buffer (collectives), without a message buffer.
     pub direct_recvs: u64,
+    /// Payload bytes that went through a message buffer: copied into one to be sent, or
+    /// read into one on arrival (over TCP always; over a pipe only when no receive was
+    /// waiting for the message, or the pipe held earlier messages). 0 on the pipes' direct
+    /// paths.
+    pub staged_bytes: u64,
     /// Peers whose messages go through a shared-memory pipe (the others: TCP).
     pub pipe_peers: u64,
 }
 
 impl Counters {
     /// Every counter with its name, in declaration order (for tables and `linerate stats`).
-    pub fn named(&self) -> [(&'static str, u64); 13] {
+    pub fn named(&self) -> [(&'static str, u64); 14] {
         [
             ("msgs_sent", self.msgs_sent),
             ("bytes_sent", self.bytes_sent),
@@ -146,6 +153,7 @@ impl Counters {
             ("unmatched_peak_bytes", self.unmatched_peak_bytes),
             ("direct_sends", self.direct_sends),
             ("direct_recvs", self.direct_recvs),
+            ("staged_bytes", self.staged_bytes),
             ("pipe_peers", self.pipe_peers),
         ]
     }

@@ -13,6 +13,23 @@
 use super::*;
 use crate::frame::HEADER_LEN;
 
+/// Writes what `pipe` has room for of `hdr` followed by `data`, from byte `*off` of the two
+/// on; returns the bytes written.
+pub(super) fn write_framed(pipe: &mut ShmPipe, hdr: &[u8; HEADER_LEN], data: &[u8], off: &mut usize) -> usize {
+    let mut wrote = 0;
+    if *off < HEADER_LEN {
+        let n = pipe.write(&hdr[*off..]);
+        *off += n;
+        wrote += n;
+    }
+    if *off >= HEADER_LEN {
+        let n = pipe.write(&data[*off - HEADER_LEN..]);
+        *off += n;
+        wrote += n;
+    }
+    wrote
+}
+
 /// What a step of a direct receive found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum DirectRecv {
@@ -29,7 +46,7 @@ pub(crate) enum DirectRecv {
 
 impl Endpoint {
     /// The pipe to `peer` if it is up and usable.
-    fn live_pipe(&self, peer: usize) -> bool {
+    pub(super) fn live_pipe(&self, peer: usize) -> bool {
         cfg!(target_endian = "little")
             && peer != self.rank
             && self.peers.get(peer).is_some_and(|p| p.pipe.is_some() && p.lost.is_none())
@@ -72,17 +89,7 @@ impl Endpoint {
         }
         let p = &mut self.peers[peer];
         let pipe = p.pipe.as_mut().expect("checked by live_pipe");
-        let mut wrote = 0;
-        if *off < HEADER_LEN {
-            let n = pipe.write(&hdr[*off..]);
-            *off += n;
-            wrote += n;
-        }
-        if *off >= HEADER_LEN {
-            let n = pipe.write(&data[*off - HEADER_LEN..]);
-            *off += n;
-            wrote += n;
-        }
+        let wrote = write_framed(pipe, hdr, data, off);
         if wrote > 0 {
             if let Some(b) = &p.bell {
                 b.ring();
@@ -128,7 +135,7 @@ impl Endpoint {
         if waiting || receiving || p.claim.is_some() || p.held.is_some() {
             return false;
         }
-        self.peers[peer].claim = Some((tag, len));
+        self.peers[peer].claim = Some(Claim { kind: Kind::P2p, tag, wire: 0, len, op: None });
         true
     }
 
@@ -142,7 +149,7 @@ impl Endpoint {
     ) -> Result<DirectRecv, CollectiveError> {
         let p = &mut self.peers[peer];
         let Some(missing) = p.held else {
-            let tag = p.claim.map(|(t, _)| t);
+            let tag = p.claim.map(|c| c.tag);
             if p.inbox.iter().any(|m| m.kind == Kind::P2p && Some(m.tag) == tag) {
                 return Ok(DirectRecv::Fallback);
             }

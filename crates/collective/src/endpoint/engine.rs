@@ -23,6 +23,7 @@ impl Endpoint {
             let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox, &mut self.pool);
             for m in p.inbox.range(before..) {
                 self.counters.bytes_received += m.payload.len() as u64;
+                self.counters.staged_bytes += m.payload.len() as u64;
                 p.inbox_bytes += m.payload.len();
             }
             self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
@@ -82,47 +83,53 @@ impl Endpoint {
     pub(super) fn advance_ops(&mut self, now: Instant) {
         // Take the table out so each operation can borrow the endpoint while it advances.
         let mut ops = std::mem::take(&mut self.ops);
-        for op in ops.values_mut().filter(|o| o.outcome.is_none()) {
-            if let Some(res) = self.advance(op, now) {
+        for (&id, op) in ops.iter_mut().filter(|(_, o)| o.outcome.is_none()) {
+            if let Some(res) = self.advance(id, op, now) {
                 if res.is_ok() {
                     self.counters.ops_completed += 1;
                 } else {
                     self.counters.ops_failed += 1;
                 }
+                self.release_pipes(id, op);
                 op.outcome = Some(res);
             }
         }
         self.ops = ops;
     }
 
-    /// Runs `op` as far as it can go; `Some` once it finished or failed.
-    fn advance(&mut self, op: &mut Op, now: Instant) -> Option<Result<(), CollectiveError>> {
+    /// Runs operation `id` as far as it can go; `Some` once it finished or failed.
+    fn advance(&mut self, id: u64, op: &mut Op, now: Instant) -> Option<Result<(), CollectiveError>> {
         let deadline = *op.deadline.get_or_insert(now + self.cfg.timeout);
         loop {
             let Some(step) = op.sched.steps.get(op.step) else { return Some(Ok(())) };
             if !op.posted {
-                for a in &step.actions {
-                    if let Action::Send { peer, buf, range, wire } = a {
-                        let src = if *buf == Buf::Input { &op.input } else { &op.work };
-                        let bytes = src.get(range.clone()).unwrap_or(&[]);
-                        let buf = self.pool.take(crate::frame::HEADER_LEN + bytes.len());
-                        self.peers[*peer].queue(encode_in(buf, op.kind, op.tag, *wire, bytes));
-                    }
+                let sends: Vec<(usize, Buf, std::ops::Range<usize>, u32)> = step
+                    .actions
+                    .iter()
+                    .filter_map(|a| match a {
+                        Action::Send { peer, buf, range, wire } => Some((*peer, *buf, range.clone(), *wire)),
+                        _ => None,
+                    })
+                    .collect();
+                for (peer, buf, range, wire) in &sends {
+                    self.post_send(op, *peer, *buf, range, *wire);
                 }
                 op.posted = true;
             }
+            if let Err(e) = self.write_pipe_sends(op) {
+                return Some(Err(e));
+            }
             // Apply receives and local moves in the listed order, as far as their messages
-            // are here.
-            if let Some(e) = self.apply_ready(op) {
+            // are here (and their ranges are not being sent from).
+            if let Some(e) = self.apply_ready(id, op) {
                 return Some(Err(e));
             }
             let Some(step) = op.sched.steps.get(op.step) else { return Some(Ok(())) };
-            // Are the remaining messages of this step here? (No allocation on this path: a
-            // waiting rank runs it on every poll round.)
+            // Are the remaining messages of this step here and its own written? (No
+            // allocation on this path: a waiting rank runs it on every poll round.)
             let rest = &step.actions[op.applied..];
             let waiting = || missing(&self.peers, op.kind, op.tag, rest);
-            if op.applied < step.actions.len() {
-                debug_assert!(waiting().next().is_some(), "apply_ready stops only at a missing message");
+            if op.applied < step.actions.len() || !op.pipe_sends.is_empty() {
                 let lost = waiting().filter_map(|w| Some((w, self.peers[w].lost.as_ref()?))).min_by_key(|&(w, _)| w);
                 if let Some((w, reason)) = lost {
                     return Some(Err(CollectiveError::PeerLost {
@@ -133,7 +140,7 @@ impl Endpoint {
                     }));
                 }
                 if now >= deadline {
-                    let mut waiting: Vec<usize> = waiting().collect();
+                    let mut waiting: Vec<usize> = waiting().chain(op.pipe_sends.iter().map(|d| d.peer)).collect();
                     waiting.sort_unstable();
                     waiting.dedup();
                     if let Some(&w) = waiting.iter().find(|&&w| self.peers[w].inbox_bytes >= self.cfg.max_unmatched) {
@@ -161,13 +168,16 @@ impl Endpoint {
     }
 
     /// Applies the current step's actions from `op.applied` on in order, stopping at the
-    /// first receive whose message has not arrived; an error ends the operation.
-    fn apply_ready(&mut self, op: &mut Op) -> Option<CollectiveError> {
-        let step = op.sched.steps.get(op.step)?;
-        while let Some(a) = step.actions.get(op.applied) {
+    /// first receive whose message has not arrived, or at a move into a range still being
+    /// written into a pipe; an error ends the operation.
+    fn apply_ready(&mut self, id: u64, op: &mut Op) -> Option<CollectiveError> {
+        while let Some(a) = op.sched.steps.get(op.step)?.actions.get(op.applied).cloned() {
             match a {
                 Action::Send { .. } => {}
                 Action::Local { from, to, mode } => {
+                    if op_pipes::sending_from(&op.pipe_sends, &to) {
+                        return None;
+                    }
                     let (Some(src), true) = (op.input.get(from.clone()), to.end <= op.work.len()) else {
                         return Some(CollectiveError::BadArgument("local move out of range".into()));
                     };
@@ -178,8 +188,24 @@ impl Endpoint {
                     }
                 }
                 Action::Recv { peer, range, mode, wire } => {
-                    let found = self.peers[*peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == *wire);
-                    let m = found?;
+                    if op_pipes::sending_from(&op.pipe_sends, &range) {
+                        return None;
+                    }
+                    let found = self.peers[peer].take(|m| m.kind == op.kind && m.tag == op.tag && m.step == wire);
+                    let Some(m) = found else {
+                        match self.pull_from_pipe(id, op, peer, &range, mode, wire) {
+                            Ok(true) => {
+                                op.applied += 1;
+                                continue;
+                            }
+                            // Reading the pipe may have brought the message (whole, to the
+                            // inbox): then apply it now.
+                            Ok(false) if self.peers[peer].has(op.kind, op.tag, wire) => continue,
+                            Ok(false) => return None,
+                            Err(e) => return Some(e),
+                        }
+                    };
+                    self.drop_idle_claim(id, peer);
                     // The message is the whole buffer (or the working buffer is still
                     // empty, see `Schedule::first_recv_fills`): take it over instead of
                     // copying.
@@ -188,7 +214,7 @@ impl Endpoint {
                         && (range.end == op.work.len() || op.work.is_empty());
                     if m.payload.len() != range.len() || (range.end > op.work.len() && !takes_over) {
                         return Some(CollectiveError::Protocol {
-                            rank: *peer,
+                            rank: peer,
                             reason: format!(
                                 "{} step {}: {} bytes where {} were expected (do all ranks pass the same lengths?)",
                                 op.name,
@@ -257,6 +283,8 @@ impl Endpoint {
             applied: 0,
             deadline: None,
             outcome: None,
+            pipe_sends: VecDeque::new(),
+            carry: ([0; 16], 0),
         };
         self.ops.insert(id, op);
         Request { id, _t: PhantomData }

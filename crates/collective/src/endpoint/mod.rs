@@ -35,6 +35,7 @@ mod config;
 mod direct;
 mod engine;
 mod mesh;
+mod op_pipes;
 mod ops;
 mod pipes;
 
@@ -67,9 +68,9 @@ struct Peer {
     pipe_off: usize,
     /// The peer's doorbell (rung after writing into or reading from the pipe), if it has one.
     bell: Option<Doorbell>,
-    /// A direct receive wants the next point-to-point message of this tag and length from
-    /// the pipe (see `direct`).
-    claim: Option<(u32, usize)>,
+    /// A direct receive (see `direct`) or an operation's receive (see `op_pipes`) wants the
+    /// next message of this kind, tag, step and length from the pipe.
+    claim: Option<Claim>,
     /// The claimed message's header was read: payload bytes still in the pipe for the
     /// direct receive (nothing else reads the pipe meanwhile).
     held: Option<usize>,
@@ -88,6 +89,11 @@ impl Peer {
         Some(m)
     }
 
+    /// Whether a message of `kind`, `tag` and protocol step `step` waits in the inbox.
+    fn has(&self, kind: Kind, tag: u32, step: u32) -> bool {
+        self.inbox.iter().any(|m| m.kind == kind && m.tag == tag && m.step == step)
+    }
+
     /// Queues a framed message of an operation on the peer's transport (pipe or connection).
     fn queue(&mut self, m: Vec<u8>) {
         if self.pipe_wanted {
@@ -102,6 +108,35 @@ impl Peer {
     fn ready(&self) -> bool {
         self.up && self.host_known && (!self.pipe_wanted || self.pipe.is_some())
     }
+}
+
+/// The message a receive waits for straight out of a pipe: the parser holds its header, and
+/// whoever claimed it reads the payload where it wants it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Claim {
+    kind: Kind,
+    tag: u32,
+    wire: u32,
+    len: usize,
+    /// The operation that claimed it (`None`: a blocking point-to-point receive).
+    op: Option<u64>,
+}
+
+impl Claim {
+    /// What the parser holds at: (kind, tag, step, length).
+    fn key(&self) -> (Kind, u32, u32, usize) {
+        (self.kind, self.tag, self.wire, self.len)
+    }
+}
+
+/// A message of an operation written into a pipe straight from the operation's buffer (no
+/// message buffer): its header, then `range` of `buf`, from byte `off` of the two on.
+struct PipeSend {
+    peer: usize,
+    hdr: [u8; crate::frame::HEADER_LEN],
+    buf: Buf,
+    range: std::ops::Range<usize>,
+    off: usize,
 }
 
 struct Pending {
@@ -127,17 +162,17 @@ struct Op {
     applied: usize,
     deadline: Option<Instant>,
     outcome: Option<Result<(), CollectiveError>>,
+    /// The current step's messages being written straight into pipes, in posting order.
+    pipe_sends: VecDeque<PipeSend>,
+    /// Bytes of an element split by the ring's end while reducing straight out of a pipe.
+    carry: ([u8; 16], usize),
 }
 
 /// The peers whose message for a step's receive (of operation `kind`/`tag`) has not
 /// arrived yet, in the step's order (a peer may repeat).
 fn missing<'a>(peers: &'a [Peer], kind: Kind, tag: u32, actions: &'a [Action]) -> impl Iterator<Item = usize> + 'a {
     actions.iter().filter_map(move |a| match a {
-        Action::Recv { peer, wire, .. }
-            if !peers[*peer].inbox.iter().any(|m| m.kind == kind && m.tag == tag && m.step == *wire) =>
-        {
-            Some(*peer)
-        }
+        Action::Recv { peer, wire, .. } if !peers[*peer].has(kind, tag, *wire) => Some(*peer),
         _ => None,
     })
 }
@@ -181,6 +216,10 @@ pub struct Endpoint {
     counters: Counters,
     /// Message and working buffers done with, for the next ones.
     pool: BufPool,
+    /// Scratch of `write_pipe_sends`: the peers whose pipe is taken this round.
+    pipe_busy: Vec<bool>,
+    /// Bytes operations moved straight through pipes (part of a message counts as progress).
+    streamed: u64,
 }
 
 /// Most buffers an endpoint keeps for reuse ([`BufPool`]): a few messages per peer in flight
@@ -272,6 +311,8 @@ impl Endpoint {
             now: Instant::ZERO,
             counters,
             pool: BufPool::new(POOL_BUFS, POOL_BYTES),
+            pipe_busy: vec![false; size],
+            streamed: 0,
         }
     }
 
@@ -315,14 +356,16 @@ impl Endpoint {
         if !self.started {
             self.start(stack)?;
         }
-        let before = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
+        let before = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed, self.streamed);
         self.setup_progress(stack, now)?;
         self.read_all(stack);
-        self.read_pipes();
+        // Operations first: a receive waiting for a pipe's next message claims it before the
+        // pipe is read, and the message goes straight into the operation's buffer.
         self.advance_ops(now);
+        self.read_pipes();
         self.flush(stack);
         self.flush_pipes();
-        let after = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed);
+        let after = (self.counters.msgs_received, self.counters.msgs_sent, self.counters.ops_completed, self.streamed);
         Ok(before != after)
     }
 }

@@ -31,45 +31,53 @@ impl Endpoint {
     }
 
     /// Reads every pipe's complete messages into its peer's inbox (as `read_all` does for
-    /// connections, with the same back-pressure).
+    /// connections, with the same back-pressure), up to a claimed header.
     pub(super) fn read_pipes(&mut self) {
-        for p in &mut self.peers {
-            let (Some(pipe), None, None) = (p.pipe.as_mut(), &p.lost, p.held) else { continue };
-            if p.inbox_bytes >= self.cfg.max_unmatched {
-                if !p.paused {
-                    p.paused = true;
-                    self.counters.unmatched_pauses += 1;
-                }
-                continue;
+        for j in 0..self.peers.len() {
+            self.pump_pipe(j);
+        }
+    }
+
+    /// Reads `peer`'s pipe: complete messages go to its inbox, and the parser stops at the
+    /// header of a claimed message ([`Peer::held`]).
+    pub(super) fn pump_pipe(&mut self, peer: usize) {
+        let p = &mut self.peers[peer];
+        let (Some(pipe), None, None) = (p.pipe.as_mut(), &p.lost, p.held) else { return };
+        if p.inbox_bytes >= self.cfg.max_unmatched {
+            if !p.paused {
+                p.paused = true;
+                self.counters.unmatched_pauses += 1;
             }
-            p.paused = false;
-            let before = p.inbox.len();
-            let unread = pipe.unread_in();
-            let hold = p.claim.map(|(tag, len)| (Kind::P2p, tag, 0, len));
-            let r = p.pipe_parser.pump_until(pipe, self.cfg.max_message, &mut p.inbox, &mut self.pool, hold);
-            if pipe.unread_in() < unread {
-                // Room freed: a peer waiting to write more may sleep on its bell.
-                if let Some(b) = &p.bell {
-                    b.ring();
-                }
+            return;
+        }
+        p.paused = false;
+        let before = p.inbox.len();
+        let unread = pipe.unread_in();
+        let hold = p.claim.map(|c| c.key());
+        let r = p.pipe_parser.pump_until(pipe, self.cfg.max_message, &mut p.inbox, &mut self.pool, hold);
+        if pipe.unread_in() < unread {
+            // Room freed: a peer waiting to write more may sleep on its bell.
+            if let Some(b) = &p.bell {
+                b.ring();
             }
-            for m in p.inbox.range(before..) {
-                self.counters.bytes_received += m.payload.len() as u64;
-                p.inbox_bytes += m.payload.len();
+        }
+        for m in p.inbox.range(before..) {
+            self.counters.bytes_received += m.payload.len() as u64;
+            self.counters.staged_bytes += m.payload.len() as u64;
+            p.inbox_bytes += m.payload.len();
+        }
+        self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
+        self.counters.msgs_received += (p.inbox.len() - before) as u64;
+        match r {
+            Ok(PumpEnd::WouldBlock) => {}
+            Ok(PumpEnd::Held) => p.held = p.claim.map(|c| c.len),
+            Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its shared-memory pipe".into()),
+            Err(PumpError::Frame(e)) => {
+                p.lost = Some(format!("protocol violation on the shared-memory pipe: {e}"));
+                self.counters.protocol_errors += 1;
+                p.pipe = None;
             }
-            self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
-            self.counters.msgs_received += (p.inbox.len() - before) as u64;
-            match r {
-                Ok(PumpEnd::WouldBlock) => {}
-                Ok(PumpEnd::Held) => p.held = p.claim.map(|(_, len)| len),
-                Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its shared-memory pipe".into()),
-                Err(PumpError::Frame(e)) => {
-                    p.lost = Some(format!("protocol violation on the shared-memory pipe: {e}"));
-                    self.counters.protocol_errors += 1;
-                    p.pipe = None;
-                }
-                Err(e) => p.lost = Some(e.to_string()),
-            }
+            Err(e) => p.lost = Some(e.to_string()),
         }
     }
 
