@@ -35,19 +35,30 @@ pub fn latency<L: Link>(c: &mut Communicator<L>, sizes: &[usize]) -> Result<Vec<
     let mut rows = Vec::new();
     for &bytes in sizes {
         let data = vec![1i32; bytes / 4];
+        let mut out = vec![0i32; bytes / 4];
         for op in OPS {
             let mut t = Vec::new();
             for _ in 0..reps_for(bytes) {
                 c.barrier()?;
                 let start = std::time::Instant::now();
-                let ep = c.endpoint();
+                // The default algorithms as MPI programs call them: from a send buffer into a
+                // receive buffer (all-reduce), in the caller's buffer (broadcast); the others
+                // started explicitly.
                 let req = match op {
                     "barrier" => None,
-                    "allreduce" => Some(ep.iallreduce(&data, ReduceOp::Sum)?),
-                    "allreduce-rd" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::RecursiveDoubling)),
-                    "allreduce-ring" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::Ring)),
-                    "allreduce-rb" => Some(ep.iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::ReduceBcast)),
-                    _ => Some(ep.ibcast(&data, 0)?),
+                    "allreduce" => {
+                        c.allreduce_into(&data, &mut out, ReduceOp::Sum)?;
+                        None
+                    }
+                    "bcast" => {
+                        c.bcast_in_place(&mut out, 0)?;
+                        None
+                    }
+                    "allreduce-rd" => {
+                        Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::RecursiveDoubling))
+                    }
+                    "allreduce-ring" => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::Ring)),
+                    _ => Some(c.endpoint().iallreduce_with(&data, ReduceOp::Sum, AllreduceAlgo::ReduceBcast)),
                 };
                 if let Some(req) = req {
                     c.wait(req)?;

@@ -388,6 +388,19 @@ impl<L: Link> Communicator<L> {
         self.wait(r)
     }
 
+    /// Broadcast in place, as `MPI_Bcast`: the root's `buf` ends up in every rank's `buf`
+    /// (the same length everywhere). On a little-endian machine the operation works in `buf`
+    /// itself: messages go from it and come into it (straight through the shared-memory
+    /// pipes), with no message, input or result buffer.
+    pub fn bcast_in_place<T: Element>(&mut self, buf: &mut [T], root: usize) -> Result<(), CollectiveError> {
+        if !cfg!(target_endian = "little") {
+            let r = self.ep.ibcast(buf, root)?;
+            return self.wait_into(r, buf);
+        }
+        let r = self.ep.ibcast_lent(buf, root)?;
+        self.wait_lent(r)
+    }
+
     /// Blocking reduce.
     pub fn reduce<T: Element>(&mut self, data: &[T], op: ReduceOp, root: usize) -> Result<Vec<T>, CollectiveError> {
         let r = self.ep.ireduce(data, op, root)?;
@@ -398,6 +411,57 @@ impl<L: Link> Communicator<L> {
     pub fn allreduce<T: Element>(&mut self, data: &[T], op: ReduceOp) -> Result<Vec<T>, CollectiveError> {
         let r = self.ep.iallreduce(data, op)?;
         self.wait(r)
+    }
+
+    /// All-reduce of `data` into `out` (as many elements), as `MPI_Allreduce` with a send and
+    /// a receive buffer: `data` is copied into `out` and reduced there
+    /// ([`Communicator::allreduce_in_place`]).
+    pub fn allreduce_into<T: Element>(
+        &mut self,
+        data: &[T],
+        out: &mut [T],
+        op: ReduceOp,
+    ) -> Result<(), CollectiveError> {
+        if data.len() != out.len() {
+            return Err(CollectiveError::BadArgument(format!(
+                "all-reduce of {} elements into a buffer of {}",
+                data.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(data);
+        self.allreduce_in_place(out, op)
+    }
+
+    /// All-reduce in place (`MPI_IN_PLACE`): `buf` holds this rank's input and gets the
+    /// reduction. On a little-endian machine, and for the arithmetic operators, the operation
+    /// works in `buf` itself: messages go from it, and arriving ones are reduced or copied
+    /// into it (straight out of the shared-memory pipes), with no input or result buffer.
+    pub fn allreduce_in_place<T: Element>(&mut self, buf: &mut [T], op: ReduceOp) -> Result<(), CollectiveError> {
+        if !cfg!(target_endian = "little") || op.is_logical() {
+            let r = self.ep.iallreduce(buf, op)?;
+            return self.wait_into(r, buf);
+        }
+        let r = self.ep.iallreduce_lent(buf, op);
+        self.wait_lent(r)
+    }
+
+    /// Waits for an operation working in a buffer the caller lent it; the operation is
+    /// removed before this returns, also when it fails or the wait unwinds, so the endpoint
+    /// never holds the buffer after the caller's borrow ends.
+    fn wait_lent<T: Element>(&mut self, req: Request<T>) -> Result<(), CollectiveError> {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.block_on(|ep| ep.test_done(&req))));
+        match run {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.ep.abandon(&req);
+                Err(e)
+            }
+            Err(panic) => {
+                self.ep.abandon(&req);
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 
     /// Blocking scatter.

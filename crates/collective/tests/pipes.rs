@@ -28,6 +28,9 @@ fn rank(name: &str, r: usize, shm: Option<String>) -> Outcome {
     // 8 MiB all-reduce (ring), through rings of 64 KiB: many wrap-arounds.
     let x: Vec<f64> = (0..1 << 20).map(|i| (i % 1000) as f64 * (r + 1) as f64).collect();
     let sum = c.allreduce(&x, ReduceOp::Sum).unwrap();
+    let mut in_place = x.clone();
+    c.allreduce_in_place(&mut in_place, ReduceOp::Sum).unwrap();
+    assert!(in_place == sum, "rank {r}: the in-place all-reduce differs");
     let b = c.bcast(&vec![r as i32 * 7 + 1; 300_000], 2).unwrap();
     // Point-to-point around the ring, 3 MiB each, and a zero-length message.
     let payload: Vec<u8> = (0..3 << 20).map(|i| (i * (r + 3) % 251) as u8).collect();
@@ -183,7 +186,7 @@ fn only_ranks_naming_the_same_host_get_pipes_the_others_stay_on_tcp() {
 }
 
 /// What a rank of the unaligned-ring test reports: its all-reduce results (f64 sum, i64
-/// max, u16 sum), its broadcast, and the staged bytes and direct receives of the broadcast
+/// max into a caller's buffer, u16 sum), its in-place broadcast, and the staged bytes and direct receives of the broadcast
 /// whose root started late.
 type UnalignedOutcome = (Vec<f64>, Vec<i64>, Vec<u16>, Vec<u16>, u64, u64);
 
@@ -202,8 +205,13 @@ fn unaligned_rank(name: &str, r: usize) -> UnalignedOutcome {
     assert_eq!(c.recv::<u8>(1 - r, 1, 1007 - 6 * r).unwrap(), vec![1 - r as u8; 1007 - 6 * r]);
     let f: Vec<f64> = (0..(1 << 17) + 3).map(|i| (i % 977) as f64 * (r + 1) as f64).collect();
     let sum = c.allreduce(&f, ReduceOp::Sum).unwrap();
-    let m: Vec<i64> = (0..100_003).map(|i| if (i + r) % 2 == 0 { i as i64 } else { -(i as i64) }).collect();
-    let max = c.allreduce(&m, ReduceOp::Max).unwrap();
+    // The same reductions working in the caller's buffers (lent to the operation).
+    let mut f_in_place = f.clone();
+    c.allreduce_in_place(&mut f_in_place, ReduceOp::Sum).unwrap();
+    assert!(f_in_place == sum, "rank {r}: the in-place f64 sum differs");
+    let m: Vec<i64> = (0..100_003).map(|i| if (i + r).is_multiple_of(2) { i as i64 } else { -(i as i64) }).collect();
+    let mut max = vec![0i64; m.len()];
+    c.allreduce_into(&m, &mut max, ReduceOp::Max).unwrap();
     let s: Vec<u16> = (0..300_001).map(|i| (i % 60_000) as u16 + r as u16).collect();
     let su = c.allreduce(&s, ReduceOp::Sum).unwrap();
     c.barrier().unwrap();
@@ -213,8 +221,11 @@ fn unaligned_rank(name: &str, r: usize) -> UnalignedOutcome {
         std::thread::sleep(Duration::from_millis(300));
     }
     let before = c.endpoint().counters().clone();
-    let b = c.bcast(&vec![(r as u16 + 1) * 11; (1 << 20) + 1], 0).unwrap();
+    let mut b = vec![(r as u16 + 1) * 11; (1 << 20) + 1];
+    c.bcast_in_place(&mut b, 0).unwrap();
     let after = c.endpoint().counters().clone();
+    let owned = c.bcast(&vec![(r as u16 + 1) * 11; (1 << 20) + 1], 0).unwrap();
+    assert!(owned == b, "rank {r}: the in-place broadcast differs");
     c.barrier().unwrap();
     c.finalize().unwrap();
     (sum, max, su, b, after.staged_bytes - before.staged_bytes, after.direct_recvs - before.direct_recvs)
@@ -239,4 +250,36 @@ fn operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_post
     let (staged, direct) = (out[1].4, out[1].5);
     assert_eq!(staged, 0, "rank 1 staged {staged} bytes of a broadcast it had posted before the root started");
     assert!(direct >= 32, "rank 1 received only {direct} broadcast messages straight from the ring");
+}
+
+/// Rank `r` of 2 for [`a_failed_operation_in_a_lent_buffer_is_removed_before_the_call_returns`]:
+/// the error of an all-reduce whose lengths differ between the ranks, and the operations
+/// still in flight afterwards.
+fn mismatched_rank(name: &str, r: usize) -> (String, usize) {
+    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
+    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
+    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
+    let cfg = Config { timeout: Duration::from_secs(3), shm, ..Config::default() };
+    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
+    c.connect().unwrap();
+    let mut buf = vec![1.0f64; 100_000 + r];
+    let e = c.allreduce_in_place(&mut buf, ReduceOp::Sum).unwrap_err().to_string();
+    drop(buf);
+    (e, c.endpoint().in_flight())
+}
+
+#[test]
+fn a_failed_operation_in_a_lent_buffer_is_removed_before_the_call_returns() {
+    let name = format!("coll-lent-fail-{}", std::process::id());
+    let handles: Vec<_> = (0..2)
+        .map(|r| {
+            let name = name.clone();
+            std::thread::spawn(move || mismatched_rank(&name, r))
+        })
+        .collect();
+    for (r, h) in handles.into_iter().enumerate() {
+        let (e, in_flight) = h.join().unwrap();
+        assert!(!e.is_empty(), "rank {r}: no error");
+        assert_eq!(in_flight, 0, "rank {r}: the failed operation ({e}) is still in the endpoint");
+    }
 }

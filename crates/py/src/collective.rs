@@ -389,6 +389,57 @@ fn p2p_in_place<L: Link>(
     Ok(false)
 }
 
+/// A blocking all-reduce or broadcast working in the caller's `out` array itself (numpy's
+/// buffer lent to the operation: no input, message or result copy on the pipes): an
+/// all-reduce from `arr` into `out` (in place when they are the same array), a broadcast in
+/// place. `Ok(false)` if the arrays are not contiguous arrays of one native type (or `coll`
+/// is another operation): the caller takes the general path.
+fn coll_in_place<L: Link>(
+    py: Python<'_>,
+    c: &mut Communicator<L>,
+    coll: Coll,
+    arr: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let same = arr.is(out);
+    macro_rules! try_type {
+        ($t:ty) => {
+            if let Ok(mut o) = out.extract::<PyReadwriteArrayDyn<'_, $t>>() {
+                let Ok(os) = o.as_slice_mut() else { return Ok(false) };
+                match coll {
+                    Coll::Allreduce(op) if same => py.allow_threads(|| c.allreduce_in_place(os, op)).map_err(rt)?,
+                    Coll::Allreduce(op) => {
+                        let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() else { return Ok(false) };
+                        let Ok(s) = a.as_slice() else { return Ok(false) };
+                        if s.len() != os.len() {
+                            return Ok(false);
+                        }
+                        py.allow_threads(|| c.allreduce_into(s, os, op)).map_err(rt)?
+                    }
+                    Coll::Bcast(root) if same => py.allow_threads(|| c.bcast_in_place(os, root)).map_err(rt)?,
+                    _ => return Ok(false),
+                }
+                return Ok(true);
+            }
+        };
+    }
+    if !matches!(coll, Coll::Allreduce(_) | Coll::Bcast(_)) {
+        return Ok(false);
+    }
+    try_type!(f16);
+    try_type!(f32);
+    try_type!(f64);
+    try_type!(i32);
+    try_type!(i64);
+    try_type!(u8);
+    try_type!(i8);
+    try_type!(u16);
+    try_type!(i16);
+    try_type!(u32);
+    try_type!(u64);
+    Ok(false)
+}
+
 /// A non-blocking operation in progress: `wait()` blocks for its result, `test()` polls.
 #[pyclass(name = "Request", module = "linerate.collective", unsendable)]
 pub struct PyRequest {
@@ -518,6 +569,11 @@ impl PyComm {
         out: Option<&Bound<'py, PyAny>>,
         bf16: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if let (Some(o), false) = (out, bf16) {
+            if on_rank!(slf.borrow_mut().c()?, |c| coll_in_place(slf.py(), c, coll, arr, o))? {
+                return Ok(Some(o.clone()));
+            }
+        }
         Self::begin(slf, arr, coll, out, bf16)?.wait(slf.py())
     }
 }

@@ -225,7 +225,7 @@ impl Endpoint {
                         });
                     }
                     let spent = match mode {
-                        Mode::Copy if takes_over => std::mem::replace(&mut op.work, m.payload),
+                        Mode::Copy if takes_over => op.work.take_over(m.payload),
                         Mode::Copy => {
                             op.work[range.clone()].copy_from_slice(&m.payload);
                             m.payload
@@ -267,25 +267,55 @@ impl Endpoint {
                 (input, work)
             }
         };
+        let mut op = new_op::<T>(name, kind, tag, rop, sched);
+        op.input = input;
+        op.work = WorkBuf::Owned(work);
+        self.push_op(op)
+    }
+
+    /// Starts a collective whose working buffer is the caller's `buf` (lent, see
+    /// [`WorkBuf::Lent`]), which holds the input for [`Init::Input`]. For [`Init::Zeros`] it
+    /// is not cleared: only for operations whose receives cover all of it (a broadcast).
+    /// The caller must remove the operation (collect or [`Endpoint::abandon`]) before `buf`
+    /// goes away.
+    pub(crate) fn start_lent<T: Element>(
+        &mut self,
+        name: &'static str,
+        rop: ReduceOp,
+        sched: Schedule,
+        buf: &mut [T],
+    ) -> Request<T> {
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+        let input = if sched.reads_input() {
+            let mut v = self.pool.take(bytes.len());
+            v.extend_from_slice(bytes);
+            v
+        } else {
+            Vec::new()
+        };
+        let mut op = new_op::<T>(name, Kind::Coll, seq, rop, sched);
+        op.input = input;
+        op.work = WorkBuf::Lent { ptr: std::ptr::NonNull::from(&mut *bytes).cast(), len: bytes.len() };
+        self.push_op(op)
+    }
+
+    /// Removes operation `req` whatever its state (a blocking call that lent its buffer is
+    /// leaving): its pipe claims and unwritten messages are dropped as when it fails.
+    pub(crate) fn abandon<T>(&mut self, req: &Request<T>) {
+        if let Some(mut op) = self.ops.remove(&req.id) {
+            self.release_pipes(req.id, &mut op);
+            if let Some(v) = op.work.into_vec() {
+                self.pool.give(v);
+            }
+            self.pool.give(op.input);
+        }
+    }
+
+    fn push_op<T>(&mut self, op: Op) -> Request<T> {
         let id = self.next_id;
         self.next_id += 1;
-        let op = Op {
-            name,
-            kind,
-            tag,
-            dtype: T::DTYPE,
-            rop,
-            sched,
-            input,
-            work,
-            step: 0,
-            posted: false,
-            applied: 0,
-            deadline: None,
-            outcome: None,
-            pipe_sends: VecDeque::new(),
-            carry: ([0; 16], 0),
-        };
         self.ops.insert(id, op);
         Request { id, _t: PhantomData }
     }
@@ -355,6 +385,12 @@ impl Endpoint {
         Ok(done.is_some())
     }
 
+    /// [`Endpoint::test`] of an operation whose result is already where the caller wants it
+    /// (a lent buffer): `Ok(Some(()))` once it finished and is collected.
+    pub(crate) fn test_done<T>(&mut self, req: &Request<T>) -> Result<Option<()>, CollectiveError> {
+        self.collect(req, |_, _| Ok(()))
+    }
+
     /// Once `req` finished: collects it, hands its result bytes (or its error) to `f`, and
     /// returns the operation's buffers to the pool.
     fn collect<T, R>(
@@ -372,7 +408,9 @@ impl Endpoint {
             Some(Err(e)) => Err(e),
             None => Err(CollectiveError::UnknownRequest),
         };
-        self.pool.give(op.work);
+        if let Some(v) = op.work.into_vec() {
+            self.pool.give(v);
+        }
         self.pool.give(op.input);
         r
     }
@@ -381,6 +419,27 @@ impl Endpoint {
     /// finished), or `None` if it is not known (collected already).
     pub fn step_of<T>(&self, req: &Request<T>) -> Option<usize> {
         self.ops.get(&req.id).map(|op| op.step)
+    }
+}
+
+/// An operation not yet started, with empty buffers.
+fn new_op<T: Element>(name: &'static str, kind: Kind, tag: u32, rop: ReduceOp, sched: Schedule) -> Op {
+    Op {
+        name,
+        kind,
+        tag,
+        dtype: T::DTYPE,
+        rop,
+        sched,
+        input: Vec::new(),
+        work: WorkBuf::Owned(Vec::new()),
+        step: 0,
+        posted: false,
+        applied: 0,
+        deadline: None,
+        outcome: None,
+        pipe_sends: VecDeque::new(),
+        carry: ([0; 16], 0),
     }
 }
 

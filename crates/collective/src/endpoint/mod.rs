@@ -145,6 +145,73 @@ struct Pending {
     msgs: VecDeque<Msg>,
 }
 
+/// An operation's working buffer: its own (pooled), or the caller's memory lent for the
+/// length of a blocking call (see `lent`).
+enum WorkBuf {
+    Owned(Vec<u8>),
+    /// The caller's buffer. Valid while the operation is in the table: the blocking call that
+    /// lent it removes the operation before it returns, on errors and unwinding too.
+    Lent {
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+    },
+}
+
+// SAFETY: a lent buffer is only touched by the thread running the blocking call that lent it
+// (through the endpoint, which that call borrows mutably), while the call runs.
+unsafe impl Send for WorkBuf {}
+
+impl std::ops::Deref for WorkBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            WorkBuf::Owned(v) => v,
+            // SAFETY: see `WorkBuf::Lent`: the memory outlives the operation.
+            WorkBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+        }
+    }
+}
+
+impl std::ops::DerefMut for WorkBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            WorkBuf::Owned(v) => v,
+            // SAFETY: as in `deref`; the lender gave it up mutably for the call.
+            WorkBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), *len) },
+        }
+    }
+}
+
+impl WorkBuf {
+    /// The pooled vector, if the buffer is the operation's own.
+    fn owned_mut(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            WorkBuf::Owned(v) => Some(v),
+            WorkBuf::Lent { .. } => None,
+        }
+    }
+
+    /// The received message `payload` becomes the whole buffer: an own buffer is swapped for
+    /// it, a lent one gets it copied in. Returns the vector left over (for the pool).
+    fn take_over(&mut self, payload: Vec<u8>) -> Vec<u8> {
+        match self {
+            WorkBuf::Owned(v) => std::mem::replace(v, payload),
+            WorkBuf::Lent { .. } => {
+                self.copy_from_slice(&payload);
+                payload
+            }
+        }
+    }
+
+    /// The own vector, for the pool (`None` for a lent buffer).
+    fn into_vec(self) -> Option<Vec<u8>> {
+        match self {
+            WorkBuf::Owned(v) => Some(v),
+            WorkBuf::Lent { .. } => None,
+        }
+    }
+}
+
 struct Op {
     name: &'static str,
     kind: Kind,
@@ -153,7 +220,7 @@ struct Op {
     rop: ReduceOp,
     sched: Schedule,
     input: Vec<u8>,
-    work: Vec<u8>,
+    work: WorkBuf,
     step: usize,
     posted: bool,
     /// Actions of the current step already applied (receives are applied in the listed

@@ -55,7 +55,7 @@ impl Endpoint {
     /// Posts a step's message to `peer`: straight from the operation's buffer into the pipe
     /// when there is one, else copied into a framed message queued for the connection.
     pub(super) fn post_send(&mut self, op: &mut Op, peer: usize, buf: Buf, range: &Range<usize>, wire: u32) {
-        let src = if buf == Buf::Input { &op.input } else { &op.work };
+        let src: &[u8] = if buf == Buf::Input { &op.input } else { &op.work };
         let bytes = src.get(range.clone()).unwrap_or(&[]);
         if self.live_pipe(peer) {
             let hdr = crate::frame::header_bytes(op.kind, op.tag, wire, bytes.len());
@@ -96,7 +96,7 @@ impl Endpoint {
                 i += 1;
                 continue;
             }
-            let src = if d.buf == Buf::Input { &op.input } else { &op.work };
+            let src: &[u8] = if d.buf == Buf::Input { &op.input } else { &op.work };
             let data = &src[d.range.clone()];
             let pipe = p.pipe.as_mut().expect("checked above");
             let wrote = write_framed(pipe, &d.hdr, data, &mut d.off);
@@ -155,13 +155,14 @@ impl Endpoint {
         let Some(left) = p.held else { return Ok(false) };
         let done = range.len() - left;
         if mode == Mode::Copy && done == 0 && op.work.len() < range.end {
-            if op.work.len() != range.start {
+            // An own buffer still short of the range grows as the bytes arrive.
+            let Some(v) = op.work.owned_mut().filter(|v| v.len() == range.start) else {
                 return Err(CollectiveError::BadArgument(format!("{}: receive beyond the working buffer", op.name)));
-            }
-            if op.work.capacity() < range.end {
+            };
+            if v.capacity() < range.end {
                 let mut w = self.pool.take(range.end);
-                w.extend_from_slice(&op.work);
-                self.pool.give(std::mem::replace(&mut op.work, w));
+                w.extend_from_slice(v);
+                self.pool.give(std::mem::replace(v, w));
             }
         } else if mode == Mode::Reduce && op.work.len() < range.end {
             return Err(CollectiveError::BadArgument(format!("{}: reduction beyond the working buffer", op.name)));
@@ -173,10 +174,11 @@ impl Endpoint {
                 PipeRead::Data(b) => {
                     let n = b.len().min(left - got);
                     let at = done + got;
-                    match mode {
-                        Mode::Copy if op.work.len() == range.start + at => op.work.extend_from_slice(&b[..n]),
-                        Mode::Copy => op.work[range.start + at..range.start + at + n].copy_from_slice(&b[..n]),
-                        Mode::Reduce => {
+                    let end = range.start + at;
+                    match (mode, op.work.owned_mut()) {
+                        (Mode::Copy, Some(v)) if v.len() == end => v.extend_from_slice(&b[..n]),
+                        (Mode::Copy, _) => op.work[end..end + n].copy_from_slice(&b[..n]),
+                        (Mode::Reduce, _) => {
                             reduce_streamed(op.dtype, op.rop, &mut op.work[range.clone()], at, &mut op.carry, &b[..n])
                         }
                     }

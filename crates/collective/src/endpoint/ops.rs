@@ -62,13 +62,30 @@ impl Endpoint {
         algo: TreeAlgo,
     ) -> Result<Request<T>, CollectiveError> {
         self.check_root(root)?;
-        let (r, n, len) = (self.rank, self.size(), data.len() * T::DTYPE.size());
-        let s = match self.auto_tree(algo, len) {
+        let s = self.bcast_schedule(data.len() * T::DTYPE.size(), root, algo);
+        Ok(self.coll("broadcast", ReduceOp::Sum, s, data))
+    }
+
+    /// Broadcast in the caller's `buf` (lent for a blocking call, see
+    /// [`Endpoint::start_lent`]).
+    pub(crate) fn ibcast_lent<T: Element>(
+        &mut self,
+        buf: &mut [T],
+        root: usize,
+    ) -> Result<Request<T>, CollectiveError> {
+        self.check_root(root)?;
+        let s = self.bcast_schedule(std::mem::size_of_val(buf), root, self.cfg.bcast);
+        Ok(self.start_lent("broadcast", ReduceOp::Sum, s, buf))
+    }
+
+    /// This rank's broadcast schedule of `len` bytes.
+    fn bcast_schedule(&self, len: usize, root: usize, algo: TreeAlgo) -> Schedule {
+        let (r, n) = (self.rank, self.size());
+        match self.auto_tree(algo, len) {
             TreeAlgo::Flat | TreeAlgo::Auto => schedule::bcast_flat(r, n, root, len),
             TreeAlgo::Tree => schedule::bcast_tree(r, n, root, len),
             TreeAlgo::Chain => schedule::bcast_chain(r, n, root, len, self.cfg.chain_segment),
-        };
-        Ok(self.coll("broadcast", ReduceOp::Sum, s, data))
+        }
     }
 
     /// Reduce to `root` (algorithm [`Config::reduce`]); the root's result is the reduction,
@@ -129,14 +146,28 @@ impl Endpoint {
 
     /// All-reduce with an explicit algorithm.
     pub fn iallreduce_with<T: Element>(&mut self, data: &[T], op: ReduceOp, algo: AllreduceAlgo) -> Request<T> {
-        let (r, n, es) = (self.rank, self.size(), T::DTYPE.size());
-        let algo = if algo == AllreduceAlgo::Auto { self.auto_allreduce(data.len(), es) } else { algo };
-        let s = match algo {
-            AllreduceAlgo::ReduceBcast | AllreduceAlgo::Auto => schedule::allreduce_reduce_bcast(r, n, data.len() * es),
-            AllreduceAlgo::Ring => schedule::allreduce_ring(r, n, data.len(), es, self.cfg.chain_segment),
-            AllreduceAlgo::RecursiveDoubling => schedule::allreduce_doubling(r, n, data.len() * es),
-        };
+        let s = self.allreduce_schedule(data.len(), T::DTYPE.size(), algo);
         self.coll("all-reduce", op, s, data)
+    }
+
+    /// All-reduce in the caller's `buf`, which holds this rank's input (lent for a blocking
+    /// call, see [`Endpoint::start_lent`]; not for logical operators, whose input is
+    /// rewritten first).
+    pub(crate) fn iallreduce_lent<T: Element>(&mut self, buf: &mut [T], op: ReduceOp) -> Request<T> {
+        debug_assert!(!op.is_logical());
+        let s = self.allreduce_schedule(buf.len(), T::DTYPE.size(), self.cfg.allreduce);
+        self.start_lent("all-reduce", op, s, buf)
+    }
+
+    /// This rank's all-reduce schedule of `elems` elements of `es` bytes.
+    fn allreduce_schedule(&self, elems: usize, es: usize, algo: AllreduceAlgo) -> Schedule {
+        let (r, n) = (self.rank, self.size());
+        let algo = if algo == AllreduceAlgo::Auto { self.auto_allreduce(elems, es) } else { algo };
+        match algo {
+            AllreduceAlgo::ReduceBcast | AllreduceAlgo::Auto => schedule::allreduce_reduce_bcast(r, n, elems * es),
+            AllreduceAlgo::Ring => schedule::allreduce_ring(r, n, elems, es, self.cfg.chain_segment),
+            AllreduceAlgo::RecursiveDoubling => schedule::allreduce_doubling(r, n, elems * es),
+        }
     }
 
     /// Scatter from `root`: the root passes `size * chunk` elements, the other ranks' `data`
