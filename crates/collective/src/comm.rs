@@ -285,46 +285,14 @@ impl<L: Link> Communicator<L> {
     }
 
     /// Blocking send. To a peer reached through a shared-memory pipe, the bytes go straight
-    /// from `data` into the pipe's ring (no message buffer; returns once the last byte is
-    /// in the ring); otherwise as [`Endpoint::isend`] and a wait.
+    /// from `data` into the pipe's ring (no message buffer, as [`Endpoint::isend_borrowed`];
+    /// returns once the last byte is in the ring); otherwise as [`Endpoint::isend`] and a
+    /// wait.
     pub fn send<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<(), CollectiveError> {
-        if self.ep.direct_send_begin(peer) {
-            let bytes: &[u8] = bytemuck::cast_slice(data);
-            let mut off = 0;
-            let r = self.direct_send(peer, tag, bytes, &mut off);
-            self.ep.direct_send_end(peer, off, crate::frame::HEADER_LEN + bytes.len());
-            return r;
-        }
-        let r = self.ep.isend(peer, tag, data)?;
-        self.wait(r).map(|_| ())
-    }
-
-    /// The loop of a direct send: writes into the pipe as it has room, polling (so that
-    /// what peers send us keeps moving) and idling while it is full, up to the timeout.
-    fn direct_send(&mut self, peer: usize, tag: u32, bytes: &[u8], off: &mut usize) -> Result<(), CollectiveError> {
-        let hdr = crate::frame::header_bytes(crate::frame::Kind::P2p, tag, 0, bytes.len());
-        let total = hdr.len() + bytes.len();
-        let deadline = Instant::now() + self.ep.config().timeout;
-        let mut idle = 0;
-        loop {
-            let wrote = self.ep.direct_send_step(peer, &hdr, bytes, off)?;
-            if *off == total {
-                return Ok(());
-            }
-            if wrote {
-                // The peer is reading: keep writing (the loop polls once the ring is full).
-                idle = 0;
-                continue;
-            }
-            if self.poll()? {
-                idle = 0;
-                continue;
-            }
-            if Instant::now() >= deadline {
-                return Err(self.direct_timeout("send", peer));
-            }
-            self.idle(&mut idle)?;
-        }
+        // SAFETY: `data` is borrowed for the whole call, and `wait_lent` removes the operation
+        // before it returns (also on errors and unwinding).
+        let r = unsafe { self.ep.isend_borrowed(peer, tag, data) }?;
+        self.wait_lent(r)
     }
 
     fn direct_timeout(&self, op: &'static str, peer: usize) -> CollectiveError {

@@ -35,7 +35,7 @@ use collective::{
 };
 use link::Link;
 use numpy::{
-    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
+    PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn, PyReadwriteArrayDyn,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -401,15 +401,20 @@ fn coll_in_place<L: Link>(
     arr: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
-    let same = arr.is(out);
     macro_rules! try_type {
         ($t:ty) => {
-            if let Ok(mut o) = out.extract::<PyReadwriteArrayDyn<'_, $t>>() {
+            if let Ok(oa) = out.downcast::<PyArrayDyn<$t>>() {
+                let Ok(aa) = arr.downcast::<PyArrayDyn<$t>>() else { return Ok(false) };
+                // The same memory (the same array, or a view of it as MPI.IN_PLACE makes):
+                // in place.
+                let same = aa.data() == oa.data() && aa.len() == oa.len();
+                let Ok(mut o) = oa.try_readwrite() else { return Ok(false) };
                 let Ok(os) = o.as_slice_mut() else { return Ok(false) };
                 match coll {
                     Coll::Allreduce(op) if same => py.allow_threads(|| c.allreduce_in_place(os, op)).map_err(rt)?,
                     Coll::Allreduce(op) => {
-                        let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() else { return Ok(false) };
+                        // Overlapping views of one array cannot be borrowed both ways.
+                        let Ok(a) = aa.try_readonly() else { return Ok(false) };
                         let Ok(s) = a.as_slice() else { return Ok(false) };
                         if s.len() != os.len() {
                             return Ok(false);
@@ -451,6 +456,62 @@ pub struct PyRequest {
     returns_none: bool,
     /// The input was a bool array, carried as bytes: the result is viewed as bool again.
     as_bool: bool,
+    /// The array a borrowed send reads from ([`isend_borrowed_any`]), kept alive until the
+    /// request is collected (or detached when the request is dropped).
+    keep: Option<PyObject>,
+}
+
+impl Drop for PyRequest {
+    fn drop(&mut self) {
+        let (Some(r), Some(_)) = (self.req.take(), self.keep.as_ref()) else { return };
+        Python::with_gil(|py| {
+            // The send still reads the array: copy what it needs and let it finish alone. If
+            // the communicator is busy (borrowed), the array is kept alive for good instead.
+            let Ok(mut pc) = self.comm.bind(py).try_borrow_mut() else {
+                std::mem::forget(self.keep.take());
+                return;
+            };
+            if let Ok(rank) = pc.c() {
+                on_rank!(rank, |c| each_request!(r, |r| c.endpoint().detach(r)));
+            }
+        });
+    }
+}
+
+/// A non-blocking send of a contiguous array of a native element type straight from the
+/// array's memory ([`Endpoint::isend_borrowed`]; the request keeps the array); `None` if
+/// `arr` is not one: the caller takes the copying path.
+fn isend_borrowed_any(
+    ep: &mut Endpoint,
+    arr: &Bound<'_, PyAny>,
+    dest: usize,
+    tag: u32,
+) -> PyResult<Option<AnyRequest>> {
+    macro_rules! try_type {
+        ($v:ident, $t:ty) => {
+            if let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() {
+                let Ok(s) = a.as_slice() else { return Ok(None) };
+                // SAFETY: the request keeps a reference to the array (numpy then refuses to
+                // resize it), and its buffer is read until the request is collected or
+                // detached (on drop); as with MPI_Isend, the caller must not write to it
+                // meanwhile.
+                let r = unsafe { ep.isend_borrowed(dest, tag, s) }.map_err(rt)?;
+                return Ok(Some(AnyRequest::$v(r)));
+            }
+        };
+    }
+    try_type!(F16, f16);
+    try_type!(F32, f32);
+    try_type!(F64, f64);
+    try_type!(I32, i32);
+    try_type!(I64, i64);
+    try_type!(U8, u8);
+    try_type!(I8, i8);
+    try_type!(U16, u16);
+    try_type!(I16, i16);
+    try_type!(U32, u32);
+    try_type!(U64, u64);
+    Ok(None)
 }
 
 impl PyRequest {
@@ -558,6 +619,7 @@ impl PyComm {
             out: out.filter(|_| !no_result).map(|o| o.clone().unbind()),
             returns_none: matches!(coll, Coll::Barrier | Coll::Send(..)),
             as_bool: arr.extract::<PyReadonlyArrayDyn<'_, bool>>().is_ok(),
+            keep: None,
         })
     }
 
@@ -833,6 +895,20 @@ impl PyComm {
     /// Non-blocking send.
     #[pyo3(signature = (arr, dest, tag = 0, bf16 = false))]
     fn isend(slf: &Bound<'_, Self>, arr: &Bound<'_, PyAny>, dest: usize, tag: u32, bf16: bool) -> PyResult<PyRequest> {
+        if !bf16 {
+            let started = on_rank!(slf.borrow_mut().c()?, |c| isend_borrowed_any(c.endpoint(), arr, dest, tag))?;
+            if let Some(req) = started {
+                return Ok(PyRequest {
+                    comm: slf.clone().unbind(),
+                    req: Some(req),
+                    shape: Vec::new(),
+                    out: None,
+                    returns_none: true,
+                    as_bool: false,
+                    keep: Some(arr.clone().unbind()),
+                });
+            }
+        }
         Self::begin(slf, arr, Coll::Send(dest, tag), None, bf16)
     }
 

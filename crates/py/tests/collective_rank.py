@@ -215,6 +215,32 @@ def check_large(comm: Communicator) -> None:
         comm.send(np.full(LARGE, r, dtype=np.uint8), (r + 1) % n, tag=77)
         comm.recv(buf, (r - 1) % n, tag=77)
         assert np.count_nonzero(buf != (r - 1) % n) == 0, "64 MiB send/recv"
+        check_borrowed_isend(comm)
+
+
+def check_borrowed_isend(comm: Communicator) -> None:
+    """isend of a contiguous array sends straight from it (the request keeps the array): rank
+    0 copies nothing for a waited one (nobody sends to it meanwhile), and one whose request
+    is dropped before it is written still delivers the data as it was when sent."""
+    r = comm.rank
+    elems = 1 << 20
+    if r == 0:
+        src = np.arange(elems, dtype=np.float64)
+        staged = comm.counters()["staged_bytes"]
+        req = comm.isend(src, 1, tag=78)
+        assert req.wait() is None
+        assert comm.counters()["staged_bytes"] == staged, "a borrowed isend copied its array"
+        dropped = np.arange(elems, dtype=np.float64) * 3
+        req = comm.isend(dropped, 1, tag=79)
+        del req
+        dropped[:] = -1.0
+    elif r == 1:
+        got = np.empty(elems, dtype=np.float64)
+        comm.recv(got, 0, tag=78)
+        assert np.array_equal(got, np.arange(elems, dtype=np.float64)), "borrowed isend"
+        comm.recv(got, 0, tag=79)
+        assert np.array_equal(got, np.arange(elems, dtype=np.float64) * 3), "isend whose request was dropped"
+    comm.barrier()
 
 
 MPI_TYPES: List[Any] = [np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int8, np.uint8, np.int16,

@@ -128,10 +128,13 @@ pub struct Counters {
     /// Messages read straight from a pipe into the caller's memory (point-to-point) or
     /// copied or reduced into an operation's buffer (collectives), without a message buffer.
     pub direct_recvs: u64,
-    /// Payload bytes that went through a message buffer: copied into one to be sent, or
-    /// read into one on arrival (over TCP always; over a pipe only when no receive was
-    /// waiting for the message, or the pipe held earlier messages). 0 on the pipes' direct
-    /// paths.
+    /// Bytes copied beyond what the transport needs: the caller's data copied into an
+    /// operation's or message's buffer to be sent (non-blocking operations, `isend`, any
+    /// message over TCP), and payloads read into a message buffer on arrival (over TCP
+    /// always; over a pipe when no receive was waiting for the message yet). 0 where
+    /// messages go straight between the caller's buffers and the pipes (blocking
+    /// send/receive, `allreduce_in_place`, `bcast_in_place`, `isend_borrowed`, a receive
+    /// posted before its message arrived).
     pub staged_bytes: u64,
     /// Peers whose messages go through a shared-memory pipe (the others: TCP).
     pub pipe_peers: u64,

@@ -1,14 +1,12 @@
-//! Point-to-point messages straight between the caller's memory and a shared-memory pipe
-//! (the blocking [`crate::Communicator::send`] and [`crate::Communicator::recv_into`]): the
-//! sender copies the caller's bytes into the ring, the receiver copies them out of the ring
-//! into the caller's buffer, and no message buffer is made on either side.
+//! Point-to-point receives straight from a shared-memory pipe into the caller's memory (the
+//! blocking [`crate::Communicator::recv_into`]): the receiver copies the payload out of the
+//! ring into the caller's buffer, and no message buffer is made. (Sends straight from the
+//! caller's memory are operations with a lent input, see `op_pipes`.)
 //!
-//! A direct send may start only when nothing is queued for the pipe before it (message order
-//! per peer is kept); while it runs, the pipe takes nothing else. A direct receive claims the
-//! next message of its tag and length from the pipe: the parser stops after that header
-//! ([`PumpEnd::Held`]) and the payload stays in the ring until the receive copies it out. A
-//! message of that tag already waiting, or an earlier receive of the same peer and tag still
-//! in progress, sends the receive the ordinary way.
+//! A direct receive claims the next message of its tag and length from the pipe: the parser
+//! stops after that header ([`PumpEnd::Held`]) and the payload stays in the ring until the
+//! receive copies it out. A message of that tag already waiting, or an earlier receive of
+//! the same peer and tag still in progress, sends the receive the ordinary way.
 
 use super::*;
 use crate::frame::HEADER_LEN;
@@ -58,58 +56,6 @@ impl Endpoint {
             step: 0,
             rank: peer,
             reason: self.peers[peer].lost.clone().unwrap_or_else(|| "the shared-memory pipe is gone".into()),
-        }
-    }
-
-    /// Starts a direct send to `peer` if its pipe is up and has nothing queued before it
-    /// (`false`: send the ordinary way).
-    pub(crate) fn direct_send_begin(&mut self, peer: usize) -> bool {
-        if !self.live_pipe(peer) {
-            return false;
-        }
-        let p = &mut self.peers[peer];
-        if !p.pipe_out.is_empty() || p.pipe_off != 0 || p.streaming {
-            return false;
-        }
-        p.streaming = true;
-        true
-    }
-
-    /// Writes what the pipe to `peer` has room for of `hdr` followed by `data`, from byte
-    /// `*off` of the two on; returns whether anything was written (rings the peer's bell).
-    pub(crate) fn direct_send_step(
-        &mut self,
-        peer: usize,
-        hdr: &[u8; HEADER_LEN],
-        data: &[u8],
-        off: &mut usize,
-    ) -> Result<bool, CollectiveError> {
-        if !self.live_pipe(peer) {
-            return Err(self.lost_error("send", peer));
-        }
-        let p = &mut self.peers[peer];
-        let pipe = p.pipe.as_mut().expect("checked by live_pipe");
-        let wrote = write_framed(pipe, hdr, data, off);
-        if wrote > 0 {
-            if let Some(b) = &p.bell {
-                b.ring();
-            }
-        }
-        if *off == HEADER_LEN + data.len() {
-            self.counters.msgs_sent += 1;
-            self.counters.bytes_sent += data.len() as u64;
-            self.counters.direct_sends += 1;
-        }
-        Ok(wrote > 0)
-    }
-
-    /// Ends a direct send to `peer`; one left after `off` of its `total` bytes (header
-    /// included) loses the peer, whose stream now holds part of a message.
-    pub(crate) fn direct_send_end(&mut self, peer: usize, off: usize, total: usize) {
-        let p = &mut self.peers[peer];
-        p.streaming = false;
-        if off != 0 && off != total && p.lost.is_none() {
-            p.lost = Some("a send was abandoned in the middle of its message".into());
         }
     }
 

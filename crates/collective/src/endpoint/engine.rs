@@ -83,6 +83,7 @@ impl Endpoint {
     pub(super) fn advance_ops(&mut self, now: Instant) {
         // Take the table out so each operation can borrow the endpoint while it advances.
         let mut ops = std::mem::take(&mut self.ops);
+        self.pipe_busy.fill(false);
         for (&id, op) in ops.iter_mut().filter(|(_, o)| o.outcome.is_none()) {
             if let Some(res) = self.advance(id, op, now) {
                 if res.is_ok() {
@@ -92,6 +93,12 @@ impl Endpoint {
                 }
                 self.release_pipes(id, op);
                 op.outcome = Some(res);
+            }
+        }
+        let gone: Vec<u64> = ops.iter().filter(|(_, o)| o.detached && o.outcome.is_some()).map(|(&id, _)| id).collect();
+        for id in gone {
+            if let Some(op) = ops.remove(&id) {
+                self.recycle(op);
             }
         }
         self.ops = ops;
@@ -268,13 +275,13 @@ impl Endpoint {
             }
         };
         let mut op = new_op::<T>(name, kind, tag, rop, sched);
-        op.input = input;
-        op.work = WorkBuf::Owned(work);
+        op.input = OpBuf::Owned(input);
+        op.work = OpBuf::Owned(work);
         self.push_op(op)
     }
 
     /// Starts a collective whose working buffer is the caller's `buf` (lent, see
-    /// [`WorkBuf::Lent`]), which holds the input for [`Init::Input`]. For [`Init::Zeros`] it
+    /// [`OpBuf::Lent`]), which holds the input for [`Init::Input`]. For [`Init::Zeros`] it
     /// is not cleared: only for operations whose receives cover all of it (a broadcast).
     /// The caller must remove the operation (collect or [`Endpoint::abandon`]) before `buf`
     /// goes away.
@@ -296,8 +303,8 @@ impl Endpoint {
             Vec::new()
         };
         let mut op = new_op::<T>(name, Kind::Coll, seq, rop, sched);
-        op.input = input;
-        op.work = WorkBuf::Lent { ptr: std::ptr::NonNull::from(&mut *bytes).cast(), len: bytes.len() };
+        op.input = OpBuf::Owned(input);
+        op.work = OpBuf::Lent { ptr: std::ptr::NonNull::from(&mut *bytes).cast(), len: bytes.len() };
         self.push_op(op)
     }
 
@@ -306,14 +313,20 @@ impl Endpoint {
     pub(crate) fn abandon<T>(&mut self, req: &Request<T>) {
         if let Some(mut op) = self.ops.remove(&req.id) {
             self.release_pipes(req.id, &mut op);
-            if let Some(v) = op.work.into_vec() {
-                self.pool.give(v);
-            }
-            self.pool.give(op.input);
+            self.recycle(op);
         }
     }
 
-    fn push_op<T>(&mut self, op: Op) -> Request<T> {
+    /// An operation's own buffers go back to the pool.
+    pub(super) fn recycle(&mut self, op: Op) {
+        for b in [op.input, op.work] {
+            if let Some(v) = b.into_vec() {
+                self.pool.give(v);
+            }
+        }
+    }
+
+    pub(super) fn push_op<T>(&mut self, op: Op) -> Request<T> {
         let id = self.next_id;
         self.next_id += 1;
         self.ops.insert(id, op);
@@ -330,14 +343,20 @@ impl Endpoint {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         let mut input = self.bytes_of(data);
+        self.staged(input.len());
         if rop.is_logical() {
             crate::dtype::truth_in_place(T::DTYPE, &mut input);
         }
         self.start_op(name, Kind::Coll, seq, rop, sched, input)
     }
 
+    /// Counts `n` payload bytes copied into a message or operation buffer to be sent.
+    pub(super) fn staged(&mut self, n: usize) {
+        self.counters.staged_bytes += n as u64;
+    }
+
     /// `data` as little-endian bytes in a pooled buffer.
-    fn bytes_of<T: Element>(&mut self, data: &[T]) -> Vec<u8> {
+    pub(super) fn bytes_of<T: Element>(&mut self, data: &[T]) -> Vec<u8> {
         let buf = self.pool.take(std::mem::size_of_val(data));
         to_bytes_in(buf, data)
     }
@@ -408,10 +427,7 @@ impl Endpoint {
             Some(Err(e)) => Err(e),
             None => Err(CollectiveError::UnknownRequest),
         };
-        if let Some(v) = op.work.into_vec() {
-            self.pool.give(v);
-        }
-        self.pool.give(op.input);
+        self.recycle(op);
         r
     }
 
@@ -423,7 +439,7 @@ impl Endpoint {
 }
 
 /// An operation not yet started, with empty buffers.
-fn new_op<T: Element>(name: &'static str, kind: Kind, tag: u32, rop: ReduceOp, sched: Schedule) -> Op {
+pub(super) fn new_op<T: Element>(name: &'static str, kind: Kind, tag: u32, rop: ReduceOp, sched: Schedule) -> Op {
     Op {
         name,
         kind,
@@ -431,8 +447,8 @@ fn new_op<T: Element>(name: &'static str, kind: Kind, tag: u32, rop: ReduceOp, s
         dtype: T::DTYPE,
         rop,
         sched,
-        input: Vec::new(),
-        work: WorkBuf::Owned(Vec::new()),
+        input: OpBuf::Owned(Vec::new()),
+        work: OpBuf::Owned(Vec::new()),
         step: 0,
         posted: false,
         applied: 0,
@@ -440,6 +456,7 @@ fn new_op<T: Element>(name: &'static str, kind: Kind, tag: u32, rop: ReduceOp, s
         outcome: None,
         pipe_sends: VecDeque::new(),
         carry: ([0; 16], 0),
+        detached: false,
     }
 }
 

@@ -74,8 +74,11 @@ struct Peer {
     /// The claimed message's header was read: payload bytes still in the pipe for the
     /// direct receive (nothing else reads the pipe meanwhile).
     held: Option<usize>,
-    /// A direct send is writing into the pipe (nothing else writes meanwhile).
+    /// An operation's message is partly written into the pipe (nothing else writes until
+    /// it is whole).
     streaming: bool,
+    /// Operations' messages posted for the pipe and not yet written whole ([`PipeSend`]).
+    queued_direct: usize,
     /// Whether `pipe_wanted` is decided: at once without [`Config::host`], else once the
     /// peer's hello told its host name.
     host_known: bool,
@@ -147,7 +150,7 @@ struct Pending {
 
 /// An operation's working buffer: its own (pooled), or the caller's memory lent for the
 /// length of a blocking call (see `lent`).
-enum WorkBuf {
+enum OpBuf {
     Owned(Vec<u8>),
     /// The caller's buffer. Valid while the operation is in the table: the blocking call that
     /// lent it removes the operation before it returns, on errors and unwinding too.
@@ -159,35 +162,35 @@ enum WorkBuf {
 
 // SAFETY: a lent buffer is only touched by the thread running the blocking call that lent it
 // (through the endpoint, which that call borrows mutably), while the call runs.
-unsafe impl Send for WorkBuf {}
+unsafe impl Send for OpBuf {}
 
-impl std::ops::Deref for WorkBuf {
+impl std::ops::Deref for OpBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            WorkBuf::Owned(v) => v,
-            // SAFETY: see `WorkBuf::Lent`: the memory outlives the operation.
-            WorkBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+            OpBuf::Owned(v) => v,
+            // SAFETY: see `OpBuf::Lent`: the memory outlives the operation.
+            OpBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
         }
     }
 }
 
-impl std::ops::DerefMut for WorkBuf {
+impl std::ops::DerefMut for OpBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
         match self {
-            WorkBuf::Owned(v) => v,
+            OpBuf::Owned(v) => v,
             // SAFETY: as in `deref`; the lender gave it up mutably for the call.
-            WorkBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), *len) },
+            OpBuf::Lent { ptr, len } => unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), *len) },
         }
     }
 }
 
-impl WorkBuf {
+impl OpBuf {
     /// The pooled vector, if the buffer is the operation's own.
     fn owned_mut(&mut self) -> Option<&mut Vec<u8>> {
         match self {
-            WorkBuf::Owned(v) => Some(v),
-            WorkBuf::Lent { .. } => None,
+            OpBuf::Owned(v) => Some(v),
+            OpBuf::Lent { .. } => None,
         }
     }
 
@@ -195,8 +198,8 @@ impl WorkBuf {
     /// it, a lent one gets it copied in. Returns the vector left over (for the pool).
     fn take_over(&mut self, payload: Vec<u8>) -> Vec<u8> {
         match self {
-            WorkBuf::Owned(v) => std::mem::replace(v, payload),
-            WorkBuf::Lent { .. } => {
+            OpBuf::Owned(v) => std::mem::replace(v, payload),
+            OpBuf::Lent { .. } => {
                 self.copy_from_slice(&payload);
                 payload
             }
@@ -206,8 +209,8 @@ impl WorkBuf {
     /// The own vector, for the pool (`None` for a lent buffer).
     fn into_vec(self) -> Option<Vec<u8>> {
         match self {
-            WorkBuf::Owned(v) => Some(v),
-            WorkBuf::Lent { .. } => None,
+            OpBuf::Owned(v) => Some(v),
+            OpBuf::Lent { .. } => None,
         }
     }
 }
@@ -219,8 +222,8 @@ struct Op {
     dtype: DType,
     rop: ReduceOp,
     sched: Schedule,
-    input: Vec<u8>,
-    work: WorkBuf,
+    input: OpBuf,
+    work: OpBuf,
     step: usize,
     posted: bool,
     /// Actions of the current step already applied (receives are applied in the listed
@@ -233,6 +236,8 @@ struct Op {
     pipe_sends: VecDeque<PipeSend>,
     /// Bytes of an element split by the ring's end while reducing straight out of a pipe.
     carry: ([u8; 16], usize),
+    /// Nobody will collect it (see [`Endpoint::detach`]): removed once it ends.
+    detached: bool,
 }
 
 /// The peers whose message for a step's receive (of operation `kind`/`tag`) has not
@@ -283,7 +288,8 @@ pub struct Endpoint {
     counters: Counters,
     /// Message and working buffers done with, for the next ones.
     pool: BufPool,
-    /// Scratch of `write_pipe_sends`: the peers whose pipe is taken this round.
+    /// The peers whose pipe an operation could not finish writing to in this round of
+    /// `advance_ops` (later operations wait their turn; see `write_pipe_sends`).
     pipe_busy: Vec<bool>,
     /// Bytes operations moved straight through pipes (part of a message counts as progress).
     streamed: u64,
@@ -354,6 +360,7 @@ impl Endpoint {
                 claim: None,
                 held: None,
                 streaming: false,
+                queued_direct: 0,
                 host_known: cfg.host.is_none() || j == rank,
             })
             .collect();

@@ -61,20 +61,19 @@ impl Endpoint {
             let hdr = crate::frame::header_bytes(op.kind, op.tag, wire, bytes.len());
             let range = range.start..range.start + bytes.len();
             op.pipe_sends.push_back(PipeSend { peer, hdr, buf, range, off: 0 });
+            self.peers[peer].queued_direct += 1;
             return;
         }
-        self.counters.staged_bytes += bytes.len() as u64;
+        self.staged(bytes.len());
         let m = self.pool.take(HEADER_LEN + bytes.len());
         self.peers[peer].queue(encode_in(m, op.kind, op.tag, wire, bytes));
     }
 
     /// Writes the operation's pending pipe messages as far as the rings have room, each peer's
-    /// in order; a lost peer fails the operation.
+    /// in order; a lost peer fails the operation. A peer whose pipe an earlier operation could
+    /// not finish writing to this round (`pipe_busy`, cleared by `advance_ops`)
+    /// takes nothing from later ones, so messages enter a pipe in the order they were posted.
     pub(super) fn write_pipe_sends(&mut self, op: &mut Op) -> Result<(), CollectiveError> {
-        if op.pipe_sends.is_empty() {
-            return Ok(());
-        }
-        self.pipe_busy.fill(false);
         let mut i = 0;
         while let Some(d) = op.pipe_sends.get_mut(i) {
             if self.pipe_busy[d.peer] {
@@ -108,6 +107,7 @@ impl Endpoint {
             }
             if d.off == HEADER_LEN + data.len() {
                 p.streaming = false;
+                p.queued_direct -= 1;
                 self.counters.msgs_sent += 1;
                 self.counters.bytes_sent += data.len() as u64;
                 self.counters.direct_sends += 1;
@@ -227,6 +227,7 @@ impl Endpoint {
     pub(super) fn release_pipes(&mut self, id: u64, op: &mut Op) {
         for d in op.pipe_sends.drain(..) {
             let p = &mut self.peers[d.peer];
+            p.queued_direct -= 1;
             if d.off > 0 {
                 p.streaming = false;
                 if p.lost.is_none() {

@@ -3,15 +3,84 @@
 use super::*;
 
 impl Endpoint {
-    /// Point-to-point send of `data` to `peer` with `tag`. The data is copied, so the request
-    /// completes once the message is queued for the stack; order per (peer, tag) is kept.
+    /// Point-to-point send of `data` to `peer` with `tag`; the data is copied, so the caller
+    /// may reuse it at once. Over a connection the request completes once the message is
+    /// queued for the stack; over a shared-memory pipe once the message is in the pipe's
+    /// ring. Order per (peer, tag) is kept.
     pub fn isend<T: Element>(&mut self, peer: usize, tag: u32, data: &[T]) -> Result<Request<T>, CollectiveError> {
         self.check_peer(peer)?;
+        if self.live_pipe(peer) {
+            let input = self.bytes_of(data);
+            self.staged(input.len());
+            return Ok(self.send_op(peer, tag, OpBuf::Owned(input)));
+        }
         // Framed straight from `data` (one copy); the operation has nothing left to do.
+        self.staged(std::mem::size_of_val(data));
         let buf = self.pool.take(crate::frame::HEADER_LEN + std::mem::size_of_val(data));
         self.peers[peer].queue(encode_elems_in(buf, Kind::P2p, tag, 0, data));
         let s = Schedule { steps: Vec::new(), init: Init::Zeros(0), result: 0..0 };
         Ok(self.start_op("send", Kind::P2p, tag, ReduceOp::Sum, s, Vec::new()))
+    }
+
+    /// [`Endpoint::isend`] without a copy (as `MPI_Isend`): over a shared-memory pipe the
+    /// message is written into the ring straight from `data` as the ring has room, and the
+    /// request completes once all of it is there. Over a connection (or on a big-endian
+    /// machine) the data is copied as by `isend`.
+    ///
+    /// # Safety
+    /// `data` must stay valid and unchanged until the request is collected
+    /// ([`Endpoint::test`], a communicator's `wait`) or [`Endpoint::detach`]ed.
+    pub unsafe fn isend_borrowed<T: Element>(
+        &mut self,
+        peer: usize,
+        tag: u32,
+        data: &[T],
+    ) -> Result<Request<T>, CollectiveError> {
+        self.check_peer(peer)?;
+        if !cfg!(target_endian = "little") || !self.live_pipe(peer) {
+            return self.isend(peer, tag, data);
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let lent = OpBuf::Lent { ptr: std::ptr::NonNull::from(bytes).cast(), len: bytes.len() };
+        Ok(self.send_op(peer, tag, lent))
+    }
+
+    /// A send operation of `input` to `peer` through its pipe, its message posted at once (so
+    /// that messages to a peer enter its pipe in the order they were sent).
+    fn send_op<T: Element>(&mut self, peer: usize, tag: u32, input: OpBuf) -> Request<T> {
+        let len = input.len();
+        let s = Schedule {
+            steps: vec![schedule::Step {
+                actions: vec![Action::Send { peer, buf: Buf::Input, range: 0..len, wire: 0 }],
+            }],
+            init: Init::Zeros(0),
+            result: 0..0,
+        };
+        let mut op = engine::new_op::<T>("send", Kind::P2p, tag, ReduceOp::Sum, s);
+        op.input = input;
+        self.post_send(&mut op, peer, Buf::Input, &(0..len), 0);
+        op.posted = true;
+        self.push_op(op)
+    }
+
+    /// Lets the caller drop the buffer of a borrowed send ([`Endpoint::isend_borrowed`]) whose
+    /// request it will not collect: what is not yet written is copied, and the operation is
+    /// removed once it ends (a finished one at once).
+    pub fn detach<T>(&mut self, req: Request<T>) {
+        let Some(op) = self.ops.get_mut(&req.id()) else { return };
+        if op.outcome.is_some() {
+            if let Some(op) = self.ops.remove(&req.id()) {
+                self.recycle(op);
+            }
+            return;
+        }
+        if let OpBuf::Lent { .. } = op.input {
+            let mut own = self.pool.take(op.input.len());
+            own.extend_from_slice(&op.input);
+            self.counters.staged_bytes += own.len() as u64;
+            op.input = OpBuf::Owned(own);
+        }
+        op.detached = true;
     }
 
     /// The first point-to-point message that has arrived and is not yet taken by a receive,
