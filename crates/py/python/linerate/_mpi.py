@@ -335,6 +335,14 @@ class _Node:
         else:
             self.c().send(data, dest, tag)
 
+    def isend(self, dest: int, tag: int, data: _Array) -> Any:
+        """Starts sending `data` (uint8) to world rank `dest` straight from its memory: the
+        native request (None for a message to itself, queued as a copy at once)."""
+        if dest == self.rank:
+            self.selfq.append((tag, data.tobytes()))
+            return None
+        return self.c().isend(data, dest, tag)
+
     def probe(self, source: Optional[int], tag: int, mask: int, block: bool) -> Optional[Tuple[int, int, int]]:
         """The first matching message not yet received: (world source, tag, bytes)."""
         if source is None or source == self.rank:
@@ -785,9 +793,22 @@ class Comm:
     Ssend = Bsend = Rsend = Send
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
-        """Non-blocking send (complete at once: the message is queued)."""
-        self.Send(buf, dest, tag)
-        return Request()
+        """Non-blocking send straight from the buffer (as MPI says: do not change it until
+        Wait or Test reports the send complete)."""
+        if dest == PROC_NULL:
+            return Request()
+        native = _node().isend(self._world(dest), self._tag(tag), _u8(_msg(buf)))
+        if native is None:
+            return Request()
+
+        def step(block: bool, st: Status) -> Tuple[bool, Any]:
+            if block:
+                native.wait()
+                return True, None
+            done, _ = native.test()
+            return bool(done), None
+
+        return Request(step)
 
     Issend = Ibsend = Irsend = Isend
 
