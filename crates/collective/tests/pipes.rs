@@ -90,18 +90,36 @@ fn the_tcp_override_keeps_every_message_on_the_fabric_tcp() {
     }
 }
 
+/// Rank `r` of 2 of job `name` on a fabric, its operations' messages through pipes with rings
+/// of `ring` bytes, with operation timeout `timeout`, its mesh connected.
+fn pipe_rank(name: &str, r: usize, ring: usize, timeout: Duration) -> Communicator<ShmFabric> {
+    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
+    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
+    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
+    let cfg = Config { timeout, shm, pipe_ring: ring, ..Config::default() };
+    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
+    c.connect().unwrap();
+    c
+}
+
+/// Runs `rank(name, r)` for ranks 0 and 1, each on a thread; their results in rank order.
+fn on_two_threads<T: Send + 'static>(name: &str, rank: fn(&str, usize) -> T) -> Vec<T> {
+    let handles: Vec<_> = (0..2)
+        .map(|r| {
+            let name = name.to_string();
+            std::thread::spawn(move || rank(&name, r))
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
 /// What a rank of the direct-transfer test reports: its counters' direct sends and
 /// receives, and the error of the receive whose length does not match.
 type DirectOutcome = (u64, u64, Option<String>);
 
 /// Rank `r` of 2 for [`blocking_send_and_recv_into_go_straight_between_the_callers_memory_and_the_pipe`].
 fn direct_rank(name: &str, r: usize) -> DirectOutcome {
-    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
-    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
-    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
-    let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
-    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
-    c.connect().unwrap();
+    let mut c = pipe_rank(name, r, 64 * 1024, Duration::from_secs(60));
     let a: Vec<u8> = (0..(1 << 20) + 3).map(|i| (i * 7 % 253) as u8).collect();
     let b: Vec<u32> = (0..(3 << 20) / 4).map(|i| i * 2_654_435_761).collect();
     let back: Vec<f64> = (0..(5 << 20) / 8).map(|i| i as f64 * 0.5).collect();
@@ -135,13 +153,7 @@ fn direct_rank(name: &str, r: usize) -> DirectOutcome {
 #[test]
 fn blocking_send_and_recv_into_go_straight_between_the_callers_memory_and_the_pipe() {
     let name = format!("coll-direct-{}", std::process::id());
-    let handles: Vec<_> = (0..2)
-        .map(|r| {
-            let name = name.clone();
-            std::thread::spawn(move || direct_rank(&name, r))
-        })
-        .collect();
-    let out: Vec<DirectOutcome> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let out: Vec<DirectOutcome> = on_two_threads(&name, direct_rank);
     // Rank 0 sent three messages straight from its memory and received the reply straight
     // into its buffer; rank 1 received tag 2 directly, tag 1 (already waiting) the ordinary
     // way, and sent the reply directly.
@@ -192,12 +204,7 @@ type UnalignedOutcome = (Vec<f64>, Vec<i64>, Vec<u16>, Vec<u16>, u64, u64);
 
 /// Rank `r` of 2 for [`operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_posted_first`].
 fn unaligned_rank(name: &str, r: usize) -> UnalignedOutcome {
-    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
-    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
-    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
-    let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
-    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
-    c.connect().unwrap();
+    let mut c = pipe_rank(name, r, 64 * 1024, Duration::from_secs(60));
     // Odd-length messages first: every later element lies across the rings' positions at
     // odd offsets, so reductions straight out of a ring meet elements split by its end.
     let odd = vec![r as u8; 1001 + 6 * r];
@@ -234,13 +241,7 @@ fn unaligned_rank(name: &str, r: usize) -> UnalignedOutcome {
 #[test]
 fn operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_posted_first() {
     let name = format!("coll-unaligned-{}", std::process::id());
-    let handles: Vec<_> = (0..2)
-        .map(|r| {
-            let name = name.clone();
-            std::thread::spawn(move || unaligned_rank(&name, r))
-        })
-        .collect();
-    let out: Vec<UnalignedOutcome> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let out: Vec<UnalignedOutcome> = on_two_threads(&name, unaligned_rank);
     for (r, (sum, max, su, b, ..)) in out.iter().enumerate() {
         assert!(sum.iter().enumerate().all(|(i, &v)| v == (i % 977) as f64 * 3.0), "rank {r}: f64 sum");
         assert!(max.iter().enumerate().all(|(i, &v)| v == i as i64), "rank {r}: i64 max");
@@ -256,12 +257,7 @@ fn operations_reduce_straight_out_of_unaligned_rings_and_stage_nothing_when_post
 /// the error of an all-reduce whose lengths differ between the ranks, and the operations
 /// still in flight afterwards.
 fn mismatched_rank(name: &str, r: usize) -> (String, usize) {
-    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
-    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
-    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
-    let cfg = Config { timeout: Duration::from_secs(3), shm, ..Config::default() };
-    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
-    c.connect().unwrap();
+    let mut c = pipe_rank(name, r, collective::pipe::DEFAULT_PIPE_RING, Duration::from_secs(3));
     let mut buf = vec![1.0f64; 100_000 + r];
     let e = c.allreduce_in_place(&mut buf, ReduceOp::Sum).unwrap_err().to_string();
     drop(buf);
@@ -271,14 +267,7 @@ fn mismatched_rank(name: &str, r: usize) -> (String, usize) {
 #[test]
 fn a_failed_operation_in_a_lent_buffer_is_removed_before_the_call_returns() {
     let name = format!("coll-lent-fail-{}", std::process::id());
-    let handles: Vec<_> = (0..2)
-        .map(|r| {
-            let name = name.clone();
-            std::thread::spawn(move || mismatched_rank(&name, r))
-        })
-        .collect();
-    for (r, h) in handles.into_iter().enumerate() {
-        let (e, in_flight) = h.join().unwrap();
+    for (r, (e, in_flight)) in on_two_threads(&name, mismatched_rank).into_iter().enumerate() {
         assert!(!e.is_empty(), "rank {r}: no error");
         assert_eq!(in_flight, 0, "rank {r}: the failed operation ({e}) is still in the endpoint");
     }
@@ -287,12 +276,7 @@ fn a_failed_operation_in_a_lent_buffer_is_removed_before_the_call_returns() {
 /// Rank `r` of 2 for [`borrowed_sends_keep_the_order_of_every_send_and_copy_nothing`]: what
 /// rank 1 received, in order, and rank 0's staged-byte count of its borrowed sends.
 fn borrowed_rank(name: &str, r: usize) -> (Vec<Vec<u32>>, u64) {
-    let fab = ShmFabric::join(name, r, 2, fabric_link_config(), Duration::from_secs(20)).unwrap();
-    let stack = net::Stack::new(fabric_host_config(r, 2).unwrap(), fab).unwrap();
-    let shm = Transport::Auto.shm_job(true, Some(name)).unwrap();
-    let cfg = Config { timeout: Duration::from_secs(60), shm, pipe_ring: 64 * 1024, ..Config::default() };
-    let mut c = Communicator::new_with_binding(stack, Endpoint::new(r, fabric_addrs(2), cfg).unwrap(), false).unwrap();
-    c.connect().unwrap();
+    let mut c = pipe_rank(name, r, 64 * 1024, Duration::from_secs(60));
     // Five messages of one tag, each larger than the ring, through borrowed, copying and
     // blocking sends mixed: rank 1 must get them in the order they were sent.
     let msgs: Vec<Vec<u32>> = (0..5u32).map(|k| (0..100_000 + k).map(|i| i * 31 + k).collect()).collect();
@@ -330,13 +314,7 @@ fn borrowed_rank(name: &str, r: usize) -> (Vec<Vec<u32>>, u64) {
 #[test]
 fn borrowed_sends_keep_the_order_of_every_send_and_copy_nothing() {
     let name = format!("coll-borrowed-{}", std::process::id());
-    let handles: Vec<_> = (0..2)
-        .map(|r| {
-            let name = name.clone();
-            std::thread::spawn(move || borrowed_rank(&name, r))
-        })
-        .collect();
-    let out: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let out = on_two_threads(&name, borrowed_rank);
     for (k, m) in out[1].0.iter().enumerate() {
         let k = k as u32;
         assert!(m.len() == 100_000 + k as usize, "message {k}: {} elements", m.len());

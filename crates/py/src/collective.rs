@@ -182,6 +182,24 @@ enum AnyRequest {
 }
 
 /// Applies `$body` to the typed request inside an [`AnyRequest`].
+/// Invokes `$m!(type, AnyRequest variant)` for every element type numpy holds natively (all
+/// but bfloat16, which numpy holds as uint16 bit patterns).
+macro_rules! native_types {
+    ($m:ident) => {
+        $m!(f16, F16);
+        $m!(f32, F32);
+        $m!(f64, F64);
+        $m!(i32, I32);
+        $m!(i64, I64);
+        $m!(u8, U8);
+        $m!(i8, I8);
+        $m!(u16, U16);
+        $m!(i16, I16);
+        $m!(u32, U32);
+        $m!(u64, U64);
+    };
+}
+
 macro_rules! each_request {
     ($r:expr, |$x:ident| $body:expr) => {
         match $r {
@@ -233,17 +251,7 @@ fn start_any(ep: &mut Endpoint, coll: Coll, arr: &Bound<'_, PyAny>, bf16: bool) 
         try_type!(bf16, BF16);
         return Err(PyTypeError::new_err("bf16=True expects a uint16 array of bfloat16 bit patterns"));
     }
-    try_type!(f16, F16);
-    try_type!(f32, F32);
-    try_type!(f64, F64);
-    try_type!(i32, I32);
-    try_type!(i64, I64);
-    try_type!(u8, U8);
-    try_type!(i8, I8);
-    try_type!(u16, U16);
-    try_type!(i16, I16);
-    try_type!(u32, U32);
-    try_type!(u64, U64);
+    native_types!(try_type);
     if let Some(r) = try_bool(ep, coll, arr) {
         return r;
     }
@@ -355,7 +363,7 @@ fn p2p_in_place<L: Link>(
     arr: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
     macro_rules! try_type {
-        ($t:ty) => {
+        ($t:ty, $v:ident) => {
             match coll {
                 Coll::Send(dest, tag) => {
                     if let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() {
@@ -375,17 +383,7 @@ fn p2p_in_place<L: Link>(
             }
         };
     }
-    try_type!(f16);
-    try_type!(f32);
-    try_type!(f64);
-    try_type!(i32);
-    try_type!(i64);
-    try_type!(u8);
-    try_type!(i8);
-    try_type!(u16);
-    try_type!(i16);
-    try_type!(u32);
-    try_type!(u64);
+    native_types!(try_type);
     Ok(false)
 }
 
@@ -402,7 +400,7 @@ fn coll_in_place<L: Link>(
     out: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
     macro_rules! try_type {
-        ($t:ty) => {
+        ($t:ty, $v:ident) => {
             if let Ok(oa) = out.downcast::<PyArrayDyn<$t>>() {
                 let Ok(aa) = arr.downcast::<PyArrayDyn<$t>>() else { return Ok(false) };
                 // The same memory (the same array, or a view of it as MPI.IN_PLACE makes):
@@ -431,17 +429,7 @@ fn coll_in_place<L: Link>(
     if !matches!(coll, Coll::Allreduce(_) | Coll::Bcast(_)) {
         return Ok(false);
     }
-    try_type!(f16);
-    try_type!(f32);
-    try_type!(f64);
-    try_type!(i32);
-    try_type!(i64);
-    try_type!(u8);
-    try_type!(i8);
-    try_type!(u16);
-    try_type!(i16);
-    try_type!(u32);
-    try_type!(u64);
+    native_types!(try_type);
     Ok(false)
 }
 
@@ -488,7 +476,7 @@ fn isend_borrowed_any(
     tag: u32,
 ) -> PyResult<Option<AnyRequest>> {
     macro_rules! try_type {
-        ($v:ident, $t:ty) => {
+        ($t:ty, $v:ident) => {
             if let Ok(a) = arr.extract::<PyReadonlyArrayDyn<'_, $t>>() {
                 let Ok(s) = a.as_slice() else { return Ok(None) };
                 // SAFETY: the request keeps a reference to the array (numpy then refuses to
@@ -500,17 +488,7 @@ fn isend_borrowed_any(
             }
         };
     }
-    try_type!(F16, f16);
-    try_type!(F32, f32);
-    try_type!(F64, f64);
-    try_type!(I32, i32);
-    try_type!(I64, i64);
-    try_type!(U8, u8);
-    try_type!(I8, i8);
-    try_type!(U16, u16);
-    try_type!(I16, i16);
-    try_type!(U32, u32);
-    try_type!(U64, u64);
+    native_types!(try_type);
     Ok(None)
 }
 
@@ -665,6 +643,8 @@ impl PyComm {
     }
 
     /// All-reduce: every rank gets the element-wise reduction ("sum", "prod", "max", "min").
+    /// With `out=` a contiguous array of the same native type, the reduction works in `out`
+    /// itself (no intermediate array).
     #[pyo3(signature = (arr, op = "sum", out = None, bf16 = false))]
     fn allreduce<'py>(
         slf: &Bound<'py, Self>,
@@ -892,7 +872,10 @@ impl PyComm {
         Self::run(slf, arr, Coll::Send(dest, tag), None, bf16).map(|_| ())
     }
 
-    /// Non-blocking send.
+    /// Non-blocking send. A contiguous array of a native type is sent straight from its
+    /// memory (over a shared-memory pipe): the request keeps the array, which must not change
+    /// until `wait()` or `test()` reports the send complete, as with MPI_Isend. Other arrays
+    /// are copied first.
     #[pyo3(signature = (arr, dest, tag = 0, bf16 = false))]
     fn isend(slf: &Bound<'_, Self>, arr: &Bound<'_, PyAny>, dest: usize, tag: u32, bf16: bool) -> PyResult<PyRequest> {
         if !bf16 {

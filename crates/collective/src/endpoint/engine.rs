@@ -10,24 +10,12 @@ impl Endpoint {
             if j == self.rank {
                 continue;
             }
-            if p.inbox_bytes >= self.cfg.max_unmatched {
-                // Back-pressure: leave the bytes in TCP until an operation takes messages.
-                if !p.paused {
-                    p.paused = true;
-                    self.counters.unmatched_pauses += 1;
-                }
+            if p.inbox_full(self.cfg.max_unmatched, &mut self.counters) {
                 continue;
             }
-            p.paused = false;
             let before = p.inbox.len();
             let r = p.parser.pump(stack, h, self.cfg.max_message, &mut p.inbox, &mut self.pool);
-            for m in p.inbox.range(before..) {
-                self.counters.bytes_received += m.payload.len() as u64;
-                self.counters.staged_bytes += m.payload.len() as u64;
-                p.inbox_bytes += m.payload.len();
-            }
-            self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
-            self.counters.msgs_received += (p.inbox.len() - before) as u64;
+            p.count_arrivals(before, &mut self.counters);
             match r {
                 Ok(PumpEnd::WouldBlock | PumpEnd::Held) => {}
                 Ok(PumpEnd::Eof) => p.lost = Some("the peer closed its connection".into()),

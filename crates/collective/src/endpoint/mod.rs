@@ -9,7 +9,10 @@
 //!   rank 0) and tearing it down;
 //! - `engine`: moving messages between the stack and the peers' queues and advancing each
 //!   operation along its schedule, and collecting results;
-//! - `ops`: the operations a rank starts (`isend`, `iallreduce`, ...).
+//! - `ops`: the operations a rank starts (`isend`, `iallreduce`, ...);
+//! - `pipes`, `op_pipes`, `direct`: the shared-memory pipes, operations' messages straight
+//!   between their buffers and the rings, and blocking receives straight into the caller's
+//!   memory.
 
 use crate::doorbell::Doorbell;
 use crate::dtype::{from_bytes, from_bytes_into, reduce_bytes, to_bytes_in, DType, Element, ReduceOp};
@@ -90,6 +93,32 @@ impl Peer {
         let m = self.inbox.remove(self.inbox.iter().position(f)?)?;
         self.inbox_bytes -= m.payload.len();
         Some(m)
+    }
+
+    /// Back-pressure: whether reading must pause because the inbox holds `max` bytes or
+    /// more (counted once per pause), leaving the bytes in the transport until an operation
+    /// takes messages.
+    fn inbox_full(&mut self, max: usize, counters: &mut Counters) -> bool {
+        if self.inbox_bytes >= max {
+            if !self.paused {
+                self.paused = true;
+                counters.unmatched_pauses += 1;
+            }
+            return true;
+        }
+        self.paused = false;
+        false
+    }
+
+    /// Counts the messages the inbox got from index `before` on.
+    fn count_arrivals(&mut self, before: usize, counters: &mut Counters) {
+        for m in self.inbox.range(before..) {
+            counters.bytes_received += m.payload.len() as u64;
+            counters.staged_bytes += m.payload.len() as u64;
+            self.inbox_bytes += m.payload.len();
+        }
+        counters.unmatched_peak_bytes = counters.unmatched_peak_bytes.max(self.inbox_bytes as u64);
+        counters.msgs_received += (self.inbox.len() - before) as u64;
     }
 
     /// Whether a message of `kind`, `tag` and protocol step `step` waits in the inbox.

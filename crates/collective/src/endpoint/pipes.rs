@@ -42,15 +42,13 @@ impl Endpoint {
     /// header of a claimed message ([`Peer::held`]).
     pub(super) fn pump_pipe(&mut self, peer: usize) {
         let p = &mut self.peers[peer];
-        let (Some(pipe), None, None) = (p.pipe.as_mut(), &p.lost, p.held) else { return };
-        if p.inbox_bytes >= self.cfg.max_unmatched {
-            if !p.paused {
-                p.paused = true;
-                self.counters.unmatched_pauses += 1;
-            }
+        if p.pipe.is_none() || p.lost.is_some() || p.held.is_some() {
             return;
         }
-        p.paused = false;
+        if p.inbox_full(self.cfg.max_unmatched, &mut self.counters) {
+            return;
+        }
+        let Some(pipe) = p.pipe.as_mut() else { return };
         let before = p.inbox.len();
         let unread = pipe.unread_in();
         let hold = p.claim.map(|c| c.key());
@@ -61,13 +59,7 @@ impl Endpoint {
                 b.ring();
             }
         }
-        for m in p.inbox.range(before..) {
-            self.counters.bytes_received += m.payload.len() as u64;
-            self.counters.staged_bytes += m.payload.len() as u64;
-            p.inbox_bytes += m.payload.len();
-        }
-        self.counters.unmatched_peak_bytes = self.counters.unmatched_peak_bytes.max(p.inbox_bytes as u64);
-        self.counters.msgs_received += (p.inbox.len() - before) as u64;
+        p.count_arrivals(before, &mut self.counters);
         match r {
             Ok(PumpEnd::WouldBlock) => {}
             Ok(PumpEnd::Held) => p.held = p.claim.map(|c| c.len),
