@@ -36,7 +36,7 @@ pub enum TreeAlgo {
 pub struct Config {
     /// TCP port every rank listens on.
     pub port: u16,
-    /// How long an operation may take before it fails with [`CollectiveError::Timeout`].
+    /// How long an operation may take before it fails with [`crate::CollectiveError::Timeout`].
     pub timeout: Duration,
     /// How long the full mesh may take to connect.
     pub connect_timeout: Duration,
@@ -62,7 +62,7 @@ pub struct Config {
     /// Bytes of received messages from one peer that no posted operation has taken yet (the
     /// unmatched-message queue). At this bound the endpoint stops reading that peer's
     /// connection, so TCP's window holds the sender back; an operation that then cannot find
-    /// its message fails at its timeout with [`CollectiveError::UnmatchedLimit`].
+    /// its message fails at its timeout with [`crate::CollectiveError::UnmatchedLimit`].
     pub max_unmatched: usize,
     /// The job's name for shared-memory pipes ([`crate::pipe`]) to every peer: the
     /// operations' messages go through them, the TCP connections carry only the set-up.
