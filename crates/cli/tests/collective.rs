@@ -4,15 +4,25 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_linerate");
 
-#[test]
-fn launch_gives_every_rank_its_environment() {
+/// Runs `linerate collective launch -n 3 LAUNCH_ARGS -- sh -c "echo ECHO"` and returns what
+/// the ranks printed (the launch must succeed).
+fn launch_echo(launch_args: &[&str], echo: &str) -> String {
     let out = Command::new(BIN)
-        .args(["collective", "launch", "-n", "3", "--fabric", "cli-launch-test", "--"])
-        .args(["sh", "-c", "echo rank=$LINERATE_RANK size=$LINERATE_WORLD_SIZE fabric=$LINERATE_FABRIC"])
+        .args(["collective", "launch", "-n", "3"])
+        .args(launch_args)
+        .args(["--", "sh", "-c", &format!("echo {echo}")])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn launch_gives_every_rank_its_environment() {
+    let text = launch_echo(
+        &["--fabric", "cli-launch-test"],
+        "rank=$LINERATE_RANK size=$LINERATE_WORLD_SIZE fabric=$LINERATE_FABRIC",
+    );
     for r in 0..3 {
         assert!(text.contains(&format!("rank={r} size=3 fabric=cli-launch-test")), "{text}");
     }
@@ -32,13 +42,10 @@ fn launch_reports_failed_ranks() {
 
 #[test]
 fn launch_on_links_gives_each_rank_its_link_address_and_root() {
-    let out = Command::new(BIN)
-        .args(["collective", "launch", "-n", "3", "--link", "af_xdp:veth{rank}", "--ip", "10.9.0.1/24", "--"])
-        .args(["sh", "-c", "echo rank=$LINERATE_RANK link=$LINERATE_LINK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = launch_echo(
+        &["--link", "af_xdp:veth{rank}", "--ip", "10.9.0.1/24"],
+        "rank=$LINERATE_RANK link=$LINERATE_LINK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR",
+    );
     for r in 0..3 {
         let want = format!("rank={r} link=af_xdp:veth{r} ip=10.9.0.{}/24 root=10.9.0.1:7470", r + 1);
         assert!(text.contains(&want), "{text}");
@@ -47,14 +54,10 @@ fn launch_on_links_gives_each_rank_its_link_address_and_root() {
 
 #[test]
 fn launch_on_links_over_ipv6_gives_each_rank_both_addresses_and_the_ipv6_root() {
-    let out = Command::new(BIN)
-        .args(["collective", "launch", "-n", "3", "--link", "af_xdp:veth{rank}"])
-        .args(["--ip", "10.9.0.1/24,fd09::1/64", "--root", "fd09::1", "--"])
-        .args(["sh", "-c", "echo rank=$LINERATE_RANK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = launch_echo(
+        &["--link", "af_xdp:veth{rank}", "--ip", "10.9.0.1/24,fd09::1/64", "--root", "fd09::1"],
+        "rank=$LINERATE_RANK ip=$LINERATE_IP root=$LINERATE_ROOT_ADDR",
+    );
     for r in 0..3 {
         let want = format!("rank={r} ip=10.9.0.{}/24,fd09::{}/64 root=[fd09::1]:7470", r + 1, r + 1);
         assert!(text.contains(&want), "{text}");

@@ -144,16 +144,22 @@ fn upper6(ip: &[u8]) -> Upper6 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn symmetric_in_range_and_spread() {
-        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    /// Checks that `shard(port, reversed)` (4 shards, a flow from `port` to 80, or its reverse
+    /// direction) is the same both ways and spreads 4,000 ports evenly.
+    fn assert_symmetric_and_spread(shard: impl Fn(u16, bool) -> u16) {
         let mut counts = [0u32; 4];
         for p in 40000..44000u16 {
-            let s = shard_of(a, p, b, 80, 4);
-            assert_eq!(s, shard_of(b, 80, a, p, 4));
+            let s = shard(p, false);
+            assert_eq!(s, shard(p, true));
             counts[s as usize] += 1;
         }
         assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+    }
+
+    #[test]
+    fn symmetric_in_range_and_spread() {
+        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        assert_symmetric_and_spread(|p, rev| if rev { shard_of(b, 80, a, p, 4) } else { shard_of(a, p, b, 80, 4) });
         assert_eq!(shard_of(a, 1, b, 2, 1), 0);
         assert_eq!(shard_of(a, 1, b, 2, 0), 0);
     }
@@ -193,13 +199,7 @@ mod tests {
     #[test]
     fn ipv6_flows_are_steered_by_their_four_tuple_and_neighbor_discovery_goes_to_all() {
         let (a, b): (Ipv6Addr, Ipv6Addr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
-        let mut counts = [0u32; 4];
-        for p in 40000..44000u16 {
-            let s = shard_of6(a, p, b, 80, 4);
-            assert_eq!(s, shard_of6(b, 80, a, p, 4));
-            counts[s as usize] += 1;
-        }
-        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        assert_symmetric_and_spread(|p, rev| if rev { shard_of6(b, 80, a, p, 4) } else { shard_of6(a, p, b, 80, 4) });
         let tcp = [&40001u16.to_be_bytes()[..], &80u16.to_be_bytes(), &[0; 16]].concat();
         let want = FrameShard::One(shard_of6(a, 40001, b, 80, 4));
         assert_eq!(shard_of_frame(&frame6(6, &tcp), 4), want);

@@ -98,16 +98,11 @@ impl Endpoint {
         loop {
             let Some(step) = op.sched.steps.get(op.step) else { return Some(Ok(())) };
             if !op.posted {
-                let sends: Vec<(usize, Buf, std::ops::Range<usize>, u32)> = step
-                    .actions
-                    .iter()
-                    .filter_map(|a| match a {
-                        Action::Send { peer, buf, range, wire } => Some((*peer, *buf, range.clone(), *wire)),
-                        _ => None,
-                    })
-                    .collect();
-                for (peer, buf, range, wire) in &sends {
-                    self.post_send(op, *peer, *buf, range, *wire);
+                // By index: `post_send` borrows the operation (no list of the sends is made).
+                for i in 0..step.actions.len() {
+                    if let Action::Send { peer, buf, range, wire } = op.sched.steps[op.step].actions[i].clone() {
+                        self.post_send(op, peer, buf, &range, wire);
+                    }
                 }
                 op.posted = true;
             }
